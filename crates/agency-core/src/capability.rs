@@ -1,0 +1,217 @@
+//! The capability algebra: what a capability names, and which held
+//! capability a grant may be derived from.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CapabilityId, FileId, HandlerId, OutcomeId};
+use crate::level::Level;
+use crate::validate::{InvalidInput, check_name};
+
+/// Who a mail capability lets its holder write to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum MailTarget {
+    User,
+    Handler(HandlerId),
+}
+
+/// The thing a capability is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum Resource {
+    /// A Knowledge Base file (levels none, read, write).
+    Kb(FileId),
+    /// An extra MCP server declared in the configuration (read = may use).
+    McpServer(String),
+    /// A repository in the repo cache (read = may clone).
+    Repo(String),
+    /// Permission to send mail to a target (created by the system only).
+    Mail(MailTarget),
+}
+
+/// The resource kinds as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceKind {
+    Kb,
+    McpServer,
+    Repo,
+    Mail,
+}
+
+impl ResourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceKind::Kb => "kb",
+            ResourceKind::McpServer => "mcp_server",
+            ResourceKind::Repo => "repo",
+            ResourceKind::Mail => "mail",
+        }
+    }
+}
+
+impl Resource {
+    pub fn kind(&self) -> ResourceKind {
+        match self {
+            Resource::Kb(_) => ResourceKind::Kb,
+            Resource::McpServer(_) => ResourceKind::McpServer,
+            Resource::Repo(_) => ResourceKind::Repo,
+            Resource::Mail(_) => ResourceKind::Mail,
+        }
+    }
+
+    /// The resource's key within its kind, as stored.
+    pub fn key(&self) -> String {
+        match self {
+            Resource::Kb(f) => f.to_string(),
+            Resource::McpServer(n) | Resource::Repo(n) => n.clone(),
+            Resource::Mail(MailTarget::User) => "user".to_owned(),
+            Resource::Mail(MailTarget::Handler(h)) => h.to_string(),
+        }
+    }
+
+    /// Rebuild a resource from its stored kind and key.
+    pub fn from_parts(kind: &str, key: &str) -> Result<Resource, InvalidInput> {
+        let bad_id = |_| InvalidInput(format!("failed to parse {kind} resource id {key:?}: not a UUID"));
+        match kind {
+            "kb" => Ok(Resource::Kb(key.parse().map_err(bad_id)?)),
+            "mcp_server" => {
+                check_name("MCP server", key)?;
+                Ok(Resource::McpServer(key.to_owned()))
+            }
+            "repo" => {
+                check_name("repo", key)?;
+                Ok(Resource::Repo(key.to_owned()))
+            }
+            "mail" if key == "user" => Ok(Resource::Mail(MailTarget::User)),
+            "mail" => Ok(Resource::Mail(MailTarget::Handler(key.parse().map_err(bad_id)?))),
+            other => Err(InvalidInput(format!(
+                "unknown resource kind {other:?}: expected kb, mcp_server or repo"
+            ))),
+        }
+    }
+
+    /// Whether a handler may pass this resource on with `grant`. Mail
+    /// capabilities follow the handler tree and are made by the system only.
+    pub fn grantable(&self) -> bool {
+        !matches!(self, Resource::Mail(_))
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind().as_str(), self.key())
+    }
+}
+
+/// A live capability the granter holds on the resource being granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldCap {
+    pub id: CapabilityId,
+    pub level: Level,
+    pub delegatable: bool,
+    pub scope: Option<OutcomeId>,
+}
+
+/// Why a grant was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GrantRefusal {
+    #[error("the granter holds no capability on {0}")]
+    NotHeld(Resource),
+    #[error("the granter holds only {held} on {resource}, less than the {wanted} requested")]
+    InsufficientLevel { resource: Resource, held: Level, wanted: Level },
+    #[error("the granter's capability on {0} is not delegatable")]
+    NotDelegatable(Resource),
+    #[error("{0} capabilities are created by Agency itself and cannot be granted")]
+    NotGrantable(Resource),
+}
+
+/// Pick the held capability a grant of `wanted` on `resource` derives from.
+///
+/// The source must be delegatable and at least `wanted`; a restriction to a
+/// lower level is allowed. Among candidates the highest level wins, then the
+/// oldest row, so that the choice is deterministic.
+pub fn choose_grant_source(
+    resource: &Resource,
+    held: &[HeldCap],
+    wanted: Level,
+) -> Result<HeldCap, GrantRefusal> {
+    if !resource.grantable() {
+        return Err(GrantRefusal::NotGrantable(resource.clone()));
+    }
+    let best_any = held.iter().max_by_key(|c| c.level);
+    let Some(best_any) = best_any else {
+        return Err(GrantRefusal::NotHeld(resource.clone()));
+    };
+    let candidate = held
+        .iter()
+        .filter(|c| c.delegatable && c.level >= wanted)
+        .min_by_key(|c| (std::cmp::Reverse(c.level), c.id));
+    match candidate {
+        Some(c) => Ok(*c),
+        None if best_any.level < wanted => Err(GrantRefusal::InsufficientLevel {
+            resource: resource.clone(),
+            held: best_any.level,
+            wanted,
+        }),
+        None => Err(GrantRefusal::NotDelegatable(resource.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cap(id: i64, level: Level, delegatable: bool) -> HeldCap {
+        HeldCap { id: CapabilityId(id), level, delegatable, scope: None }
+    }
+
+    #[test]
+    fn grant_source_table() {
+        let r = Resource::Repo("agency".into());
+        let cases: Vec<(Vec<HeldCap>, Level, Result<i64, &str>)> = vec![
+            (vec![], Level::Read, Err("NotHeld")),
+            (vec![cap(1, Level::Read, true)], Level::Read, Ok(1)),
+            (vec![cap(1, Level::Read, true)], Level::Write, Err("InsufficientLevel")),
+            (vec![cap(1, Level::Write, false)], Level::Read, Err("NotDelegatable")),
+            (vec![cap(1, Level::Write, true)], Level::None, Ok(1)),
+            (vec![cap(1, Level::Read, true), cap(2, Level::Write, true)], Level::Read, Ok(2)),
+            (vec![cap(3, Level::Write, true), cap(2, Level::Write, true)], Level::Write, Ok(2)),
+            (vec![cap(1, Level::Write, false), cap(2, Level::Read, true)], Level::Read, Ok(2)),
+            (vec![cap(1, Level::Write, false), cap(2, Level::Read, true)], Level::Write, Err("NotDelegatable")),
+        ];
+        for (held, wanted, want) in cases {
+            let got = choose_grant_source(&r, &held, wanted);
+            match (got, want) {
+                (Ok(c), Ok(id)) => assert_eq!(c.id.0, id),
+                (Err(e), Err(name)) => assert!(format!("{e:?}").starts_with(name), "{e:?} vs {name}"),
+                (got, want) => panic!("held {held:?} wanted {wanted}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn mail_is_not_grantable() {
+        let r = Resource::Mail(MailTarget::User);
+        let held = [cap(1, Level::Write, true)];
+        assert!(matches!(choose_grant_source(&r, &held, Level::Write), Err(GrantRefusal::NotGrantable(_))));
+    }
+
+    #[test]
+    fn resource_round_trip() {
+        let h = HandlerId::new_random();
+        for r in [
+            Resource::Kb(FileId::new_random()),
+            Resource::McpServer("gmail".into()),
+            Resource::Repo("agency".into()),
+            Resource::Mail(MailTarget::User),
+            Resource::Mail(MailTarget::Handler(h)),
+        ] {
+            assert_eq!(Resource::from_parts(r.kind().as_str(), &r.key()).unwrap(), r);
+        }
+        assert!(Resource::from_parts("kb", "nope").is_err());
+        assert!(Resource::from_parts("disk", "x").is_err());
+    }
+}

@@ -1,0 +1,27 @@
+//! Agency's domain: identifiers, statuses, capability algebra and access
+//! decisions, as pure functions with no I/O.
+//!
+//! Everything here is deterministic and synchronous so that the rules of seed
+//! 000 can be tested as tables of cases and property tests, independently of
+//! any store. The service layer gathers facts from the store and asks this
+//! crate for the decision; only this crate knows what the rules *are*.
+
+pub mod access;
+pub mod capability;
+pub mod dag;
+pub mod ids;
+pub mod level;
+pub mod outcome;
+pub mod principal;
+pub mod render;
+pub mod time;
+pub mod validate;
+
+pub use access::{KbFacts, OutcomeAccess, OutcomeFacts, kb_access, outcome_access};
+pub use capability::{GrantRefusal, HeldCap, MailTarget, Resource, ResourceKind, choose_grant_source};
+pub use ids::{AgentId, CapabilityId, FileId, HandlerId, MessageId, OutcomeId};
+pub use level::Level;
+pub use outcome::{OutcomeStatus, StatusChange, check_status_change};
+pub use principal::Principal;
+pub use time::Timestamp;
+pub use validate::{InvalidInput, Limits};

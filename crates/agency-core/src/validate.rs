@@ -1,0 +1,165 @@
+//! Input validation shared by every interface: limits, names and search
+//! terms. A failure is an [`InvalidInput`] whose text says what to change.
+
+use serde::{Deserialize, Serialize};
+
+/// Bad input from a caller, with an actionable message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidInput(pub String);
+
+impl InvalidInput {
+    pub fn new(msg: impl Into<String>) -> Self {
+        InvalidInput(msg.into())
+    }
+}
+
+/// Size limits, configurable per installation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Largest KB file content accepted, in bytes (also bounds message bodies).
+    pub max_file_bytes: usize,
+    pub max_title_chars: usize,
+    pub max_description_chars: usize,
+    /// Rationale, blocked reason, audit summary.
+    pub max_reason_chars: usize,
+    /// Most rows a listing returns in one call.
+    pub max_list: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 8 * 1024 * 1024,
+            max_title_chars: 200,
+            max_description_chars: 20_000,
+            max_reason_chars: 20_000,
+            max_list: 1000,
+        }
+    }
+}
+
+impl Limits {
+    pub fn check_content(&self, what: &str, len: usize) -> Result<(), InvalidInput> {
+        if len > self.max_file_bytes {
+            return Err(InvalidInput(format!(
+                "failed to accept {what}: it is {len} bytes, more than the maximum file size of {} bytes; split it into smaller linked files (kb://UUID)",
+                self.max_file_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// A title: one line, not empty, bounded.
+    pub fn check_title(&self, title: &str) -> Result<(), InvalidInput> {
+        let t = title.trim();
+        if t.is_empty() {
+            return Err(InvalidInput::new("failed to accept title: it is empty"));
+        }
+        if t.contains(['\n', '\r']) {
+            return Err(InvalidInput::new("failed to accept title: it must be a single line"));
+        }
+        check_len("title", t, self.max_title_chars)?;
+        check_no_nul("title", t)
+    }
+
+    pub fn check_description(&self, what: &str, text: &str) -> Result<(), InvalidInput> {
+        check_len(what, text, self.max_description_chars)?;
+        check_no_nul(what, text)
+    }
+
+    /// A rationale, reason or summary: not blank, bounded.
+    pub fn check_reason(&self, what: &str, text: &str) -> Result<(), InvalidInput> {
+        if text.trim().is_empty() {
+            return Err(InvalidInput(format!("failed to accept {what}: it is empty; say why")));
+        }
+        check_len(what, text, self.max_reason_chars)?;
+        check_no_nul(what, text)
+    }
+
+    /// Clamp a caller's requested page size.
+    pub fn page(&self, requested: Option<usize>) -> usize {
+        requested.unwrap_or(200).clamp(1, self.max_list)
+    }
+}
+
+fn check_len(what: &str, text: &str, max: usize) -> Result<(), InvalidInput> {
+    let n = text.chars().count();
+    if n > max {
+        return Err(InvalidInput(format!(
+            "failed to accept {what}: it has {n} characters, more than the maximum of {max}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_no_nul(what: &str, text: &str) -> Result<(), InvalidInput> {
+    if text.contains('\0') {
+        return Err(InvalidInput(format!("failed to accept {what}: it contains a NUL byte")));
+    }
+    Ok(())
+}
+
+/// A name of an MCP server or repo as written in the configuration:
+/// 1–64 characters of ASCII letters, digits, `_`, `-` and `.`.
+pub fn check_name(what: &str, name: &str) -> Result<(), InvalidInput> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !ok {
+        return Err(InvalidInput(format!(
+            "failed to accept {what} name {name:?}: use 1-64 ASCII letters, digits, '_', '-' or '.'"
+        )));
+    }
+    Ok(())
+}
+
+/// Split a browse query into lowercase words; a description matches when it
+/// contains every word as a substring (case-insensitive).
+pub fn search_terms(query: &str) -> Result<Vec<String>, InvalidInput> {
+    let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    if terms.len() > 16 {
+        return Err(InvalidInput::new("failed to accept search query: use at most 16 words"));
+    }
+    if terms.iter().any(|t| t.chars().count() > 100) {
+        return Err(InvalidInput::new("failed to accept search query: a word is longer than 100 characters"));
+    }
+    Ok(terms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles() {
+        let l = Limits::default();
+        for (title, ok) in [("Ship it", true), ("", false), ("   ", false), ("a\nb", false), ("x\0", false)] {
+            assert_eq!(l.check_title(title).is_ok(), ok, "{title:?}");
+        }
+        assert!(l.check_title(&"x".repeat(201)).is_err());
+        assert!(l.check_title(&"é".repeat(200)).is_ok());
+    }
+
+    #[test]
+    fn names() {
+        for (name, ok) in [("github", true), ("my-server.v2_x", true), ("", false), ("a b", false), ("../x", false)] {
+            assert_eq!(check_name("server", name).is_ok(), ok, "{name:?}");
+        }
+        assert!(check_name("server", &"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn content_size() {
+        let l = Limits { max_file_bytes: 10, ..Limits::default() };
+        assert!(l.check_content("content", 10).is_ok());
+        let err = l.check_content("content", 11).unwrap_err();
+        assert!(err.0.contains("maximum file size of 10 bytes"), "{err}");
+    }
+
+    #[test]
+    fn terms() {
+        assert_eq!(search_terms("  Design  DOC ").unwrap(), vec!["design", "doc"]);
+        assert!(search_terms("").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,225 @@
+//! The content-addressed blob store: `blobs/<2 hex>/<62 hex>`, named by the
+//! BLAKE3 hash of the content. Identical content is stored once.
+//!
+//! A put is durable before it returns: write to a temporary file, fsync it,
+//! rename it into place, fsync the directory. The service commits the row
+//! that points at a blob only after the put returned, so a crash in between
+//! leaves at worst an unreferenced blob, never a row pointing at nothing.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+
+/// A blob's name: the hash algorithm and the hex digest, `blake3:<64 hex>`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BlobId(String);
+
+const PREFIX: &str = "blake3:";
+
+impl BlobId {
+    /// The id `content` is stored under.
+    pub fn of(content: &[u8]) -> BlobId {
+        BlobId(format!("{PREFIX}{}", blake3::hash(content).to_hex()))
+    }
+
+    /// Parse a stored or caller-supplied id, refusing anything that is not
+    /// `blake3:` followed by 64 lowercase hex digits (so an id can never
+    /// name a path outside the store).
+    pub fn parse(s: &str) -> Option<BlobId> {
+        let hex = s.strip_prefix(PREFIX)?;
+        (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| BlobId(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn hex(&self) -> &str {
+        &self.0[PREFIX.len()..]
+    }
+}
+
+impl fmt::Display for BlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for BlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlobId({})", self.0)
+    }
+}
+
+/// The result of re-hashing one blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobCheck {
+    Ok,
+    Missing,
+    Corrupt { actual: BlobId },
+}
+
+/// Where KB contents live.
+pub trait BlobStore: Send + Sync + fmt::Debug {
+    /// Store `content`; durable when this returns. Idempotent.
+    fn put(&self, content: &[u8]) -> Result<BlobId, StoreError>;
+    /// Read a blob back, verifying its hash.
+    fn get(&self, id: &BlobId) -> Result<Vec<u8>, StoreError>;
+    /// Re-hash one blob.
+    fn check(&self, id: &BlobId) -> Result<BlobCheck, StoreError>;
+    /// Every blob present, in no particular order.
+    fn list(&self) -> Result<Vec<BlobId>, StoreError>;
+}
+
+/// Blobs as files under a directory.
+#[derive(Debug)]
+pub struct FsBlobStore {
+    root: PathBuf,
+    tmp: PathBuf,
+    counter: AtomicU64,
+}
+
+impl FsBlobStore {
+    /// Open (creating if needed) a blob directory. Leftover temporary files
+    /// from a crash are removed: they were never renamed into place, so no
+    /// row can point at them.
+    pub fn open(root: impl Into<PathBuf>) -> Result<FsBlobStore, StoreError> {
+        let root = root.into();
+        let tmp = root.join("tmp");
+        fs::create_dir_all(&tmp).map_err(|e| io("create blob directory", &tmp, e))?;
+        if let Ok(entries) = fs::read_dir(&tmp) {
+            for entry in entries.flatten() {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok(FsBlobStore { root, tmp, counter: AtomicU64::new(0) })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where a blob lives on disk.
+    pub fn path_of(&self, id: &BlobId) -> PathBuf {
+        let hex = id.hex();
+        self.root.join(&hex[..2]).join(&hex[2..])
+    }
+}
+
+fn io(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io { action, path: path.to_owned(), source }
+}
+
+impl BlobStore for FsBlobStore {
+    fn put(&self, content: &[u8]) -> Result<BlobId, StoreError> {
+        let id = BlobId::of(content);
+        let dest = self.path_of(&id);
+        if dest.exists() {
+            return Ok(id);
+        }
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.tmp.join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
+        let result = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .map_err(|e| io("create temporary blob file", &tmp, e))?;
+            f.write_all(content).map_err(|e| io("write temporary blob file", &tmp, e))?;
+            f.sync_all().map_err(|e| io("fsync temporary blob file", &tmp, e))?;
+            drop(f);
+            let dir = dest.parent().expect("blob paths have a parent");
+            fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
+            fs::rename(&tmp, &dest).map_err(|e| io("rename blob into place at", &dest, e))?;
+            // The rename is durable only once the directory entry is.
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io("fsync blob directory", dir, e))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| id)
+    }
+
+    fn get(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {
+        let path = self.path_of(id);
+        let mut buf = Vec::new();
+        match File::open(&path) {
+            Ok(mut f) => f.read_to_end(&mut buf).map_err(|e| io("read blob", &path, e))?,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(StoreError::MissingBlob(id.clone())),
+            Err(e) => return Err(io("open blob", &path, e)),
+        };
+        let actual = BlobId::of(&buf);
+        if &actual != id {
+            return Err(StoreError::CorruptBlob { id: id.clone(), actual });
+        }
+        Ok(buf)
+    }
+
+    fn check(&self, id: &BlobId) -> Result<BlobCheck, StoreError> {
+        match self.get(id) {
+            Ok(_) => Ok(BlobCheck::Ok),
+            Err(StoreError::MissingBlob(_)) => Ok(BlobCheck::Missing),
+            Err(StoreError::CorruptBlob { actual, .. }) => Ok(BlobCheck::Corrupt { actual }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<BlobId>, StoreError> {
+        let mut out = Vec::new();
+        let top = fs::read_dir(&self.root).map_err(|e| io("list blob directory", &self.root, e))?;
+        for dir in top.flatten() {
+            let name = dir.file_name();
+            let Some(prefix) = name.to_str().filter(|n| n.len() == 2) else { continue };
+            let sub = fs::read_dir(dir.path()).map_err(|e| io("list blob directory", &dir.path(), e))?;
+            for f in sub.flatten() {
+                if let Some(rest) = f.file_name().to_str()
+                    && let Some(id) = BlobId::parse(&format!("{PREFIX}{prefix}{rest}"))
+                {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_dedupe_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FsBlobStore::open(dir.path()).unwrap();
+        let a = s.put(b"hello").unwrap();
+        let b = s.put(b"hello").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(s.list().unwrap(), vec![a.clone()]);
+        assert_eq!(s.get(&a).unwrap(), b"hello");
+        assert_eq!(s.check(&a).unwrap(), BlobCheck::Ok);
+        fs::write(s.path_of(&a), b"HELLO").unwrap();
+        assert!(matches!(s.check(&a).unwrap(), BlobCheck::Corrupt { .. }));
+        fs::remove_file(s.path_of(&a)).unwrap();
+        assert_eq!(s.check(&a).unwrap(), BlobCheck::Missing);
+        assert!(matches!(s.get(&a), Err(StoreError::MissingBlob(_))));
+    }
+
+    #[test]
+    fn ids_are_validated() {
+        let id = BlobId::of(b"x");
+        assert_eq!(BlobId::parse(id.as_str()), Some(id.clone()));
+        for bad in ["", "blake3:", "sha256:00", "blake3:../../etc/passwd", &id.as_str().to_uppercase()] {
+            assert_eq!(BlobId::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Errors of the persistence layer. They carry the failing operation and the
+//! thing it was about, in "failed to …" form.
+
+use std::path::PathBuf;
+
+use crate::blob::BlobId;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed an operation.
+    #[error("failed to {op}: {message}")]
+    Backend { op: String, message: String },
+
+    /// A uniqueness rule held by the store was violated (e.g. a second live
+    /// agent for one handler).
+    #[error("failed to {op}: {message}")]
+    Unique { op: String, message: String },
+
+    #[error("failed to {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A stored value could not be decoded into its type.
+    #[error("failed to decode stored {what}: {value:?}")]
+    Corrupt { what: &'static str, value: String },
+
+    #[error("failed to read blob {0}: it is missing from the blob store")]
+    MissingBlob(BlobId),
+
+    #[error("failed to read blob {id}: its content hashes to {actual}")]
+    CorruptBlob { id: BlobId, actual: BlobId },
+
+    /// A fault injected by a test (crash-consistency and fault suites).
+    #[error("failed to {0}: injected fault")]
+    Injected(String),
+
+    /// The closure of a transaction asked for a rollback; [`crate::write`]
+    /// turns this back into the closure's own error.
+    #[error("transaction rolled back")]
+    Rollback,
+}
+
+impl StoreError {
+    pub fn backend(op: impl Into<String>, err: impl std::fmt::Display) -> Self {
+        StoreError::Backend { op: op.into(), message: err.to_string() }
+    }
+
+    pub fn corrupt(what: &'static str, value: impl Into<String>) -> Self {
+        StoreError::Corrupt { what, value: value.into() }
+    }
+}

@@ -1,0 +1,70 @@
+//! `fsck`: re-hash every blob a version row points at and report rows whose
+//! blob is missing or corrupt, plus blobs no row points at (harmless: left
+//! by a failed or refused write, reclaimable by garbage collection).
+
+use std::collections::BTreeSet;
+
+use agency_core::FileId;
+use serde::Serialize;
+
+use crate::blob::{BlobCheck, BlobId, BlobStore};
+use crate::error::StoreError;
+use crate::store::{Store, read};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum FsckProblem {
+    MissingBlob { file: FileId, version: i64, blob: BlobId },
+    CorruptBlob { file: FileId, version: i64, blob: BlobId, actual: BlobId },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FsckReport {
+    pub versions_checked: usize,
+    pub blobs_checked: usize,
+    pub problems: Vec<FsckProblem>,
+    /// Blobs present that no version row references.
+    pub unreferenced_blobs: Vec<BlobId>,
+}
+
+impl FsckReport {
+    /// No row points at a missing or corrupt blob.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+pub fn fsck(store: &dyn Store, blobs: &dyn BlobStore) -> Result<FsckReport, StoreError> {
+    let versions = read(store, |tx| tx.all_versions())?;
+    let mut report = FsckReport { versions_checked: versions.len(), ..FsckReport::default() };
+    let mut referenced = BTreeSet::new();
+    let mut verdicts: std::collections::BTreeMap<BlobId, BlobCheck> = Default::default();
+    for v in &versions {
+        referenced.insert(v.hash.clone());
+        let verdict = match verdicts.get(&v.hash) {
+            Some(c) => c.clone(),
+            None => {
+                let c = blobs.check(&v.hash)?;
+                verdicts.insert(v.hash.clone(), c.clone());
+                c
+            }
+        };
+        match verdict {
+            BlobCheck::Ok => {}
+            BlobCheck::Missing => {
+                report.problems.push(FsckProblem::MissingBlob { file: v.file, version: v.version, blob: v.hash.clone() })
+            }
+            BlobCheck::Corrupt { actual } => report.problems.push(FsckProblem::CorruptBlob {
+                file: v.file,
+                version: v.version,
+                blob: v.hash.clone(),
+                actual,
+            }),
+        }
+    }
+    report.blobs_checked = verdicts.len();
+    let mut unreferenced: Vec<BlobId> = blobs.list()?.into_iter().filter(|b| !referenced.contains(b)).collect();
+    unreferenced.sort();
+    report.unreferenced_blobs = unreferenced;
+    Ok(report)
+}

@@ -1,0 +1,24 @@
+//! Persistence for Agency behind the [`Store`] / [`Tx`] traits, plus the
+//! content-addressed [`BlobStore`].
+//!
+//! Only this crate knows SQL. The service layer runs each operation as one
+//! closure inside [`write`] or [`read`]; a backend (SQLite now, PostgreSQL
+//! later) implements [`Tx`] with plain row-level queries and makes the
+//! closure atomic. No access rule lives here: the store answers questions
+//! and applies changes, the service decides.
+
+pub mod blob;
+pub mod error;
+pub mod fsck;
+pub mod model;
+pub mod sqlite;
+pub mod store;
+pub mod tx;
+
+pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore};
+pub use error::StoreError;
+pub use fsck::{FsckProblem, FsckReport, fsck};
+pub use model::*;
+pub use sqlite::SqliteStore;
+pub use store::{Store, read, write};
+pub use tx::Tx;

@@ -1,0 +1,286 @@
+//! Row types: what the store keeps, in domain types. Backends convert these
+//! to and from their own column types.
+
+use agency_core::access::FileKind;
+use agency_core::{
+    AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Resource,
+    Timestamp,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::blob::BlobId;
+
+/// A KB file's identity and metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRow {
+    pub id: FileId,
+    pub kind: FileKind,
+    pub description: String,
+    /// For state documents and audit logs: the handler they belong to.
+    pub owner: Option<HandlerId>,
+    pub created_at: Timestamp,
+    /// `None` for the user or Agency itself.
+    pub created_by: Option<HandlerId>,
+    /// Number of the latest version (versions are `1..=latest_version`).
+    pub latest_version: i64,
+}
+
+/// One version of a KB file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub file: FileId,
+    pub version: i64,
+    pub hash: BlobId,
+    pub size: i64,
+    pub created_at: Timestamp,
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KbAction {
+    Create,
+    Read,
+    Write,
+}
+
+impl KbAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KbAction::Create => "create",
+            KbAction::Read => "read",
+            KbAction::Write => "write",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<KbAction> {
+        match s {
+            "create" => Some(KbAction::Create),
+            "read" => Some(KbAction::Read),
+            "write" => Some(KbAction::Write),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a KB file's access log. `handler == None` is the user (or
+/// Agency itself when `agent` is also `None` and the action is a system write).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KbAuditRow {
+    pub file: FileId,
+    pub at: Timestamp,
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
+    pub action: KbAction,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeRow {
+    pub id: OutcomeId,
+    pub title: String,
+    pub description: String,
+    pub status: OutcomeStatus,
+    /// Blocked reason, or completion/closing rationale.
+    pub status_reason: Option<String>,
+    pub priority: i64,
+    /// The root outcome: never completed, never "work".
+    pub perpetual: bool,
+    /// A handler's "Process Inbox" outcome, made by mail delivery.
+    pub process_inbox: bool,
+    pub responsible: HandlerId,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// One line of an outcome's audit history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeEventRow {
+    pub outcome: OutcomeId,
+    pub at: Timestamp,
+    /// `None` for the user or Agency.
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
+    pub action: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerStatus {
+    Active,
+    /// Stopped by force-stop or retired when its root outcome finished; its
+    /// state is kept for review.
+    Deactivated,
+}
+
+impl HandlerStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandlerStatus::Active => "active",
+            HandlerStatus::Deactivated => "deactivated",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HandlerStatus> {
+        match s {
+            "active" => Some(HandlerStatus::Active),
+            "deactivated" => Some(HandlerStatus::Deactivated),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerRow {
+    /// Equal to the handler's root outcome id.
+    pub id: HandlerId,
+    /// `None`: the user is the boss (the root handler).
+    pub boss: Option<HandlerId>,
+    pub status: HandlerStatus,
+    pub state_doc: FileId,
+    pub audit_log: FileId,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// How a capability came to be; kept for explanation and audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapOrigin {
+    /// Granted by the user (`derived_from` is `None`).
+    User,
+    /// Granted by a boss with `grant` or as part of `delegate`.
+    Grant,
+    /// Held by the handler that created the KB file.
+    Creator,
+    /// Read on a file attached to a delivered message.
+    Mail,
+    /// Made by Agency from the handler tree (mail between boss and underling).
+    System,
+}
+
+impl CapOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapOrigin::User => "user",
+            CapOrigin::Grant => "grant",
+            CapOrigin::Creator => "creator",
+            CapOrigin::Mail => "mail",
+            CapOrigin::System => "system",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CapOrigin> {
+        [CapOrigin::User, CapOrigin::Grant, CapOrigin::Creator, CapOrigin::Mail, CapOrigin::System]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+    }
+}
+
+/// A capability to insert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewCapability {
+    pub holder: HandlerId,
+    pub resource: Resource,
+    pub level: Level,
+    pub delegatable: bool,
+    /// Revoked when this outcome is completed or closed.
+    pub scope: Option<OutcomeId>,
+    /// Revoked when that capability is revoked.
+    pub derived_from: Option<CapabilityId>,
+    /// `None`: the user or Agency.
+    pub granted_by: Option<HandlerId>,
+    pub origin: CapOrigin,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityRow {
+    pub id: CapabilityId,
+    pub holder: HandlerId,
+    pub resource: Resource,
+    pub level: Level,
+    pub delegatable: bool,
+    pub scope: Option<OutcomeId>,
+    pub derived_from: Option<CapabilityId>,
+    pub granted_by: Option<HandlerId>,
+    pub origin: CapOrigin,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// Which capabilities to revoke; every capability derived from a selected
+/// one (transitively) is revoked with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevokeSelector {
+    /// Live capabilities scoped to this outcome.
+    ScopedTo(OutcomeId),
+    /// Live capabilities held by any of these handlers.
+    HeldBy(Vec<HandlerId>),
+    /// Live mail capabilities whose target is one of these handlers.
+    MailTo(Vec<HandlerId>),
+    /// These capabilities.
+    Ids(Vec<CapabilityId>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRow {
+    pub id: MessageId,
+    /// The KB file holding the body.
+    pub file: FileId,
+    pub from: MailTarget,
+    pub to: MailTarget,
+    /// A short line for inbox listings.
+    pub subject: String,
+    pub created_at: Timestamp,
+    pub deliver_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    pub acked_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRow {
+    pub id: AgentId,
+    pub handler: HandlerId,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    /// Why it ended (exited, force_stopped, reaped, …).
+    pub end_reason: Option<String>,
+}
+
+/// One entry of a handler's audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntryRow {
+    pub handler: HandlerId,
+    pub at: Timestamp,
+    /// `None` for entries Agency writes itself.
+    pub agent: Option<AgentId>,
+    pub summary: String,
+}
+
+/// A KB file that may be visible to a handler, with the facts needed to
+/// decide its level (the decision itself is `agency_core::kb_access`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KbCandidate {
+    pub file: FileRow,
+    /// Highest live capability level the handler holds on the file.
+    pub cap: Option<Level>,
+    /// The file is a state document or audit log owned by the handler.
+    pub owned: bool,
+    /// The file is a state document or audit log of a direct underling.
+    pub of_underling: bool,
+    /// The file is an outcome in the handler's area (descendant of its root
+    /// or ancestor of it).
+    pub outcome_in_area: bool,
+}
+
+/// Counts for status displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreCounts {
+    pub handlers_active: i64,
+    pub outcomes_open: i64,
+    pub agents_live: i64,
+    pub files: i64,
+}

@@ -1,0 +1,157 @@
+//! [`Tx`]: the queries and changes one transaction can make.
+//!
+//! Methods are row-level and rule-free. Lists are ordered deterministically
+//! (documented per method). "Live" capabilities are those not revoked.
+
+use agency_core::{
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
+};
+
+use crate::error::StoreError;
+use crate::model::*;
+
+pub type R<T> = Result<T, StoreError>;
+
+pub trait Tx {
+    // ---- Knowledge Base -------------------------------------------------
+
+    /// Insert a file row (with `latest_version` as given, normally 0 until
+    /// its first version is inserted).
+    fn insert_file(&mut self, file: &FileRow) -> R<()>;
+    fn file(&mut self, id: FileId) -> R<Option<FileRow>>;
+    fn set_file_description(&mut self, id: FileId, description: &str) -> R<()>;
+    /// Insert a version row and set the file's `latest_version` to it.
+    /// Fails with `StoreError::Unique` if that version number exists.
+    fn insert_version(&mut self, v: &VersionRow) -> R<()>;
+    fn version(&mut self, file: FileId, version: i64) -> R<Option<VersionRow>>;
+    /// All versions, oldest first.
+    fn versions(&mut self, file: FileId) -> R<Vec<VersionRow>>;
+    /// Every version row of every file, ordered by (file, version). For fsck.
+    fn all_versions(&mut self) -> R<Vec<VersionRow>>;
+    fn insert_kb_audit(&mut self, rows: &[KbAuditRow]) -> R<()>;
+    /// A file's access log, oldest first, at most `limit` rows.
+    fn kb_audit(&mut self, file: FileId, limit: usize) -> R<Vec<KbAuditRow>>;
+    /// Files possibly visible to `handler` (`None`: the user, who sees all),
+    /// whose description contains every term (already lowercased; matched
+    /// case-insensitively as substrings), with id greater than `after`,
+    /// ordered by id, at most `limit`. Candidates are: files the handler
+    /// holds a live KB capability on; state documents and audit logs it owns
+    /// or its direct underlings own; outcome files in its area.
+    fn kb_candidates(
+        &mut self,
+        handler: Option<HandlerId>,
+        terms: &[String],
+        after: Option<FileId>,
+        limit: usize,
+    ) -> R<Vec<KbCandidate>>;
+
+    // ---- Outcomes --------------------------------------------------------
+
+    fn insert_outcome(&mut self, o: &OutcomeRow) -> R<()>;
+    fn outcome(&mut self, id: OutcomeId) -> R<Option<OutcomeRow>>;
+    /// Overwrite every column of an existing outcome.
+    fn update_outcome(&mut self, o: &OutcomeRow) -> R<()>;
+    /// Insert the edge parent -> child (idempotent).
+    fn insert_edge(&mut self, parent: OutcomeId, child: OutcomeId) -> R<()>;
+    fn delete_edge(&mut self, parent: OutcomeId, child: OutcomeId) -> R<()>;
+    /// Immediate parents, ordered by id.
+    fn parents(&mut self, id: OutcomeId) -> R<Vec<OutcomeId>>;
+    /// Immediate children, ordered by id.
+    fn children(&mut self, id: OutcomeId) -> R<Vec<OutcomeId>>;
+    /// Whether `node` is `ancestor` or a descendant of it.
+    fn is_descendant_or_self(&mut self, node: OutcomeId, ancestor: OutcomeId) -> R<bool>;
+    /// Every edge (parent, child) on some path from `id` up to a root,
+    /// ordered by (child, parent).
+    fn ancestor_edges(&mut self, id: OutcomeId) -> R<Vec<(OutcomeId, OutcomeId)>>;
+    /// `id` and its descendants (breadth-first discovery, each once), at
+    /// most `limit` rows, and the edges among the returned outcomes.
+    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<(Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>)>;
+    /// Set `responsible = to` on `root` and every descendant whose
+    /// responsible handler is `from`; returns how many rows changed.
+    fn reassign_subtree(&mut self, root: OutcomeId, from: HandlerId, to: HandlerId, at: Timestamp) -> R<u64>;
+    /// Set `responsible = to` on every outcome whose responsible handler is
+    /// one of `from`; returns how many rows changed.
+    fn reassign_all(&mut self, from: &[HandlerId], to: HandlerId, at: Timestamp) -> R<u64>;
+    fn insert_outcome_event(&mut self, e: &OutcomeEventRow) -> R<()>;
+    /// An outcome's history, oldest first.
+    fn outcome_events(&mut self, id: OutcomeId) -> R<Vec<OutcomeEventRow>>;
+    /// The handler's open Process Inbox outcome, if any.
+    fn open_process_inbox(&mut self, handler: HandlerId) -> R<Option<OutcomeId>>;
+    /// Outcomes a handler is responsible for, ordered by (priority desc, created_at).
+    fn outcomes_of(&mut self, handler: HandlerId, limit: usize) -> R<Vec<OutcomeRow>>;
+
+    // ---- Handlers --------------------------------------------------------
+
+    fn insert_handler(&mut self, h: &HandlerRow) -> R<()>;
+    fn handler(&mut self, id: HandlerId) -> R<Option<HandlerRow>>;
+    /// Overwrite boss, status, state_doc, audit_log and updated_at.
+    fn update_handler(&mut self, h: &HandlerRow) -> R<()>;
+    /// The handler whose boss is the user.
+    fn root_handler(&mut self) -> R<Option<HandlerRow>>;
+    /// `id` and every handler below it in the boss tree (any status).
+    fn handler_subtree(&mut self, id: HandlerId) -> R<Vec<HandlerRow>>;
+    /// Direct underlings (any status), ordered by id.
+    fn underlings(&mut self, id: HandlerId) -> R<Vec<HandlerRow>>;
+    /// All handlers, ordered by id, at most `limit`, after `after`.
+    fn handlers(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerRow>>;
+    /// Active handlers responsible for at least one open, non-perpetual
+    /// outcome, ordered by id, after `after`, at most `limit`. Indexed: it
+    /// must not scan every outcome.
+    fn handlers_with_work(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerId>>;
+    /// Whether one handler has work (same rule, one handler).
+    fn has_work(&mut self, id: HandlerId) -> R<bool>;
+
+    // ---- Capabilities ----------------------------------------------------
+
+    fn insert_capability(&mut self, c: &NewCapability) -> R<CapabilityId>;
+    fn capability(&mut self, id: CapabilityId) -> R<Option<CapabilityRow>>;
+    /// Live capabilities `holder` has on `resource`, ordered by id.
+    fn capabilities_on(&mut self, holder: HandlerId, resource: &Resource) -> R<Vec<CapabilityRow>>;
+    /// Live capabilities `holder` has, ordered by id.
+    fn capabilities_held(&mut self, holder: HandlerId) -> R<Vec<CapabilityRow>>;
+    /// Revoke the selected live capabilities and, transitively, every live
+    /// capability derived from them; returns the rows revoked (with
+    /// `revoked_at` set), ordered by id.
+    fn revoke(&mut self, selector: &RevokeSelector, at: Timestamp) -> R<Vec<CapabilityRow>>;
+
+    // ---- Mail ------------------------------------------------------------
+
+    fn insert_message(&mut self, m: &MessageRow) -> R<()>;
+    fn message(&mut self, id: MessageId) -> R<Option<MessageRow>>;
+    fn set_delivered(&mut self, id: MessageId, at: Timestamp) -> R<()>;
+    fn set_acked(&mut self, id: MessageId, at: Timestamp) -> R<()>;
+    /// Undelivered messages with `deliver_at <= now`, ordered by
+    /// (deliver_at, id), at most `limit`.
+    fn due_messages(&mut self, now: Timestamp, limit: usize) -> R<Vec<MessageRow>>;
+    /// The earliest `deliver_at` among undelivered messages.
+    fn next_due(&mut self) -> R<Option<Timestamp>>;
+    /// Delivered, unacknowledged messages to `to`, ordered by (delivered_at, id).
+    fn inbox(&mut self, to: MailTarget, limit: usize) -> R<Vec<MessageRow>>;
+    fn inbox_count(&mut self, to: MailTarget) -> R<i64>;
+    /// Messages sent by `from`, newest first.
+    fn outbox(&mut self, from: MailTarget, limit: usize) -> R<Vec<MessageRow>>;
+
+    // ---- Agents ----------------------------------------------------------
+
+    /// Fails with `StoreError::Unique` if the handler already has a live agent.
+    fn insert_agent(&mut self, a: &AgentRow) -> R<()>;
+    fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>>;
+    /// Mark a live agent ended; returns false if it was not live.
+    fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool>;
+    /// Live agents of the given handlers, ordered by id.
+    fn live_agents_of(&mut self, handlers: &[HandlerId]) -> R<Vec<AgentRow>>;
+    /// Every live agent, ordered by id.
+    fn live_agents(&mut self) -> R<Vec<AgentRow>>;
+    /// Most recent agents (live or ended), newest first.
+    fn recent_agents(&mut self, limit: usize) -> R<Vec<AgentRow>>;
+
+    // ---- Handler audit logs ---------------------------------------------
+
+    fn insert_log_entry(&mut self, e: &LogEntryRow) -> R<()>;
+    /// A handler's audit log entries, oldest first.
+    fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>>;
+
+    // ---- Misc ------------------------------------------------------------
+
+    fn counts(&mut self) -> R<StoreCounts>;
+}
