@@ -1,1 +1,36 @@
-//! placeholder
+//! The operations of Agency: every one is a permission check plus one store
+//! transaction that includes its audit records.
+//!
+//! This is the only layer that decides who may do what (asking
+//! `agency_core` for the rules, with facts read inside the same
+//! transaction). Interfaces — MCP, REST, CLI — are thin adapters that pass
+//! the caller's [`Principal`](agency_core::Principal), which they derive from
+//! the caller's token; nothing here reads identity from anywhere else.
+//!
+//! Methods take `&self` and block on the store; async callers run them on a
+//! blocking thread. Domain events are published after commit on
+//! [`Service::subscribe`].
+
+mod access;
+mod agents;
+mod audit;
+mod clock;
+mod error;
+mod events;
+mod handlers;
+mod kb;
+mod mail;
+mod outcomes;
+mod permissions;
+mod read_audit;
+mod render;
+mod service;
+mod views;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::ServiceError;
+pub use events::Event;
+pub use service::{Service, ServiceConfig};
+pub use views::*;
+
+pub type Result<T, E = ServiceError> = std::result::Result<T, E>;

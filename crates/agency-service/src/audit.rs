@@ -1,0 +1,74 @@
+//! Handler audit logs (Agency appends an agent's activity summary; the
+//! handler reads) and state documents (the handler's working memory, a KB
+//! file it may write with compare-and-set).
+
+use agency_core::{HandlerId, Principal};
+use agency_store::LogEntryRow;
+
+use crate::Result;
+use crate::handlers::{log, visible_handler};
+use crate::render::{Author, render_audit_log_file};
+use crate::service::{Service, authenticate};
+use crate::views::{FileContent, VersionInfo};
+
+impl Service {
+    /// Append the calling agent's activity summary to its handler's audit
+    /// log (a new version of the log file).
+    pub fn audit_submit(&self, who: Principal, summary: &str) -> Result<()> {
+        self.cfg.limits.check_reason("summary", summary)?;
+        self.write(|op| {
+            let caller = authenticate(op.tx, who)?;
+            let h = caller.require_handler("submit an audit summary")?.id;
+            log(op, h, caller.agent(), summary.to_owned())?;
+            render_audit_log_file(op, h, Author { handler: Some(h), agent: caller.agent() })
+        })
+    }
+
+    /// A handler's audit log entries, oldest first: the handler itself, its
+    /// boss, or the user. `None` means the caller's own handler.
+    pub fn audit_read(&self, who: Principal, handler: Option<HandlerId>) -> Result<Vec<LogEntryRow>> {
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let id = match (handler, caller.handler()) {
+                (Some(h), _) => h,
+                (None, Some(own)) => own,
+                (None, None) => return Err(crate::ServiceError::invalid("failed to read audit log: name the handler")),
+            };
+            let h = visible_handler(tx, &caller, id)?;
+            if let Some(own) = caller.handler()
+                && h.id != own
+                && h.boss != Some(own)
+            {
+                // Visible (the boss) but not its log to read.
+                return Err(crate::ServiceError::not_found("handler", id));
+            }
+            Ok(tx.log_entries(id)?)
+        })
+    }
+
+    /// Read a handler's state document (own, an underling's, or any for the
+    /// user). `None` means the caller's own handler.
+    pub fn state_read(&self, who: Principal, handler: Option<HandlerId>) -> Result<FileContent> {
+        let doc = self.state_doc_of(who, handler)?;
+        self.kb_read(who, doc)
+    }
+
+    /// Replace the caller's state document, compare-and-set against the
+    /// version and hash it last read.
+    pub fn state_write(&self, who: Principal, content: &[u8], base_version: i64, base_hash: &str) -> Result<VersionInfo> {
+        let doc = self.state_doc_of(who, None)?;
+        self.kb_write(who, doc, content, base_version, base_hash)
+    }
+
+    fn state_doc_of(&self, who: Principal, handler: Option<HandlerId>) -> Result<agency_core::FileId> {
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let id = match (handler, caller.handler()) {
+                (Some(h), _) => h,
+                (None, Some(own)) => own,
+                (None, None) => return Err(crate::ServiceError::invalid("failed to read state: name the handler")),
+            };
+            Ok(visible_handler(tx, &caller, id)?.state_doc)
+        })
+    }
+}

@@ -1,0 +1,60 @@
+//! The typed errors every operation returns. Texts are in "failed to …"
+//! form, name the thing, and say what to do next, because LLM agents read
+//! them and act on them.
+
+use agency_core::InvalidInput;
+use agency_store::{BlobId, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The thing does not exist, or exists but the caller may not know of
+    /// it: the two are deliberately indistinguishable.
+    #[error("failed to find {what} {id}: no such {what}")]
+    NotFound { what: &'static str, id: String },
+
+    /// The caller may know of the thing but may not do this to it.
+    #[error("{0}")]
+    PermissionDenied(String),
+
+    /// A compare-and-set write lost: someone wrote first.
+    #[error(
+        "failed to write KB file {file}: your base version is stale; the current version is {current_version} with hash {current_hash}: re-read the file, merge your change, and write again with that version and hash"
+    )]
+    Conflict { file: String, current_version: i64, current_hash: BlobId },
+
+    /// The handler already has a live agent (the store holds this rule).
+    #[error("failed to start an agent for handler {handler}: agent {agent} is still live")]
+    AgentLive { handler: String, agent: String },
+
+    #[error(transparent)]
+    InvalidInput(#[from] InvalidInput),
+
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ServiceError {
+    pub fn not_found(what: &'static str, id: impl ToString) -> Self {
+        ServiceError::NotFound { what, id: id.to_string() }
+    }
+
+    pub fn denied(msg: impl Into<String>) -> Self {
+        ServiceError::PermissionDenied(msg.into())
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        ServiceError::InvalidInput(InvalidInput::new(msg))
+    }
+
+    /// A short machine-readable kind for interfaces.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServiceError::NotFound { .. } => "not_found",
+            ServiceError::PermissionDenied(_) => "permission_denied",
+            ServiceError::Conflict { .. } => "conflict",
+            ServiceError::AgentLive { .. } => "agent_live",
+            ServiceError::InvalidInput(_) => "invalid_input",
+            ServiceError::Store(_) => "internal",
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Capabilities: grant (derived from the granter's own, restricted at
+//! will, scoped to the grantee's root outcome) and listing.
+
+use agency_core::{CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source};
+use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability};
+
+use crate::Result;
+use crate::access::file_at_level;
+use crate::error::ServiceError;
+use crate::events::Event;
+use crate::service::{Caller, Op, Service, authenticate};
+use crate::views::GrantRequest;
+
+impl Service {
+    /// Grant a capability to a direct underling (the user may grant to any
+    /// active handler). The new capability is derived from one the granter
+    /// holds at least at that level and that is delegatable, and is scoped
+    /// to the outcome delegated to the grantee.
+    pub fn grant(&self, who: Principal, grantee: HandlerId, req: &GrantRequest) -> Result<CapabilityId> {
+        self.write(|op| {
+            let caller = authenticate(op.tx, who)?;
+            grant_in(op, &caller, grantee, req)
+        })
+    }
+
+    /// The caller's live capabilities (for the user: those of `holder`).
+    pub fn permissions_list(&self, who: Principal, holder: Option<HandlerId>) -> Result<Vec<CapabilityRow>> {
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let h = match (&caller, holder) {
+                (Caller::Handler { row, .. }, None) => row.id,
+                (Caller::Handler { row, .. }, Some(h)) if h == row.id => h,
+                (Caller::Handler { .. }, Some(_)) => {
+                    return Err(ServiceError::denied("failed to list capabilities: a handler may list only its own"));
+                }
+                (Caller::User, Some(h)) => h,
+                (Caller::User, None) => {
+                    return Err(ServiceError::invalid("failed to list capabilities: name the handler whose capabilities to list"));
+                }
+            };
+            Ok(tx.capabilities_held(h)?)
+        })
+    }
+}
+
+/// The grant rule, inside an open transaction (also used by `delegate`).
+pub(crate) fn grant_in(op: &mut Op<'_>, caller: &Caller, grantee: HandlerId, req: &GrantRequest) -> Result<CapabilityId> {
+    let g = op.tx.handler(grantee)?.filter(|h| h.status == HandlerStatus::Active);
+    let (derived_from, granted_by, origin) = match caller {
+        Caller::User => {
+            let Some(_) = g else { return Err(ServiceError::not_found("handler", grantee)) };
+            if let Resource::Kb(f) = &req.resource {
+                file_at_level(op.tx, caller, *f, Level::None, "grant access to")?;
+            }
+            if !req.resource.grantable() {
+                return Err(ServiceError::invalid(format!(
+                    "failed to grant {}: mail capabilities follow the handler tree and are made by Agency",
+                    req.resource
+                )));
+            }
+            (None, None, CapOrigin::User)
+        }
+        Caller::Handler { row, .. } => {
+            if g.as_ref().and_then(|g| g.boss) != Some(row.id) {
+                return Err(ServiceError::denied(format!(
+                    "failed to grant to handler {grantee}: you may grant only to your direct underlings"
+                )));
+            }
+            if let Resource::Kb(f) = &req.resource {
+                // A file the granter cannot see does not exist for it.
+                file_at_level(op.tx, caller, *f, Level::None, "grant access to")?;
+            }
+            let held: Vec<HeldCap> = op
+                .tx
+                .capabilities_on(row.id, &req.resource)?
+                .iter()
+                .map(|c| HeldCap { id: c.id, level: c.level, delegatable: c.delegatable, scope: c.scope })
+                .collect();
+            let source = choose_grant_source(&req.resource, &held, req.level)
+                .map_err(|r| ServiceError::denied(format!("failed to grant {} {}: {r}", req.level, req.resource)))?;
+            (Some(source.id), Some(row.id), CapOrigin::Grant)
+        }
+    };
+    let cap = NewCapability {
+        holder: grantee,
+        resource: req.resource.clone(),
+        level: req.level,
+        delegatable: req.delegatable,
+        scope: Some(grantee.root()),
+        derived_from,
+        granted_by,
+        origin,
+        created_at: op.now,
+    };
+    let id = op.tx.insert_capability(&cap)?;
+    op.events.push(Event::CapabilityGranted { capability: id, holder: grantee, resource: cap.resource });
+    Ok(id)
+}

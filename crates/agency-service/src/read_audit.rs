@@ -1,0 +1,105 @@
+//! Group commit of read-audit records. Logging every KB read is a write; an
+//! fsync per read would make reads as slow as writes. Reads queue their
+//! record here and a background thread commits whatever has accumulated in
+//! one transaction. A read's success does not depend on its record (nothing
+//! the caller was told depends on it), and `flush` waits for the queue.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use agency_store::{KbAuditRow, Store, StoreError};
+
+use crate::Result;
+use crate::error::ServiceError;
+
+enum Msg {
+    Record(KbAuditRow),
+    Flush(mpsc::Sender<()>),
+}
+
+#[derive(Debug)]
+pub(crate) struct ReadAudit {
+    sender: Mutex<Option<mpsc::Sender<Msg>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    failures: Arc<AtomicU64>,
+}
+
+const MAX_BATCH: usize = 4096;
+
+impl ReadAudit {
+    pub fn start(store: Arc<dyn Store>) -> ReadAudit {
+        let (sender, receiver) = mpsc::channel::<Msg>();
+        let failures = Arc::new(AtomicU64::new(0));
+        let fail_count = failures.clone();
+        let thread = std::thread::Builder::new()
+            .name("agency-read-audit".into())
+            .spawn(move || run(&*store, &receiver, &fail_count))
+            .expect("failed to spawn the read-audit thread");
+        ReadAudit { sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)), failures }
+    }
+
+    pub fn record(&self, row: KbAuditRow) {
+        if let Some(s) = self.sender.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            let _ = s.send(Msg::Record(row));
+        }
+    }
+
+    /// Block until everything recorded before this call is committed.
+    pub fn flush(&self) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        {
+            let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(s) = guard.as_ref() else { return Ok(()) };
+            s.send(Msg::Flush(tx)).map_err(|_| stopped())?;
+        }
+        rx.recv().map_err(|_| stopped())?;
+        match self.failures.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => Err(ServiceError::Store(StoreError::backend(
+                "commit read-audit records",
+                format!("{n} batches failed since start"),
+            ))),
+        }
+    }
+}
+
+fn stopped() -> ServiceError {
+    ServiceError::Store(StoreError::backend("flush read-audit records", "the audit thread has stopped"))
+}
+
+fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) {
+    while let Ok(first) = receiver.recv() {
+        let mut batch = Vec::new();
+        let mut waiters = Vec::new();
+        let mut next = Some(first);
+        while let Some(m) = next.take() {
+            match m {
+                Msg::Record(r) => batch.push(r),
+                Msg::Flush(w) => waiters.push(w),
+            }
+            if batch.len() < MAX_BATCH {
+                next = receiver.try_recv().ok();
+            }
+        }
+        if !batch.is_empty() {
+            let res = agency_store::write(store, |tx| tx.insert_kb_audit(&batch));
+            if res.is_err() {
+                failures.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        for w in waiters {
+            let _ = w.send(());
+        }
+    }
+}
+
+impl Drop for ReadAudit {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread commit what is queued and end.
+        self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Writing the KB files Agency maintains itself: each outcome's Markdown
+//! rendering and each handler's audit log, a new version on every change.
+//! Blobs are written (durably) before the version row that points at them.
+
+use agency_core::access::FileKind;
+use agency_core::render::{HistoryLine, LogLine, OutcomeDoc, render_audit_log, render_outcome};
+use agency_core::{AgentId, FileId, HandlerId, OutcomeId};
+use agency_store::{FileRow, KbAction, KbAuditRow, OutcomeEventRow, VersionRow};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::service::Op;
+
+/// Who caused a system-written version (for its version row and audit).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Author {
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
+}
+
+/// Prefix of outcome-history actions taken by Agency itself rather than by
+/// the user; both have no handler.
+pub(crate) const SYSTEM_ACTION: &str = "system:";
+
+pub(crate) fn actor_label(e: &OutcomeEventRow) -> String {
+    match (e.handler, e.agent) {
+        (Some(h), Some(a)) => format!("handler {h} (agent {a})"),
+        (Some(h), None) => format!("handler {h}"),
+        (None, _) if e.action.starts_with(SYSTEM_ACTION) => "Agency".to_owned(),
+        (None, _) => "user".to_owned(),
+    }
+}
+
+/// Insert a new file with `content` as version 1.
+pub(crate) fn create_file(op: &mut Op<'_>, mut row: FileRow, content: &[u8], author: Author) -> Result<VersionRow> {
+    let hash = op.blobs.put(content)?;
+    row.latest_version = 0;
+    op.tx.insert_file(&row)?;
+    let v = VersionRow {
+        file: row.id,
+        version: 1,
+        hash,
+        size: content.len() as i64,
+        created_at: op.now,
+        handler: author.handler,
+        agent: author.agent,
+    };
+    op.tx.insert_version(&v)?;
+    audit(op, row.id, KbAction::Create, 1, author)?;
+    Ok(v)
+}
+
+/// Append a version to an existing file (the caller checked the base).
+pub(crate) fn append_version(op: &mut Op<'_>, file: FileId, latest: i64, content: &[u8], author: Author) -> Result<VersionRow> {
+    let hash = op.blobs.put(content)?;
+    let v = VersionRow {
+        file,
+        version: latest + 1,
+        hash,
+        size: content.len() as i64,
+        created_at: op.now,
+        handler: author.handler,
+        agent: author.agent,
+    };
+    op.tx.insert_version(&v)?;
+    audit(op, file, KbAction::Write, v.version, author)?;
+    Ok(v)
+}
+
+fn audit(op: &mut Op<'_>, file: FileId, action: KbAction, version: i64, author: Author) -> Result<()> {
+    op.tx.insert_kb_audit(&[KbAuditRow {
+        file,
+        at: op.now,
+        handler: author.handler,
+        agent: author.agent,
+        action,
+        version,
+    }])?;
+    Ok(())
+}
+
+/// Record an outcome-history event.
+pub(crate) fn outcome_event(op: &mut Op<'_>, outcome: OutcomeId, author: Author, action: &str, detail: String) -> Result<()> {
+    op.tx.insert_outcome_event(&OutcomeEventRow {
+        outcome,
+        at: op.now,
+        handler: author.handler,
+        agent: author.agent,
+        action: action.to_owned(),
+        detail,
+    })?;
+    Ok(())
+}
+
+/// Write the outcome's current state as a new version of its KB file
+/// (creating the file on first render).
+pub(crate) fn render_outcome_file(op: &mut Op<'_>, id: OutcomeId, author: Author) -> Result<()> {
+    let o = op.tx.outcome(id)?.ok_or_else(|| ServiceError::not_found("outcome", id))?;
+    let parents = op.tx.parents(id)?;
+    let children = op.tx.children(id)?;
+    let history: Vec<HistoryLine> = op
+        .tx
+        .outcome_events(id)?
+        .iter()
+        .map(|e| HistoryLine { at: e.at, actor: actor_label(e), action: e.action.clone(), detail: e.detail.clone() })
+        .collect();
+    let text = render_outcome(&OutcomeDoc {
+        id,
+        title: &o.title,
+        description: &o.description,
+        status: o.status,
+        status_reason: o.status_reason.as_deref(),
+        priority: o.priority,
+        perpetual: o.perpetual,
+        parents: &parents,
+        children: &children,
+        history: &history,
+    });
+    let description = format!("Outcome: {}", o.title);
+    match op.tx.file(id.file())? {
+        Some(f) => {
+            if f.description != description {
+                op.tx.set_file_description(f.id, &description)?;
+            }
+            append_version(op, f.id, f.latest_version, text.as_bytes(), author)?;
+        }
+        None => {
+            let row = FileRow {
+                id: id.file(),
+                kind: FileKind::Outcome,
+                description,
+                owner: None,
+                created_at: op.now,
+                created_by: author.handler,
+                latest_version: 0,
+            };
+            create_file(op, row, text.as_bytes(), author)?;
+        }
+    }
+    Ok(())
+}
+
+/// Write the handler's audit log file anew from its entries.
+pub(crate) fn render_audit_log_file(op: &mut Op<'_>, handler: HandlerId, author: Author) -> Result<()> {
+    let h = op.tx.handler(handler)?.ok_or_else(|| ServiceError::not_found("handler", handler))?;
+    let title = op.tx.outcome(handler.root())?.map(|o| o.title).unwrap_or_default();
+    let lines: Vec<LogLine> = op
+        .tx
+        .log_entries(handler)?
+        .into_iter()
+        .map(|e| LogLine { at: e.at, agent: e.agent, summary: e.summary })
+        .collect();
+    let text = render_audit_log(&title, &lines);
+    let f = op.tx.file(h.audit_log)?.ok_or_else(|| ServiceError::not_found("KB file", h.audit_log))?;
+    append_version(op, f.id, f.latest_version, text.as_bytes(), author)?;
+    Ok(())
+}

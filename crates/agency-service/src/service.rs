@@ -1,0 +1,170 @@
+//! The [`Service`] handle: configuration, the transaction helpers every
+//! operation goes through, and caller authentication against the store.
+
+use std::sync::Arc;
+
+use agency_core::{AgentId, HandlerId, Limits, MailTarget, Principal, Timestamp};
+use agency_store::{BlobStore, FsckReport, HandlerRow, HandlerStatus, Store, Tx};
+use tokio::sync::broadcast;
+
+use crate::Result;
+use crate::clock::Clock;
+use crate::error::ServiceError;
+use crate::events::Event;
+use crate::read_audit::ReadAudit;
+
+/// Tunables of the service layer.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceConfig {
+    pub limits: Limits,
+}
+
+/// The operations of Agency over one store. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Service {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) blobs: Arc<dyn BlobStore>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) cfg: ServiceConfig,
+    events: broadcast::Sender<Event>,
+    pub(crate) read_audit: ReadAudit,
+}
+
+/// The state of one write transaction in progress.
+pub(crate) struct Op<'a> {
+    pub tx: &'a mut dyn Tx,
+    pub now: Timestamp,
+    pub events: Vec<Event>,
+    pub blobs: &'a dyn BlobStore,
+}
+
+/// An authenticated caller, checked against the store in the transaction.
+#[derive(Debug, Clone)]
+pub(crate) enum Caller {
+    User,
+    Handler { row: HandlerRow, agent: AgentId },
+}
+
+impl Caller {
+    pub fn handler(&self) -> Option<HandlerId> {
+        match self {
+            Caller::User => None,
+            Caller::Handler { row, .. } => Some(row.id),
+        }
+    }
+
+    pub fn agent(&self) -> Option<AgentId> {
+        match self {
+            Caller::User => None,
+            Caller::Handler { agent, .. } => Some(*agent),
+        }
+    }
+
+    pub fn party(&self) -> MailTarget {
+        match self {
+            Caller::User => MailTarget::User,
+            Caller::Handler { row, .. } => MailTarget::Handler(row.id),
+        }
+    }
+
+    pub fn is_user(&self) -> bool {
+        matches!(self, Caller::User)
+    }
+
+    /// The handler acting, or an error for operations only a handler can do.
+    pub fn require_handler(&self, what: &str) -> Result<&HandlerRow> {
+        match self {
+            Caller::Handler { row, .. } => Ok(row),
+            Caller::User => Err(ServiceError::invalid(format!(
+                "failed to {what}: only an agent acting for a handler can do this; the user works through mail to the root handler"
+            ))),
+        }
+    }
+}
+
+impl Service {
+    pub fn new(
+        store: Arc<dyn Store>,
+        blobs: Arc<dyn BlobStore>,
+        clock: Arc<dyn Clock>,
+        cfg: ServiceConfig,
+    ) -> Service {
+        let (events, _) = broadcast::channel(4096);
+        let read_audit = ReadAudit::start(store.clone());
+        Service { store, blobs, clock, cfg, events, read_audit }
+    }
+
+    /// Domain events, each sent after its transaction committed. A receiver
+    /// that falls more than 4096 events behind gets `Lagged` and should
+    /// re-read the state it cares about (e.g. the work query).
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.cfg.limits
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Run `f` as one write transaction; publish its events after commit.
+    pub(crate) fn write<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
+        let now = self.clock.now();
+        let blobs = &*self.blobs;
+        let (r, events) = agency_store::write(&*self.store, |tx| {
+            let mut op = Op { tx, now, events: Vec::new(), blobs };
+            let r = f(&mut op)?;
+            Ok::<_, ServiceError>((r, op.events))
+        })?;
+        for e in events {
+            // No subscriber is not an error: the daemon may not be running.
+            let _ = self.events.send(e);
+        }
+        Ok(r)
+    }
+
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        agency_store::read(&*self.store, f)
+    }
+
+    /// Wait until every read-audit record queued so far is committed.
+    pub fn flush_read_audit(&self) -> Result<()> {
+        self.read_audit.flush()
+    }
+
+    /// Re-hash every blob and report rows that point at missing or corrupt
+    /// ones.
+    pub fn fsck(&self) -> Result<FsckReport> {
+        Ok(agency_store::fsck(&*self.store, &*self.blobs)?)
+    }
+}
+
+/// Check a principal against the store: an agent must be live, belong to the
+/// handler it claims, and that handler must be active.
+pub(crate) fn authenticate(tx: &mut dyn Tx, who: Principal) -> Result<Caller> {
+    match who {
+        Principal::User => Ok(Caller::User),
+        Principal::Agent { handler, agent } => {
+            let denied = || {
+                ServiceError::denied(format!(
+                    "failed to authenticate agent {agent} of handler {handler}: it is not a live agent of an active handler"
+                ))
+            };
+            let row = tx.agent(agent)?.ok_or_else(denied)?;
+            if row.handler != handler || row.ended_at.is_some() {
+                return Err(denied());
+            }
+            let h = tx.handler(handler)?.ok_or_else(denied)?;
+            if h.status != HandlerStatus::Active {
+                return Err(denied());
+            }
+            Ok(Caller::Handler { row: h, agent })
+        }
+    }
+}
