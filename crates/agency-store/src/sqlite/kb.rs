@@ -6,7 +6,6 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::convert::*;
-use crate::error::StoreError;
 use crate::model::*;
 
 pub(crate) fn insert_file(c: &Connection, f: &FileRow) -> R<()> {

@@ -75,6 +75,8 @@ CREATE TABLE outcomes (
 CREATE INDEX outcomes_by_responsible ON outcomes (responsible, priority DESC, created_at);
 -- handlers_with_work / has_work: "is there any open, non-perpetual outcome
 -- for this handler" is one probe into this small partial index.
+-- counts(): open outcomes without reading the table.
+CREATE INDEX outcomes_by_status ON outcomes (status);
 CREATE INDEX outcomes_open_work ON outcomes (responsible) WHERE status = 'open' AND perpetual = 0;
 
 CREATE TABLE outcome_edges (

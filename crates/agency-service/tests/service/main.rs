@@ -1,0 +1,14 @@
+//! Integration tests of the service layer against the real SQLite store and
+//! blob store, in temporary directories. One binary, so it links once.
+
+mod support;
+
+mod concurrency;
+mod crash;
+mod dag_props;
+mod grant_props;
+mod invisibility;
+mod kb;
+mod mail;
+mod outcomes;
+mod story;

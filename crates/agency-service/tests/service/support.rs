@@ -1,0 +1,98 @@
+//! A temporary Agency: store, blobs, manual clock, service, and helpers to
+//! act as agents of handlers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agency_core::{AgentId, HandlerId, Limits, OutcomeId, Principal, Timestamp};
+use agency_service::{ManualClock, NewOutcome, Service, ServiceConfig, ServiceError};
+use agency_store::{BlobStore, FsBlobStore, SqliteStore, Store};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub svc: Arc<Service>,
+    pub clock: Arc<ManualClock>,
+    pub root: HandlerId,
+    agents: Mutex<HashMap<HandlerId, AgentId>>,
+}
+
+pub const T0: Timestamp = Timestamp(1_800_000_000_000);
+
+impl Env {
+    pub fn new() -> Env {
+        Env::with_limits(Limits::default())
+    }
+
+    pub fn with_limits(limits: Limits) -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(T0));
+        let (store, blobs) = open_parts(&dir.path().to_path_buf());
+        Env::assemble(dir, store, blobs, clock, limits)
+    }
+
+    /// Build an environment around given (possibly wrapped) parts.
+    pub fn assemble(
+        dir: tempfile::TempDir,
+        store: Arc<dyn Store>,
+        blobs: Arc<dyn BlobStore>,
+        clock: Arc<ManualClock>,
+        limits: Limits,
+    ) -> Env {
+        let svc = Arc::new(Service::new(store, blobs, clock.clone(), ServiceConfig { limits }));
+        let root = svc.bootstrap().expect("bootstrap");
+        Env { dir, svc, clock, root, agents: Mutex::new(HashMap::new()) }
+    }
+
+    /// Reopen the same files with a fresh service, as after a restart.
+    pub fn reopen(self) -> Env {
+        let Env { dir, svc, clock, .. } = self;
+        drop(svc);
+        let (store, blobs) = open_parts(&dir.path().to_path_buf());
+        Env::assemble(dir, store, blobs, clock, Limits::default())
+    }
+
+    /// The clock's time plus `ms`.
+    pub fn now_plus(&self, ms: i64) -> Timestamp {
+        use agency_service::Clock;
+        self.clock.now().plus_millis(ms)
+    }
+
+    /// A principal for the live agent of `h`, starting one if needed.
+    pub fn agent(&self, h: HandlerId) -> Principal {
+        let mut agents = self.agents.lock().unwrap();
+        if let Some(a) = agents.get(&h)
+            && self.svc.agents_live(Principal::User).unwrap().iter().any(|r| r.id == *a)
+        {
+            return Principal::agent(h, *a);
+        }
+        let a = self.svc.agent_start(h).expect("start agent");
+        agents.insert(h, a);
+        Principal::agent(h, a)
+    }
+
+    /// Create an outcome as `h` under `parents`.
+    pub fn outcome(&self, h: HandlerId, title: &str, parents: &[OutcomeId]) -> OutcomeId {
+        self.svc
+            .outcome_create(
+                self.agent(h),
+                &NewOutcome { title: title.into(), description: String::new(), parents: parents.to_vec(), priority: 0 },
+            )
+            .expect("create outcome")
+    }
+}
+
+pub fn open_parts(dir: &PathBuf) -> (Arc<dyn Store>, Arc<dyn BlobStore>) {
+    let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
+    let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");
+    (Arc::new(store), Arc::new(blobs))
+}
+
+/// Assert an error's kind, printing it otherwise.
+#[track_caller]
+pub fn assert_kind<T: std::fmt::Debug>(r: Result<T, ServiceError>, kind: &str) -> ServiceError {
+    match r {
+        Err(e) if e.kind() == kind => e,
+        other => panic!("expected {kind}, got {other:?}"),
+    }
+}

@@ -1,0 +1,231 @@
+//! [`SqliteTx`]: the [`Tx`] implementation handed to transaction closures.
+//!
+//! It borrows a connection on which [`super::SqliteStore`] has already begun
+//! the transaction; each method is one call into the table module that owns
+//! the SQL, so the trait reads as a table of contents.
+
+use agency_core::{
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
+};
+use rusqlite::Connection;
+
+use super::{caps, handlers, kb, mail, outcomes};
+use crate::model::*;
+use crate::tx::{R, Tx};
+
+/// One open transaction (read or write) on a SQLite connection.
+pub(crate) struct SqliteTx<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> SqliteTx<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> Self {
+        SqliteTx { conn }
+    }
+}
+
+impl Tx for SqliteTx<'_> {
+    // ---- Knowledge Base -------------------------------------------------
+
+    fn insert_file(&mut self, file: &FileRow) -> R<()> {
+        kb::insert_file(self.conn, file)
+    }
+    fn file(&mut self, id: FileId) -> R<Option<FileRow>> {
+        kb::file(self.conn, id)
+    }
+    fn set_file_description(&mut self, id: FileId, description: &str) -> R<()> {
+        kb::set_file_description(self.conn, id, description)
+    }
+    fn insert_version(&mut self, v: &VersionRow) -> R<()> {
+        kb::insert_version(self.conn, v)
+    }
+    fn version(&mut self, file: FileId, version: i64) -> R<Option<VersionRow>> {
+        kb::version(self.conn, file, version)
+    }
+    fn versions(&mut self, file: FileId) -> R<Vec<VersionRow>> {
+        kb::versions(self.conn, file)
+    }
+    fn all_versions(&mut self) -> R<Vec<VersionRow>> {
+        kb::all_versions(self.conn)
+    }
+    fn insert_kb_audit(&mut self, rows: &[KbAuditRow]) -> R<()> {
+        kb::insert_kb_audit(self.conn, rows)
+    }
+    fn kb_audit(&mut self, file: FileId, limit: usize) -> R<Vec<KbAuditRow>> {
+        kb::kb_audit(self.conn, file, limit)
+    }
+    fn kb_candidates(
+        &mut self,
+        handler: Option<HandlerId>,
+        terms: &[String],
+        after: Option<FileId>,
+        limit: usize,
+    ) -> R<Vec<KbCandidate>> {
+        kb::kb_candidates(self.conn, handler, terms, after, limit)
+    }
+
+    // ---- Outcomes --------------------------------------------------------
+
+    fn insert_outcome(&mut self, o: &OutcomeRow) -> R<()> {
+        outcomes::insert_outcome(self.conn, o)
+    }
+    fn outcome(&mut self, id: OutcomeId) -> R<Option<OutcomeRow>> {
+        outcomes::outcome(self.conn, id)
+    }
+    fn update_outcome(&mut self, o: &OutcomeRow) -> R<()> {
+        outcomes::update_outcome(self.conn, o)
+    }
+    fn insert_edge(&mut self, parent: OutcomeId, child: OutcomeId) -> R<()> {
+        outcomes::insert_edge(self.conn, parent, child)
+    }
+    fn delete_edge(&mut self, parent: OutcomeId, child: OutcomeId) -> R<()> {
+        outcomes::delete_edge(self.conn, parent, child)
+    }
+    fn parents(&mut self, id: OutcomeId) -> R<Vec<OutcomeId>> {
+        outcomes::parents(self.conn, id)
+    }
+    fn children(&mut self, id: OutcomeId) -> R<Vec<OutcomeId>> {
+        outcomes::children(self.conn, id)
+    }
+    fn is_descendant_or_self(&mut self, node: OutcomeId, ancestor: OutcomeId) -> R<bool> {
+        outcomes::is_descendant_or_self(self.conn, node, ancestor)
+    }
+    fn ancestor_edges(&mut self, id: OutcomeId) -> R<Vec<(OutcomeId, OutcomeId)>> {
+        outcomes::ancestor_edges(self.conn, id)
+    }
+    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<(Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>)> {
+        outcomes::subtree(self.conn, id, limit)
+    }
+    fn reassign_subtree(&mut self, root: OutcomeId, from: HandlerId, to: HandlerId, at: Timestamp) -> R<u64> {
+        outcomes::reassign_subtree(self.conn, root, from, to, at)
+    }
+    fn reassign_all(&mut self, from: &[HandlerId], to: HandlerId, at: Timestamp) -> R<u64> {
+        outcomes::reassign_all(self.conn, from, to, at)
+    }
+    fn insert_outcome_event(&mut self, e: &OutcomeEventRow) -> R<()> {
+        outcomes::insert_outcome_event(self.conn, e)
+    }
+    fn outcome_events(&mut self, id: OutcomeId) -> R<Vec<OutcomeEventRow>> {
+        outcomes::outcome_events(self.conn, id)
+    }
+    fn open_process_inbox(&mut self, handler: HandlerId) -> R<Option<OutcomeId>> {
+        outcomes::open_process_inbox(self.conn, handler)
+    }
+    fn outcomes_of(&mut self, handler: HandlerId, limit: usize) -> R<Vec<OutcomeRow>> {
+        outcomes::outcomes_of(self.conn, handler, limit)
+    }
+
+    // ---- Handlers --------------------------------------------------------
+
+    fn insert_handler(&mut self, h: &HandlerRow) -> R<()> {
+        handlers::insert_handler(self.conn, h)
+    }
+    fn handler(&mut self, id: HandlerId) -> R<Option<HandlerRow>> {
+        handlers::handler(self.conn, id)
+    }
+    fn update_handler(&mut self, h: &HandlerRow) -> R<()> {
+        handlers::update_handler(self.conn, h)
+    }
+    fn root_handler(&mut self) -> R<Option<HandlerRow>> {
+        handlers::root_handler(self.conn)
+    }
+    fn handler_subtree(&mut self, id: HandlerId) -> R<Vec<HandlerRow>> {
+        handlers::handler_subtree(self.conn, id)
+    }
+    fn underlings(&mut self, id: HandlerId) -> R<Vec<HandlerRow>> {
+        handlers::underlings(self.conn, id)
+    }
+    fn handlers(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerRow>> {
+        handlers::handlers(self.conn, after, limit)
+    }
+    fn handlers_with_work(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerId>> {
+        handlers::handlers_with_work(self.conn, after, limit)
+    }
+    fn has_work(&mut self, id: HandlerId) -> R<bool> {
+        handlers::has_work(self.conn, id)
+    }
+
+    // ---- Capabilities ----------------------------------------------------
+
+    fn insert_capability(&mut self, c: &NewCapability) -> R<CapabilityId> {
+        caps::insert_capability(self.conn, c)
+    }
+    fn capability(&mut self, id: CapabilityId) -> R<Option<CapabilityRow>> {
+        caps::capability(self.conn, id)
+    }
+    fn capabilities_on(&mut self, holder: HandlerId, resource: &Resource) -> R<Vec<CapabilityRow>> {
+        caps::capabilities_on(self.conn, holder, resource)
+    }
+    fn capabilities_held(&mut self, holder: HandlerId) -> R<Vec<CapabilityRow>> {
+        caps::capabilities_held(self.conn, holder)
+    }
+    fn revoke(&mut self, selector: &RevokeSelector, at: Timestamp) -> R<Vec<CapabilityRow>> {
+        caps::revoke(self.conn, selector, at)
+    }
+
+    // ---- Mail ------------------------------------------------------------
+
+    fn insert_message(&mut self, m: &MessageRow) -> R<()> {
+        mail::insert_message(self.conn, m)
+    }
+    fn message(&mut self, id: MessageId) -> R<Option<MessageRow>> {
+        mail::message(self.conn, id)
+    }
+    fn set_delivered(&mut self, id: MessageId, at: Timestamp) -> R<()> {
+        mail::set_delivered(self.conn, id, at)
+    }
+    fn set_acked(&mut self, id: MessageId, at: Timestamp) -> R<()> {
+        mail::set_acked(self.conn, id, at)
+    }
+    fn due_messages(&mut self, now: Timestamp, limit: usize) -> R<Vec<MessageRow>> {
+        mail::due_messages(self.conn, now, limit)
+    }
+    fn next_due(&mut self) -> R<Option<Timestamp>> {
+        mail::next_due(self.conn)
+    }
+    fn inbox(&mut self, to: MailTarget, limit: usize) -> R<Vec<MessageRow>> {
+        mail::inbox(self.conn, to, limit)
+    }
+    fn inbox_count(&mut self, to: MailTarget) -> R<i64> {
+        mail::inbox_count(self.conn, to)
+    }
+    fn outbox(&mut self, from: MailTarget, limit: usize) -> R<Vec<MessageRow>> {
+        mail::outbox(self.conn, from, limit)
+    }
+
+    // ---- Agents ----------------------------------------------------------
+
+    fn insert_agent(&mut self, a: &AgentRow) -> R<()> {
+        handlers::insert_agent(self.conn, a)
+    }
+    fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>> {
+        handlers::agent(self.conn, id)
+    }
+    fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool> {
+        handlers::end_agent(self.conn, id, at, reason)
+    }
+    fn live_agents_of(&mut self, handlers: &[HandlerId]) -> R<Vec<AgentRow>> {
+        handlers::live_agents_of(self.conn, handlers)
+    }
+    fn live_agents(&mut self) -> R<Vec<AgentRow>> {
+        handlers::live_agents(self.conn)
+    }
+    fn recent_agents(&mut self, limit: usize) -> R<Vec<AgentRow>> {
+        handlers::recent_agents(self.conn, limit)
+    }
+
+    // ---- Handler audit logs ---------------------------------------------
+
+    fn insert_log_entry(&mut self, e: &LogEntryRow) -> R<()> {
+        handlers::insert_log_entry(self.conn, e)
+    }
+    fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>> {
+        handlers::log_entries(self.conn, handler)
+    }
+
+    // ---- Misc ------------------------------------------------------------
+
+    fn counts(&mut self) -> R<StoreCounts> {
+        handlers::counts(self.conn)
+    }
+}
