@@ -38,9 +38,15 @@ impl FileKind {
     }
 
     pub fn parse(s: &str) -> Option<FileKind> {
-        [FileKind::Document, FileKind::Outcome, FileKind::Message, FileKind::State, FileKind::AuditLog]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            FileKind::Document,
+            FileKind::Outcome,
+            FileKind::Message,
+            FileKind::State,
+            FileKind::AuditLog,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 
     /// Files whose versions only Agency writes, never a caller's `kb_write`.
@@ -78,7 +84,11 @@ pub fn kb_access(f: KbFacts) -> Option<Level> {
         // The user owns the installation: everything is visible, and every
         // file a caller may write is writable, but outcome files and audit
         // logs are rendered by Agency and never written directly.
-        return Some(if f.kind.system_written() { Level::Read } else { Level::Write });
+        return Some(if f.kind.system_written() {
+            Level::Read
+        } else {
+            Level::Write
+        });
     }
     let structural = match f.kind {
         FileKind::Outcome => f.outcome_readable.then_some(Level::Read),
@@ -153,6 +163,7 @@ pub fn may_add_child(f: OutcomeFacts) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -169,26 +180,50 @@ mod tests {
         };
         let cases = [
             (h(Document, Other, None, false), None),
-            (h(Document, Other, Some(Level::None), false), Some(Level::None)),
-            (h(Document, Other, Some(Level::Read), false), Some(Level::Read)),
-            (h(Message, Other, Some(Level::Write), false), Some(Level::Write)),
+            (
+                h(Document, Other, Some(Level::None), false),
+                Some(Level::None),
+            ),
+            (
+                h(Document, Other, Some(Level::Read), false),
+                Some(Level::Read),
+            ),
+            (
+                h(Message, Other, Some(Level::Write), false),
+                Some(Level::Write),
+            ),
             (h(Outcome, Other, None, true), Some(Level::Read)),
             (h(Outcome, Other, None, false), None),
-            (h(Outcome, Other, Some(Level::Write), true), Some(Level::Read)),
+            (
+                h(Outcome, Other, Some(Level::Write), true),
+                Some(Level::Read),
+            ),
             (h(State, Owner, None, false), Some(Level::Write)),
             (h(State, BossOfOwner, None, false), Some(Level::Read)),
             (h(State, Other, None, false), None),
             (h(AuditLog, Owner, None, false), Some(Level::Read)),
             (h(AuditLog, BossOfOwner, None, false), Some(Level::Read)),
-            (h(AuditLog, Other, Some(Level::Write), false), Some(Level::Read)),
+            (
+                h(AuditLog, Other, Some(Level::Write), false),
+                Some(Level::Read),
+            ),
             (h(AuditLog, Other, None, false), None),
         ];
         for (facts, want) in cases {
             assert_eq!(kb_access(facts), want, "{facts:?}");
         }
-        let user = KbFacts { caller_is_user: true, ..h(Document, Other, None, false) };
+        let user = KbFacts {
+            caller_is_user: true,
+            ..h(Document, Other, None, false)
+        };
         assert_eq!(kb_access(user), Some(Level::Write));
-        assert_eq!(kb_access(KbFacts { kind: Outcome, ..user }), Some(Level::Read));
+        assert_eq!(
+            kb_access(KbFacts {
+                kind: Outcome,
+                ..user
+            }),
+            Some(Level::Read)
+        );
     }
 
     #[test]
@@ -196,24 +231,73 @@ mod tests {
         let f = OutcomeFacts::default();
         let cases = [
             (f, OutcomeAccess::Invisible),
-            (OutcomeFacts { caller_responsible: true, in_callers_area: true, ..f }, OutcomeAccess::Write),
+            (
+                OutcomeFacts {
+                    caller_responsible: true,
+                    in_callers_area: true,
+                    ..f
+                },
+                OutcomeAccess::Write,
+            ),
             // Its own root: read only, even though responsible.
             (
-                OutcomeFacts { caller_responsible: true, is_callers_root: true, in_callers_area: true, ..f },
+                OutcomeFacts {
+                    caller_responsible: true,
+                    is_callers_root: true,
+                    in_callers_area: true,
+                    ..f
+                },
                 OutcomeAccess::Read,
             ),
             // Boss of the handler whose root this is: write (complete/close).
-            (OutcomeFacts { caller_is_boss_of_its_handler: true, in_callers_area: true, ..f }, OutcomeAccess::Write),
+            (
+                OutcomeFacts {
+                    caller_is_boss_of_its_handler: true,
+                    in_callers_area: true,
+                    ..f
+                },
+                OutcomeAccess::Write,
+            ),
             // Inside a delegated subtree, or up the why-chain: read.
-            (OutcomeFacts { in_callers_area: true, ..f }, OutcomeAccess::Read),
-            (OutcomeFacts { caller_is_user: true, ..f }, OutcomeAccess::Read),
-            (OutcomeFacts { caller_is_user: true, caller_is_boss_of_its_handler: true, ..f }, OutcomeAccess::Write),
+            (
+                OutcomeFacts {
+                    in_callers_area: true,
+                    ..f
+                },
+                OutcomeAccess::Read,
+            ),
+            (
+                OutcomeFacts {
+                    caller_is_user: true,
+                    ..f
+                },
+                OutcomeAccess::Read,
+            ),
+            (
+                OutcomeFacts {
+                    caller_is_user: true,
+                    caller_is_boss_of_its_handler: true,
+                    ..f
+                },
+                OutcomeAccess::Write,
+            ),
         ];
         for (facts, want) in cases {
             assert_eq!(outcome_access(facts), want, "{facts:?}");
         }
-        assert!(may_add_child(OutcomeFacts { caller_responsible: true, is_callers_root: true, ..f }));
-        assert!(!may_add_child(OutcomeFacts { caller_is_boss_of_its_handler: true, ..f }));
-        assert!(!may_add_child(OutcomeFacts { caller_is_user: true, caller_responsible: true, ..f }));
+        assert!(may_add_child(OutcomeFacts {
+            caller_responsible: true,
+            is_callers_root: true,
+            ..f
+        }));
+        assert!(!may_add_child(OutcomeFacts {
+            caller_is_boss_of_its_handler: true,
+            ..f
+        }));
+        assert!(!may_add_child(OutcomeFacts {
+            caller_is_user: true,
+            caller_responsible: true,
+            ..f
+        }));
     }
 }

@@ -74,7 +74,11 @@ impl Resource {
 
     /// Rebuild a resource from its stored kind and key.
     pub fn from_parts(kind: &str, key: &str) -> Result<Resource, InvalidInput> {
-        let bad_id = |_| InvalidInput(format!("failed to parse {kind} resource id {key:?}: not a UUID"));
+        let bad_id = |_| {
+            InvalidInput(format!(
+                "failed to parse {kind} resource id {key:?}: not a UUID"
+            ))
+        };
         match kind {
             "kb" => Ok(Resource::Kb(key.parse().map_err(bad_id)?)),
             "mcp_server" => {
@@ -86,7 +90,9 @@ impl Resource {
                 Ok(Resource::Repo(key.to_owned()))
             }
             "mail" if key == "user" => Ok(Resource::Mail(MailTarget::User)),
-            "mail" => Ok(Resource::Mail(MailTarget::Handler(key.parse().map_err(bad_id)?))),
+            "mail" => Ok(Resource::Mail(MailTarget::Handler(
+                key.parse().map_err(bad_id)?,
+            ))),
             other => Err(InvalidInput(format!(
                 "unknown resource kind {other:?}: expected kb, mcp_server or repo"
             ))),
@@ -121,7 +127,11 @@ pub enum GrantRefusal {
     #[error("the granter holds no capability on {0}")]
     NotHeld(Resource),
     #[error("the granter holds only {held} on {resource}, less than the {wanted} requested")]
-    InsufficientLevel { resource: Resource, held: Level, wanted: Level },
+    InsufficientLevel {
+        resource: Resource,
+        held: Level,
+        wanted: Level,
+    },
     #[error("the granter's capability on {0} is not delegatable")]
     NotDelegatable(Resource),
     #[error("{0} capabilities are created by Agency itself and cannot be granted")]
@@ -161,11 +171,17 @@ pub fn choose_grant_source(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     fn cap(id: i64, level: Level, delegatable: bool) -> HeldCap {
-        HeldCap { id: CapabilityId(id), level, delegatable, scope: None }
+        HeldCap {
+            id: CapabilityId(id),
+            level,
+            delegatable,
+            scope: None,
+        }
     }
 
     #[test]
@@ -174,19 +190,45 @@ mod tests {
         let cases: Vec<(Vec<HeldCap>, Level, Result<i64, &str>)> = vec![
             (vec![], Level::Read, Err("NotHeld")),
             (vec![cap(1, Level::Read, true)], Level::Read, Ok(1)),
-            (vec![cap(1, Level::Read, true)], Level::Write, Err("InsufficientLevel")),
-            (vec![cap(1, Level::Write, false)], Level::Read, Err("NotDelegatable")),
+            (
+                vec![cap(1, Level::Read, true)],
+                Level::Write,
+                Err("InsufficientLevel"),
+            ),
+            (
+                vec![cap(1, Level::Write, false)],
+                Level::Read,
+                Err("NotDelegatable"),
+            ),
             (vec![cap(1, Level::Write, true)], Level::None, Ok(1)),
-            (vec![cap(1, Level::Read, true), cap(2, Level::Write, true)], Level::Read, Ok(2)),
-            (vec![cap(3, Level::Write, true), cap(2, Level::Write, true)], Level::Write, Ok(2)),
-            (vec![cap(1, Level::Write, false), cap(2, Level::Read, true)], Level::Read, Ok(2)),
-            (vec![cap(1, Level::Write, false), cap(2, Level::Read, true)], Level::Write, Err("NotDelegatable")),
+            (
+                vec![cap(1, Level::Read, true), cap(2, Level::Write, true)],
+                Level::Read,
+                Ok(2),
+            ),
+            (
+                vec![cap(3, Level::Write, true), cap(2, Level::Write, true)],
+                Level::Write,
+                Ok(2),
+            ),
+            (
+                vec![cap(1, Level::Write, false), cap(2, Level::Read, true)],
+                Level::Read,
+                Ok(2),
+            ),
+            (
+                vec![cap(1, Level::Write, false), cap(2, Level::Read, true)],
+                Level::Write,
+                Err("NotDelegatable"),
+            ),
         ];
         for (held, wanted, want) in cases {
             let got = choose_grant_source(&r, &held, wanted);
             match (got, want) {
                 (Ok(c), Ok(id)) => assert_eq!(c.id.0, id),
-                (Err(e), Err(name)) => assert!(format!("{e:?}").starts_with(name), "{e:?} vs {name}"),
+                (Err(e), Err(name)) => {
+                    assert!(format!("{e:?}").starts_with(name), "{e:?} vs {name}")
+                }
                 (got, want) => panic!("held {held:?} wanted {wanted}: got {got:?}, want {want:?}"),
             }
         }
@@ -196,7 +238,10 @@ mod tests {
     fn mail_is_not_grantable() {
         let r = Resource::Mail(MailTarget::User);
         let held = [cap(1, Level::Write, true)];
-        assert!(matches!(choose_grant_source(&r, &held, Level::Write), Err(GrantRefusal::NotGrantable(_))));
+        assert!(matches!(
+            choose_grant_source(&r, &held, Level::Write),
+            Err(GrantRefusal::NotGrantable(_))
+        ));
     }
 
     #[test]
@@ -209,7 +254,10 @@ mod tests {
             Resource::Mail(MailTarget::User),
             Resource::Mail(MailTarget::Handler(h)),
         ] {
-            assert_eq!(Resource::from_parts(r.kind().as_str(), &r.key()).unwrap(), r);
+            assert_eq!(
+                Resource::from_parts(r.kind().as_str(), &r.key()).unwrap(),
+                r
+            );
         }
         assert!(Resource::from_parts("kb", "nope").is_err());
         assert!(Resource::from_parts("disk", "x").is_err());

@@ -38,7 +38,9 @@ impl DagModel {
     }
 
     pub fn edges(&self) -> impl Iterator<Item = (OutcomeId, OutcomeId)> + '_ {
-        self.children.iter().flat_map(|(p, cs)| cs.iter().map(move |c| (*p, *c)))
+        self.children
+            .iter()
+            .flat_map(|(p, cs)| cs.iter().map(move |c| (*p, *c)))
     }
 
     /// Whether `to` can be reached from `from` along parent -> child edges.
@@ -65,7 +67,11 @@ impl DagModel {
             *indeg.entry(c).or_default() += 1;
             out.entry(p).or_default().push(c);
         }
-        let mut ready: Vec<OutcomeId> = indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| *n).collect();
+        let mut ready: Vec<OutcomeId> = indeg
+            .iter()
+            .filter(|(_, d)| **d == 0)
+            .map(|(n, _)| *n)
+            .collect();
         let mut done = 0;
         while let Some(n) = ready.pop() {
             done += 1;
@@ -82,6 +88,7 @@ impl DagModel {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -59,7 +59,9 @@ impl FromStr for Level {
             "none" => Ok(Level::None),
             "read" => Ok(Level::Read),
             "write" => Ok(Level::Write),
-            other => Err(format!("unknown access level {other:?}: expected none, read or write")),
+            other => Err(format!(
+                "unknown access level {other:?}: expected none, read or write"
+            )),
         }
     }
 }

@@ -18,7 +18,9 @@ pub mod time;
 pub mod validate;
 
 pub use access::{KbFacts, OutcomeAccess, OutcomeFacts, kb_access, outcome_access};
-pub use capability::{GrantRefusal, HeldCap, MailTarget, Resource, ResourceKind, choose_grant_source};
+pub use capability::{
+    GrantRefusal, HeldCap, MailTarget, Resource, ResourceKind, choose_grant_source,
+};
 pub use ids::{AgentId, CapabilityId, FileId, HandlerId, MessageId, OutcomeId};
 pub use level::Level;
 pub use outcome::{OutcomeStatus, StatusChange, check_status_change};

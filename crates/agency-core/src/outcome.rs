@@ -116,6 +116,7 @@ pub fn check_status_change(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::OutcomeStatus::*;
     use super::*;
@@ -130,8 +131,18 @@ mod tests {
             (AwaitingVerification, false, C::Set(Open), Some(Open)),
             (Open, false, C::Set(Completed), None),
             (Open, false, C::Set(AwaitingVerification), None),
-            (Open, false, C::RequestCompletion, Some(AwaitingVerification)),
-            (Blocked, false, C::RequestCompletion, Some(AwaitingVerification)),
+            (
+                Open,
+                false,
+                C::RequestCompletion,
+                Some(AwaitingVerification),
+            ),
+            (
+                Blocked,
+                false,
+                C::RequestCompletion,
+                Some(AwaitingVerification),
+            ),
             (AwaitingVerification, false, C::RequestCompletion, None),
             (AwaitingVerification, false, C::Complete, Some(Completed)),
             (Open, false, C::Close, Some(Closed)),

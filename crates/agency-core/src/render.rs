@@ -55,7 +55,15 @@ pub fn render_outcome(d: &OutcomeDoc<'_>) -> String {
         };
         let _ = writeln!(s, "\n## {label}\n\n{reason}");
     }
-    let _ = writeln!(s, "\n## Description\n\n{}", if d.description.is_empty() { "(none)" } else { d.description });
+    let _ = writeln!(
+        s,
+        "\n## Description\n\n{}",
+        if d.description.is_empty() {
+            "(none)"
+        } else {
+            d.description
+        }
+    );
     let _ = writeln!(s, "\n## Why (parents)\n");
     links(&mut s, d.parents);
     let _ = writeln!(s, "\n## How (children)\n");
@@ -108,6 +116,7 @@ pub fn render_audit_log(handler_title: &str, entries: &[LogLine]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -115,7 +124,12 @@ mod tests {
     fn outcome_links_and_reason() {
         let p = OutcomeId::new_random();
         let c = OutcomeId::new_random();
-        let hist = [HistoryLine { at: Timestamp(0), actor: "user".into(), action: "created".into(), detail: String::new() }];
+        let hist = [HistoryLine {
+            at: Timestamp(0),
+            actor: "user".into(),
+            action: "created".into(),
+            detail: String::new(),
+        }];
         let md = render_outcome(&OutcomeDoc {
             id: OutcomeId::new_random(),
             title: "Ship v1",

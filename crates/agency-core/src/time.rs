@@ -48,12 +48,16 @@ impl fmt::Display for Timestamp {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn formats_rfc3339() {
         assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
-        assert_eq!(Timestamp(1_795_000_000_123).to_rfc3339(), "2026-11-18T11:06:40.123Z");
+        assert_eq!(
+            Timestamp(1_795_000_000_123).to_rfc3339(),
+            "2026-11-18T11:06:40.123Z"
+        );
     }
 }

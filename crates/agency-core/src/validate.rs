@@ -57,7 +57,9 @@ impl Limits {
             return Err(InvalidInput::new("failed to accept title: it is empty"));
         }
         if t.contains(['\n', '\r']) {
-            return Err(InvalidInput::new("failed to accept title: it must be a single line"));
+            return Err(InvalidInput::new(
+                "failed to accept title: it must be a single line",
+            ));
         }
         check_len("title", t, self.max_title_chars)?;
         check_no_nul("title", t)
@@ -71,7 +73,9 @@ impl Limits {
     /// A rationale, reason or summary: not blank, bounded.
     pub fn check_reason(&self, what: &str, text: &str) -> Result<(), InvalidInput> {
         if text.trim().is_empty() {
-            return Err(InvalidInput(format!("failed to accept {what}: it is empty; say why")));
+            return Err(InvalidInput(format!(
+                "failed to accept {what}: it is empty; say why"
+            )));
         }
         check_len(what, text, self.max_reason_chars)?;
         check_no_nul(what, text)
@@ -95,7 +99,9 @@ fn check_len(what: &str, text: &str, max: usize) -> Result<(), InvalidInput> {
 
 fn check_no_nul(what: &str, text: &str) -> Result<(), InvalidInput> {
     if text.contains('\0') {
-        return Err(InvalidInput(format!("failed to accept {what}: it contains a NUL byte")));
+        return Err(InvalidInput(format!(
+            "failed to accept {what}: it contains a NUL byte"
+        )));
     }
     Ok(())
 }
@@ -105,7 +111,9 @@ fn check_no_nul(what: &str, text: &str) -> Result<(), InvalidInput> {
 pub fn check_name(what: &str, name: &str) -> Result<(), InvalidInput> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     if !ok {
         return Err(InvalidInput(format!(
             "failed to accept {what} name {name:?}: use 1-64 ASCII letters, digits, '_', '-' or '.'"
@@ -119,22 +127,33 @@ pub fn check_name(what: &str, name: &str) -> Result<(), InvalidInput> {
 pub fn search_terms(query: &str) -> Result<Vec<String>, InvalidInput> {
     let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
     if terms.len() > 16 {
-        return Err(InvalidInput::new("failed to accept search query: use at most 16 words"));
+        return Err(InvalidInput::new(
+            "failed to accept search query: use at most 16 words",
+        ));
     }
     if terms.iter().any(|t| t.chars().count() > 100) {
-        return Err(InvalidInput::new("failed to accept search query: a word is longer than 100 characters"));
+        return Err(InvalidInput::new(
+            "failed to accept search query: a word is longer than 100 characters",
+        ));
     }
     Ok(terms)
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn titles() {
         let l = Limits::default();
-        for (title, ok) in [("Ship it", true), ("", false), ("   ", false), ("a\nb", false), ("x\0", false)] {
+        for (title, ok) in [
+            ("Ship it", true),
+            ("", false),
+            ("   ", false),
+            ("a\nb", false),
+            ("x\0", false),
+        ] {
             assert_eq!(l.check_title(title).is_ok(), ok, "{title:?}");
         }
         assert!(l.check_title(&"x".repeat(201)).is_err());
@@ -143,7 +162,13 @@ mod tests {
 
     #[test]
     fn names() {
-        for (name, ok) in [("github", true), ("my-server.v2_x", true), ("", false), ("a b", false), ("../x", false)] {
+        for (name, ok) in [
+            ("github", true),
+            ("my-server.v2_x", true),
+            ("", false),
+            ("a b", false),
+            ("../x", false),
+        ] {
             assert_eq!(check_name("server", name).is_ok(), ok, "{name:?}");
         }
         assert!(check_name("server", &"a".repeat(65)).is_err());
@@ -151,7 +176,10 @@ mod tests {
 
     #[test]
     fn content_size() {
-        let l = Limits { max_file_bytes: 10, ..Limits::default() };
+        let l = Limits {
+            max_file_bytes: 10,
+            ..Limits::default()
+        };
         assert!(l.check_content("content", 10).is_ok());
         let err = l.check_content("content", 11).unwrap_err();
         assert!(err.0.contains("maximum file size of 10 bytes"), "{err}");
@@ -159,7 +187,10 @@ mod tests {
 
     #[test]
     fn terms() {
-        assert_eq!(search_terms("  Design  DOC ").unwrap(), vec!["design", "doc"]);
+        assert_eq!(
+            search_terms("  Design  DOC ").unwrap(),
+            vec!["design", "doc"]
+        );
         assert!(search_terms("").unwrap().is_empty());
     }
 }

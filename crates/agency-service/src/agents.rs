@@ -14,13 +14,22 @@ impl Service {
     /// `AgentLive` if the handler already has one.
     pub fn agent_start(&self, handler: HandlerId) -> Result<AgentId> {
         self.write(|op| {
-            let h = op.tx.handler(handler)?.ok_or_else(|| ServiceError::not_found("handler", handler))?;
+            let h = op
+                .tx
+                .handler(handler)?
+                .ok_or_else(|| ServiceError::not_found("handler", handler))?;
             if h.status != HandlerStatus::Active {
                 return Err(ServiceError::invalid(format!(
                     "failed to start an agent for handler {handler}: it is deactivated"
                 )));
             }
-            let row = AgentRow { id: AgentId::new_random(), handler, started_at: op.now, ended_at: None, end_reason: None };
+            let row = AgentRow {
+                id: AgentId::new_random(),
+                handler,
+                started_at: op.now,
+                ended_at: None,
+                end_reason: None,
+            };
             match op.tx.insert_agent(&row) {
                 Ok(()) => {}
                 Err(StoreError::Unique { .. }) => {
@@ -32,7 +41,10 @@ impl Service {
                 }
                 Err(e) => return Err(e.into()),
             }
-            op.events.push(Event::AgentStarted { agent: row.id, handler });
+            op.events.push(Event::AgentStarted {
+                agent: row.id,
+                handler,
+            });
             Ok(row.id)
         })
     }
@@ -41,10 +53,15 @@ impl Service {
     /// (a stale signal about an earlier agent changes nothing).
     pub fn agent_end(&self, agent: AgentId, reason: &str) -> Result<bool> {
         self.write(|op| {
-            let Some(row) = op.tx.agent(agent)? else { return Ok(false) };
+            let Some(row) = op.tx.agent(agent)? else {
+                return Ok(false);
+            };
             let ended = op.tx.end_agent(agent, op.now, reason)?;
             if ended {
-                op.events.push(Event::AgentEnded { agent, handler: row.handler });
+                op.events.push(Event::AgentEnded {
+                    agent,
+                    handler: row.handler,
+                });
             }
             Ok(ended)
         })
@@ -67,7 +84,9 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             if !caller.is_user() {
-                return Err(ServiceError::denied("failed to list agents: only the user may list every agent"));
+                return Err(ServiceError::denied(
+                    "failed to list agents: only the user may list every agent",
+                ));
             }
             Ok(tx.recent_agents(limit)?)
         })

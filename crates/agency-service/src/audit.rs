@@ -20,19 +20,34 @@ impl Service {
             let caller = authenticate(op.tx, who)?;
             let h = caller.require_handler("submit an audit summary")?.id;
             log(op, h, caller.agent(), summary.to_owned())?;
-            render_audit_log_file(op, h, Author { handler: Some(h), agent: caller.agent() })
+            render_audit_log_file(
+                op,
+                h,
+                Author {
+                    handler: Some(h),
+                    agent: caller.agent(),
+                },
+            )
         })
     }
 
     /// A handler's audit log entries, oldest first: the handler itself, its
     /// boss, or the user. `None` means the caller's own handler.
-    pub fn audit_read(&self, who: Principal, handler: Option<HandlerId>) -> Result<Vec<LogEntryRow>> {
+    pub fn audit_read(
+        &self,
+        who: Principal,
+        handler: Option<HandlerId>,
+    ) -> Result<Vec<LogEntryRow>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let id = match (handler, caller.handler()) {
                 (Some(h), _) => h,
                 (None, Some(own)) => own,
-                (None, None) => return Err(crate::ServiceError::invalid("failed to read audit log: name the handler")),
+                (None, None) => {
+                    return Err(crate::ServiceError::invalid(
+                        "failed to read audit log: name the handler",
+                    ));
+                }
             };
             let h = visible_handler(tx, &caller, id)?;
             if let Some(own) = caller.handler()
@@ -55,18 +70,32 @@ impl Service {
 
     /// Replace the caller's state document, compare-and-set against the
     /// version and hash it last read.
-    pub fn state_write(&self, who: Principal, content: &[u8], base_version: i64, base_hash: &str) -> Result<VersionInfo> {
+    pub fn state_write(
+        &self,
+        who: Principal,
+        content: &[u8],
+        base_version: i64,
+        base_hash: &str,
+    ) -> Result<VersionInfo> {
         let doc = self.state_doc_of(who, None)?;
         self.kb_write(who, doc, content, base_version, base_hash)
     }
 
-    fn state_doc_of(&self, who: Principal, handler: Option<HandlerId>) -> Result<agency_core::FileId> {
+    fn state_doc_of(
+        &self,
+        who: Principal,
+        handler: Option<HandlerId>,
+    ) -> Result<agency_core::FileId> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let id = match (handler, caller.handler()) {
                 (Some(h), _) => h,
                 (None, Some(own)) => own,
-                (None, None) => return Err(crate::ServiceError::invalid("failed to read state: name the handler")),
+                (None, None) => {
+                    return Err(crate::ServiceError::invalid(
+                        "failed to read state: name the handler",
+                    ));
+                }
             };
             Ok(visible_handler(tx, &caller, id)?.state_doc)
         })

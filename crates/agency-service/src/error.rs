@@ -20,7 +20,11 @@ pub enum ServiceError {
     #[error(
         "failed to write KB file {file}: your base version is stale; the current version is {current_version} with hash {current_hash}: re-read the file, merge your change, and write again with that version and hash"
     )]
-    Conflict { file: String, current_version: i64, current_hash: BlobId },
+    Conflict {
+        file: String,
+        current_version: i64,
+        current_hash: BlobId,
+    },
 
     /// The handler already has a live agent (the store holds this rule).
     #[error("failed to start an agent for handler {handler}: agent {agent} is still live")]
@@ -35,7 +39,10 @@ pub enum ServiceError {
 
 impl ServiceError {
     pub fn not_found(what: &'static str, id: impl ToString) -> Self {
-        ServiceError::NotFound { what, id: id.to_string() }
+        ServiceError::NotFound {
+            what,
+            id: id.to_string(),
+        }
     }
 
     pub fn denied(msg: impl Into<String>) -> Self {

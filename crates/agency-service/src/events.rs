@@ -1,23 +1,56 @@
 //! Domain events, published after the transaction that caused them has
 //! committed. The daemon's scheduler reacts to these instead of scanning.
 
-use agency_core::{AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus, Resource};
+use agency_core::{
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus,
+    Resource,
+};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    MessageDelivered { message: MessageId, to: MailTarget },
+    MessageDelivered {
+        message: MessageId,
+        to: MailTarget,
+    },
     /// Also sent when an outcome is created (as `open`).
-    OutcomeStatusChanged { outcome: OutcomeId, responsible: HandlerId, status: OutcomeStatus },
-    HandlerCreated { handler: HandlerId, boss: Option<HandlerId> },
+    OutcomeStatusChanged {
+        outcome: OutcomeId,
+        responsible: HandlerId,
+        status: OutcomeStatus,
+    },
+    HandlerCreated {
+        handler: HandlerId,
+        boss: Option<HandlerId>,
+    },
     /// The handler was deactivated; `agents` are the live agents the
     /// transaction ended, whose processes must now be killed.
-    HandlerStopped { handler: HandlerId, agents: Vec<AgentId> },
-    CapabilityGranted { capability: CapabilityId, holder: HandlerId, resource: Resource },
-    CapabilityRevoked { capability: CapabilityId, holder: HandlerId, resource: Resource },
+    HandlerStopped {
+        handler: HandlerId,
+        agents: Vec<AgentId>,
+    },
+    CapabilityGranted {
+        capability: CapabilityId,
+        holder: HandlerId,
+        resource: Resource,
+    },
+    CapabilityRevoked {
+        capability: CapabilityId,
+        holder: HandlerId,
+        resource: Resource,
+    },
     /// A KB file got a new version written by a caller (progress signal).
-    KbWritten { file: FileId, by: Option<HandlerId> },
-    AgentStarted { agent: AgentId, handler: HandlerId },
-    AgentEnded { agent: AgentId, handler: HandlerId },
+    KbWritten {
+        file: FileId,
+        by: Option<HandlerId>,
+    },
+    AgentStarted {
+        agent: AgentId,
+        handler: HandlerId,
+    },
+    AgentEnded {
+        agent: AgentId,
+        handler: HandlerId,
+    },
 }

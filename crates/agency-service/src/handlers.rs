@@ -4,10 +4,12 @@
 //! when a handler's root outcome finishes, and the work query.
 
 use agency_core::access::FileKind;
-use agency_core::{AgentId, FileId, HandlerId, Level, MailTarget, OutcomeId, OutcomeStatus, Principal, Resource};
+use agency_core::{
+    AgentId, FileId, HandlerId, Level, MailTarget, OutcomeId, OutcomeStatus, Principal, Resource,
+};
 use agency_store::{
-    CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow, NewCapability, OutcomeRow,
-    RevokeSelector, Tx,
+    CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow, NewCapability,
+    OutcomeRow, RevokeSelector, Tx,
 };
 
 use crate::Result;
@@ -17,7 +19,9 @@ use crate::events::Event;
 use crate::mail::ensure_process_inbox;
 use crate::outcomes::author;
 use crate::permissions::grant_in;
-use crate::render::{Author, SYSTEM_ACTION, create_file, outcome_event, render_audit_log_file, render_outcome_file};
+use crate::render::{
+    Author, SYSTEM_ACTION, create_file, outcome_event, render_audit_log_file, render_outcome_file,
+};
 use crate::service::{Caller, Op, Service, authenticate};
 use crate::views::{Delegation, GrantRequest, HandlerView, StopReport};
 
@@ -65,9 +69,16 @@ impl Service {
     /// Delegate an outcome the caller is responsible for to a new underling
     /// handler, granting `grants` (each derived from a capability the caller
     /// holds, scoped to the outcome).
-    pub fn delegate(&self, who: Principal, outcome: OutcomeId, grants: &[GrantRequest]) -> Result<Delegation> {
+    pub fn delegate(
+        &self,
+        who: Principal,
+        outcome: OutcomeId,
+        grants: &[GrantRequest],
+    ) -> Result<Delegation> {
         if grants.len() > 256 {
-            return Err(ServiceError::invalid("failed to delegate: at most 256 capabilities per delegation"));
+            return Err(ServiceError::invalid(
+                "failed to delegate: at most 256 capabilities per delegation",
+            ));
         }
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
@@ -137,18 +148,18 @@ impl Service {
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             let t = visible_handler(op.tx, &caller, target)?;
-            let Some(boss) = t.boss else {
-                return Err(ServiceError::invalid(format!(
-                    "failed to force-stop handler {target}: it is the root handler, which has no boss to reclaim its outcomes; force-stop its underlings instead"
-                )));
-            };
             if let Caller::Handler { row, .. } = &caller
-                && row.id != boss
+                && t.boss != Some(row.id)
             {
                 return Err(ServiceError::denied(format!(
                     "failed to force-stop handler {target}: you may force-stop only your direct underlings"
                 )));
             }
+            let Some(boss) = t.boss else {
+                return Err(ServiceError::invalid(format!(
+                    "failed to force-stop handler {target}: it is the root handler, which has no boss to reclaim its outcomes; force-stop its underlings instead"
+                )));
+            };
             if t.status != HandlerStatus::Active {
                 return Err(ServiceError::invalid(format!("failed to force-stop handler {target}: it is already deactivated")));
             }
@@ -193,7 +204,12 @@ impl Service {
     }
 
     /// Every handler (user only), ordered by id; page with `after`.
-    pub fn handlers(&self, who: Principal, after: Option<HandlerId>, limit: Option<usize>) -> Result<Vec<HandlerView>> {
+    pub fn handlers(
+        &self,
+        who: Principal,
+        after: Option<HandlerId>,
+        limit: Option<usize>,
+    ) -> Result<Vec<HandlerView>> {
         let limit = self.cfg.limits.page(limit);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
@@ -211,7 +227,11 @@ impl Service {
 
     /// Daemon: active handlers with work (responsible for an open,
     /// non-perpetual outcome), ordered by id; page with `after`.
-    pub fn handlers_with_work(&self, after: Option<HandlerId>, limit: usize) -> Result<Vec<HandlerId>> {
+    pub fn handlers_with_work(
+        &self,
+        after: Option<HandlerId>,
+        limit: usize,
+    ) -> Result<Vec<HandlerId>> {
         self.read(|tx| Ok(tx.handlers_with_work(after, limit)?))
     }
 
@@ -223,17 +243,30 @@ impl Service {
 
 /// Load a handler the caller may see: itself, its direct underlings, its
 /// boss; the user sees all. Others are `NotFound`.
-pub(crate) fn visible_handler(tx: &mut dyn Tx, caller: &Caller, id: HandlerId) -> Result<HandlerRow> {
-    let h = tx.handler(id)?.ok_or_else(|| ServiceError::not_found("handler", id))?;
+pub(crate) fn visible_handler(
+    tx: &mut dyn Tx,
+    caller: &Caller,
+    id: HandlerId,
+) -> Result<HandlerRow> {
+    let h = tx
+        .handler(id)?
+        .ok_or_else(|| ServiceError::not_found("handler", id))?;
     match caller {
         Caller::User => Ok(h),
-        Caller::Handler { row, .. } if h.id == row.id || h.boss == Some(row.id) || row.boss == Some(h.id) => Ok(h),
+        Caller::Handler { row, .. }
+            if h.id == row.id || h.boss == Some(row.id) || row.boss == Some(h.id) =>
+        {
+            Ok(h)
+        }
         Caller::Handler { .. } => Err(ServiceError::not_found("handler", id)),
     }
 }
 
 fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
-    let title = tx.outcome(h.id.root())?.map(|o| o.title).unwrap_or_default();
+    let title = tx
+        .outcome(h.id.root())?
+        .map(|o| o.title)
+        .unwrap_or_default();
     let inbox_depth = tx.inbox_count(MailTarget::Handler(h.id))?;
     let live_agent = tx.live_agents_of(&[h.id])?.first().map(|a| a.id);
     let has_work = tx.has_work(h.id)?;
@@ -251,8 +284,17 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
 }
 
 /// Create a handler row with its state document and audit log.
-fn create_handler(op: &mut Op<'_>, id: HandlerId, boss: Option<HandlerId>, a: Author) -> Result<()> {
-    let title = op.tx.outcome(id.root())?.map(|o| o.title).unwrap_or_default();
+fn create_handler(
+    op: &mut Op<'_>,
+    id: HandlerId,
+    boss: Option<HandlerId>,
+    a: Author,
+) -> Result<()> {
+    let title = op
+        .tx
+        .outcome(id.root())?
+        .map(|o| o.title)
+        .unwrap_or_default();
     let state_doc = FileId::new_random();
     let audit_log = FileId::new_random();
     let file = |fid, kind, description: String, now| FileRow {
@@ -269,9 +311,29 @@ fn create_handler(op: &mut Op<'_>, id: HandlerId, boss: Option<HandlerId>, a: Au
         "# State of handler {id}\n\nRoot outcome: kb://{} ({title})\n\nNo agent has written state yet.\n",
         id.root()
     );
-    create_file(op, file(state_doc, FileKind::State, format!("State document of handler {id}: {title}"), now), state.as_bytes(), a)?;
+    create_file(
+        op,
+        file(
+            state_doc,
+            FileKind::State,
+            format!("State document of handler {id}: {title}"),
+            now,
+        ),
+        state.as_bytes(),
+        a,
+    )?;
     let log_text = agency_core::render::render_audit_log(&title, &[]);
-    create_file(op, file(audit_log, FileKind::AuditLog, format!("Audit log of handler {id}: {title}"), now), log_text.as_bytes(), a)?;
+    create_file(
+        op,
+        file(
+            audit_log,
+            FileKind::AuditLog,
+            format!("Audit log of handler {id}: {title}"),
+            now,
+        ),
+        log_text.as_bytes(),
+        a,
+    )?;
     op.tx.insert_handler(&HandlerRow {
         id,
         boss,
@@ -288,13 +350,21 @@ fn create_handler(op: &mut Op<'_>, id: HandlerId, boss: Option<HandlerId>, a: Au
     log(op, id, None, origin)?;
     render_audit_log_file(op, id, a)?;
     if boss.is_none() {
-        op.events.push(Event::HandlerCreated { handler: id, boss: None });
+        op.events.push(Event::HandlerCreated {
+            handler: id,
+            boss: None,
+        });
     }
     Ok(())
 }
 
 /// Insert a non-delegatable capability made by Agency from the tree.
-fn system_cap(op: &mut Op<'_>, holder: HandlerId, resource: Resource, scope: Option<OutcomeId>) -> Result<()> {
+fn system_cap(
+    op: &mut Op<'_>,
+    holder: HandlerId,
+    resource: Resource,
+    scope: Option<OutcomeId>,
+) -> Result<()> {
     let cap = NewCapability {
         holder,
         resource,
@@ -307,12 +377,26 @@ fn system_cap(op: &mut Op<'_>, holder: HandlerId, resource: Resource, scope: Opt
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
-    op.events.push(Event::CapabilityGranted { capability: id, holder, resource: cap.resource });
+    op.events.push(Event::CapabilityGranted {
+        capability: id,
+        holder,
+        resource: cap.resource,
+    });
     Ok(())
 }
 
-pub(crate) fn log(op: &mut Op<'_>, handler: HandlerId, agent: Option<AgentId>, summary: String) -> Result<()> {
-    op.tx.insert_log_entry(&LogEntryRow { handler, at: op.now, agent, summary })?;
+pub(crate) fn log(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    agent: Option<AgentId>,
+    summary: String,
+) -> Result<()> {
+    op.tx.insert_log_entry(&LogEntryRow {
+        handler,
+        at: op.now,
+        agent,
+        summary,
+    })?;
     Ok(())
 }
 
@@ -326,26 +410,53 @@ pub(crate) struct Retired {
 /// agents, revoke what they hold and the mail capabilities aimed at them,
 /// and note it in each audit log. Outcomes keep their responsible handler;
 /// force-stop reassigns them afterwards.
-pub(crate) fn retire_subtree(op: &mut Op<'_>, top: HandlerId, why: &str, a: Author) -> Result<Retired> {
-    let subtree: Vec<HandlerRow> =
-        op.tx.handler_subtree(top)?.into_iter().filter(|h| h.status == HandlerStatus::Active).collect();
+pub(crate) fn retire_subtree(
+    op: &mut Op<'_>,
+    top: HandlerId,
+    why: &str,
+    a: Author,
+) -> Result<Retired> {
+    let subtree: Vec<HandlerRow> = op
+        .tx
+        .handler_subtree(top)?
+        .into_iter()
+        .filter(|h| h.status == HandlerStatus::Active)
+        .collect();
     let ids: Vec<HandlerId> = subtree.iter().map(|h| h.id).collect();
     let live = op.tx.live_agents_of(&ids)?;
     for ag in &live {
         op.tx.end_agent(ag.id, op.now, "handler_deactivated")?;
-        op.events.push(Event::AgentEnded { agent: ag.id, handler: ag.handler });
+        op.events.push(Event::AgentEnded {
+            agent: ag.id,
+            handler: ag.handler,
+        });
     }
     for mut h in subtree {
         h.status = HandlerStatus::Deactivated;
         h.updated_at = op.now;
         op.tx.update_handler(&h)?;
-        let note = if h.id == top { why.to_owned() } else { format!("{why} (handler {top} above it was stopped)") };
+        let note = if h.id == top {
+            why.to_owned()
+        } else {
+            format!("{why} (handler {top} above it was stopped)")
+        };
         log(op, h.id, None, note)?;
         render_audit_log_file(op, h.id, a)?;
-        let agents = live.iter().filter(|ag| ag.handler == h.id).map(|ag| ag.id).collect();
-        op.events.push(Event::HandlerStopped { handler: h.id, agents });
+        let agents = live
+            .iter()
+            .filter(|ag| ag.handler == h.id)
+            .map(|ag| ag.id)
+            .collect();
+        op.events.push(Event::HandlerStopped {
+            handler: h.id,
+            agents,
+        });
     }
     let mut revoked = op.tx.revoke(&RevokeSelector::HeldBy(ids.clone()), op.now)?;
     revoked.extend(op.tx.revoke(&RevokeSelector::MailTo(ids.clone()), op.now)?);
-    Ok(Retired { handlers: ids, agents: live.iter().map(|ag| ag.id).collect(), revoked })
+    Ok(Retired {
+        handlers: ids,
+        agents: live.iter().map(|ag| ag.id).collect(),
+        revoked,
+    })
 }

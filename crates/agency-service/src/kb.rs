@@ -24,7 +24,9 @@ impl Service {
     /// scoped to its root outcome.
     pub fn kb_create(&self, who: Principal, description: &str, content: &[u8]) -> Result<FileId> {
         self.check_description(description)?;
-        self.cfg.limits.check_content("the file content", content.len())?;
+        self.cfg
+            .limits
+            .check_content("the file content", content.len())?;
         self.read(|tx| authenticate(tx, who).map(drop))?;
         self.blobs.put(content)?;
         let id = FileId::new_random();
@@ -46,7 +48,9 @@ impl Service {
         base_version: i64,
         base_hash: &str,
     ) -> Result<VersionInfo> {
-        self.cfg.limits.check_content("the file content", content.len())?;
+        self.cfg
+            .limits
+            .check_content("the file content", content.len())?;
         let base_hash = BlobId::parse(base_hash).ok_or_else(|| {
             ServiceError::invalid(format!(
                 "failed to write KB file {file}: base hash {base_hash:?} is not a hash this KB gave out (expected blake3:<64 hex digits>)"
@@ -54,13 +58,16 @@ impl Service {
         })?;
         let check = |tx: &mut dyn Tx| -> Result<(Caller, FileRow)> {
             let caller = authenticate(tx, who)?;
-            let (f, _) = file_at_level(tx, &caller, file, Level::Write, "write")?;
+            // Say "Agency writes this" before "you may not", so an agent is
+            // pointed at the operation it should use instead.
+            let (f, _) = file_at_level(tx, &caller, file, Level::None, "write")?;
             if f.kind.system_written() {
                 return Err(ServiceError::invalid(format!(
-                    "failed to write KB file {file}: it is a {} file, which Agency writes itself; use the outcome or audit operations",
+                    "failed to write KB file {file}: Agency writes {} files itself; use the outcome or audit operations",
                     f.kind.as_str()
                 )));
             }
+            file_at_level(tx, &caller, file, Level::Write, "write")?;
             check_base(tx, &f, base_version, &base_hash)?;
             Ok((caller, f))
         };
@@ -68,9 +75,15 @@ impl Service {
         self.blobs.put(content)?;
         let v = self.write(|op| {
             let (caller, f) = check(op.tx)?;
-            let author = Author { handler: caller.handler(), agent: caller.agent() };
+            let author = Author {
+                handler: caller.handler(),
+                agent: caller.agent(),
+            };
             let v = append_version(op, f.id, f.latest_version, content, author)?;
-            op.events.push(Event::KbWritten { file, by: caller.handler() });
+            op.events.push(Event::KbWritten {
+                file,
+                by: caller.handler(),
+            });
             Ok(v)
         })?;
         Ok(version_info(v))
@@ -82,7 +95,12 @@ impl Service {
     }
 
     /// A given version of a file the caller may read.
-    pub fn kb_read_version(&self, who: Principal, file: FileId, version: i64) -> Result<FileContent> {
+    pub fn kb_read_version(
+        &self,
+        who: Principal,
+        file: FileId,
+        version: i64,
+    ) -> Result<FileContent> {
         self.read_at(who, file, Some(version))
     }
 
@@ -130,7 +148,12 @@ impl Service {
 
     /// A file's access log (who read and wrote it, when), for callers with
     /// Read on it.
-    pub fn kb_audit(&self, who: Principal, file: FileId, limit: Option<usize>) -> Result<Vec<AuditRow>> {
+    pub fn kb_audit(
+        &self,
+        who: Principal,
+        file: FileId,
+        limit: Option<usize>,
+    ) -> Result<Vec<AuditRow>> {
         self.flush_read_audit()?;
         let limit = self.cfg.limits.page(limit);
         self.read(|tx| {
@@ -142,13 +165,24 @@ impl Service {
 
     /// Files the caller may read (Read or Write), ordered by id; page with
     /// `after`.
-    pub fn kb_list(&self, who: Principal, after: Option<FileId>, limit: Option<usize>) -> Result<Vec<FileInfo>> {
+    pub fn kb_list(
+        &self,
+        who: Principal,
+        after: Option<FileId>,
+        limit: Option<usize>,
+    ) -> Result<Vec<FileInfo>> {
         self.visible_files(who, &[], Level::Read, after, limit)
     }
 
     /// Search descriptions of every file the caller knows of (at least
     /// None); every word of `query` must appear, case-insensitively.
-    pub fn kb_browse(&self, who: Principal, query: &str, after: Option<FileId>, limit: Option<usize>) -> Result<Vec<FileInfo>> {
+    pub fn kb_browse(
+        &self,
+        who: Principal,
+        query: &str,
+        after: Option<FileId>,
+        limit: Option<usize>,
+    ) -> Result<Vec<FileInfo>> {
         let terms = search_terms(query)?;
         self.visible_files(who, &terms, Level::None, after, limit)
     }
@@ -220,7 +254,9 @@ impl Service {
     pub fn kb_level(&self, who: Principal, file: FileId) -> Result<Level> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            let f = tx.file(file)?.ok_or_else(|| ServiceError::not_found("KB file", file))?;
+            let f = tx
+                .file(file)?
+                .ok_or_else(|| ServiceError::not_found("KB file", file))?;
             kb_level(tx, &caller, &f)?.ok_or_else(|| ServiceError::not_found("KB file", file))
         })
     }
@@ -231,7 +267,10 @@ impl Service {
                 "failed to accept description: it is empty; describe the file so others can find it with browse",
             ));
         }
-        Ok(self.cfg.limits.check_description("description", description)?)
+        Ok(self
+            .cfg
+            .limits
+            .check_description("description", description)?)
     }
 }
 
@@ -254,7 +293,15 @@ pub(crate) fn create_document(
         created_by: caller.handler(),
         latest_version: 0,
     };
-    create_file(op, row, content, Author { handler: caller.handler(), agent: caller.agent() })?;
+    create_file(
+        op,
+        row,
+        content,
+        Author {
+            handler: caller.handler(),
+            agent: caller.agent(),
+        },
+    )?;
     if let Caller::Handler { row: h, .. } = caller {
         // The creator keeps Write for as long as it works on its root
         // outcome; finishing that outcome revokes it like any scoped grant.
@@ -270,16 +317,26 @@ pub(crate) fn create_document(
             created_at: op.now,
         };
         let cap_id = op.tx.insert_capability(&cap)?;
-        op.events.push(Event::CapabilityGranted { capability: cap_id, holder: h.id, resource: cap.resource });
+        op.events.push(Event::CapabilityGranted {
+            capability: cap_id,
+            holder: h.id,
+            resource: cap.resource,
+        });
     }
-    op.events.push(Event::KbWritten { file: id, by: caller.handler() });
+    op.events.push(Event::KbWritten {
+        file: id,
+        by: caller.handler(),
+    });
     Ok(())
 }
 
 fn check_base(tx: &mut dyn Tx, f: &FileRow, base_version: i64, base_hash: &BlobId) -> Result<()> {
-    let latest = tx
-        .version(f.id, f.latest_version)?
-        .ok_or_else(|| ServiceError::invalid(format!("failed to write KB file {}: it has no version yet", f.id)))?;
+    let latest = tx.version(f.id, f.latest_version)?.ok_or_else(|| {
+        ServiceError::invalid(format!(
+            "failed to write KB file {}: it has no version yet",
+            f.id
+        ))
+    })?;
     if latest.version != base_version || &latest.hash != base_hash {
         return Err(ServiceError::Conflict {
             file: f.id.to_string(),

@@ -6,7 +6,10 @@
 //! message completes that outcome.
 
 use agency_core::access::FileKind;
-use agency_core::{FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Principal, Resource, StatusChange, Timestamp};
+use agency_core::{
+    FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Principal, Resource,
+    StatusChange, Timestamp,
+};
 use agency_store::{CapOrigin, HandlerStatus, MessageRow, NewCapability, OutcomeRow, Tx};
 
 use crate::Result;
@@ -31,7 +34,13 @@ impl Service {
 
     /// Send a message that is delivered at `deliver_at` (durably held until
     /// then, across restarts).
-    pub fn mail_send_deferred(&self, who: Principal, to: MailTarget, body: &MailBody, deliver_at: Timestamp) -> Result<MessageId> {
+    pub fn mail_send_deferred(
+        &self,
+        who: Principal,
+        to: MailTarget,
+        body: &MailBody,
+        deliver_at: Timestamp,
+    ) -> Result<MessageId> {
         let now = self.now();
         if deliver_at.0 > now.0.saturating_add(MAX_DEFER_MS) {
             return Err(ServiceError::invalid(format!(
@@ -41,12 +50,22 @@ impl Service {
         self.send(who, to, body, Some(deliver_at))
     }
 
-    fn send(&self, who: Principal, to: MailTarget, body: &MailBody, deliver_at: Option<Timestamp>) -> Result<MessageId> {
+    fn send(
+        &self,
+        who: Principal,
+        to: MailTarget,
+        body: &MailBody,
+        deliver_at: Option<Timestamp>,
+    ) -> Result<MessageId> {
         let subject = match body {
             MailBody::Text { subject, text } => {
-                self.cfg.limits.check_content("the message body", text.len())?;
+                self.cfg
+                    .limits
+                    .check_content("the message body", text.len())?;
                 if text.trim().is_empty() {
-                    return Err(ServiceError::invalid("failed to send mail: the message body is empty"));
+                    return Err(ServiceError::invalid(
+                        "failed to send mail: the message body is empty",
+                    ));
                 }
                 subject.clone().unwrap_or_else(|| first_line(text))
             }
@@ -72,14 +91,21 @@ impl Service {
             let file = match body {
                 MailBody::Text { text, .. } => {
                     let id = FileId::new_random();
-                    let desc = format!("Message from {} to {}: {subject}", party(caller.party()), party(to));
+                    let desc = format!(
+                        "Message from {} to {}: {subject}",
+                        party(caller.party()),
+                        party(to)
+                    );
                     create_document(op, &caller, id, FileKind::Message, &desc, text.as_bytes())?;
                     id
                 }
                 MailBody::File { file, .. } => *file,
             };
             let subject = if subject.is_empty() {
-                op.tx.file(file)?.map(|f| clip(&f.description)).unwrap_or_default()
+                op.tx
+                    .file(file)?
+                    .map(|f| clip(&f.description))
+                    .unwrap_or_default()
             } else {
                 subject.clone()
             };
@@ -139,15 +165,22 @@ impl Service {
     /// inbox becomes empty, the handler's Process Inbox outcome completes.
     pub fn mail_ack(&self, who: Principal, ids: &[MessageId]) -> Result<usize> {
         if ids.is_empty() || ids.len() > 1000 {
-            return Err(ServiceError::invalid("failed to acknowledge: give between 1 and 1000 message ids"));
+            return Err(ServiceError::invalid(
+                "failed to acknowledge: give between 1 and 1000 message ids",
+            ));
         }
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             let me = caller.party();
             let mut n = 0;
             for id in ids {
-                let m = op.tx.message(*id)?.filter(|m| m.to == me && m.delivered_at.is_some());
-                let Some(m) = m else { return Err(ServiceError::not_found("message", id)) };
+                let m = op
+                    .tx
+                    .message(*id)?
+                    .filter(|m| m.to == me && m.delivered_at.is_some());
+                let Some(m) = m else {
+                    return Err(ServiceError::not_found("message", id));
+                };
                 if m.acked_at.is_none() {
                     op.tx.set_acked(m.id, op.now)?;
                     n += 1;
@@ -158,8 +191,17 @@ impl Service {
                 && let Some(pi) = op.tx.open_process_inbox(row.id)?
                 && let Some(o) = op.tx.outcome(pi)?
             {
-                let a = Author { handler: Some(row.id), agent: caller.agent() };
-                finish_outcome(op, o, StatusChange::Complete, "inbox processed: every message acknowledged", a)?;
+                let a = Author {
+                    handler: Some(row.id),
+                    agent: caller.agent(),
+                };
+                finish_outcome(
+                    op,
+                    o,
+                    StatusChange::Complete,
+                    "inbox processed: every message acknowledged",
+                    a,
+                )?;
             }
             Ok(n)
         })
@@ -171,7 +213,11 @@ impl Service {
         let limit = self.cfg.limits.page(limit);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            Ok(tx.outbox(caller.party(), limit)?.into_iter().map(|m| view(m, None)).collect())
+            Ok(tx
+                .outbox(caller.party(), limit)?
+                .into_iter()
+                .map(|m| view(m, None))
+                .collect())
         })
     }
 
@@ -180,8 +226,11 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let me = caller.party();
-            let m = tx.message(id)?.filter(|m| m.from == me || (m.to == me && m.delivered_at.is_some()));
-            m.map(|m| view(m, None)).ok_or_else(|| ServiceError::not_found("message", id))
+            let m = tx
+                .message(id)?
+                .filter(|m| m.from == me || (m.to == me && m.delivered_at.is_some()));
+            m.map(|m| view(m, None))
+                .ok_or_else(|| ServiceError::not_found("message", id))
         })
     }
 }
@@ -196,9 +245,9 @@ fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()
         ))
     };
     match (caller, to) {
-        (Caller::User, MailTarget::User) => {
-            Err(ServiceError::invalid("failed to send mail: the user cannot write to the user's own inbox"))
-        }
+        (Caller::User, MailTarget::User) => Err(ServiceError::invalid(
+            "failed to send mail: the user cannot write to the user's own inbox",
+        )),
         (Caller::User, MailTarget::Handler(h)) => match tx.handler(h)? {
             Some(row) if row.status == HandlerStatus::Active => Ok(()),
             Some(_) => Err(ServiceError::invalid(format!(
@@ -208,11 +257,16 @@ fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()
         },
         (Caller::Handler { row, .. }, MailTarget::Handler(h)) if h == row.id => Ok(()),
         (Caller::Handler { row, .. }, target) => {
-            if tx.capabilities_on(row.id, &Resource::Mail(target))?.is_empty() {
+            if tx
+                .capabilities_on(row.id, &Resource::Mail(target))?
+                .is_empty()
+            {
                 return Err(refuse());
             }
             if let MailTarget::Handler(h) = target
-                && tx.handler(h)?.is_none_or(|r| r.status != HandlerStatus::Active)
+                && tx
+                    .handler(h)?
+                    .is_none_or(|r| r.status != HandlerStatus::Active)
             {
                 return Err(refuse());
             }
@@ -251,9 +305,20 @@ fn enqueue(
 /// Mail composed by Agency on a caller's behalf (completion requests,
 /// notices): the body is a new message file, sent without the tree check
 /// because the operation that calls this already made its own.
-pub(crate) fn system_mail(op: &mut Op<'_>, caller: &Caller, to: MailTarget, subject: &str, body: &str) -> Result<MessageId> {
+pub(crate) fn system_mail(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    to: MailTarget,
+    subject: &str,
+    body: &str,
+) -> Result<MessageId> {
     let id = FileId::new_random();
-    let desc = format!("Message from {} to {}: {}", party(caller.party()), party(to), clip(subject));
+    let desc = format!(
+        "Message from {} to {}: {}",
+        party(caller.party()),
+        party(to),
+        clip(subject)
+    );
     create_document(op, caller, id, FileKind::Message, &desc, body.as_bytes())?;
     enqueue(op, caller, to, id, clip(subject), None)
 }
@@ -264,7 +329,10 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
         // The recipient gains Read on the body unless it can already read it.
         let holder = op.tx.handler(h)?;
         if let (Some(row), Some(file)) = (holder, op.tx.file(m.file)?) {
-            let caller = Caller::Handler { row: row.clone(), agent: agency_core::AgentId(uuid::Uuid::nil()) };
+            let caller = Caller::Handler {
+                row: row.clone(),
+                agent: agency_core::AgentId(uuid::Uuid::nil()),
+            };
             if kb_level(op.tx, &caller, &file)?.is_none_or(|l| l < Level::Read) {
                 let cap = NewCapability {
                     holder: h,
@@ -283,14 +351,21 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
                     created_at: op.now,
                 };
                 let cap_id = op.tx.insert_capability(&cap)?;
-                op.events.push(Event::CapabilityGranted { capability: cap_id, holder: h, resource: cap.resource });
+                op.events.push(Event::CapabilityGranted {
+                    capability: cap_id,
+                    holder: h,
+                    resource: cap.resource,
+                });
             }
             if row.status == HandlerStatus::Active {
                 ensure_process_inbox(op, h)?;
             }
         }
     }
-    op.events.push(Event::MessageDelivered { message: m.id, to: m.to });
+    op.events.push(Event::MessageDelivered {
+        message: m.id,
+        to: m.to,
+    });
     Ok(())
 }
 
@@ -313,12 +388,23 @@ pub(crate) fn ensure_process_inbox(op: &mut Op<'_>, h: HandlerId) -> Result<()> 
         created_at: op.now,
         updated_at: op.now,
     };
-    insert_outcome(op, &row, &[h.root()], Author::default(), &format!("{SYSTEM_ACTION}created"), "mail arrived".to_owned())
+    insert_outcome(
+        op,
+        &row,
+        &[h.root()],
+        Author::default(),
+        &format!("{SYSTEM_ACTION}created"),
+        "mail arrived".to_owned(),
+    )
 }
 
 /// After the user writes to a handler directly, that handler may answer.
 fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
-    if !op.tx.capabilities_on(h, &Resource::Mail(MailTarget::User))?.is_empty() {
+    if !op
+        .tx
+        .capabilities_on(h, &Resource::Mail(MailTarget::User))?
+        .is_empty()
+    {
         return Ok(());
     }
     let cap = NewCapability {
@@ -333,7 +419,11 @@ fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
-    op.events.push(Event::CapabilityGranted { capability: id, holder: h, resource: cap.resource });
+    op.events.push(Event::CapabilityGranted {
+        capability: id,
+        holder: h,
+        resource: cap.resource,
+    });
     Ok(())
 }
 
@@ -360,11 +450,18 @@ fn party(p: MailTarget) -> String {
 }
 
 fn first_line(text: &str) -> String {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_owned()
 }
 
 fn clip(s: &str) -> String {
-    let one_line: String = s.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
+    let one_line: String = s
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
     let mut out: String = one_line.chars().take(SUBJECT_CHARS).collect();
     if one_line.chars().count() > SUBJECT_CHARS {
         out.push('…');

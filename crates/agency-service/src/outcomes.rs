@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agency_core::{OutcomeAccess, OutcomeId, OutcomeStatus, Principal, StatusChange, check_status_change};
+use agency_core::{
+    OutcomeAccess, OutcomeId, OutcomeStatus, Principal, StatusChange, check_status_change,
+};
 use agency_store::{HandlerStatus, OutcomeRow, RevokeSelector};
 
 use crate::Result;
@@ -49,14 +51,26 @@ impl Service {
                 created_at: op.now,
                 updated_at: op.now,
             };
-            insert_outcome(op, &row, &parents, author(&caller), "created", String::new())?;
+            insert_outcome(
+                op,
+                &row,
+                &parents,
+                author(&caller),
+                "created",
+                String::new(),
+            )?;
             Ok(id)
         })
     }
 
     /// Change title, description, priority, status (open/blocked) or the
     /// set of parents. Needs Write on the outcome.
-    pub fn outcome_update(&self, who: Principal, id: OutcomeId, upd: &OutcomeUpdate) -> Result<OutcomeRow> {
+    pub fn outcome_update(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+        upd: &OutcomeUpdate,
+    ) -> Result<OutcomeRow> {
         let l = &self.cfg.limits;
         if let Some(t) = &upd.title {
             l.check_title(t)?;
@@ -96,7 +110,9 @@ impl Service {
                 match to {
                     OutcomeStatus::Blocked => {
                         let reason = upd.reason.clone().ok_or_else(|| {
-                            ServiceError::invalid(format!("failed to block outcome {id}: give a reason"))
+                            ServiceError::invalid(format!(
+                                "failed to block outcome {id}: give a reason"
+                            ))
                         })?;
                         changes.push(format!("status {} -> blocked: {reason}", o.status));
                         o.status_reason = Some(reason);
@@ -109,7 +125,9 @@ impl Service {
                 }
                 o.status = to;
             } else if upd.reason.is_some() {
-                return Err(ServiceError::invalid("failed to update outcome: a reason goes with status blocked"));
+                return Err(ServiceError::invalid(
+                    "failed to update outcome: a reason goes with status blocked",
+                ));
             }
             let mut touched_parents = BTreeSet::new();
             if let Some(new_parents) = &new_parents {
@@ -130,7 +148,11 @@ impl Service {
                 render_outcome_file(op, p, a)?;
             }
             if o.status != old_status {
-                op.events.push(Event::OutcomeStatusChanged { outcome: id, responsible: o.responsible, status: o.status });
+                op.events.push(Event::OutcomeStatusChanged {
+                    outcome: id,
+                    responsible: o.responsible,
+                    status: o.status,
+                });
             }
             notify_underling_of_root_change(op, &caller, &o, &changes)?;
             Ok(o)
@@ -140,17 +162,33 @@ impl Service {
     /// Mark an outcome accomplished. Revokes every capability scoped to it
     /// (and everything derived from those); if it is a handler's root, that
     /// handler and every handler below it are retired.
-    pub fn outcome_complete(&self, who: Principal, id: OutcomeId, rationale: &str) -> Result<FinishReport> {
+    pub fn outcome_complete(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+        rationale: &str,
+    ) -> Result<FinishReport> {
         self.finish(who, id, rationale, StatusChange::Complete)
     }
 
     /// Mark an outcome disproven or abandoned, with the rationale written
     /// into its file. Same revocation and retirement as completion.
-    pub fn outcome_close(&self, who: Principal, id: OutcomeId, rationale: &str) -> Result<FinishReport> {
+    pub fn outcome_close(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+        rationale: &str,
+    ) -> Result<FinishReport> {
         self.finish(who, id, rationale, StatusChange::Close)
     }
 
-    fn finish(&self, who: Principal, id: OutcomeId, rationale: &str, change: StatusChange) -> Result<FinishReport> {
+    fn finish(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+        rationale: &str,
+        change: StatusChange,
+    ) -> Result<FinishReport> {
         self.cfg.limits.check_reason("rationale", rationale)?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
@@ -215,15 +253,28 @@ impl Service {
                     children.push(OutcomeBrief::from(&row));
                 }
             }
-            let handler = tx.handler(agency_core::HandlerId::from_root(id))?.map(|h| h.id);
+            let handler = tx
+                .handler(agency_core::HandlerId::from_root(id))?
+                .map(|h| h.id);
             let history = tx.outcome_events(id)?;
-            Ok(OutcomeView { outcome: o, access, parents, children, handler, history })
+            Ok(OutcomeView {
+                outcome: o,
+                access,
+                parents,
+                children,
+                handler,
+                history,
+            })
         })
     }
 
     /// Every "why?" chain from the outcome up to a root, each listed from
     /// the outcome upwards. A DAG can have many; at most 64 are returned.
-    pub fn outcome_ancestors(&self, who: Principal, id: OutcomeId) -> Result<Vec<Vec<OutcomeBrief>>> {
+    pub fn outcome_ancestors(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+    ) -> Result<Vec<Vec<OutcomeBrief>>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let (o, _) = visible_outcome(tx, &caller, id)?;
@@ -263,33 +314,58 @@ impl Service {
     }
 
     /// The outcome and its descendants (at most `limit`, default 1000).
-    pub fn outcome_subtree(&self, who: Principal, id: OutcomeId, limit: Option<usize>) -> Result<Subtree> {
+    pub fn outcome_subtree(
+        &self,
+        who: Principal,
+        id: OutcomeId,
+        limit: Option<usize>,
+    ) -> Result<Subtree> {
         let limit = limit.unwrap_or(1000).clamp(1, 100_000);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             visible_outcome(tx, &caller, id)?;
             let (rows, edges) = tx.subtree(id, limit + 1)?;
             let truncated = rows.len() > limit;
-            let outcomes: Vec<OutcomeBrief> = rows.iter().take(limit).map(OutcomeBrief::from).collect();
+            let outcomes: Vec<OutcomeBrief> =
+                rows.iter().take(limit).map(OutcomeBrief::from).collect();
             let kept: BTreeSet<OutcomeId> = outcomes.iter().map(|o| o.id).collect();
-            let edges = edges.into_iter().filter(|(p, c)| kept.contains(p) && kept.contains(c)).collect();
-            Ok(Subtree { root: id, outcomes, edges, truncated })
+            let edges = edges
+                .into_iter()
+                .filter(|(p, c)| kept.contains(p) && kept.contains(c))
+                .collect();
+            Ok(Subtree {
+                root: id,
+                outcomes,
+                edges,
+                truncated,
+            })
         })
     }
 
     /// Outcomes a handler is responsible for (itself, its boss, or the user).
-    pub fn outcomes_of(&self, who: Principal, handler: agency_core::HandlerId) -> Result<Vec<OutcomeBrief>> {
+    pub fn outcomes_of(
+        &self,
+        who: Principal,
+        handler: agency_core::HandlerId,
+    ) -> Result<Vec<OutcomeBrief>> {
         let limit = self.cfg.limits.max_list;
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             crate::handlers::visible_handler(tx, &caller, handler)?;
-            Ok(tx.outcomes_of(handler, limit)?.iter().map(OutcomeBrief::from).collect())
+            Ok(tx
+                .outcomes_of(handler, limit)?
+                .iter()
+                .map(OutcomeBrief::from)
+                .collect())
         })
     }
 }
 
 pub(crate) fn author(caller: &Caller) -> Author {
-    Author { handler: caller.handler(), agent: caller.agent() }
+    Author {
+        handler: caller.handler(),
+        agent: caller.agent(),
+    }
 }
 
 /// Insert an outcome with its edges, history, rendering, and the
@@ -311,7 +387,11 @@ pub(crate) fn insert_outcome(
     for p in parents {
         render_outcome_file(op, *p, a)?;
     }
-    op.events.push(Event::OutcomeStatusChanged { outcome: row.id, responsible: row.responsible, status: row.status });
+    op.events.push(Event::OutcomeStatusChanged {
+        outcome: row.id,
+        responsible: row.responsible,
+        status: row.status,
+    });
     Ok(())
 }
 
@@ -329,7 +409,11 @@ pub(crate) fn finish_outcome(
     op.tx.update_outcome(&o)?;
     outcome_event(op, o.id, a, o.status.as_str(), rationale.to_owned())?;
     render_outcome_file(op, o.id, a)?;
-    op.events.push(Event::OutcomeStatusChanged { outcome: o.id, responsible: o.responsible, status: o.status });
+    op.events.push(Event::OutcomeStatusChanged {
+        outcome: o.id,
+        responsible: o.responsible,
+        status: o.status,
+    });
     let mut revoked: Vec<_> = op.tx.revoke(&RevokeSelector::ScopedTo(o.id), op.now)?;
     let mut report = FinishReport {
         outcome: o.id,
@@ -341,23 +425,38 @@ pub(crate) fn finish_outcome(
     if let Some(h) = op.tx.handler(agency_core::HandlerId::from_root(o.id))?
         && h.status == HandlerStatus::Active
     {
-        let why = format!("retired: root outcome {} was {} ({rationale})", o.id, o.status);
+        let why = format!(
+            "retired: root outcome {} was {} ({rationale})",
+            o.id, o.status
+        );
         let retired = retire_subtree(op, h.id, &why, a)?;
         revoked.extend(retired.revoked);
         report.retired_handlers = retired.handlers;
         report.agents_to_kill = retired.agents;
     }
     for c in &revoked {
-        op.events.push(Event::CapabilityRevoked { capability: c.id, holder: c.holder, resource: c.resource.clone() });
+        op.events.push(Event::CapabilityRevoked {
+            capability: c.id,
+            holder: c.holder,
+            resource: c.resource.clone(),
+        });
     }
     report.revoked = revoked.iter().map(|c| c.id).collect();
     Ok(report)
 }
 
 /// Apply a new parent set; returns the parents whose child lists changed.
-fn reparent(op: &mut Op<'_>, caller: &Caller, o: &OutcomeRow, new: &[OutcomeId]) -> Result<BTreeSet<OutcomeId>> {
+fn reparent(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    o: &OutcomeRow,
+    new: &[OutcomeId],
+) -> Result<BTreeSet<OutcomeId>> {
     if o.perpetual {
-        return Err(ServiceError::invalid(format!("failed to re-parent outcome {}: the root outcome has no parents", o.id)));
+        return Err(ServiceError::invalid(format!(
+            "failed to re-parent outcome {}: the root outcome has no parents",
+            o.id
+        )));
     }
     let old: BTreeSet<OutcomeId> = op.tx.parents(o.id)?.into_iter().collect();
     let new: BTreeSet<OutcomeId> = new.iter().copied().collect();
@@ -368,7 +467,11 @@ fn reparent(op: &mut Op<'_>, caller: &Caller, o: &OutcomeRow, new: &[OutcomeId])
             return Err(ServiceError::invalid(format!(
                 "failed to add parent {p} to outcome {}: {p} is {} outcome {}, so the edge would make a cycle",
                 o.id,
-                if *p == o.id { "the same as" } else { "a descendant of" },
+                if *p == o.id {
+                    "the same as"
+                } else {
+                    "a descendant of"
+                },
                 o.id
             )));
         }
@@ -403,8 +506,15 @@ fn reparent(op: &mut Op<'_>, caller: &Caller, o: &OutcomeRow, new: &[OutcomeId])
 
 /// When a boss changes the root outcome of an underling, tell the underling:
 /// it cannot change that outcome itself and must learn of it.
-fn notify_underling_of_root_change(op: &mut Op<'_>, caller: &Caller, o: &OutcomeRow, changes: &[String]) -> Result<()> {
-    let Some(h) = op.tx.handler(agency_core::HandlerId::from_root(o.id))? else { return Ok(()) };
+fn notify_underling_of_root_change(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    o: &OutcomeRow,
+    changes: &[String],
+) -> Result<()> {
+    let Some(h) = op.tx.handler(agency_core::HandlerId::from_root(o.id))? else {
+        return Ok(());
+    };
     if h.status != HandlerStatus::Active || caller.handler() == Some(h.id) {
         return Ok(());
     }
@@ -414,7 +524,13 @@ fn notify_underling_of_root_change(op: &mut Op<'_>, caller: &Caller, o: &Outcome
         o.title,
         changes.join("; ")
     );
-    system_mail(op, caller, agency_core::MailTarget::Handler(h.id), &format!("Your outcome changed: {}", o.title), &body)?;
+    system_mail(
+        op,
+        caller,
+        agency_core::MailTarget::Handler(h.id),
+        &format!("Your outcome changed: {}", o.title),
+        &body,
+    )?;
     Ok(())
 }
 
@@ -426,11 +542,16 @@ fn dedupe_parents(parents: &[OutcomeId]) -> Result<Vec<OutcomeId>> {
         ));
     }
     if set.len() > MAX_PARENTS {
-        return Err(ServiceError::invalid(format!("failed to accept parents: at most {MAX_PARENTS} are allowed")));
+        return Err(ServiceError::invalid(format!(
+            "failed to accept parents: at most {MAX_PARENTS} are allowed"
+        )));
     }
     Ok(set.into_iter().collect())
 }
 
 fn join_ids(ids: &[OutcomeId]) -> String {
-    ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,7 +1,9 @@
 //! Capabilities: grant (derived from the granter's own, restricted at
 //! will, scoped to the grantee's root outcome) and listing.
 
-use agency_core::{CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source};
+use agency_core::{
+    CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source,
+};
 use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability};
 
 use crate::Result;
@@ -16,7 +18,12 @@ impl Service {
     /// active handler). The new capability is derived from one the granter
     /// holds at least at that level and that is delegatable, and is scoped
     /// to the outcome delegated to the grantee.
-    pub fn grant(&self, who: Principal, grantee: HandlerId, req: &GrantRequest) -> Result<CapabilityId> {
+    pub fn grant(
+        &self,
+        who: Principal,
+        grantee: HandlerId,
+        req: &GrantRequest,
+    ) -> Result<CapabilityId> {
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             grant_in(op, &caller, grantee, req)
@@ -24,18 +31,26 @@ impl Service {
     }
 
     /// The caller's live capabilities (for the user: those of `holder`).
-    pub fn permissions_list(&self, who: Principal, holder: Option<HandlerId>) -> Result<Vec<CapabilityRow>> {
+    pub fn permissions_list(
+        &self,
+        who: Principal,
+        holder: Option<HandlerId>,
+    ) -> Result<Vec<CapabilityRow>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let h = match (&caller, holder) {
                 (Caller::Handler { row, .. }, None) => row.id,
                 (Caller::Handler { row, .. }, Some(h)) if h == row.id => h,
                 (Caller::Handler { .. }, Some(_)) => {
-                    return Err(ServiceError::denied("failed to list capabilities: a handler may list only its own"));
+                    return Err(ServiceError::denied(
+                        "failed to list capabilities: a handler may list only its own",
+                    ));
                 }
                 (Caller::User, Some(h)) => h,
                 (Caller::User, None) => {
-                    return Err(ServiceError::invalid("failed to list capabilities: name the handler whose capabilities to list"));
+                    return Err(ServiceError::invalid(
+                        "failed to list capabilities: name the handler whose capabilities to list",
+                    ));
                 }
             };
             Ok(tx.capabilities_held(h)?)
@@ -44,11 +59,21 @@ impl Service {
 }
 
 /// The grant rule, inside an open transaction (also used by `delegate`).
-pub(crate) fn grant_in(op: &mut Op<'_>, caller: &Caller, grantee: HandlerId, req: &GrantRequest) -> Result<CapabilityId> {
-    let g = op.tx.handler(grantee)?.filter(|h| h.status == HandlerStatus::Active);
+pub(crate) fn grant_in(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    grantee: HandlerId,
+    req: &GrantRequest,
+) -> Result<CapabilityId> {
+    let g = op
+        .tx
+        .handler(grantee)?
+        .filter(|h| h.status == HandlerStatus::Active);
     let (derived_from, granted_by, origin) = match caller {
         Caller::User => {
-            let Some(_) = g else { return Err(ServiceError::not_found("handler", grantee)) };
+            let Some(_) = g else {
+                return Err(ServiceError::not_found("handler", grantee));
+            };
             if let Resource::Kb(f) = &req.resource {
                 file_at_level(op.tx, caller, *f, Level::None, "grant access to")?;
             }
@@ -74,10 +99,19 @@ pub(crate) fn grant_in(op: &mut Op<'_>, caller: &Caller, grantee: HandlerId, req
                 .tx
                 .capabilities_on(row.id, &req.resource)?
                 .iter()
-                .map(|c| HeldCap { id: c.id, level: c.level, delegatable: c.delegatable, scope: c.scope })
+                .map(|c| HeldCap {
+                    id: c.id,
+                    level: c.level,
+                    delegatable: c.delegatable,
+                    scope: c.scope,
+                })
                 .collect();
-            let source = choose_grant_source(&req.resource, &held, req.level)
-                .map_err(|r| ServiceError::denied(format!("failed to grant {} {}: {r}", req.level, req.resource)))?;
+            let source = choose_grant_source(&req.resource, &held, req.level).map_err(|r| {
+                ServiceError::denied(format!(
+                    "failed to grant {} {}: {r}",
+                    req.level, req.resource
+                ))
+            })?;
             (Some(source.id), Some(row.id), CapOrigin::Grant)
         }
     };
@@ -93,6 +127,10 @@ pub(crate) fn grant_in(op: &mut Op<'_>, caller: &Caller, grantee: HandlerId, req
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
-    op.events.push(Event::CapabilityGranted { capability: id, holder: grantee, resource: cap.resource });
+    op.events.push(Event::CapabilityGranted {
+        capability: id,
+        holder: grantee,
+        resource: cap.resource,
+    });
     Ok(id)
 }

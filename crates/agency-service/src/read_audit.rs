@@ -36,11 +36,20 @@ impl ReadAudit {
             .name("agency-read-audit".into())
             .spawn(move || run(&*store, &receiver, &fail_count))
             .expect("failed to spawn the read-audit thread");
-        ReadAudit { sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)), failures }
+        ReadAudit {
+            sender: Mutex::new(Some(sender)),
+            thread: Mutex::new(Some(thread)),
+            failures,
+        }
     }
 
     pub fn record(&self, row: KbAuditRow) {
-        if let Some(s) = self.sender.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(s) = self
+            .sender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
             let _ = s.send(Msg::Record(row));
         }
     }
@@ -50,7 +59,9 @@ impl ReadAudit {
         let (tx, rx) = mpsc::channel();
         {
             let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(s) = guard.as_ref() else { return Ok(()) };
+            let Some(s) = guard.as_ref() else {
+                return Ok(());
+            };
             s.send(Msg::Flush(tx)).map_err(|_| stopped())?;
         }
         rx.recv().map_err(|_| stopped())?;
@@ -65,7 +76,10 @@ impl ReadAudit {
 }
 
 fn stopped() -> ServiceError {
-    ServiceError::Store(StoreError::backend("flush read-audit records", "the audit thread has stopped"))
+    ServiceError::Store(StoreError::backend(
+        "flush read-audit records",
+        "the audit thread has stopped",
+    ))
 }
 
 fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) {

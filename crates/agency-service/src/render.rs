@@ -32,7 +32,12 @@ pub(crate) fn actor_label(e: &OutcomeEventRow) -> String {
 }
 
 /// Insert a new file with `content` as version 1.
-pub(crate) fn create_file(op: &mut Op<'_>, mut row: FileRow, content: &[u8], author: Author) -> Result<VersionRow> {
+pub(crate) fn create_file(
+    op: &mut Op<'_>,
+    mut row: FileRow,
+    content: &[u8],
+    author: Author,
+) -> Result<VersionRow> {
     let hash = op.blobs.put(content)?;
     row.latest_version = 0;
     op.tx.insert_file(&row)?;
@@ -51,7 +56,13 @@ pub(crate) fn create_file(op: &mut Op<'_>, mut row: FileRow, content: &[u8], aut
 }
 
 /// Append a version to an existing file (the caller checked the base).
-pub(crate) fn append_version(op: &mut Op<'_>, file: FileId, latest: i64, content: &[u8], author: Author) -> Result<VersionRow> {
+pub(crate) fn append_version(
+    op: &mut Op<'_>,
+    file: FileId,
+    latest: i64,
+    content: &[u8],
+    author: Author,
+) -> Result<VersionRow> {
     let hash = op.blobs.put(content)?;
     let v = VersionRow {
         file,
@@ -67,7 +78,13 @@ pub(crate) fn append_version(op: &mut Op<'_>, file: FileId, latest: i64, content
     Ok(v)
 }
 
-fn audit(op: &mut Op<'_>, file: FileId, action: KbAction, version: i64, author: Author) -> Result<()> {
+fn audit(
+    op: &mut Op<'_>,
+    file: FileId,
+    action: KbAction,
+    version: i64,
+    author: Author,
+) -> Result<()> {
     op.tx.insert_kb_audit(&[KbAuditRow {
         file,
         at: op.now,
@@ -80,7 +97,13 @@ fn audit(op: &mut Op<'_>, file: FileId, action: KbAction, version: i64, author: 
 }
 
 /// Record an outcome-history event.
-pub(crate) fn outcome_event(op: &mut Op<'_>, outcome: OutcomeId, author: Author, action: &str, detail: String) -> Result<()> {
+pub(crate) fn outcome_event(
+    op: &mut Op<'_>,
+    outcome: OutcomeId,
+    author: Author,
+    action: &str,
+    detail: String,
+) -> Result<()> {
     op.tx.insert_outcome_event(&OutcomeEventRow {
         outcome,
         at: op.now,
@@ -95,14 +118,22 @@ pub(crate) fn outcome_event(op: &mut Op<'_>, outcome: OutcomeId, author: Author,
 /// Write the outcome's current state as a new version of its KB file
 /// (creating the file on first render).
 pub(crate) fn render_outcome_file(op: &mut Op<'_>, id: OutcomeId, author: Author) -> Result<()> {
-    let o = op.tx.outcome(id)?.ok_or_else(|| ServiceError::not_found("outcome", id))?;
+    let o = op
+        .tx
+        .outcome(id)?
+        .ok_or_else(|| ServiceError::not_found("outcome", id))?;
     let parents = op.tx.parents(id)?;
     let children = op.tx.children(id)?;
     let history: Vec<HistoryLine> = op
         .tx
         .outcome_events(id)?
         .iter()
-        .map(|e| HistoryLine { at: e.at, actor: actor_label(e), action: e.action.clone(), detail: e.detail.clone() })
+        .map(|e| HistoryLine {
+            at: e.at,
+            actor: actor_label(e),
+            action: e.action.clone(),
+            detail: e.detail.clone(),
+        })
         .collect();
     let text = render_outcome(&OutcomeDoc {
         id,
@@ -141,17 +172,35 @@ pub(crate) fn render_outcome_file(op: &mut Op<'_>, id: OutcomeId, author: Author
 }
 
 /// Write the handler's audit log file anew from its entries.
-pub(crate) fn render_audit_log_file(op: &mut Op<'_>, handler: HandlerId, author: Author) -> Result<()> {
-    let h = op.tx.handler(handler)?.ok_or_else(|| ServiceError::not_found("handler", handler))?;
-    let title = op.tx.outcome(handler.root())?.map(|o| o.title).unwrap_or_default();
+pub(crate) fn render_audit_log_file(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    author: Author,
+) -> Result<()> {
+    let h = op
+        .tx
+        .handler(handler)?
+        .ok_or_else(|| ServiceError::not_found("handler", handler))?;
+    let title = op
+        .tx
+        .outcome(handler.root())?
+        .map(|o| o.title)
+        .unwrap_or_default();
     let lines: Vec<LogLine> = op
         .tx
         .log_entries(handler)?
         .into_iter()
-        .map(|e| LogLine { at: e.at, agent: e.agent, summary: e.summary })
+        .map(|e| LogLine {
+            at: e.at,
+            agent: e.agent,
+            summary: e.summary,
+        })
         .collect();
     let text = render_audit_log(&title, &lines);
-    let f = op.tx.file(h.audit_log)?.ok_or_else(|| ServiceError::not_found("KB file", h.audit_log))?;
+    let f = op
+        .tx
+        .file(h.audit_log)?
+        .ok_or_else(|| ServiceError::not_found("KB file", h.audit_log))?;
     append_version(op, f.id, f.latest_version, text.as_bytes(), author)?;
     Ok(())
 }

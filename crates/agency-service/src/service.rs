@@ -91,7 +91,14 @@ impl Service {
     ) -> Service {
         let (events, _) = broadcast::channel(4096);
         let read_audit = ReadAudit::start(store.clone());
-        Service { store, blobs, clock, cfg, events, read_audit }
+        Service {
+            store,
+            blobs,
+            clock,
+            cfg,
+            events,
+            read_audit,
+        }
     }
 
     /// Domain events, each sent after its transaction committed. A receiver
@@ -118,7 +125,12 @@ impl Service {
         let now = self.clock.now();
         let blobs = &*self.blobs;
         let (r, events) = agency_store::write(&*self.store, |tx| {
-            let mut op = Op { tx, now, events: Vec::new(), blobs };
+            let mut op = Op {
+                tx,
+                now,
+                events: Vec::new(),
+                blobs,
+            };
             let r = f(&mut op)?;
             Ok::<_, ServiceError>((r, op.events))
         })?;

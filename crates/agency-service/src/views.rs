@@ -3,12 +3,12 @@
 
 use agency_core::access::FileKind;
 use agency_core::{
-    AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeAccess, OutcomeId,
-    OutcomeStatus, Resource, Timestamp,
+    AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeAccess,
+    OutcomeId, OutcomeStatus, Resource, Timestamp,
 };
 pub use agency_store::{
-    AgentRow, BlobId, CapOrigin, CapabilityRow, FsckProblem, FsckReport, HandlerStatus, KbAction, KbAuditRow,
-    LogEntryRow, OutcomeEventRow, OutcomeRow, StoreCounts,
+    AgentRow, BlobId, CapOrigin, CapabilityRow, FsckProblem, FsckReport, HandlerStatus, KbAction,
+    KbAuditRow, LogEntryRow, OutcomeEventRow, OutcomeRow, StoreCounts,
 };
 use serde::{Deserialize, Serialize};
 
@@ -172,8 +172,14 @@ pub struct StopReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MailBody {
-    Text { subject: Option<String>, text: String },
-    File { file: FileId, subject: Option<String> },
+    Text {
+        subject: Option<String>,
+        text: String,
+    },
+    File {
+        file: FileId,
+        subject: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

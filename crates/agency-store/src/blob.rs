@@ -34,8 +34,11 @@ impl BlobId {
     /// name a path outside the store).
     pub fn parse(s: &str) -> Option<BlobId> {
         let hex = s.strip_prefix(PREFIX)?;
-        (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| BlobId(s.to_owned()))
+        (hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| BlobId(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -100,7 +103,11 @@ impl FsBlobStore {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        Ok(FsBlobStore { root, tmp, counter: AtomicU64::new(0) })
+        Ok(FsBlobStore {
+            root,
+            tmp,
+            counter: AtomicU64::new(0),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -115,7 +122,11 @@ impl FsBlobStore {
 }
 
 fn io(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io { action, path: path.to_owned(), source }
+    StoreError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    }
 }
 
 impl BlobStore for FsBlobStore {
@@ -126,15 +137,19 @@ impl BlobStore for FsBlobStore {
             return Ok(id);
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.tmp.join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
+        let tmp = self
+            .tmp
+            .join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
         let result = (|| {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&tmp)
                 .map_err(|e| io("create temporary blob file", &tmp, e))?;
-            f.write_all(content).map_err(|e| io("write temporary blob file", &tmp, e))?;
-            f.sync_all().map_err(|e| io("fsync temporary blob file", &tmp, e))?;
+            f.write_all(content)
+                .map_err(|e| io("write temporary blob file", &tmp, e))?;
+            f.sync_all()
+                .map_err(|e| io("fsync temporary blob file", &tmp, e))?;
             drop(f);
             let dir = dest.parent().expect("blob paths have a parent");
             fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
@@ -154,13 +169,20 @@ impl BlobStore for FsBlobStore {
         let path = self.path_of(id);
         let mut buf = Vec::new();
         match File::open(&path) {
-            Ok(mut f) => f.read_to_end(&mut buf).map_err(|e| io("read blob", &path, e))?,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(StoreError::MissingBlob(id.clone())),
+            Ok(mut f) => f
+                .read_to_end(&mut buf)
+                .map_err(|e| io("read blob", &path, e))?,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(StoreError::MissingBlob(id.clone()));
+            }
             Err(e) => return Err(io("open blob", &path, e)),
         };
         let actual = BlobId::of(&buf);
         if &actual != id {
-            return Err(StoreError::CorruptBlob { id: id.clone(), actual });
+            return Err(StoreError::CorruptBlob {
+                id: id.clone(),
+                actual,
+            });
         }
         Ok(buf)
     }
@@ -179,8 +201,11 @@ impl BlobStore for FsBlobStore {
         let top = fs::read_dir(&self.root).map_err(|e| io("list blob directory", &self.root, e))?;
         for dir in top.flatten() {
             let name = dir.file_name();
-            let Some(prefix) = name.to_str().filter(|n| n.len() == 2) else { continue };
-            let sub = fs::read_dir(dir.path()).map_err(|e| io("list blob directory", &dir.path(), e))?;
+            let Some(prefix) = name.to_str().filter(|n| n.len() == 2) else {
+                continue;
+            };
+            let sub =
+                fs::read_dir(dir.path()).map_err(|e| io("list blob directory", &dir.path(), e))?;
             for f in sub.flatten() {
                 if let Some(rest) = f.file_name().to_str()
                     && let Some(id) = BlobId::parse(&format!("{PREFIX}{prefix}{rest}"))
@@ -194,6 +219,7 @@ impl BlobStore for FsBlobStore {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -218,7 +244,13 @@ mod tests {
     fn ids_are_validated() {
         let id = BlobId::of(b"x");
         assert_eq!(BlobId::parse(id.as_str()), Some(id.clone()));
-        for bad in ["", "blake3:", "sha256:00", "blake3:../../etc/passwd", &id.as_str().to_uppercase()] {
+        for bad in [
+            "",
+            "blake3:",
+            "sha256:00",
+            "blake3:../../etc/passwd",
+            &id.as_str().to_uppercase(),
+        ] {
             assert_eq!(BlobId::parse(bad), None, "{bad}");
         }
     }

@@ -46,10 +46,16 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn backend(op: impl Into<String>, err: impl std::fmt::Display) -> Self {
-        StoreError::Backend { op: op.into(), message: err.to_string() }
+        StoreError::Backend {
+            op: op.into(),
+            message: err.to_string(),
+        }
     }
 
     pub fn corrupt(what: &'static str, value: impl Into<String>) -> Self {
-        StoreError::Corrupt { what, value: value.into() }
+        StoreError::Corrupt {
+            what,
+            value: value.into(),
+        }
     }
 }

@@ -14,8 +14,17 @@ use crate::store::{Store, read};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "problem", rename_all = "snake_case")]
 pub enum FsckProblem {
-    MissingBlob { file: FileId, version: i64, blob: BlobId },
-    CorruptBlob { file: FileId, version: i64, blob: BlobId, actual: BlobId },
+    MissingBlob {
+        file: FileId,
+        version: i64,
+        blob: BlobId,
+    },
+    CorruptBlob {
+        file: FileId,
+        version: i64,
+        blob: BlobId,
+        actual: BlobId,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -36,7 +45,10 @@ impl FsckReport {
 
 pub fn fsck(store: &dyn Store, blobs: &dyn BlobStore) -> Result<FsckReport, StoreError> {
     let versions = read(store, |tx| tx.all_versions())?;
-    let mut report = FsckReport { versions_checked: versions.len(), ..FsckReport::default() };
+    let mut report = FsckReport {
+        versions_checked: versions.len(),
+        ..FsckReport::default()
+    };
     let mut referenced = BTreeSet::new();
     let mut verdicts: std::collections::BTreeMap<BlobId, BlobCheck> = Default::default();
     for v in &versions {
@@ -51,9 +63,11 @@ pub fn fsck(store: &dyn Store, blobs: &dyn BlobStore) -> Result<FsckReport, Stor
         };
         match verdict {
             BlobCheck::Ok => {}
-            BlobCheck::Missing => {
-                report.problems.push(FsckProblem::MissingBlob { file: v.file, version: v.version, blob: v.hash.clone() })
-            }
+            BlobCheck::Missing => report.problems.push(FsckProblem::MissingBlob {
+                file: v.file,
+                version: v.version,
+                blob: v.hash.clone(),
+            }),
             BlobCheck::Corrupt { actual } => report.problems.push(FsckProblem::CorruptBlob {
                 file: v.file,
                 version: v.version,
@@ -63,7 +77,11 @@ pub fn fsck(store: &dyn Store, blobs: &dyn BlobStore) -> Result<FsckReport, Stor
         }
     }
     report.blobs_checked = verdicts.len();
-    let mut unreferenced: Vec<BlobId> = blobs.list()?.into_iter().filter(|b| !referenced.contains(b)).collect();
+    let mut unreferenced: Vec<BlobId> = blobs
+        .list()?
+        .into_iter()
+        .filter(|b| !referenced.contains(b))
+        .collect();
     unreferenced.sort();
     report.unreferenced_blobs = unreferenced;
     Ok(report)

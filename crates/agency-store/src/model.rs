@@ -3,8 +3,8 @@
 
 use agency_core::access::FileKind;
 use agency_core::{
-    AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Resource,
-    Timestamp,
+    AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId,
+    OutcomeStatus, Resource, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -173,9 +173,15 @@ impl CapOrigin {
     }
 
     pub fn parse(s: &str) -> Option<CapOrigin> {
-        [CapOrigin::User, CapOrigin::Grant, CapOrigin::Creator, CapOrigin::Mail, CapOrigin::System]
-            .into_iter()
-            .find(|o| o.as_str() == s)
+        [
+            CapOrigin::User,
+            CapOrigin::Grant,
+            CapOrigin::Creator,
+            CapOrigin::Mail,
+            CapOrigin::System,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
     }
 }
 

@@ -1,25 +1,285 @@
-//! SQLite backend (placeholder until the real implementation lands).
+//! SQLite backend: [`SqliteStore`] runs each transaction closure on a
+//! SQLite database in WAL mode.
+//!
+//! - One writer connection behind a mutex: write closures are serialized and
+//!   each runs in `BEGIN IMMEDIATE`, so it holds the write lock from its
+//!   first statement and never fails half-way on a lock upgrade.
+//! - A small pool of reader connections: each read closure runs in
+//!   `BEGIN DEFERRED` and sees one consistent snapshot; WAL lets readers
+//!   proceed while a write is in progress. Readers are `query_only`.
+//! - `synchronous = FULL`: a commit is on disk (WAL fsynced) before
+//!   `write_dyn` returns, so an acknowledged write survives a crash.
+//! - The schema is a list of migrations applied in order, each in its own
+//!   transaction, tracked in `PRAGMA user_version`.
+//!
+//! The SQL lives in the submodules, one per group of tables; `tx` maps the
+//! [`Tx`] trait onto them and `convert` holds the column conventions.
 
-use std::path::Path;
+mod caps;
+mod convert;
+mod handlers;
+mod kb;
+mod mail;
+mod outcomes;
+mod tx;
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params_from_iter};
+
+use self::convert::Ctx;
+use self::tx::SqliteTx;
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::tx::Tx;
 
-#[derive(Debug)]
-pub struct SqliteStore {}
+/// The schema, one migration per entry; entry `i` takes the database from
+/// `user_version` `i` to `i + 1`. Append only: never edit a shipped entry.
+const MIGRATIONS: &[&str] = &[include_str!("sqlite/schema_v1.sql")];
+
+/// How long a connection waits for a lock held by another process (e.g. a
+/// second `agency` command) before giving up with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// Idle reader connections kept for reuse; more may be open at a peak.
+const MAX_IDLE_READERS: usize = 8;
+
+/// Prepared statements cached per connection: room for every statement the
+/// store issues (a few dozen, plus one KB search per number of terms), so
+/// none is re-prepared in steady state.
+const STATEMENT_CACHE: usize = 128;
+
+/// A [`Store`] on one SQLite database file (plus its `-wal` and `-shm`
+/// companions). Cheap to share: wrap it in an `Arc`.
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
 
 impl SqliteStore {
-    pub fn open(_path: &Path) -> Result<SqliteStore, StoreError> {
-        Err(StoreError::backend("open database", "not implemented yet"))
+    /// The schema version this build creates and understands.
+    pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+    /// Open the database at `path`, creating the file if needed, and bring
+    /// its schema up to date. A database written by a newer build (higher
+    /// schema version) is refused rather than misread.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let mut writer = connect(path, false)?;
+        migrate(&mut writer, path)?;
+        Ok(SqliteStore {
+            path: path.to_owned(),
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `EXPLAIN QUERY PLAN` of the queries that run most often and must stay
+    /// index-driven (has_work, handlers_with_work, due_messages, inbox), as
+    /// `(name, plan)`: for diagnostics and for tests that guard against a
+    /// schema change silently turning an index probe into a table scan.
+    pub fn query_plans(&self) -> Result<Vec<(&'static str, String)>, StoreError> {
+        let queries = [
+            ("has_work", handlers::HAS_WORK),
+            ("handlers_with_work", handlers::HANDLERS_WITH_WORK),
+            ("due_messages", mail::DUE_MESSAGES),
+            ("inbox", mail::INBOX),
+        ];
+        let conn = self.take_reader()?;
+        let mut plans = Vec::new();
+        for (name, sql) in queries {
+            let op = || format!("explain the {name} query");
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).ctx(op)?;
+            // Plans do not depend on the values; bind NULL for each parameter.
+            let nulls = std::iter::repeat_n(Value::Null, stmt.parameter_count());
+            let lines: Vec<String> = stmt
+                .query_map(params_from_iter(nulls), |r| r.get::<_, String>(3))
+                .ctx(op)?
+                .collect::<Result<_, _>>()
+                .ctx(op)?;
+            plans.push((name, lines.join("\n")));
+        }
+        self.put_reader(conn);
+        Ok(plans)
+    }
+
+    fn op(&self, what: &str) -> String {
+        format!("{what} on database {}", self.path.display())
+    }
+
+    /// The writer connection, usable even after a closure panicked while
+    /// holding it: the mutex is then poisoned, but the connection is fine
+    /// once any transaction the panic left open is rolled back.
+    fn writer(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        let conn = self.writer.lock().unwrap_or_else(|poisoned| {
+            self.writer.clear_poison();
+            poisoned.into_inner()
+        });
+        // rusqlite's Transaction rolls back when dropped during unwinding;
+        // this covers a rollback that failed there.
+        if !conn.is_autocommit() {
+            conn.execute_batch("ROLLBACK")
+                .ctx(|| self.op("roll back an abandoned write transaction"))?;
+        }
+        Ok(conn)
+    }
+
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => connect(&self.path, true),
+        }
+    }
+
+    /// Return a reader to the pool if it is clean (no open transaction) and
+    /// the pool is not full; otherwise close it.
+    fn put_reader(&self, conn: Connection) {
+        if !conn.is_autocommit() {
+            return;
+        }
+        let mut idle = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
     }
 }
 
 impl Store for SqliteStore {
-    fn read_dyn(&self, _f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        Err(StoreError::backend("read", "not implemented yet"))
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.take_reader()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .ctx(|| self.op("begin a read transaction"))?;
+        let result = f(&mut SqliteTx::new(&tx));
+        // A read transaction has nothing to keep; ending it releases the
+        // snapshot. Should that fail, put_reader drops the connection.
+        let _ = tx.rollback();
+        self.put_reader(conn);
+        result
     }
-    fn write_dyn(&self, _f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        Err(StoreError::backend("write", "not implemented yet"))
+
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.writer()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(|| self.op("begin a write transaction"))?;
+        match f(&mut SqliteTx::new(&tx)) {
+            // On a failed COMMIT (e.g. a deferred foreign key) rusqlite rolls
+            // back as the transaction is dropped.
+            Ok(()) => tx.commit().ctx(|| self.op("commit a write transaction")),
+            Err(e) => {
+                // The closure's error is the one to report; a failed rollback
+                // leaves a transaction open, which writer() ends before the
+                // connection is used again.
+                let _ = tx.rollback();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Open and configure one connection. Readers do not create the file (it
+/// was created by `open`) and refuse to write.
+fn connect(path: &Path, reader: bool) -> Result<Connection, StoreError> {
+    let op = || format!("open database {}", path.display());
+    let flags = if reader {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags).ctx(op)?;
+    conn.busy_timeout(BUSY_TIMEOUT).ctx(op)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    if reader {
+        conn.pragma_update(None, "query_only", true).ctx(op)?;
+        return Ok(conn);
+    }
+    // WAL is a property of the file; setting it on the writer is enough.
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .ctx(op)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::backend(
+            op(),
+            format!("the database refused WAL mode (journal mode is {mode})"),
+        ));
+    }
+    conn.pragma_update(None, "synchronous", "FULL").ctx(op)?;
+    conn.pragma_update(None, "foreign_keys", true).ctx(op)?;
+    Ok(conn)
+}
+
+/// Apply the migrations the database has not seen yet, each in its own
+/// transaction together with its `user_version` bump. The version is read
+/// inside the write lock, so two processes opening a fresh database at once
+/// cannot both apply the same migration.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let open_op = || format!("open database {}", path.display());
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(open_op)?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .ctx(open_op)?;
+        if version > SqliteStore::SCHEMA_VERSION {
+            return Err(StoreError::backend(
+                open_op(),
+                format!(
+                    "schema version {version} is newer than this build supports ({})",
+                    SqliteStore::SCHEMA_VERSION
+                ),
+            ));
+        }
+        let Some(sql) = usize::try_from(version)
+            .ok()
+            .and_then(|v| MIGRATIONS.get(v))
+        else {
+            // Up to date (or a negative version nothing here could write).
+            if version < 0 {
+                return Err(StoreError::corrupt("schema version", version.to_string()));
+            }
+            return tx.commit().ctx(open_op);
+        };
+        let next = version + 1;
+        let op = || {
+            format!(
+                "migrate database {} to schema version {next}",
+                path.display()
+            )
+        };
+        tx.execute_batch(sql).ctx(op)?;
+        tx.pragma_update(None, "user_version", next).ctx(op)?;
+        tx.commit().ctx(op)?;
     }
 }

@@ -16,8 +16,14 @@ use crate::tx::Tx;
 /// - `read_dyn` runs the closure once on a consistent snapshot; the
 ///   closure must not write.
 pub trait Store: Send + Sync + Debug {
-    fn read_dyn(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError>;
-    fn write_dyn(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError>;
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
 }
 
 /// Run `f` in one write transaction. An `Err` from `f` rolls back and is
@@ -48,7 +54,10 @@ fn run<R, E: From<StoreError>>(
         let Some(f) = f.take() else {
             // A backend must not run a closure twice; refuse rather than
             // repeat side effects.
-            return Err(StoreError::backend("run transaction", "the backend ran the closure twice"));
+            return Err(StoreError::backend(
+                "run transaction",
+                "the backend ran the closure twice",
+            ));
         };
         match f(tx) {
             Ok(r) => {
@@ -61,11 +70,18 @@ fn run<R, E: From<StoreError>>(
             }
         }
     };
-    let res = if writing { store.write_dyn(&mut body) } else { store.read_dyn(&mut body) };
+    let res = if writing {
+        store.write_dyn(&mut body)
+    } else {
+        store.read_dyn(&mut body)
+    };
     match (res, out) {
         (_, Some(Err(e))) => Err(e),
         (Err(se), _) => Err(E::from(se)),
         (Ok(()), Some(Ok(r))) => Ok(r),
-        (Ok(()), None) => Err(E::from(StoreError::backend("run transaction", "the backend did not run the closure"))),
+        (Ok(()), None) => Err(E::from(StoreError::backend(
+            "run transaction",
+            "the backend did not run the closure",
+        ))),
     }
 }

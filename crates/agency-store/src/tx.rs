@@ -12,6 +12,9 @@ use crate::model::*;
 
 pub type R<T> = Result<T, StoreError>;
 
+/// Outcome rows of a subtree and the (parent, child) edges among them.
+pub type SubtreeRows = (Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>);
+
 pub trait Tx {
     // ---- Knowledge Base -------------------------------------------------
 
@@ -65,10 +68,16 @@ pub trait Tx {
     fn ancestor_edges(&mut self, id: OutcomeId) -> R<Vec<(OutcomeId, OutcomeId)>>;
     /// `id` and its descendants (breadth-first discovery, each once), at
     /// most `limit` rows, and the edges among the returned outcomes.
-    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<(Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>)>;
+    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<SubtreeRows>;
     /// Set `responsible = to` on `root` and every descendant whose
     /// responsible handler is `from`; returns how many rows changed.
-    fn reassign_subtree(&mut self, root: OutcomeId, from: HandlerId, to: HandlerId, at: Timestamp) -> R<u64>;
+    fn reassign_subtree(
+        &mut self,
+        root: OutcomeId,
+        from: HandlerId,
+        to: HandlerId,
+        at: Timestamp,
+    ) -> R<u64>;
     /// Set `responsible = to` on every outcome whose responsible handler is
     /// one of `from`; returns how many rows changed.
     fn reassign_all(&mut self, from: &[HandlerId], to: HandlerId, at: Timestamp) -> R<u64>;

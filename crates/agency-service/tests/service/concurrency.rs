@@ -30,8 +30,13 @@ fn concurrent_cas_writes_commit_exactly_the_winners() {
                     let body = format!("task {t} write {i}");
                     match svc.kb_write(who, file, body.as_bytes(), cur.version, cur.hash.as_str()) {
                         Ok(v) => won.push((v.version, body)),
-                        Err(ServiceError::Conflict { current_version, .. }) => {
-                            assert!(current_version > cur.version, "a conflict names a newer version");
+                        Err(ServiceError::Conflict {
+                            current_version, ..
+                        }) => {
+                            assert!(
+                                current_version > cur.version,
+                                "a conflict names a newer version"
+                            );
                             lost += 1;
                         }
                         Err(e) => panic!("unexpected error: {e}"),
@@ -48,15 +53,36 @@ fn concurrent_cas_writes_commit_exactly_the_winners() {
         wins.extend(w);
         losses += l;
     }
-    assert_eq!(wins.len() + losses, TASKS * WRITES, "every attempt either won or got a conflict");
+    assert_eq!(
+        wins.len() + losses,
+        TASKS * WRITES,
+        "every attempt either won or got a conflict"
+    );
     let history = svc.kb_history(Principal::User, file).unwrap();
-    assert_eq!(history.len(), 1 + wins.len(), "committed versions equal successful writes");
+    assert_eq!(
+        history.len(),
+        1 + wins.len(),
+        "committed versions equal successful writes"
+    );
     let versions: Vec<i64> = history.iter().map(|v| v.version).collect();
-    assert_eq!(versions, (1..=history.len() as i64).collect::<Vec<_>>(), "no gaps");
+    assert_eq!(
+        versions,
+        (1..=history.len() as i64).collect::<Vec<_>>(),
+        "no gaps"
+    );
     let won_versions: BTreeSet<i64> = wins.iter().map(|(v, _)| *v).collect();
-    assert_eq!(won_versions.len(), wins.len(), "no version was handed to two writers");
+    assert_eq!(
+        won_versions.len(),
+        wins.len(),
+        "no version was handed to two writers"
+    );
     for (v, body) in &wins {
-        assert_eq!(svc.kb_read_version(Principal::User, file, *v).unwrap().content, body.as_bytes());
+        assert_eq!(
+            svc.kb_read_version(Principal::User, file, *v)
+                .unwrap()
+                .content,
+            body.as_bytes()
+        );
     }
     assert!(svc.fsck().unwrap().is_clean());
 }

@@ -19,10 +19,16 @@ struct FailingCommit {
 }
 
 impl Store for FailingCommit {
-    fn read_dyn(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         self.inner.read_dyn(f)
     }
-    fn write_dyn(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         if !self.armed.load(Ordering::SeqCst) {
             return self.inner.write_dyn(f);
         }
@@ -31,7 +37,9 @@ impl Store for FailingCommit {
             Err(StoreError::Injected("commit the transaction".into()))
         });
         match res {
-            Err(StoreError::Injected(_)) | Ok(()) => Err(StoreError::Injected("commit the transaction".into())),
+            Err(StoreError::Injected(_)) | Ok(()) => {
+                Err(StoreError::Injected("commit the transaction".into()))
+            }
             Err(e) => Err(e),
         }
     }
@@ -90,10 +98,15 @@ fn failure_between_blob_and_row_leaves_no_dangling_row() {
     let files_before = svc.counts().unwrap().files;
 
     store.armed.store(true, Ordering::SeqCst);
-    let e = svc.kb_create(r, "never committed", b"orphan content").unwrap_err();
+    let e = svc
+        .kb_create(r, "never committed", b"orphan content")
+        .unwrap_err();
     assert!(e.to_string().contains("injected fault"), "{e}");
     let v = svc.kb_read(r, f).unwrap();
-    assert!(svc.kb_write(r, f, b"v2 never committed", v.version, v.hash.as_str()).is_err());
+    assert!(
+        svc.kb_write(r, f, b"v2 never committed", v.version, v.hash.as_str())
+            .is_err()
+    );
     // A whole delegation fails atomically too.
     let a = {
         store.armed.store(false, Ordering::SeqCst);
@@ -104,16 +117,32 @@ fn failure_between_blob_and_row_leaves_no_dangling_row() {
     assert!(svc.delegate(r, a, &[]).is_err());
     store.armed.store(false, Ordering::SeqCst);
 
-    assert_eq!(svc.counts().unwrap().files, files_before + 1, "only the outcome file of A was added");
+    assert_eq!(
+        svc.counts().unwrap().files,
+        files_before + 1,
+        "only the outcome file of A was added"
+    );
     assert_eq!(svc.kb_read(r, f).unwrap().version, 1);
-    assert_eq!(svc.outcome_view(r, a).unwrap().outcome.responsible, env.root);
+    assert_eq!(
+        svc.outcome_view(r, a).unwrap().outcome.responsible,
+        env.root
+    );
     let report = svc.fsck().unwrap();
     assert!(report.is_clean(), "{report:?}");
     // The blobs written before the failed commits are there, unreferenced.
-    assert!(report.unreferenced_blobs.contains(&BlobId::of(b"orphan content")));
-    assert!(report.unreferenced_blobs.contains(&BlobId::of(b"v2 never committed")));
+    assert!(
+        report
+            .unreferenced_blobs
+            .contains(&BlobId::of(b"orphan content"))
+    );
+    assert!(
+        report
+            .unreferenced_blobs
+            .contains(&BlobId::of(b"v2 never committed"))
+    );
     // And the store works normally afterwards.
-    svc.kb_write(r, f, b"v2", v.version, v.hash.as_str()).unwrap();
+    svc.kb_write(r, f, b"v2", v.version, v.hash.as_str())
+        .unwrap();
     assert!(svc.fsck().unwrap().is_clean());
 }
 
@@ -125,12 +154,23 @@ fn a_failed_blob_write_gives_a_clear_error_and_stores_no_row() {
     let before = svc.counts().unwrap();
     blobs.armed.store(true, Ordering::SeqCst);
     let e = svc.kb_create(r, "doc", b"content").unwrap_err();
-    assert!(e.to_string().starts_with("failed to write temporary blob file"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("failed to write temporary blob file"),
+        "{e}"
+    );
     // Outcome changes write Markdown blobs inside the transaction: they
     // roll back whole.
     assert!(
-        svc.outcome_create(r, &agency_service::NewOutcome { title: "A".into(), parents: vec![env.root.root()], ..Default::default() })
-            .is_err()
+        svc.outcome_create(
+            r,
+            &agency_service::NewOutcome {
+                title: "A".into(),
+                parents: vec![env.root.root()],
+                ..Default::default()
+            }
+        )
+        .is_err()
     );
     blobs.armed.store(false, Ordering::SeqCst);
     assert_eq!(svc.counts().unwrap(), before);
@@ -142,15 +182,23 @@ fn fsck_reports_missing_and_corrupt_blobs() {
     let env = Env::new();
     let svc = &env.svc;
     let f = svc.kb_create(Principal::User, "doc", b"precious").unwrap();
-    let g = svc.kb_create(Principal::User, "doc2", b"also precious").unwrap();
+    let g = svc
+        .kb_create(Principal::User, "doc2", b"also precious")
+        .unwrap();
     let blobs = FsBlobStore::open(env.dir.path().join("blobs")).unwrap();
     std::fs::write(blobs.path_of(&BlobId::of(b"precious")), b"tampered").unwrap();
     std::fs::remove_file(blobs.path_of(&BlobId::of(b"also precious"))).unwrap();
     let report = svc.fsck().unwrap();
     assert_eq!(report.problems.len(), 2, "{report:?}");
     let text = serde_json::to_string(&report.problems).unwrap();
-    assert!(text.contains(&f.to_string()) && text.contains("corrupt_blob"), "{text}");
-    assert!(text.contains(&g.to_string()) && text.contains("missing_blob"), "{text}");
+    assert!(
+        text.contains(&f.to_string()) && text.contains("corrupt_blob"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&g.to_string()) && text.contains("missing_blob"),
+        "{text}"
+    );
     // A read of the corrupt file fails loudly instead of returning bad bytes.
     assert_kind(svc.kb_read(Principal::User, f), "internal");
 }

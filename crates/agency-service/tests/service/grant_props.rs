@@ -19,9 +19,21 @@ enum Op {
     /// Handler `h` creates a KB file.
     File { h: usize },
     /// Handler `h` delegates one of its outcomes, granting a file at a level.
-    Delegate { h: usize, o: usize, f: usize, level: u8, delegatable: bool },
+    Delegate {
+        h: usize,
+        o: usize,
+        f: usize,
+        level: u8,
+        delegatable: bool,
+    },
     /// Handler `h` grants to one of its underlings.
-    Grant { h: usize, u: usize, f: usize, level: u8, delegatable: bool },
+    Grant {
+        h: usize,
+        u: usize,
+        f: usize,
+        level: u8,
+        delegatable: bool,
+    },
     /// The writer of outcome `o` completes (or closes) it.
     Finish { o: usize, close: bool },
     /// The user force-stops a handler.
@@ -66,19 +78,49 @@ fn check_invariants(env: &Env) -> Result<(), TestCaseError> {
     for c in caps.iter().filter(|c| c.revoked_at.is_none()) {
         if let Some(p) = c.derived_from {
             let parent = by_id[&p];
-            prop_assert!(parent.revoked_at.is_none(), "live {:?} derived from revoked {:?}", c, parent);
-            prop_assert!(parent.level >= c.level, "{:?} exceeds its source {:?}", c, parent);
-            prop_assert_eq!(Some(parent.holder), c.granted_by, "derived from a capability the granter did not hold");
+            prop_assert!(
+                parent.revoked_at.is_none(),
+                "live {:?} derived from revoked {:?}",
+                c,
+                parent
+            );
+            prop_assert!(
+                parent.level >= c.level,
+                "{:?} exceeds its source {:?}",
+                c,
+                parent
+            );
+            prop_assert_eq!(
+                Some(parent.holder),
+                c.granted_by,
+                "derived from a capability the granter did not hold"
+            );
             prop_assert!(parent.delegatable);
         } else {
-            prop_assert!(matches!(c.origin, CapOrigin::User | CapOrigin::Creator | CapOrigin::Mail | CapOrigin::System));
+            prop_assert!(matches!(
+                c.origin,
+                CapOrigin::User | CapOrigin::Creator | CapOrigin::Mail | CapOrigin::System
+            ));
         }
         if let Some(scope) = c.scope {
-            let o = env.svc.outcome_view(Principal::User, scope).unwrap().outcome;
-            prop_assert!(!o.status.is_finished(), "live {:?} scoped to finished outcome", c);
+            let o = env
+                .svc
+                .outcome_view(Principal::User, scope)
+                .unwrap()
+                .outcome;
+            prop_assert!(
+                !o.status.is_finished(),
+                "live {:?} scoped to finished outcome",
+                c
+            );
         }
         let holder = env.svc.handler_view(Principal::User, c.holder).unwrap();
-        prop_assert_eq!(holder.status, HandlerStatus::Active, "a deactivated handler holds {:?}", c);
+        prop_assert_eq!(
+            holder.status,
+            HandlerStatus::Active,
+            "a deactivated handler holds {:?}",
+            c
+        );
     }
     Ok(())
 }
@@ -165,10 +207,20 @@ fn revoke_selector_is_exercised() {
     let r = env.agent(env.root);
     let f = svc.kb_create(r, "f", b"x").unwrap();
     let a = env.outcome(env.root, "a", &[env.root.root()]);
-    let g = GrantRequest { resource: Resource::Kb(f), level: Level::Read, delegatable: true };
-    let u = svc.delegate(r, a, std::slice::from_ref(&g)).unwrap().handler;
+    let g = GrantRequest {
+        resource: Resource::Kb(f),
+        level: Level::Read,
+        delegatable: true,
+    };
+    let u = svc
+        .delegate(r, a, std::slice::from_ref(&g))
+        .unwrap()
+        .handler;
     let b = env.outcome(u, "b", &[a]);
-    let u2 = svc.delegate(env.agent(u), b, std::slice::from_ref(&g)).unwrap().handler;
+    let u2 = svc
+        .delegate(env.agent(u), b, std::slice::from_ref(&g))
+        .unwrap()
+        .handler;
     let report = svc.outcome_complete(r, a, "done").unwrap();
     let caps = all_caps(&env);
     let revoked_kb: Vec<_> = caps
@@ -176,6 +228,9 @@ fn revoke_selector_is_exercised() {
         .filter(|c| c.resource == Resource::Kb(f) && c.revoked_at.is_some())
         .map(|c| c.holder)
         .collect();
-    assert!(revoked_kb.contains(&u) && revoked_kb.contains(&u2), "{caps:?}");
+    assert!(
+        revoked_kb.contains(&u) && revoked_kb.contains(&u2),
+        "{caps:?}"
+    );
     assert!(report.revoked.len() >= 2);
 }

@@ -7,7 +7,10 @@ use agency_service::{Event, MailBody};
 use crate::support::{Env, assert_kind};
 
 fn text(t: &str) -> MailBody {
-    MailBody::Text { subject: None, text: t.into() }
+    MailBody::Text {
+        subject: None,
+        text: t.into(),
+    }
 }
 
 #[test]
@@ -35,12 +38,13 @@ fn who_may_write_to_whom() {
         (pa, h(ha)), // a handler to itself
     ];
     for (from, to) in allowed {
-        svc.mail_send(from, to, &text("hello")).unwrap_or_else(|e| panic!("{from} -> {to:?}: {e}"));
+        svc.mail_send(from, to, &text("hello"))
+            .unwrap_or_else(|e| panic!("{from} -> {to:?}: {e}"));
     }
     let refused = [
-        (pa1, h(root)),         // skip-level up
-        (r, h(ha1)),            // skip-level down
-        (pa, h(hb)),            // sibling
+        (pa1, h(root)),                                // skip-level up
+        (r, h(ha1)),                                   // skip-level down
+        (pa, h(hb)),                                   // sibling
         (pa, MailTarget::User), // not the root, and the user never wrote to it
         (pa, h(agency_core::HandlerId::new_random())), // nobody
         (pb, h(ha)),            // sibling, the other way
@@ -54,7 +58,8 @@ fn who_may_write_to_whom() {
     assert_eq!(texts[3 - 1], texts[4]);
 
     // Direct intervention: the user writes to a deep handler, which may then answer.
-    svc.mail_send(Principal::User, h(ha1), &text("how is it going?")).unwrap();
+    svc.mail_send(Principal::User, h(ha1), &text("how is it going?"))
+        .unwrap();
     svc.mail_send(pa1, MailTarget::User, &text("fine")).unwrap();
     let user_inbox = svc.mail_inbox(Principal::User, None).unwrap();
     assert!(user_inbox.iter().any(|m| m.body.as_deref() == Some("fine")));
@@ -75,7 +80,14 @@ fn deferred_mail_is_delivered_when_due_and_processing_completes_the_inbox_outcom
     let r = env.agent(root);
     let mut events = svc.subscribe();
     let due = env.now_plus(3_600_000);
-    let id = svc.mail_send_deferred(r, MailTarget::Handler(root), &text("remember the milk"), due).unwrap();
+    let id = svc
+        .mail_send_deferred(
+            r,
+            MailTarget::Handler(root),
+            &text("remember the milk"),
+            due,
+        )
+        .unwrap();
     assert!(svc.mail_inbox(r, None).unwrap().is_empty());
     assert_eq!(svc.next_due().unwrap(), Some(due));
     assert!(svc.deliver_due(env.now_plus(0)).unwrap().is_empty());
@@ -86,7 +98,11 @@ fn deferred_mail_is_delivered_when_due_and_processing_completes_the_inbox_outcom
     assert!(svc.has_work(root).unwrap());
     let mut saw_delivery = false;
     while let Ok(e) = events.try_recv() {
-        saw_delivery |= e == Event::MessageDelivered { message: id, to: MailTarget::Handler(root) };
+        saw_delivery |= e
+            == Event::MessageDelivered {
+                message: id,
+                to: MailTarget::Handler(root),
+            };
     }
     assert!(saw_delivery);
 
@@ -115,7 +131,10 @@ fn deferred_mail_that_fell_due_while_nothing_ran_is_delivered_after_restart() {
     let root = env.root;
     let r = env.agent(root);
     let due = env.now_plus(60_000);
-    let id = env.svc.mail_send_deferred(r, MailTarget::Handler(root), &text("wake up"), due).unwrap();
+    let id = env
+        .svc
+        .mail_send_deferred(r, MailTarget::Handler(root), &text("wake up"), due)
+        .unwrap();
     let env = env.reopen();
     env.clock.advance_millis(24 * 3_600_000);
     assert_eq!(env.svc.deliver_due(env.now_plus(0)).unwrap(), vec![id]);
@@ -135,7 +154,16 @@ fn attaching_a_kb_file_gives_the_recipient_read_and_the_sender_sees_receipts() {
     let report = svc.kb_create(pa, "findings", b"42").unwrap();
     // The boss cannot read it yet: the file does not exist for it.
     assert_kind(svc.kb_read(r, report), "not_found");
-    let id = svc.mail_send(pa, MailTarget::Handler(env.root), &MailBody::File { file: report, subject: None }).unwrap();
+    let id = svc
+        .mail_send(
+            pa,
+            MailTarget::Handler(env.root),
+            &MailBody::File {
+                file: report,
+                subject: None,
+            },
+        )
+        .unwrap();
     assert_eq!(svc.kb_read(r, report).unwrap().content, b"42");
     let sent = svc.mail_sent(pa, None).unwrap();
     assert_eq!(sent[0].id, id);
@@ -146,7 +174,14 @@ fn attaching_a_kb_file_gives_the_recipient_read_and_the_sender_sees_receipts() {
     // Attaching a file the sender cannot read is refused.
     let secret = svc.kb_create(r, "secret", b"x").unwrap();
     assert_kind(
-        svc.mail_send(pa, MailTarget::Handler(env.root), &MailBody::File { file: secret, subject: None }),
+        svc.mail_send(
+            pa,
+            MailTarget::Handler(env.root),
+            &MailBody::File {
+                file: secret,
+                subject: None,
+            },
+        ),
         "not_found",
     );
     // Read granted by mail survives the sender's outcome finishing.
@@ -159,9 +194,21 @@ fn bad_mail_input_is_refused_and_stores_nothing() {
     let env = Env::new();
     let r = env.agent(env.root);
     let before = env.svc.counts().unwrap().files;
-    assert_kind(env.svc.mail_send(r, MailTarget::Handler(env.root), &text("   ")), "invalid_input");
-    assert_kind(env.svc.mail_send(Principal::User, MailTarget::User, &text("hi")), "invalid_input");
+    assert_kind(
+        env.svc
+            .mail_send(r, MailTarget::Handler(env.root), &text("   ")),
+        "invalid_input",
+    );
+    assert_kind(
+        env.svc
+            .mail_send(Principal::User, MailTarget::User, &text("hi")),
+        "invalid_input",
+    );
     let far = env.now_plus(20 * 366 * 24 * 3_600_000);
-    assert_kind(env.svc.mail_send_deferred(r, MailTarget::Handler(env.root), &text("later"), far), "invalid_input");
+    assert_kind(
+        env.svc
+            .mail_send_deferred(r, MailTarget::Handler(env.root), &text("later"), far),
+        "invalid_input",
+    );
     assert_eq!(env.svc.counts().unwrap().files, before);
 }

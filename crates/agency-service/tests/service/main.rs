@@ -1,6 +1,9 @@
 //! Integration tests of the service layer against the real SQLite store and
 //! blob store, in temporary directories. One binary, so it links once.
 
+// Tests state their expectations with unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod concurrency;

@@ -16,13 +16,19 @@ fn diamond_ancestors_subtree_and_markdown_links() {
     let right = env.outcome(env.root, "Right", &[root]);
     let bottom = env.outcome(env.root, "Bottom", &[left, right]);
     let chains = svc.outcome_ancestors(r, bottom).unwrap();
-    let mut ids: Vec<Vec<OutcomeId>> = chains.iter().map(|c| c.iter().map(|o| o.id).collect()).collect();
+    let mut ids: Vec<Vec<OutcomeId>> = chains
+        .iter()
+        .map(|c| c.iter().map(|o| o.id).collect())
+        .collect();
     ids.sort();
     let mut want = vec![vec![bottom, left, root], vec![bottom, right, root]];
     want.sort();
     assert_eq!(ids, want);
     let sub = svc.outcome_subtree(r, left, None).unwrap();
-    assert_eq!(sub.outcomes.iter().map(|o| o.id).collect::<Vec<_>>(), vec![left, bottom]);
+    assert_eq!(
+        sub.outcomes.iter().map(|o| o.id).collect::<Vec<_>>(),
+        vec![left, bottom]
+    );
     assert_eq!(sub.edges, vec![(left, bottom)]);
     let view = svc.outcome_view(r, bottom).unwrap();
     assert_eq!(view.parents.len(), 2);
@@ -30,10 +36,22 @@ fn diamond_ancestors_subtree_and_markdown_links() {
     assert_eq!(view.history[0].action, "created");
     // The Markdown file links both ways, a new version per change.
     let md = svc.kb_read(r, left.file()).unwrap();
-    assert!(md.text().contains(&format!("kb://{bottom}")), "{}", md.text());
+    assert!(
+        md.text().contains(&format!("kb://{bottom}")),
+        "{}",
+        md.text()
+    );
     assert!(md.text().contains(&format!("kb://{root}")));
     let bottom_md = svc.kb_read(r, bottom.file()).unwrap();
-    svc.outcome_update(r, bottom, &OutcomeUpdate { title: Some("Bottom line".into()), ..Default::default() }).unwrap();
+    svc.outcome_update(
+        r,
+        bottom,
+        &OutcomeUpdate {
+            title: Some("Bottom line".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let after = svc.kb_read(r, bottom.file()).unwrap();
     assert_eq!(after.version, bottom_md.version + 1);
     assert!(after.text().starts_with("# Outcome: Bottom line"));
@@ -48,7 +66,16 @@ fn cycles_and_orphans_are_refused() {
     let a = env.outcome(env.root, "A", &[root]);
     let b = env.outcome(env.root, "B", &[a]);
     let c = env.outcome(env.root, "C", &[b]);
-    let reparent = |o, ps: Vec<OutcomeId>| svc.outcome_update(r, o, &OutcomeUpdate { parents: Some(ps), ..Default::default() });
+    let reparent = |o, ps: Vec<OutcomeId>| {
+        svc.outcome_update(
+            r,
+            o,
+            &OutcomeUpdate {
+                parents: Some(ps),
+                ..Default::default()
+            },
+        )
+    };
     let e = assert_kind(reparent(a, vec![c]), "invalid_input");
     assert!(e.to_string().contains("cycle"), "{e}");
     assert_kind(reparent(a, vec![a]), "invalid_input");
@@ -70,26 +97,66 @@ fn statuses_and_the_work_query() {
     let a = env.outcome(env.root, "A", &[env.root.root()]);
     assert_eq!(svc.handlers_with_work(None, 10).unwrap(), vec![env.root]);
     let blocked = svc
-        .outcome_update(r, a, &OutcomeUpdate { status: Some(OutcomeStatus::Blocked), reason: Some("waiting".into()), ..Default::default() })
+        .outcome_update(
+            r,
+            a,
+            &OutcomeUpdate {
+                status: Some(OutcomeStatus::Blocked),
+                reason: Some("waiting".into()),
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!(blocked.status_reason.as_deref(), Some("waiting"));
     assert!(!svc.has_work(env.root).unwrap());
     assert_kind(
-        svc.outcome_update(r, a, &OutcomeUpdate { status: Some(OutcomeStatus::Blocked), ..Default::default() }),
+        svc.outcome_update(
+            r,
+            a,
+            &OutcomeUpdate {
+                status: Some(OutcomeStatus::Blocked),
+                ..Default::default()
+            },
+        ),
         "invalid_input",
     );
     assert_kind(
-        svc.outcome_update(r, a, &OutcomeUpdate { status: Some(OutcomeStatus::Completed), ..Default::default() }),
+        svc.outcome_update(
+            r,
+            a,
+            &OutcomeUpdate {
+                status: Some(OutcomeStatus::Completed),
+                ..Default::default()
+            },
+        ),
         "invalid_input",
     );
-    svc.outcome_update(r, a, &OutcomeUpdate { status: Some(OutcomeStatus::Open), ..Default::default() }).unwrap();
+    svc.outcome_update(
+        r,
+        a,
+        &OutcomeUpdate {
+            status: Some(OutcomeStatus::Open),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(svc.has_work(env.root).unwrap());
-    svc.outcome_close(r, a, "disproven: the market does not exist").unwrap();
+    svc.outcome_close(r, a, "disproven: the market does not exist")
+        .unwrap();
     let md = svc.kb_read(r, a.file()).unwrap().text();
-    assert!(md.contains("Closing rationale") && md.contains("the market does not exist"), "{md}");
+    assert!(
+        md.contains("Closing rationale") && md.contains("the market does not exist"),
+        "{md}"
+    );
     assert_kind(svc.outcome_complete(r, a, "again"), "invalid_input");
-    assert_kind(svc.outcome_close(r, env.root.root(), "enough"), "permission_denied");
-    assert_kind(svc.outcome_complete(Principal::User, env.root.root(), "enough"), "invalid_input");
+    assert_kind(
+        svc.outcome_close(r, env.root.root(), "enough"),
+        "permission_denied",
+    );
+    assert_kind(
+        svc.outcome_complete(Principal::User, env.root.root(), "enough"),
+        "invalid_input",
+    );
     assert_kind(svc.outcome_complete(r, a, " "), "invalid_input");
     assert!(!svc.has_work(env.root).unwrap());
 }
@@ -106,12 +173,28 @@ fn awaiting_verification_stops_work_until_the_boss_decides() {
     svc.outcome_request_completion(p, "done, I think").unwrap();
     assert!(!svc.has_work(h).unwrap());
     assert_kind(svc.outcome_request_completion(p, "really"), "invalid_input");
-    assert_kind(svc.outcome_request_completion(r, "root is perpetual"), "invalid_input");
+    assert_kind(
+        svc.outcome_request_completion(r, "root is perpetual"),
+        "invalid_input",
+    );
     // The boss rejects: back to open, and the underling is told.
-    svc.outcome_update(r, a, &OutcomeUpdate { status: Some(OutcomeStatus::Open), ..Default::default() }).unwrap();
+    svc.outcome_update(
+        r,
+        a,
+        &OutcomeUpdate {
+            status: Some(OutcomeStatus::Open),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(svc.has_work(h).unwrap());
     let inbox = svc.mail_inbox(p, None).unwrap();
-    assert!(inbox.iter().any(|m| m.subject.starts_with("Your outcome changed")), "{inbox:?}");
+    assert!(
+        inbox
+            .iter()
+            .any(|m| m.subject.starts_with("Your outcome changed")),
+        "{inbox:?}"
+    );
 }
 
 #[test]
@@ -122,17 +205,37 @@ fn events_follow_commits() {
     let mut rx = svc.subscribe();
     let a = env.outcome(env.root, "A", &[env.root.root()]);
     let d = svc.delegate(r, a, &[]).unwrap();
-    let failed = svc.outcome_create(r, &NewOutcome { title: "".into(), parents: vec![a], ..Default::default() });
+    let failed = svc.outcome_create(
+        r,
+        &NewOutcome {
+            title: "".into(),
+            parents: vec![a],
+            ..Default::default()
+        },
+    );
     assert!(failed.is_err());
     let report = svc.force_stop(r, d.handler).unwrap();
     let mut got = Vec::new();
     while let Ok(e) = rx.try_recv() {
         got.push(e);
     }
-    assert!(got.contains(&Event::OutcomeStatusChanged { outcome: a, responsible: env.root, status: OutcomeStatus::Open }));
-    assert!(got.contains(&Event::HandlerCreated { handler: d.handler, boss: Some(env.root) }));
-    assert!(got.contains(&Event::HandlerStopped { handler: d.handler, agents: report.agents_to_kill.clone() }));
-    assert!(got.iter().any(|e| matches!(e, Event::CapabilityRevoked { holder, .. } if *holder == d.handler)));
+    assert!(got.contains(&Event::OutcomeStatusChanged {
+        outcome: a,
+        responsible: env.root,
+        status: OutcomeStatus::Open
+    }));
+    assert!(got.contains(&Event::HandlerCreated {
+        handler: d.handler,
+        boss: Some(env.root)
+    }));
+    assert!(got.contains(&Event::HandlerStopped {
+        handler: d.handler,
+        agents: report.agents_to_kill.clone()
+    }));
+    assert!(
+        got.iter()
+            .any(|e| matches!(e, Event::CapabilityRevoked { holder, .. } if *holder == d.handler))
+    );
 }
 
 #[test]
@@ -142,10 +245,20 @@ fn the_user_reads_everything_but_decomposes_through_mail() {
     let a = env.outcome(env.root, "A", &[env.root.root()]);
     assert!(svc.outcome_view(Principal::User, a).is_ok());
     assert_kind(
-        svc.outcome_create(Principal::User, &NewOutcome { title: "x".into(), parents: vec![a], ..Default::default() }),
+        svc.outcome_create(
+            Principal::User,
+            &NewOutcome {
+                title: "x".into(),
+                parents: vec![a],
+                ..Default::default()
+            },
+        ),
         "invalid_input",
     );
-    assert_kind(svc.outcome_view(Principal::User, OutcomeId::new_random()), "not_found");
+    assert_kind(
+        svc.outcome_view(Principal::User, OutcomeId::new_random()),
+        "not_found",
+    );
     // An agent that is not live cannot act.
     let ghost = Principal::agent(env.root, agency_core::AgentId::new_random());
     assert_kind(svc.outcome_view(ghost, a), "permission_denied");

@@ -1,11 +1,10 @@
 //! A temporary Agency: store, blobs, manual clock, service, and helpers to
 //! act as agents of handlers.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
-use agency_core::{AgentId, HandlerId, Limits, OutcomeId, Principal, Timestamp};
+use agency_core::{HandlerId, Limits, OutcomeId, Principal, Timestamp};
 use agency_service::{ManualClock, NewOutcome, Service, ServiceConfig, ServiceError};
 use agency_store::{BlobStore, FsBlobStore, SqliteStore, Store};
 
@@ -14,7 +13,6 @@ pub struct Env {
     pub svc: Arc<Service>,
     pub clock: Arc<ManualClock>,
     pub root: HandlerId,
-    agents: Mutex<HashMap<HandlerId, AgentId>>,
 }
 
 pub const T0: Timestamp = Timestamp(1_800_000_000_000);
@@ -27,7 +25,7 @@ impl Env {
     pub fn with_limits(limits: Limits) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(T0));
-        let (store, blobs) = open_parts(&dir.path().to_path_buf());
+        let (store, blobs) = open_parts(dir.path());
         Env::assemble(dir, store, blobs, clock, limits)
     }
 
@@ -39,16 +37,28 @@ impl Env {
         clock: Arc<ManualClock>,
         limits: Limits,
     ) -> Env {
-        let svc = Arc::new(Service::new(store, blobs, clock.clone(), ServiceConfig { limits }));
+        let svc = Arc::new(Service::new(
+            store,
+            blobs,
+            clock.clone(),
+            ServiceConfig { limits },
+        ));
         let root = svc.bootstrap().expect("bootstrap");
-        Env { dir, svc, clock, root, agents: Mutex::new(HashMap::new()) }
+        Env {
+            dir,
+            svc,
+            clock,
+            root,
+        }
     }
 
     /// Reopen the same files with a fresh service, as after a restart.
     pub fn reopen(self) -> Env {
-        let Env { dir, svc, clock, .. } = self;
+        let Env {
+            dir, svc, clock, ..
+        } = self;
         drop(svc);
-        let (store, blobs) = open_parts(&dir.path().to_path_buf());
+        let (store, blobs) = open_parts(dir.path());
         Env::assemble(dir, store, blobs, clock, Limits::default())
     }
 
@@ -60,14 +70,18 @@ impl Env {
 
     /// A principal for the live agent of `h`, starting one if needed.
     pub fn agent(&self, h: HandlerId) -> Principal {
-        let mut agents = self.agents.lock().unwrap();
-        if let Some(a) = agents.get(&h)
-            && self.svc.agents_live(Principal::User).unwrap().iter().any(|r| r.id == *a)
+        // The live agent may come from before a reopen: reuse it, as the
+        // store allows only one per handler.
+        if let Some(live) = self
+            .svc
+            .agents_live(Principal::User)
+            .unwrap()
+            .iter()
+            .find(|r| r.handler == h)
         {
-            return Principal::agent(h, *a);
+            return Principal::agent(h, live.id);
         }
         let a = self.svc.agent_start(h).expect("start agent");
-        agents.insert(h, a);
         Principal::agent(h, a)
     }
 
@@ -76,13 +90,18 @@ impl Env {
         self.svc
             .outcome_create(
                 self.agent(h),
-                &NewOutcome { title: title.into(), description: String::new(), parents: parents.to_vec(), priority: 0 },
+                &NewOutcome {
+                    title: title.into(),
+                    description: String::new(),
+                    parents: parents.to_vec(),
+                    priority: 0,
+                },
             )
             .expect("create outcome")
     }
 }
 
-pub fn open_parts(dir: &PathBuf) -> (Arc<dyn Store>, Arc<dyn BlobStore>) {
+pub fn open_parts(dir: &Path) -> (Arc<dyn Store>, Arc<dyn BlobStore>) {
     let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
     let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");
     (Arc::new(store), Arc::new(blobs))

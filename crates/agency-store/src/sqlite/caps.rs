@@ -38,14 +38,22 @@ pub(crate) fn insert_capability(c: &Connection, n: &NewCapability) -> R<Capabili
 pub(crate) fn capability(c: &Connection, id: CapabilityId) -> R<Option<CapabilityRow>> {
     query_opt(
         c,
-        concat!("SELECT ", capability_cols!(), " FROM capabilities WHERE id = ?1"),
+        concat!(
+            "SELECT ",
+            capability_cols!(),
+            " FROM capabilities WHERE id = ?1"
+        ),
         [id.0],
         || format!("read capability {id}"),
         capability_row,
     )
 }
 
-pub(crate) fn capabilities_on(c: &Connection, holder: HandlerId, resource: &Resource) -> R<Vec<CapabilityRow>> {
+pub(crate) fn capabilities_on(
+    c: &Connection,
+    holder: HandlerId,
+    resource: &Resource,
+) -> R<Vec<CapabilityRow>> {
     query_rows(
         c,
         concat!(
@@ -64,7 +72,11 @@ pub(crate) fn capabilities_on(c: &Connection, holder: HandlerId, resource: &Reso
 pub(crate) fn capabilities_held(c: &Connection, holder: HandlerId) -> R<Vec<CapabilityRow>> {
     query_rows(
         c,
-        concat!("SELECT ", capability_cols!(), " FROM capabilities WHERE holder = ?1 AND revoked_at IS NULL ORDER BY id"),
+        concat!(
+            "SELECT ",
+            capability_cols!(),
+            " FROM capabilities WHERE holder = ?1 AND revoked_at IS NULL ORDER BY id"
+        ),
         [holder.to_string()],
         || format!("list the capabilities of handler {holder}"),
         capability_row,
@@ -92,18 +104,26 @@ macro_rules! revoke_where {
     };
 }
 
-pub(crate) fn revoke(c: &Connection, selector: &RevokeSelector, at: Timestamp) -> R<Vec<CapabilityRow>> {
+pub(crate) fn revoke(
+    c: &Connection,
+    selector: &RevokeSelector,
+    at: Timestamp,
+) -> R<Vec<CapabilityRow>> {
     let (sql, arg, what) = match selector {
-        RevokeSelector::ScopedTo(o) => {
-            (revoke_where!("scope = ?1"), o.to_string(), format!("scoped to outcome {o}"))
-        }
+        RevokeSelector::ScopedTo(o) => (
+            revoke_where!("scope = ?1"),
+            o.to_string(),
+            format!("scoped to outcome {o}"),
+        ),
         RevokeSelector::HeldBy(hs) => (
             revoke_where!("holder IN (SELECT value FROM json_each(?1))"),
             json_list(hs, true),
             format!("held by {}", list_text(hs)),
         ),
         RevokeSelector::MailTo(hs) => (
-            revoke_where!("resource_kind = 'mail' AND resource_key IN (SELECT value FROM json_each(?1))"),
+            revoke_where!(
+                "resource_kind = 'mail' AND resource_key IN (SELECT value FROM json_each(?1))"
+            ),
             json_list(hs, true),
             format!("for mail to {}", list_text(hs)),
         ),
@@ -113,7 +133,13 @@ pub(crate) fn revoke(c: &Connection, selector: &RevokeSelector, at: Timestamp) -
             list_text(ids),
         ),
     };
-    let mut rows = query_rows(c, sql, params![arg, at.0], || format!("revoke capabilities {what}"), capability_row)?;
+    let mut rows = query_rows(
+        c,
+        sql,
+        params![arg, at.0],
+        || format!("revoke capabilities {what}"),
+        capability_row,
+    )?;
     // RETURNING yields rows in no promised order.
     rows.sort_by_key(|r| r.id);
     Ok(rows)
@@ -123,5 +149,9 @@ pub(crate) fn revoke(c: &Connection, selector: &RevokeSelector, at: Timestamp) -
 fn list_text<T: std::fmt::Display>(items: &[T]) -> String {
     let shown: Vec<String> = items.iter().take(5).map(|i| i.to_string()).collect();
     let more = items.len().saturating_sub(shown.len());
-    if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }

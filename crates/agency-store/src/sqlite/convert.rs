@@ -26,12 +26,18 @@ pub(crate) type R<T> = Result<T, StoreError>;
 pub(crate) fn db_error(op: String, err: rusqlite::Error) -> StoreError {
     if let rusqlite::Error::SqliteFailure(e, msg) = &err
         && e.code == ErrorCode::ConstraintViolation
-        && matches!(e.extended_code, ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+        && matches!(
+            e.extended_code,
+            ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        )
     {
         let message = msg.clone().unwrap_or_else(|| e.to_string());
         return StoreError::Unique { op, message };
     }
-    StoreError::Backend { op, message: err.to_string() }
+    StoreError::Backend {
+        op,
+        message: err.to_string(),
+    }
 }
 
 /// Attach the operation being attempted to a rusqlite result. The op is
@@ -47,7 +53,12 @@ impl<T> Ctx<T> for rusqlite::Result<T> {
 }
 
 /// Run a statement (cached) and return the number of rows it changed.
-pub(crate) fn execute(c: &Connection, sql: &str, params: impl Params, op: impl Fn() -> String) -> R<usize> {
+pub(crate) fn execute(
+    c: &Connection,
+    sql: &str,
+    params: impl Params,
+    op: impl Fn() -> String,
+) -> R<usize> {
     let mut stmt = c.prepare_cached(sql).ctx(&op)?;
     stmt.execute(params).ctx(&op)
 }
@@ -140,7 +151,8 @@ pub(crate) fn json_list<T: Display>(items: impl IntoIterator<Item = T>, quoted: 
 // never wrote: report it as corrupt, naming the column.
 
 pub(crate) fn col<T: FromSql>(row: &Row<'_>, i: usize, what: &'static str) -> R<T> {
-    row.get(i).map_err(|e| StoreError::corrupt(what, e.to_string()))
+    row.get(i)
+        .map_err(|e| StoreError::corrupt(what, e.to_string()))
 }
 
 pub(crate) fn col_id<T: FromStr>(row: &Row<'_>, i: usize, what: &'static str) -> R<T> {
@@ -150,7 +162,8 @@ pub(crate) fn col_id<T: FromStr>(row: &Row<'_>, i: usize, what: &'static str) ->
 
 pub(crate) fn col_opt_id<T: FromStr>(row: &Row<'_>, i: usize, what: &'static str) -> R<Option<T>> {
     let s: Option<String> = col(row, i, what)?;
-    s.map(|s| s.parse().map_err(|_| StoreError::corrupt(what, s))).transpose()
+    s.map(|s| s.parse().map_err(|_| StoreError::corrupt(what, s)))
+        .transpose()
 }
 
 pub(crate) fn col_ts(row: &Row<'_>, i: usize, what: &'static str) -> R<Timestamp> {
@@ -168,7 +181,8 @@ pub(crate) fn col_level(row: &Row<'_>, i: usize, what: &'static str) -> R<Level>
 
 pub(crate) fn col_opt_level(row: &Row<'_>, i: usize, what: &'static str) -> R<Option<Level>> {
     let v: Option<i64> = col(row, i, what)?;
-    v.map(|v| Level::from_i64(v).ok_or_else(|| StoreError::corrupt(what, v.to_string()))).transpose()
+    v.map(|v| Level::from_i64(v).ok_or_else(|| StoreError::corrupt(what, v.to_string())))
+        .transpose()
 }
 
 pub(crate) fn col_target(row: &Row<'_>, i: usize, what: &'static str) -> R<MailTarget> {
@@ -176,11 +190,18 @@ pub(crate) fn col_target(row: &Row<'_>, i: usize, what: &'static str) -> R<MailT
     if s == "user" {
         return Ok(MailTarget::User);
     }
-    s.parse().map(MailTarget::Handler).map_err(|_| StoreError::corrupt(what, s))
+    s.parse()
+        .map(MailTarget::Handler)
+        .map_err(|_| StoreError::corrupt(what, s))
 }
 
 /// Decode an enum column with the type's own parser.
-fn col_enum<T>(row: &Row<'_>, i: usize, what: &'static str, parse: impl FnOnce(&str) -> Option<T>) -> R<T> {
+fn col_enum<T>(
+    row: &Row<'_>,
+    i: usize,
+    what: &'static str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> R<T> {
     let s: String = col(row, i, what)?;
     parse(&s).ok_or_else(|| StoreError::corrupt(what, s))
 }
@@ -311,8 +332,8 @@ pub(crate) use capability_cols;
 pub(crate) fn capability_row(r: &Row<'_>) -> R<CapabilityRow> {
     let kind: String = col(r, 2, "capability resource kind")?;
     let key: String = col(r, 3, "capability resource key")?;
-    let resource =
-        Resource::from_parts(&kind, &key).map_err(|_| StoreError::corrupt("capability resource", format!("{kind}:{key}")))?;
+    let resource = Resource::from_parts(&kind, &key)
+        .map_err(|_| StoreError::corrupt("capability resource", format!("{kind}:{key}")))?;
     Ok(CapabilityRow {
         id: CapabilityId(col(r, 0, "capability id")?),
         holder: col_id(r, 1, "capability holder")?,

@@ -11,7 +11,11 @@ use crate::model::*;
 pub(crate) fn insert_handler(c: &Connection, h: &HandlerRow) -> R<()> {
     execute(
         c,
-        concat!("INSERT INTO handlers (", handler_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        concat!(
+            "INSERT INTO handlers (",
+            handler_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ),
         params![
             h.id.to_string(),
             opt_text(h.boss),
@@ -58,7 +62,11 @@ pub(crate) fn root_handler(c: &Connection) -> R<Option<HandlerRow>> {
     // There is one; should there ever be more, the oldest is the root.
     query_opt(
         c,
-        concat!("SELECT ", handler_cols!(), " FROM handlers WHERE boss IS NULL ORDER BY created_at, id LIMIT 1"),
+        concat!(
+            "SELECT ",
+            handler_cols!(),
+            " FROM handlers WHERE boss IS NULL ORDER BY created_at, id LIMIT 1"
+        ),
         [],
         || "read the root handler".to_owned(),
         handler_row,
@@ -89,7 +97,11 @@ pub(crate) fn handler_subtree(c: &Connection, id: HandlerId) -> R<Vec<HandlerRow
 pub(crate) fn underlings(c: &Connection, id: HandlerId) -> R<Vec<HandlerRow>> {
     query_rows(
         c,
-        concat!("SELECT ", handler_cols!(), " FROM handlers WHERE boss = ?1 ORDER BY id"),
+        concat!(
+            "SELECT ",
+            handler_cols!(),
+            " FROM handlers WHERE boss = ?1 ORDER BY id"
+        ),
         [id.to_string()],
         || format!("list the underlings of handler {id}"),
         handler_row,
@@ -99,7 +111,11 @@ pub(crate) fn underlings(c: &Connection, id: HandlerId) -> R<Vec<HandlerRow>> {
 pub(crate) fn handlers(c: &Connection, after: Option<HandlerId>, n: usize) -> R<Vec<HandlerRow>> {
     query_rows(
         c,
-        concat!("SELECT ", handler_cols!(), " FROM handlers WHERE id > ?1 ORDER BY id LIMIT ?2"),
+        concat!(
+            "SELECT ",
+            handler_cols!(),
+            " FROM handlers WHERE id > ?1 ORDER BY id LIMIT ?2"
+        ),
         // Every hyphenated UUID sorts after the empty string.
         params![opt_text(after).unwrap_or_default(), limit(n)],
         || "list handlers".to_owned(),
@@ -123,7 +139,11 @@ SELECT EXISTS (
    WHERE h.id = ?1 AND h.status = 'active'
      AND EXISTS (SELECT 1 FROM outcomes o WHERE o.responsible = h.id AND o.status = 'open' AND o.perpetual = 0))";
 
-pub(crate) fn handlers_with_work(c: &Connection, after: Option<HandlerId>, n: usize) -> R<Vec<HandlerId>> {
+pub(crate) fn handlers_with_work(
+    c: &Connection,
+    after: Option<HandlerId>,
+    n: usize,
+) -> R<Vec<HandlerId>> {
     query_rows(
         c,
         HANDLERS_WITH_WORK,
@@ -134,7 +154,9 @@ pub(crate) fn handlers_with_work(c: &Connection, after: Option<HandlerId>, n: us
 }
 
 pub(crate) fn has_work(c: &Connection, id: HandlerId) -> R<bool> {
-    query_value(c, HAS_WORK, [id.to_string()], || format!("check whether handler {id} has work"))
+    query_value(c, HAS_WORK, [id.to_string()], || {
+        format!("check whether handler {id} has work")
+    })
 }
 
 // ---- agents -----------------------------------------------------------------
@@ -142,17 +164,29 @@ pub(crate) fn has_work(c: &Connection, id: HandlerId) -> R<bool> {
 pub(crate) fn insert_agent(c: &Connection, a: &AgentRow) -> R<()> {
     let res = execute(
         c,
-        concat!("INSERT INTO agents (", agent_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5)"),
-        params![a.id.to_string(), a.handler.to_string(), a.started_at.0, a.ended_at.map(|t| t.0), a.end_reason],
+        concat!(
+            "INSERT INTO agents (",
+            agent_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5)"
+        ),
+        params![
+            a.id.to_string(),
+            a.handler.to_string(),
+            a.started_at.0,
+            a.ended_at.map(|t| t.0),
+            a.end_reason
+        ],
         || format!("insert agent {} for handler {}", a.id, a.handler),
     );
     match res {
         // The partial unique index on live agents names its column; turn
         // SQLite's wording into the rule it enforces.
-        Err(StoreError::Unique { op, message }) if message.contains("agents.handler") => Err(StoreError::Unique {
-            op,
-            message: format!("handler {} already has a live agent", a.handler),
-        }),
+        Err(StoreError::Unique { op, message }) if message.contains("agents.handler") => {
+            Err(StoreError::Unique {
+                op,
+                message: format!("handler {} already has a live agent", a.handler),
+            })
+        }
         other => other.map(drop),
     }
 }
@@ -194,7 +228,11 @@ pub(crate) fn live_agents_of(c: &Connection, handlers: &[HandlerId]) -> R<Vec<Ag
 pub(crate) fn live_agents(c: &Connection) -> R<Vec<AgentRow>> {
     query_rows(
         c,
-        concat!("SELECT ", agent_cols!(), " FROM agents WHERE ended_at IS NULL ORDER BY id"),
+        concat!(
+            "SELECT ",
+            agent_cols!(),
+            " FROM agents WHERE ended_at IS NULL ORDER BY id"
+        ),
         [],
         || "list live agents".to_owned(),
         agent_row,
@@ -204,7 +242,11 @@ pub(crate) fn live_agents(c: &Connection) -> R<Vec<AgentRow>> {
 pub(crate) fn recent_agents(c: &Connection, n: usize) -> R<Vec<AgentRow>> {
     query_rows(
         c,
-        concat!("SELECT ", agent_cols!(), " FROM agents ORDER BY started_at DESC, id DESC LIMIT ?1"),
+        concat!(
+            "SELECT ",
+            agent_cols!(),
+            " FROM agents ORDER BY started_at DESC, id DESC LIMIT ?1"
+        ),
         [limit(n)],
         || "list recent agents".to_owned(),
         agent_row,

@@ -1,5 +1,5 @@
 //! Knowledge Base rows: files, their versions, their access log, and the
-//! candidate search behind `kb_search` / `kb_list`.
+//! candidate search behind KB listing and search.
 
 use agency_core::{FileId, HandlerId};
 use rusqlite::types::Value;
@@ -11,7 +11,11 @@ use crate::model::*;
 pub(crate) fn insert_file(c: &Connection, f: &FileRow) -> R<()> {
     execute(
         c,
-        concat!("INSERT INTO files (", file_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        concat!(
+            "INSERT INTO files (",
+            file_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ),
         params![
             f.id.to_string(),
             f.kind.as_str(),
@@ -38,7 +42,12 @@ pub(crate) fn file(c: &Connection, id: FileId) -> R<Option<FileRow>> {
 
 pub(crate) fn set_file_description(c: &Connection, id: FileId, description: &str) -> R<()> {
     let op = || format!("set the description of file {id}");
-    let n = execute(c, "UPDATE files SET description = ?2 WHERE id = ?1", params![id.to_string(), description], op)?;
+    let n = execute(
+        c,
+        "UPDATE files SET description = ?2 WHERE id = ?1",
+        params![id.to_string(), description],
+        op,
+    )?;
     require_row(n, op)
 }
 
@@ -46,7 +55,11 @@ pub(crate) fn insert_version(c: &Connection, v: &VersionRow) -> R<()> {
     let op = || format!("insert version {} of file {}", v.version, v.file);
     execute(
         c,
-        concat!("INSERT INTO versions (", version_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        concat!(
+            "INSERT INTO versions (",
+            version_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ),
         params![
             v.file.to_string(),
             v.version,
@@ -72,7 +85,11 @@ pub(crate) fn insert_version(c: &Connection, v: &VersionRow) -> R<()> {
 pub(crate) fn version(c: &Connection, file: FileId, version: i64) -> R<Option<VersionRow>> {
     query_opt(
         c,
-        concat!("SELECT ", version_cols!(), " FROM versions WHERE file = ?1 AND version = ?2"),
+        concat!(
+            "SELECT ",
+            version_cols!(),
+            " FROM versions WHERE file = ?1 AND version = ?2"
+        ),
         params![file.to_string(), version],
         || format!("read version {version} of file {file}"),
         version_row,
@@ -82,7 +99,11 @@ pub(crate) fn version(c: &Connection, file: FileId, version: i64) -> R<Option<Ve
 pub(crate) fn versions(c: &Connection, file: FileId) -> R<Vec<VersionRow>> {
     query_rows(
         c,
-        concat!("SELECT ", version_cols!(), " FROM versions WHERE file = ?1 ORDER BY version"),
+        concat!(
+            "SELECT ",
+            version_cols!(),
+            " FROM versions WHERE file = ?1 ORDER BY version"
+        ),
         [file.to_string()],
         || format!("list the versions of file {file}"),
         version_row,
@@ -92,7 +113,11 @@ pub(crate) fn versions(c: &Connection, file: FileId) -> R<Vec<VersionRow>> {
 pub(crate) fn all_versions(c: &Connection) -> R<Vec<VersionRow>> {
     query_rows(
         c,
-        concat!("SELECT ", version_cols!(), " FROM versions ORDER BY file, version"),
+        concat!(
+            "SELECT ",
+            version_cols!(),
+            " FROM versions ORDER BY file, version"
+        ),
         [],
         || "list all file versions".to_owned(),
         version_row,
@@ -103,7 +128,11 @@ pub(crate) fn insert_kb_audit(c: &Connection, rows: &[KbAuditRow]) -> R<()> {
     for a in rows {
         execute(
             c,
-            concat!("INSERT INTO kb_audit (", kb_audit_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+            concat!(
+                "INSERT INTO kb_audit (",
+                kb_audit_cols!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ),
             params![
                 a.file.to_string(),
                 a.at.0,
@@ -121,7 +150,11 @@ pub(crate) fn insert_kb_audit(c: &Connection, rows: &[KbAuditRow]) -> R<()> {
 pub(crate) fn kb_audit(c: &Connection, file: FileId, n: usize) -> R<Vec<KbAuditRow>> {
     query_rows(
         c,
-        concat!("SELECT ", kb_audit_cols!(), " FROM kb_audit WHERE file = ?1 ORDER BY at, id LIMIT ?2"),
+        concat!(
+            "SELECT ",
+            kb_audit_cols!(),
+            " FROM kb_audit WHERE file = ?1 ORDER BY at, id LIMIT ?2"
+        ),
         params![file.to_string(), limit(n)],
         || format!("read the access log of file {file}"),
         kb_audit_row,
@@ -181,7 +214,11 @@ pub(crate) fn kb_candidates(
 ) -> R<Vec<KbCandidate>> {
     // One statement per (caller kind, number of terms), so the cache keeps
     // a handful of them.
-    let mut sql = String::from(if handler.is_some() { HANDLER_CANDIDATES } else { USER_CANDIDATES });
+    let mut sql = String::from(if handler.is_some() {
+        HANDLER_CANDIDATES
+    } else {
+        USER_CANDIDATES
+    });
     let mut args = vec![
         handler.map_or(Value::Null, |h| Value::Text(h.to_string())),
         // Every hyphenated UUID sorts after the empty string.
@@ -189,20 +226,29 @@ pub(crate) fn kb_candidates(
         Value::Integer(limit(n)),
     ];
     for term in terms {
-        sql.push_str(&format!("\n  AND lower(description) LIKE ?{} ESCAPE '\\'", args.len() + 1));
+        sql.push_str(&format!(
+            "\n  AND lower(description) LIKE ?{} ESCAPE '\\'",
+            args.len() + 1
+        ));
         args.push(Value::Text(like_pattern(term)));
     }
     sql.push_str("\n  ORDER BY id LIMIT ?3");
     let who = handler.map_or_else(|| "the user".to_owned(), |h| format!("handler {h}"));
-    query_rows(c, &sql, params_from_iter(args), || format!("search KB files visible to {who}"), |r| {
-        Ok(KbCandidate {
-            file: file_row(r)?,
-            cap: col_opt_level(r, 7, "capability level")?,
-            owned: col(r, 8, "KB candidate flag")?,
-            of_underling: col(r, 9, "KB candidate flag")?,
-            outcome_in_area: col(r, 10, "KB candidate flag")?,
-        })
-    })
+    query_rows(
+        c,
+        &sql,
+        params_from_iter(args),
+        || format!("search KB files visible to {who}"),
+        |r| {
+            Ok(KbCandidate {
+                file: file_row(r)?,
+                cap: col_opt_level(r, 7, "capability level")?,
+                owned: col(r, 8, "KB candidate flag")?,
+                of_underling: col(r, 9, "KB candidate flag")?,
+                outcome_in_area: col(r, 10, "KB candidate flag")?,
+            })
+        },
+    )
 }
 
 /// A LIKE pattern matching `term` anywhere, with LIKE's wildcards in the

@@ -9,7 +9,11 @@ use crate::model::*;
 pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
     execute(
         c,
-        concat!("INSERT INTO messages (", message_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+        concat!(
+            "INSERT INTO messages (",
+            message_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        ),
         params![
             m.id.to_string(),
             m.file.to_string(),
@@ -38,13 +42,23 @@ pub(crate) fn message(c: &Connection, id: MessageId) -> R<Option<MessageRow>> {
 
 pub(crate) fn set_delivered(c: &Connection, id: MessageId, at: Timestamp) -> R<()> {
     let op = || format!("mark message {id} delivered");
-    let n = execute(c, "UPDATE messages SET delivered_at = ?2 WHERE id = ?1", params![id.to_string(), at.0], op)?;
+    let n = execute(
+        c,
+        "UPDATE messages SET delivered_at = ?2 WHERE id = ?1",
+        params![id.to_string(), at.0],
+        op,
+    )?;
     require_row(n, op)
 }
 
 pub(crate) fn set_acked(c: &Connection, id: MessageId, at: Timestamp) -> R<()> {
     let op = || format!("mark message {id} acknowledged");
-    let n = execute(c, "UPDATE messages SET acked_at = ?2 WHERE id = ?1", params![id.to_string(), at.0], op)?;
+    let n = execute(
+        c,
+        "UPDATE messages SET acked_at = ?2 WHERE id = ?1",
+        params![id.to_string(), at.0],
+        op,
+    )?;
     require_row(n, op)
 }
 
@@ -56,7 +70,13 @@ pub(crate) const DUE_MESSAGES: &str = concat!(
 );
 
 pub(crate) fn due_messages(c: &Connection, now: Timestamp, n: usize) -> R<Vec<MessageRow>> {
-    query_rows(c, DUE_MESSAGES, params![now.0, limit(n)], || format!("list messages due at {now}"), message_row)
+    query_rows(
+        c,
+        DUE_MESSAGES,
+        params![now.0, limit(n)],
+        || format!("list messages due at {now}"),
+        message_row,
+    )
 }
 
 pub(crate) fn next_due(c: &Connection) -> R<Option<Timestamp>> {
@@ -79,7 +99,13 @@ pub(crate) const INBOX: &str = concat!(
 
 pub(crate) fn inbox(c: &Connection, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
     let to = target_text(to);
-    query_rows(c, INBOX, params![to, limit(n)], || format!("read the inbox of {to}"), message_row)
+    query_rows(
+        c,
+        INBOX,
+        params![to, limit(n)],
+        || format!("read the inbox of {to}"),
+        message_row,
+    )
 }
 
 pub(crate) fn inbox_count(c: &Connection, to: MailTarget) -> R<i64> {

@@ -10,11 +10,19 @@ use rusqlite::{Connection, params};
 
 use super::convert::*;
 use crate::model::*;
+use crate::tx::SubtreeRows;
+
+/// A DAG edge, (parent, child).
+type Edge = (OutcomeId, OutcomeId);
 
 pub(crate) fn insert_outcome(c: &Connection, o: &OutcomeRow) -> R<()> {
     execute(
         c,
-        concat!("INSERT INTO outcomes (", outcome_cols!(), ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
+        concat!(
+            "INSERT INTO outcomes (",
+            outcome_cols!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        ),
         params![
             o.id.to_string(),
             o.title,
@@ -130,7 +138,11 @@ macro_rules! walk_down {
     };
 }
 
-pub(crate) fn is_descendant_or_self(c: &Connection, node: OutcomeId, ancestor: OutcomeId) -> R<bool> {
+pub(crate) fn is_descendant_or_self(
+    c: &Connection,
+    node: OutcomeId,
+    ancestor: OutcomeId,
+) -> R<bool> {
     if node == ancestor {
         return Ok(true);
     }
@@ -138,13 +150,16 @@ pub(crate) fn is_descendant_or_self(c: &Connection, node: OutcomeId, ancestor: O
     // descendants of `ancestor` may be the whole DAG.
     query_value(
         c,
-        concat!(walk_up!(), "SELECT EXISTS (SELECT 1 FROM up WHERE node = ?2)"),
+        concat!(
+            walk_up!(),
+            "SELECT EXISTS (SELECT 1 FROM up WHERE node = ?2)"
+        ),
         [node.to_string(), ancestor.to_string()],
         || format!("check whether outcome {node} is below outcome {ancestor}"),
     )
 }
 
-pub(crate) fn ancestor_edges(c: &Connection, id: OutcomeId) -> R<Vec<(OutcomeId, OutcomeId)>> {
+pub(crate) fn ancestor_edges(c: &Connection, id: OutcomeId) -> R<Vec<Edge>> {
     // An edge lies on a path from `id` to a root exactly when its child is
     // `id` or one of its ancestors.
     query_rows(
@@ -155,11 +170,16 @@ pub(crate) fn ancestor_edges(c: &Connection, id: OutcomeId) -> R<Vec<(OutcomeId,
         ),
         [id.to_string()],
         || format!("list the ancestor edges of outcome {id}"),
-        |r| Ok((col_id(r, 0, "outcome edge parent")?, col_id(r, 1, "outcome edge child")?)),
+        |r| {
+            Ok((
+                col_id(r, 0, "outcome edge parent")?,
+                col_id(r, 1, "outcome edge child")?,
+            ))
+        },
     )
 }
 
-pub(crate) fn subtree(c: &Connection, id: OutcomeId, n: usize) -> R<(Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>)> {
+pub(crate) fn subtree(c: &Connection, id: OutcomeId, n: usize) -> R<SubtreeRows> {
     let op = || format!("read the subtree of outcome {id}");
     // SQLite runs a recursive CTE off a FIFO queue, so rows come out in
     // breadth-first discovery order (children of one node by id, via the
@@ -219,14 +239,24 @@ pub(crate) fn reassign_subtree(
     Ok(n as u64)
 }
 
-pub(crate) fn reassign_all(c: &Connection, from: &[HandlerId], to: HandlerId, at: Timestamp) -> R<u64> {
+pub(crate) fn reassign_all(
+    c: &Connection,
+    from: &[HandlerId],
+    to: HandlerId,
+    at: Timestamp,
+) -> R<u64> {
     let from: Vec<HandlerId> = from.iter().copied().filter(|h| *h != to).collect();
     let n = execute(
         c,
         "UPDATE outcomes SET responsible = ?2, updated_at = ?3
           WHERE responsible IN (SELECT value FROM json_each(?1))",
         params![json_list(&from, true), to.to_string(), at.0],
-        || format!("reassign the outcomes of {} handler(s) to handler {to}", from.len()),
+        || {
+            format!(
+                "reassign the outcomes of {} handler(s) to handler {to}",
+                from.len()
+            )
+        },
     )?;
     Ok(n as u64)
 }

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 
 use super::{caps, handlers, kb, mail, outcomes};
 use crate::model::*;
-use crate::tx::{R, Tx};
+use crate::tx::{R, SubtreeRows, Tx};
 
 /// One open transaction (read or write) on a SQLite connection.
 pub(crate) struct SqliteTx<'c> {
@@ -93,10 +93,16 @@ impl Tx for SqliteTx<'_> {
     fn ancestor_edges(&mut self, id: OutcomeId) -> R<Vec<(OutcomeId, OutcomeId)>> {
         outcomes::ancestor_edges(self.conn, id)
     }
-    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<(Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>)> {
+    fn subtree(&mut self, id: OutcomeId, limit: usize) -> R<SubtreeRows> {
         outcomes::subtree(self.conn, id, limit)
     }
-    fn reassign_subtree(&mut self, root: OutcomeId, from: HandlerId, to: HandlerId, at: Timestamp) -> R<u64> {
+    fn reassign_subtree(
+        &mut self,
+        root: OutcomeId,
+        from: HandlerId,
+        to: HandlerId,
+        at: Timestamp,
+    ) -> R<u64> {
         outcomes::reassign_subtree(self.conn, root, from, to, at)
     }
     fn reassign_all(&mut self, from: &[HandlerId], to: HandlerId, at: Timestamp) -> R<u64> {
