@@ -40,15 +40,7 @@ impl Service {
     ) -> Result<Vec<LogEntryRow>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            let id = match (handler, caller.handler()) {
-                (Some(h), _) => h,
-                (None, Some(own)) => own,
-                (None, None) => {
-                    return Err(crate::ServiceError::invalid(
-                        "failed to read audit log: name the handler",
-                    ));
-                }
-            };
+            let id = caller.named_or_own(handler, "read the audit log")?;
             let h = visible_handler(tx, &caller, id)?;
             if let Some(own) = caller.handler()
                 && h.id != own
@@ -88,15 +80,7 @@ impl Service {
     ) -> Result<agency_core::FileId> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            let id = match (handler, caller.handler()) {
-                (Some(h), _) => h,
-                (None, Some(own)) => own,
-                (None, None) => {
-                    return Err(crate::ServiceError::invalid(
-                        "failed to read state: name the handler",
-                    ));
-                }
-            };
+            let id = caller.named_or_own(handler, "read the state document")?;
             Ok(visible_handler(tx, &caller, id)?.state_doc)
         })
     }

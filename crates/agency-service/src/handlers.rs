@@ -359,7 +359,7 @@ fn create_handler(
 }
 
 /// Insert a non-delegatable capability made by Agency from the tree.
-fn system_cap(
+pub(crate) fn system_cap(
     op: &mut Op<'_>,
     holder: HandlerId,
     resource: Resource,

@@ -16,6 +16,7 @@ use crate::Result;
 use crate::access::{file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
+use crate::handlers::system_cap;
 use crate::kb::create_document;
 use crate::outcomes::{finish_outcome, insert_outcome};
 use crate::render::{Author, SYSTEM_ACTION};
@@ -400,30 +401,13 @@ pub(crate) fn ensure_process_inbox(op: &mut Op<'_>, h: HandlerId) -> Result<()> 
 
 /// After the user writes to a handler directly, that handler may answer.
 fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
-    if !op
+    if op
         .tx
         .capabilities_on(h, &Resource::Mail(MailTarget::User))?
         .is_empty()
     {
-        return Ok(());
+        system_cap(op, h, Resource::Mail(MailTarget::User), Some(h.root()))?;
     }
-    let cap = NewCapability {
-        holder: h,
-        resource: Resource::Mail(MailTarget::User),
-        level: Level::Write,
-        delegatable: false,
-        scope: Some(h.root()),
-        derived_from: None,
-        granted_by: None,
-        origin: CapOrigin::System,
-        created_at: op.now,
-    };
-    let id = op.tx.insert_capability(&cap)?;
-    op.events.push(Event::CapabilityGranted {
-        capability: id,
-        holder: h,
-        resource: cap.resource,
-    });
     Ok(())
 }
 

@@ -71,6 +71,18 @@ impl Caller {
         matches!(self, Caller::User)
     }
 
+    /// The handler an operation names, defaulting to the caller's own; the
+    /// user must name one.
+    pub fn named_or_own(&self, named: Option<HandlerId>, what: &str) -> Result<HandlerId> {
+        match (named, self.handler()) {
+            (Some(h), _) => Ok(h),
+            (None, Some(own)) => Ok(own),
+            (None, None) => Err(ServiceError::invalid(format!(
+                "failed to {what}: name the handler"
+            ))),
+        }
+    }
+
     /// The handler acting, or an error for operations only a handler can do.
     pub fn require_handler(&self, what: &str) -> Result<&HandlerRow> {
         match self {
