@@ -7,46 +7,13 @@ use agency_store::{AgentRow, HandlerStatus, StoreError};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Service, authenticate};
+use crate::service::{Op, Service, authenticate};
 
 impl Service {
     /// Daemon: record a new live agent for an active handler. Fails with
     /// `AgentLive` if the handler already has one.
     pub fn agent_start(&self, handler: HandlerId) -> Result<AgentId> {
-        self.write(|op| {
-            let h = op
-                .tx
-                .handler(handler)?
-                .ok_or_else(|| ServiceError::not_found("handler", handler))?;
-            if h.status != HandlerStatus::Active {
-                return Err(ServiceError::invalid(format!(
-                    "failed to start an agent for handler {handler}: it is deactivated"
-                )));
-            }
-            let row = AgentRow {
-                id: AgentId::new_random(),
-                handler,
-                started_at: op.now,
-                ended_at: None,
-                end_reason: None,
-            };
-            match op.tx.insert_agent(&row) {
-                Ok(()) => {}
-                Err(StoreError::Unique { .. }) => {
-                    let live = op.tx.live_agents_of(&[handler])?;
-                    return Err(ServiceError::AgentLive {
-                        handler: handler.to_string(),
-                        agent: live.first().map(|a| a.id.to_string()).unwrap_or_default(),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
-            op.events.push(Event::AgentStarted {
-                agent: row.id,
-                handler,
-            });
-            Ok(row.id)
-        })
+        self.write(|op| Ok(insert_live_agent(op, handler)?.id))
     }
 
     /// Daemon: record that an agent ended. Returns false if it was not live
@@ -57,6 +24,8 @@ impl Service {
                 return Ok(false);
             };
             let ended = op.tx.end_agent(agent, op.now, reason)?;
+            // The token dies with its agent.
+            op.tx.revoke_tokens_of(agent, op.now)?;
             if ended {
                 op.events.push(Event::AgentEnded {
                     agent,
@@ -96,4 +65,40 @@ impl Service {
     pub fn counts(&self) -> Result<agency_store::StoreCounts> {
         self.read(|tx| Ok(tx.counts()?))
     }
+}
+
+/// Insert a live agent for an active handler (the store refuses a second).
+pub(crate) fn insert_live_agent(op: &mut Op<'_>, handler: HandlerId) -> Result<AgentRow> {
+    let h = op
+        .tx
+        .handler(handler)?
+        .ok_or_else(|| ServiceError::not_found("handler", handler))?;
+    if h.status != HandlerStatus::Active {
+        return Err(ServiceError::invalid(format!(
+            "failed to start an agent for handler {handler}: it is deactivated"
+        )));
+    }
+    let row = AgentRow {
+        id: AgentId::new_random(),
+        handler,
+        started_at: op.now,
+        ended_at: None,
+        end_reason: None,
+    };
+    match op.tx.insert_agent(&row) {
+        Ok(()) => {}
+        Err(StoreError::Unique { .. }) => {
+            let live = op.tx.live_agents_of(&[handler])?;
+            return Err(ServiceError::AgentLive {
+                handler: handler.to_string(),
+                agent: live.first().map(|a| a.id.to_string()).unwrap_or_default(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    op.events.push(Event::AgentStarted {
+        agent: row.id,
+        handler,
+    });
+    Ok(row)
 }

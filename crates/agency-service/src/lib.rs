@@ -25,12 +25,14 @@ mod permissions;
 mod read_audit;
 mod render;
 mod service;
+mod tokens;
 mod views;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::ServiceError;
 pub use events::Event;
 pub use service::{Service, ServiceConfig};
+pub use tokens::{MintedToken, TokenIdentity};
 pub use views::*;
 
 pub type Result<T, E = ServiceError> = std::result::Result<T, E>;

@@ -290,3 +290,27 @@ pub struct StoreCounts {
     pub agents_live: i64,
     pub files: i64,
 }
+
+/// An agent's bearer token, stored by hash only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRow {
+    /// Hex BLAKE3 hash of the token.
+    pub hash: String,
+    pub agent: AgentId,
+    pub handler: HandlerId,
+    /// The agent's workspace directory, where `path` arguments resolve.
+    pub workspace: Option<String>,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// The kinds of id the CLI may abbreviate to a unique prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdKind {
+    Handler,
+    Outcome,
+    File,
+    Agent,
+    Message,
+}

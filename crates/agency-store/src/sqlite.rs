@@ -21,6 +21,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod tokens;
 mod tx;
 
 use std::fmt;
@@ -39,7 +40,10 @@ use crate::tx::Tx;
 
 /// The schema, one migration per entry; entry `i` takes the database from
 /// `user_version` `i` to `i + 1`. Append only: never edit a shipped entry.
-const MIGRATIONS: &[&str] = &[include_str!("sqlite/schema_v1.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("sqlite/schema_v1.sql"),
+    include_str!("sqlite/schema_v2.sql"),
+];
 
 /// How long a connection waits for a lock held by another process (e.g. a
 /// second `agency` command) before giving up with "database is locked".

@@ -160,7 +160,19 @@ pub trait Tx {
     /// A handler's audit log entries, oldest first.
     fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>>;
 
+    // ---- Tokens ----------------------------------------------------------
+
+    /// Fails with `StoreError::Unique` if the hash exists.
+    fn insert_token(&mut self, t: &TokenRow) -> R<()>;
+    fn token(&mut self, hash: &str) -> R<Option<TokenRow>>;
+    /// Revoke every live token of an agent; returns how many.
+    fn revoke_tokens_of(&mut self, agent: AgentId, at: Timestamp) -> R<u64>;
+
     // ---- Misc ------------------------------------------------------------
+
+    /// Ids of `kind` starting with `prefix` (lowercase hex and '-'), ordered,
+    /// at most `limit`.
+    fn ids_with_prefix(&mut self, kind: IdKind, prefix: &str, limit: usize) -> R<Vec<uuid::Uuid>>;
 
     fn counts(&mut self) -> R<StoreCounts>;
 }

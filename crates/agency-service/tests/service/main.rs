@@ -15,3 +15,4 @@ mod kb;
 mod mail;
 mod outcomes;
 mod story;
+mod tokens;

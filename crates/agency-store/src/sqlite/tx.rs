@@ -9,7 +9,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes};
+use super::{caps, handlers, kb, mail, outcomes, tokens};
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -229,8 +229,23 @@ impl Tx for SqliteTx<'_> {
         handlers::log_entries(self.conn, handler)
     }
 
+    // ---- Tokens ----------------------------------------------------------
+
+    fn insert_token(&mut self, t: &TokenRow) -> R<()> {
+        tokens::insert_token(self.conn, t)
+    }
+    fn token(&mut self, hash: &str) -> R<Option<TokenRow>> {
+        tokens::token(self.conn, hash)
+    }
+    fn revoke_tokens_of(&mut self, agent: AgentId, at: Timestamp) -> R<u64> {
+        tokens::revoke_tokens_of(self.conn, agent, at)
+    }
+
     // ---- Misc ------------------------------------------------------------
 
+    fn ids_with_prefix(&mut self, kind: IdKind, prefix: &str, limit: usize) -> R<Vec<uuid::Uuid>> {
+        tokens::ids_with_prefix(self.conn, kind, prefix, limit)
+    }
     fn counts(&mut self) -> R<StoreCounts> {
         handlers::counts(self.conn)
     }

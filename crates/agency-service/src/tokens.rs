@@ -1,0 +1,180 @@
+//! Bearer tokens: each names exactly one live agent of one handler. Only the
+//! hash is stored; a token stops working when revoked or when its agent
+//! ends. Interfaces turn a token into a [`Principal`] here and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+use agency_core::{AgentId, HandlerId, Principal};
+use agency_store::{IdKind, TokenRow};
+use serde::Serialize;
+
+use crate::Result;
+use crate::agents::insert_live_agent;
+use crate::error::ServiceError;
+use crate::events::Event;
+use crate::service::{Service, authenticate};
+
+/// A freshly minted token: shown once, never stored in clear.
+#[derive(Clone, Serialize)]
+pub struct MintedToken {
+    pub token: String,
+    pub agent: AgentId,
+    pub handler: HandlerId,
+}
+
+impl std::fmt::Debug for MintedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secret itself (logs end up in places).
+        f.debug_struct("MintedToken")
+            .field("agent", &self.agent)
+            .field("handler", &self.handler)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a valid token speaks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenIdentity {
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    /// The agent's workspace, where `path` arguments are resolved.
+    pub workspace: Option<PathBuf>,
+}
+
+impl TokenIdentity {
+    pub fn principal(&self) -> Principal {
+        Principal::agent(self.handler, self.agent)
+    }
+}
+
+const TOKEN_PREFIX: &str = "agency_";
+
+fn hash(token: &str) -> String {
+    blake3::hash(token.as_bytes()).to_hex().to_string()
+}
+
+fn invalid_token() -> ServiceError {
+    ServiceError::denied(
+        "failed to authenticate: the bearer token is unknown, revoked, or its agent has ended",
+    )
+}
+
+impl Service {
+    /// Daemon: start a live agent for a handler and mint its token in one
+    /// transaction. `AgentLive` if the handler already has an agent.
+    pub fn agent_start_with_token(
+        &self,
+        handler: HandlerId,
+        workspace: Option<&Path>,
+    ) -> Result<MintedToken> {
+        let token = format!(
+            "{TOKEN_PREFIX}{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let workspace = workspace.map(|w| w.to_string_lossy().into_owned());
+        self.write(|op| {
+            let agent = insert_live_agent(op, handler)?;
+            op.tx.insert_token(&TokenRow {
+                hash: hash(&token),
+                agent: agent.id,
+                handler,
+                workspace: workspace.clone(),
+                created_at: op.now,
+                revoked_at: None,
+            })?;
+            Ok(MintedToken {
+                token: token.clone(),
+                agent: agent.id,
+                handler,
+            })
+        })
+    }
+
+    /// The user mints a token that lets an external MCP client act as an
+    /// agent of `handler` (it becomes that handler's one live agent).
+    pub fn token_mint(&self, who: Principal, handler: HandlerId) -> Result<MintedToken> {
+        if !who.is_user() {
+            return Err(ServiceError::denied(
+                "failed to mint a token: only the user may mint tokens",
+            ));
+        }
+        self.agent_start_with_token(handler, None)
+    }
+
+    /// Resolve a bearer token to the agent it names.
+    pub fn token_authenticate(&self, token: &str) -> Result<TokenIdentity> {
+        if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
+            return Err(invalid_token());
+        }
+        let h = hash(token);
+        self.read(|tx| {
+            let row = tx
+                .token(&h)?
+                .filter(|t| t.revoked_at.is_none())
+                .ok_or_else(invalid_token)?;
+            let identity = TokenIdentity {
+                handler: row.handler,
+                agent: row.agent,
+                workspace: row.workspace.map(PathBuf::from),
+            };
+            authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
+            Ok(identity)
+        })
+    }
+
+    /// The user revokes an agent's token; the agent is ended with it.
+    pub fn token_revoke(&self, who: Principal, agent: AgentId) -> Result<bool> {
+        if !who.is_user() {
+            return Err(ServiceError::denied(
+                "failed to revoke a token: only the user may revoke tokens",
+            ));
+        }
+        self.write(|op| {
+            let Some(row) = op.tx.agent(agent)? else {
+                return Err(ServiceError::not_found("agent", agent));
+            };
+            let revoked = op.tx.revoke_tokens_of(agent, op.now)?;
+            if op.tx.end_agent(agent, op.now, "token_revoked")? {
+                op.events.push(Event::AgentEnded {
+                    agent,
+                    handler: row.handler,
+                });
+            }
+            Ok(revoked > 0)
+        })
+    }
+
+    /// The user resolves an abbreviated id to the one id it starts with.
+    pub fn resolve_prefix(&self, who: Principal, kind: IdKind, prefix: &str) -> Result<uuid::Uuid> {
+        let p = prefix.trim().to_ascii_lowercase();
+        let what = match kind {
+            IdKind::Handler => "handler",
+            IdKind::Outcome => "outcome",
+            IdKind::File => "KB file",
+            IdKind::Agent => "agent",
+            IdKind::Message => "message",
+        };
+        if p.is_empty() || p.len() > 36 || !p.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            return Err(ServiceError::invalid(format!(
+                "failed to resolve {what} id {prefix:?}: give a UUID or a unique prefix of one (hex digits and '-')"
+            )));
+        }
+        self.read(|tx| {
+            authenticate(tx, who)?;
+            if !who.is_user() {
+                return Err(ServiceError::denied("failed to resolve an id prefix: only the user's CLI abbreviates ids"));
+            }
+            let found = tx.ids_with_prefix(kind, &p, 6)?;
+            match found.as_slice() {
+                [] => Err(ServiceError::not_found(what, prefix)),
+                [one] => Ok(*one),
+                many => Err(ServiceError::invalid(format!(
+                    "failed to resolve {what} id {prefix:?}: it is ambiguous ({}{}); give more characters",
+                    many.iter().take(5).map(|u| u.to_string()).collect::<Vec<_>>().join(", "),
+                    if many.len() > 5 { ", …" } else { "" }
+                ))),
+            }
+        })
+    }
+}
