@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{IdKind, TokenRow};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::agents::insert_live_agent;
@@ -15,7 +15,7 @@ use crate::events::Event;
 use crate::service::{Service, authenticate};
 
 /// A freshly minted token: shown once, never stored in clear.
-#[derive(Clone, Serialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct MintedToken {
     pub token: String,
     pub agent: AgentId,
@@ -93,13 +93,28 @@ impl Service {
 
     /// The user mints a token that lets an external MCP client act as an
     /// agent of `handler` (it becomes that handler's one live agent).
-    pub fn token_mint(&self, who: Principal, handler: HandlerId) -> Result<MintedToken> {
+    /// `workspace`, if given, is the directory where that client's `path`
+    /// arguments resolve: it must be an existing absolute directory.
+    pub fn token_mint(
+        &self,
+        who: Principal,
+        handler: HandlerId,
+        workspace: Option<&Path>,
+    ) -> Result<MintedToken> {
         if !who.is_user() {
             return Err(ServiceError::denied(
                 "failed to mint a token: only the user may mint tokens",
             ));
         }
-        self.agent_start_with_token(handler, None)
+        if let Some(w) = workspace
+            && (!w.is_absolute() || !w.is_dir())
+        {
+            return Err(ServiceError::invalid(format!(
+                "failed to mint a token: workspace {} is not an existing absolute directory",
+                w.display()
+            )));
+        }
+        self.agent_start_with_token(handler, workspace)
     }
 
     /// Resolve a bearer token to the agent it names.

@@ -13,7 +13,7 @@ pub use agency_store::{
 use serde::{Deserialize, Serialize};
 
 /// A KB file as listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileInfo {
     pub id: FileId,
     pub kind: FileKind,
@@ -24,7 +24,7 @@ pub struct FileInfo {
 }
 
 /// A KB file's content at one version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileContent {
     pub id: FileId,
     pub kind: FileKind,
@@ -32,7 +32,7 @@ pub struct FileContent {
     pub version: i64,
     pub hash: BlobId,
     pub created_at: Timestamp,
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub content: Vec<u8>,
 }
 
@@ -43,7 +43,7 @@ impl FileContent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionInfo {
     pub file: FileId,
     pub version: i64,
@@ -55,7 +55,7 @@ pub struct VersionInfo {
 }
 
 /// One line about an outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeBrief {
     pub id: OutcomeId,
     pub title: String,
@@ -80,7 +80,7 @@ impl From<&OutcomeRow> for OutcomeBrief {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeView {
     pub outcome: OutcomeRow,
     /// What the caller may do with it.
@@ -93,7 +93,7 @@ pub struct OutcomeView {
     pub history: Vec<OutcomeEventRow>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subtree {
     pub root: OutcomeId,
     pub outcomes: Vec<OutcomeBrief>,
@@ -126,7 +126,7 @@ pub struct OutcomeUpdate {
 }
 
 /// What completing or closing an outcome did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinishReport {
     pub outcome: OutcomeId,
     pub status: OutcomeStatus,
@@ -145,7 +145,7 @@ pub struct GrantRequest {
     pub delegatable: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delegation {
     pub handler: HandlerId,
     pub capabilities: Vec<CapabilityId>,
@@ -156,7 +156,7 @@ pub struct Delegation {
     pub reactivated: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopReport {
     /// The stopped handler and every active handler below it.
     pub handlers: Vec<HandlerId>,
@@ -182,7 +182,7 @@ pub enum MailBody {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageView {
     pub id: MessageId,
     pub from: MailTarget,
@@ -197,7 +197,7 @@ pub struct MessageView {
     pub body: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandlerView {
     pub id: HandlerId,
     pub boss: Option<HandlerId>,

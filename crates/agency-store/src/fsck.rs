@@ -5,13 +5,13 @@
 use std::collections::BTreeSet;
 
 use agency_core::FileId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::blob::{BlobCheck, BlobId, BlobStore};
 use crate::error::StoreError;
 use crate::store::{Store, read};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "problem", rename_all = "snake_case")]
 pub enum FsckProblem {
     MissingBlob {
@@ -27,7 +27,7 @@ pub enum FsckProblem {
     },
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FsckReport {
     pub versions_checked: usize,
     pub blobs_checked: usize,

@@ -10,7 +10,7 @@ use crate::support::{Env, assert_kind};
 fn tokens_name_one_agent_and_die_with_it() {
     let env = Env::new();
     let svc = &env.svc;
-    let minted = svc.token_mint(Principal::User, env.root).unwrap();
+    let minted = svc.token_mint(Principal::User, env.root, None).unwrap();
     assert!(
         !format!("{minted:?}").contains(&minted.token),
         "Debug must not print the secret"
@@ -18,10 +18,13 @@ fn tokens_name_one_agent_and_die_with_it() {
     let id = svc.token_authenticate(&minted.token).unwrap();
     assert_eq!((id.handler, id.agent), (env.root, minted.agent));
     // One live agent per handler: a second mint is refused.
-    assert_kind(svc.token_mint(Principal::User, env.root), "agent_live");
+    assert_kind(
+        svc.token_mint(Principal::User, env.root, None),
+        "agent_live",
+    );
     // Only the user mints.
     assert_kind(
-        svc.token_mint(id.principal(), env.root),
+        svc.token_mint(id.principal(), env.root, None),
         "permission_denied",
     );
     for bad in [
@@ -37,6 +40,22 @@ fn tokens_name_one_agent_and_die_with_it() {
     assert_kind(svc.token_authenticate(&minted.token), "permission_denied");
     assert_kind(svc.kb_list(id.principal(), None, None), "permission_denied");
 
+    assert_kind(
+        svc.token_mint(
+            Principal::User,
+            env.root,
+            Some(std::path::Path::new("relative")),
+        ),
+        "invalid_input",
+    );
+    assert_kind(
+        svc.token_mint(
+            Principal::User,
+            env.root,
+            Some(&env.dir.path().join("missing")),
+        ),
+        "invalid_input",
+    );
     // A token also dies when its agent ends.
     let second = svc
         .agent_start_with_token(env.root, Some(env.dir.path()))
