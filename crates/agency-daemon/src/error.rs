@@ -1,0 +1,50 @@
+//! Errors of the daemon and of home handling, naming the file or address.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("failed to {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read configuration {}: {message}", path.display())]
+    Config { path: PathBuf, message: String },
+    #[error("failed to find an Agency home at {}: run `agency init` first", .0.display())]
+    NoHome(PathBuf),
+    #[error("failed to determine the Agency home: set AGENCY_HOME or HOME")]
+    NoHomeDir,
+    #[error("failed to start: a daemon is already running for {} at {addr} (pid {pid})", home.display())]
+    AlreadyRunning {
+        home: PathBuf,
+        addr: String,
+        pid: u32,
+    },
+    #[error("failed to listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] agency_store::StoreError),
+    #[error(transparent)]
+    Service(#[from] agency_service::ServiceError),
+}
+
+impl DaemonError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        DaemonError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

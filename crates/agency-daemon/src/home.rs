@@ -1,0 +1,243 @@
+//! The Agency home (`$AGENCY_HOME`, default `~/.agency`): configuration,
+//! store, blobs, the admin token (mode 0600) and, while a daemon runs, the
+//! address file the CLI reads.
+//!
+//! ```text
+//! agency.toml    configuration (commented template written by init)
+//! agency.db      the SQLite store (+ -wal, -shm)
+//! blobs/         content-addressed KB contents
+//! admin.token    the user's bearer token for the REST API (0600)
+//! daemon.json    {"addr": "127.0.0.1:PORT", "pid": N} while serving
+//! daemon.lock    held (flock) by the running daemon
+//! ```
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agency_core::HandlerId;
+use agency_service::{Service, ServiceConfig, SystemClock};
+use agency_store::{FsBlobStore, SqliteStore};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, TEMPLATE};
+use crate::error::DaemonError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    dir: PathBuf,
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitReport {
+    pub home: PathBuf,
+    /// False when the home existed already (nothing was overwritten).
+    pub created: bool,
+    pub root_handler: HandlerId,
+}
+
+/// Written by a serving daemon for the CLI to find it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    pub addr: SocketAddr,
+    pub pid: u32,
+}
+
+impl Home {
+    pub fn new(dir: impl Into<PathBuf>) -> Home {
+        Home { dir: dir.into() }
+    }
+
+    /// `explicit`, else `$AGENCY_HOME`, else `$HOME/.agency`.
+    pub fn resolve(explicit: Option<PathBuf>) -> Result<Home, DaemonError> {
+        if let Some(d) = explicit {
+            return Ok(Home::new(d));
+        }
+        if let Some(d) = std::env::var_os("AGENCY_HOME").filter(|d| !d.is_empty()) {
+            return Ok(Home::new(d));
+        }
+        let home = std::env::var_os("HOME")
+            .filter(|d| !d.is_empty())
+            .ok_or(DaemonError::NoHomeDir)?;
+        Ok(Home::new(PathBuf::from(home).join(".agency")))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("agency.toml")
+    }
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.join("agency.db")
+    }
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.dir.join("blobs")
+    }
+    pub fn admin_token_path(&self) -> PathBuf {
+        self.dir.join("admin.token")
+    }
+    pub fn daemon_info_path(&self) -> PathBuf {
+        self.dir.join("daemon.json")
+    }
+    pub(crate) fn lock_path(&self) -> PathBuf {
+        self.dir.join("daemon.lock")
+    }
+
+    /// Whether `init` has run here.
+    pub fn exists(&self) -> bool {
+        self.config_path().is_file() && self.admin_token_path().is_file()
+    }
+
+    /// Create the home: directory (0700), commented configuration, admin
+    /// token (0600), store with the root handler. Existing files are kept,
+    /// so running it twice is harmless.
+    pub fn init(&self) -> Result<InitReport, DaemonError> {
+        let created = !self.exists();
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| DaemonError::io("create Agency home", &self.dir, e))?;
+        fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| DaemonError::io("restrict permissions of", &self.dir, e))?;
+        write_new(&self.config_path(), TEMPLATE.as_bytes(), 0o644)?;
+        let token = format!(
+            "agency_admin_{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        write_new(
+            &self.admin_token_path(),
+            format!("{token}\n").as_bytes(),
+            0o600,
+        )?;
+        let svc = self.open_service()?;
+        let root_handler = svc.bootstrap()?;
+        Ok(InitReport {
+            home: self.dir.clone(),
+            created,
+            root_handler,
+        })
+    }
+
+    /// Read the configuration; a missing home is a clear error.
+    pub fn config(&self) -> Result<Config, DaemonError> {
+        if !self.exists() {
+            return Err(DaemonError::NoHome(self.dir.clone()));
+        }
+        Config::load(&self.config_path())
+    }
+
+    /// The admin token (refused if the file is readable by others).
+    pub fn admin_token(&self) -> Result<String, DaemonError> {
+        let path = self.admin_token_path();
+        if !path.is_file() {
+            return Err(DaemonError::NoHome(self.dir.clone()));
+        }
+        let meta = fs::metadata(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(DaemonError::Config {
+                path,
+                message: "the admin token is readable by other users; run `chmod 600` on it"
+                    .to_owned(),
+            });
+        }
+        let text = fs::read_to_string(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        Ok(text.trim().to_owned())
+    }
+
+    /// The running daemon's address, if `daemon.json` exists (it may be
+    /// stale after a crash: callers confirm by connecting).
+    pub fn daemon_info(&self) -> Result<Option<DaemonInfo>, DaemonError> {
+        let path = self.daemon_info_path();
+        match fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| DaemonError::Config {
+                    path,
+                    message: e.to_string(),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(DaemonError::io("read", &path, e)),
+        }
+    }
+
+    /// Open the store and blobs of this home as a service.
+    pub fn open_service(&self) -> Result<Service, DaemonError> {
+        let cfg = Config::load(&self.config_path())?;
+        let store = SqliteStore::open(&self.db_path())?;
+        let blobs = FsBlobStore::open(self.blobs_dir())?;
+        Ok(Service::new(
+            Arc::new(store),
+            Arc::new(blobs),
+            Arc::new(SystemClock),
+            ServiceConfig {
+                limits: cfg.limits(),
+            },
+        ))
+    }
+
+    pub(crate) fn write_daemon_info(&self, info: &DaemonInfo) -> Result<(), DaemonError> {
+        let path = self.daemon_info_path();
+        let tmp = self.dir.join("daemon.json.tmp");
+        let text = serde_json::to_string(info).map_err(|e| DaemonError::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        fs::write(&tmp, text).map_err(|e| DaemonError::io("write", &tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| DaemonError::io("write", &path, e))
+    }
+
+    pub(crate) fn remove_daemon_info(&self) {
+        let _ = fs::remove_file(self.daemon_info_path());
+    }
+}
+
+/// Create a file with `content` unless it exists.
+fn write_new(path: &Path, content: &[u8], mode: u32) -> Result<(), DaemonError> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+    {
+        Ok(mut f) => {
+            f.write_all(content)
+                .map_err(|e| DaemonError::io("write", path, e))?;
+            f.sync_all().map_err(|e| DaemonError::io("fsync", path, e))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(DaemonError::io("create", path, e)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_is_idempotent_and_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path().join("h"));
+        assert!(matches!(home.config(), Err(DaemonError::NoHome(_))));
+        let first = home.init().unwrap();
+        assert!(first.created);
+        let token = home.admin_token().unwrap();
+        assert!(token.starts_with("agency_admin_"));
+        let mode = fs::metadata(home.admin_token_path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let second = home.init().unwrap();
+        assert!(!second.created);
+        assert_eq!(second.root_handler, first.root_handler);
+        assert_eq!(home.admin_token().unwrap(), token);
+        fs::set_permissions(home.admin_token_path(), fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(home.admin_token().is_err());
+    }
+}

@@ -1,0 +1,148 @@
+//! Request guards: loopback-only `Host`/`Origin` (against DNS rebinding and
+//! cross-site requests from a browser), the admin token for `/v1`, and
+//! per-agent bearer tokens for `/mcp`. Only identity is established here;
+//! permissions are the service layer's.
+
+use std::sync::Arc;
+
+use agency_mcp::AgentIdentity;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::server::AppState;
+
+/// Refuse requests whose `Host` or `Origin` is not this loopback listener.
+pub(crate) async fn loopback_only(
+    State(st): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let port = st.addr.port();
+    let host_ok = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| is_loopback_authority(h, port));
+    let origin_ok = match req.headers().get(header::ORIGIN) {
+        None => true,
+        Some(o) => o
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|a| is_loopback_authority(a, port)),
+    };
+    if !host_ok || !origin_ok {
+        return error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "failed to accept request: Host and Origin must name this loopback listener",
+        );
+    }
+    next.run(req).await
+}
+
+fn is_loopback_authority(authority: &str, port: u16) -> bool {
+    let (host, p) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (h, Some(p)),
+        _ => (authority, None),
+    };
+    let host_ok = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+    let port_ok = p.is_none_or(|p| p.parse::<u16>().ok() == Some(port));
+    host_ok && port_ok
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// `/v1`: the admin token, compared by hash so the comparison time says
+/// nothing about the token.
+pub(crate) async fn admin_only(
+    State(st): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let ok = bearer(req.headers()).is_some_and(|t| blake3::hash(t.as_bytes()) == st.admin_hash);
+    if !ok {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "failed to authenticate: send the admin token from the Agency home as `Authorization: Bearer …`",
+        );
+    }
+    next.run(req).await
+}
+
+/// `/mcp`: an agent token; the identity goes into the request extensions
+/// where the MCP tools read it. No `WWW-Authenticate` header: MCP clients
+/// would start OAuth discovery instead of using their static header.
+pub(crate) async fn agent_only(
+    State(st): State<Arc<AppState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = bearer(req.headers()).map(str::to_owned) else {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "failed to authenticate: send the agent's token as `Authorization: Bearer …`",
+        );
+    };
+    let svc = st.svc.clone();
+    let found = tokio::task::spawn_blocking(move || svc.token_authenticate(&token)).await;
+    match found {
+        Ok(Ok(id)) => {
+            req.extensions_mut().insert(AgentIdentity {
+                handler: id.handler,
+                agent: id.agent,
+                workspace: id.workspace,
+            });
+            next.run(req).await
+        }
+        Ok(Err(e)) => error(StatusCode::UNAUTHORIZED, "unauthorized", &e.to_string()),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "failed to authenticate: the check was cancelled",
+        ),
+    }
+}
+
+pub(crate) fn error(status: StatusCode, kind: &str, message: &str) -> Response {
+    let body = serde_json::json!({ "error": { "kind": kind, "message": message } });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_authority;
+
+    #[test]
+    fn loopback_authorities() {
+        for (a, ok) in [
+            ("127.0.0.1:8080", true),
+            ("localhost:8080", true),
+            ("[::1]:8080", true),
+            ("127.0.0.1", true),
+            ("127.0.0.1:9999", false),
+            ("evil.example:8080", false),
+            ("127.0.0.1.evil.example:8080", false),
+            ("", false),
+        ] {
+            assert_eq!(is_loopback_authority(a, 8080), ok, "{a}");
+        }
+    }
+}

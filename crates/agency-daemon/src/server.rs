@@ -1,0 +1,197 @@
+//! Starting and stopping the daemon: the lock that makes it one per home,
+//! the listener on 127.0.0.1, the routes (`/v1` REST, `/mcp`) behind their
+//! guards, the address file for the CLI, and graceful shutdown.
+
+use std::fs::File;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_service::Service;
+use axum::middleware::from_fn_with_state;
+use axum::serve::ListenerExt;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::DaemonError;
+use crate::home::{DaemonInfo, Home};
+use crate::{http_auth, rest};
+
+pub(crate) struct AppState {
+    pub svc: Arc<Service>,
+    pub admin_hash: blake3::Hash,
+    pub addr: SocketAddr,
+    pub home: PathBuf,
+}
+
+/// A running daemon (in this process).
+#[derive(Debug)]
+pub struct Daemon {
+    addr: SocketAddr,
+    home: Home,
+    svc: Arc<Service>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+    mail: JoinHandle<()>,
+    // Cancelled at stop so open MCP event streams end and shutdown finishes.
+    mcp_shutdown: agency_mcp::CancellationToken,
+    // Held for the daemon's lifetime: a second daemon on the same home fails
+    // to take it.
+    _lock: File,
+}
+
+impl Daemon {
+    /// Open the home's store and start serving on 127.0.0.1 (the port from
+    /// the configuration; 0 picks one). The address goes to `daemon.json`.
+    pub async fn start(home: &Home) -> Result<Daemon, DaemonError> {
+        let cfg = home.config()?;
+        let admin = home.admin_token()?;
+        let lock_path = home.lock_path();
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| DaemonError::io("open", &lock_path, e))?;
+        if lock.try_lock().is_err() {
+            let info = home.daemon_info().ok().flatten();
+            return Err(DaemonError::AlreadyRunning {
+                home: home.dir().to_owned(),
+                addr: info
+                    .as_ref()
+                    .map_or("an unknown address".to_owned(), |i| i.addr.to_string()),
+                pid: info.map_or(0, |i| i.pid),
+            });
+        }
+        let svc = Arc::new(home.open_service()?);
+        {
+            let svc = svc.clone();
+            tokio::task::spawn_blocking(move || svc.bootstrap())
+                .await
+                .map_err(|e| DaemonError::Listen {
+                    addr: "bootstrap".into(),
+                    source: std::io::Error::other(e),
+                })??;
+        }
+        let want = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.server.port));
+        let listener =
+            tokio::net::TcpListener::bind(want)
+                .await
+                .map_err(|e| DaemonError::Listen {
+                    addr: want.to_string(),
+                    source: e,
+                })?;
+        let addr = listener.local_addr().map_err(|e| DaemonError::Listen {
+            addr: want.to_string(),
+            source: e,
+        })?;
+        let state = Arc::new(AppState {
+            svc: svc.clone(),
+            admin_hash: blake3::hash(admin.as_bytes()),
+            addr,
+            home: home.dir().to_owned(),
+        });
+        let v1 = rest::routes()
+            .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
+            .with_state(state.clone());
+        let mcp_shutdown = agency_mcp::CancellationToken::new();
+        let mcp = agency_mcp::router_with(
+            svc.clone(),
+            agency_mcp::RouterOptions { shutdown: mcp_shutdown.clone(), ..Default::default() },
+        )
+            .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
+        let app = v1
+            .merge(mcp)
+            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only));
+        // Without TCP_NODELAY every two-event SSE reply waits ~40 ms for
+        // Nagle and delayed ACK (measured; see DESIGN.md §4).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await
+        });
+        home.write_daemon_info(&DaemonInfo {
+            addr,
+            pid: std::process::id(),
+        })?;
+        let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
+        Ok(Daemon {
+            mcp_shutdown,
+            addr,
+            home: home.clone(),
+            svc,
+            shutdown: Some(tx),
+            server: Some(server),
+            mail,
+            _lock: lock,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn service(&self) -> &Arc<Service> {
+        &self.svc
+    }
+
+    /// Stop accepting, finish in-flight requests, remove `daemon.json`.
+    pub async fn stop(mut self) -> Result<(), DaemonError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.mcp_shutdown.cancel();
+        self.mail.abort();
+        if let Some(server) = self.server.take() {
+            // In-flight requests get a grace period; long-lived SSE streams
+            // would otherwise hold shutdown open.
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        self.home.remove_daemon_info();
+        Ok(())
+    }
+}
+
+/// Run the daemon until `shutdown` completes.
+pub async fn serve(
+    home: &Home,
+    shutdown: impl Future<Output = ()>,
+) -> Result<SocketAddr, DaemonError> {
+    let daemon = Daemon::start(home).await?;
+    let addr = daemon.addr();
+    shutdown.await;
+    daemon.stop().await?;
+    Ok(addr)
+}
+
+/// Deliver deferred mail when it falls due: sleep until the next due time
+/// (re-checking at least every 30 s, so mail scheduled meanwhile is not
+/// late by more than that), and deliver what fell due while the daemon was
+/// down as soon as it starts. The scheduler issue replaces the re-check with
+/// a wake-up on scheduling.
+async fn deliver_deferred_mail(svc: Arc<Service>) {
+    loop {
+        let s = svc.clone();
+        let next = tokio::task::spawn_blocking(move || {
+            s.deliver_due(s.now())?;
+            Ok::<_, agency_service::ServiceError>((s.next_due()?, s.now()))
+        })
+        .await;
+        let wait = match next {
+            Ok(Ok((Some(due), now))) => {
+                Duration::from_millis(u64::try_from(due.0 - now.0).unwrap_or(0))
+                    .min(Duration::from_secs(30))
+            }
+            _ => Duration::from_secs(30),
+        };
+        tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+    }
+}

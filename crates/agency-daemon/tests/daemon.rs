@@ -1,0 +1,180 @@
+//! The daemon in-process on port 0: guards (admin token, loopback Host and
+//! Origin), one daemon per home, the address file, and REST calls mapped to
+//! service calls with typed error statuses.
+
+#![allow(clippy::unwrap_used)]
+
+use agency_daemon::{Daemon, DaemonError, Home};
+use serde_json::{Value, json};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: Home,
+    daemon: Daemon,
+    admin: String,
+    http: reqwest::Client,
+}
+
+impl Fixture {
+    async fn start() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path().join("home"));
+        home.init().unwrap();
+        let daemon = Daemon::start(&home).await.unwrap();
+        let admin = home.admin_token().unwrap();
+        Fixture {
+            _dir: dir,
+            home,
+            daemon,
+            admin,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.daemon.addr())
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(&self.admin)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(self.url(path))
+            .bearer_auth(&self.admin)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guards_and_rest_round_trip() {
+    let f = Fixture::start().await;
+    assert!(f.daemon.addr().ip().is_loopback());
+    let info = f.home.daemon_info().unwrap().unwrap();
+    assert_eq!(info.addr, f.daemon.addr());
+
+    // No token, a wrong token, an agent's token: 401 on /v1.
+    let r = f.http.get(f.url("/v1/status")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = f
+        .http
+        .get(f.url("/v1/status"))
+        .bearer_auth("agency_admin_wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // A foreign Host or Origin: 403, even with the right token.
+    let r = f
+        .http
+        .get(f.url("/v1/status"))
+        .bearer_auth(&f.admin)
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = f
+        .http
+        .get(f.url("/v1/status"))
+        .bearer_auth(&f.admin)
+        .header("Origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    let (s, status) = f.get("/v1/status").await;
+    assert_eq!(s, 200, "{status}");
+    let root = status["root_handler"].as_str().unwrap().to_owned();
+    assert_eq!(status["counts"]["handlers_active"], 1);
+
+    let (s, sent) = f
+        .post("/v1/mail", json!({"to": "root", "text": "hello"}))
+        .await;
+    assert_eq!(s, 200, "{sent}");
+    assert_eq!(sent["to"], root.as_str());
+    let (_, handlers) = f.get("/v1/handlers").await;
+    assert_eq!(handlers[0]["inbox_depth"], 1);
+
+    // Typed errors: bad input 400, unknown 404, refused 400/403.
+    let (s, e) = f.post("/v1/mail", json!({"to": "nope", "text": "x"})).await;
+    assert_eq!(s, 400, "{e}");
+    assert_eq!(e["error"]["kind"], "invalid_input");
+    let (s, e) = f
+        .get(&format!("/v1/handlers/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!((s, e["error"]["kind"].as_str()), (404, Some("not_found")));
+    let (s, e) = f
+        .post(&format!("/v1/handlers/{root}/stop"), json!({}))
+        .await;
+    assert_eq!(s, 400, "{e}");
+    let (s, e) = f
+        .post("/v1/mail", json!({"to": "root", "text": "x", "extra": 1}))
+        .await;
+    assert!(s == 400 || s == 422, "{s} {e}");
+
+    // Prefixes resolve for the CLI.
+    let (s, r) = f.get(&format!("/v1/resolve/handler/{}", &root[..8])).await;
+    assert_eq!((s, r["id"].as_str()), (200, Some(root.as_str())));
+
+    // Tokens: mint, use on /mcp (identity accepted), revoke, refused.
+    let (s, minted) = f.post("/v1/tokens", json!({"handler": root})).await;
+    assert_eq!(s, 200, "{minted}");
+    let token = minted["token"].as_str().unwrap().to_owned();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let mcp = |tok: Option<&str>| {
+        let mut rq = f
+            .http
+            .post(f.url("/mcp"))
+            .header("Accept", "application/json, text/event-stream")
+            .json(&init);
+        if let Some(t) = tok {
+            rq = rq.bearer_auth(t);
+        }
+        rq.send()
+    };
+    assert_eq!(mcp(Some(&token)).await.unwrap().status(), 200);
+    let none = mcp(None).await.unwrap();
+    assert_eq!(none.status(), 401);
+    assert!(
+        none.headers().get("www-authenticate").is_none(),
+        "no OAuth discovery hints"
+    );
+    let r = f
+        .http
+        .delete(f.url(&format!("/v1/tokens/{}", minted["agent"].as_str().unwrap())))
+        .bearer_auth(&f.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(mcp(Some(&token)).await.unwrap().status(), 401);
+    // The admin token is not an agent token.
+    assert_eq!(mcp(Some(&f.admin)).await.unwrap().status(), 401);
+
+    // One daemon per home.
+    match Daemon::start(&f.home).await {
+        Err(DaemonError::AlreadyRunning { .. }) => {}
+        other => panic!("expected AlreadyRunning, got {other:?}"),
+    }
+    let home = f.home.clone();
+    f.daemon.stop().await.unwrap();
+    assert!(home.daemon_info().unwrap().is_none());
+    // After a clean stop the home can be served again.
+    Daemon::start(&home).await.unwrap().stop().await.unwrap();
+}

@@ -1,0 +1,143 @@
+//! Agency's MCP tools: a thin adapter from the Model Context Protocol to the
+//! service layer, served as streamable HTTP inside an [`axum::Router`].
+//!
+//! Every tool parses and validates its arguments, calls one
+//! [`agency_service::Service`] operation as
+//! [`Principal::agent`](agency_core::Principal::agent) of the calling agent,
+//! and formats the result as JSON. The service decides every permission;
+//! nothing here checks or bypasses one.
+//!
+//! Identity never comes from tool arguments: the daemon's bearer-token
+//! middleware puts an [`AgentIdentity`] into the HTTP request's extensions,
+//! rmcp hands the request's [`http::request::Parts`] to the tool through the
+//! request context, and the tool reads the identity from there (see
+//! `server.rs`).
+
+mod args;
+mod reply;
+mod server;
+mod tools;
+pub mod workspace;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_core::{AgentId, HandlerId};
+use agency_service::Service;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+pub use tokio_util::sync::CancellationToken;
+
+/// The path the MCP endpoint is served at (POST, GET and DELETE).
+pub const MCP_PATH: &str = "/mcp";
+
+/// Who is calling, established by the daemon's bearer-token middleware and put in the
+/// HTTP request's extensions before the request reaches the MCP service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentIdentity {
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    /// The agent's workspace directory; tools that take a `path` resolve it
+    /// inside this directory and refuse when there is none.
+    pub workspace: Option<PathBuf>,
+}
+
+/// The tool names, in a stable order (tests and the daemon use it).
+pub const TOOL_NAMES: &[&str] = &[
+    "kb_list",
+    "kb_browse",
+    "kb_read",
+    "kb_read_version",
+    "kb_history",
+    "kb_create",
+    "kb_write",
+    "outcome_view",
+    "outcome_ancestors",
+    "outcome_subtree",
+    "outcome_create",
+    "outcome_update",
+    "outcome_complete",
+    "outcome_close",
+    "outcome_request_completion",
+    "mail_send",
+    "mail_send_deferred",
+    "mail_inbox",
+    "mail_ack",
+    "permissions_list",
+    "permissions_grant",
+    "delegate",
+    "force_stop",
+    "state_read",
+    "state_write",
+    "audit_read",
+    "audit_submit",
+];
+
+/// Tunables of the MCP endpoint beyond the defaults [`router`] uses; build
+/// with `RouterOptions { shutdown: token, ..Default::default() }`.
+#[derive(Debug, Clone)]
+pub struct RouterOptions {
+    /// Cancelled when the daemon shuts down: ends every MCP session and its
+    /// open SSE streams, which axum's graceful shutdown would otherwise wait
+    /// for forever (a client's standalone GET stream never ends by itself).
+    pub shutdown: CancellationToken,
+    /// `Host` header values accepted (DNS-rebinding protection). Entries
+    /// without a port match any port. Default: loopback names only.
+    pub allowed_hosts: Vec<String>,
+    /// An MCP session idle this long is closed; the client then gets 404
+    /// and starts a new session. Agents can sit in one LLM call for a long
+    /// time, so the default is generous (one hour).
+    pub session_idle: Duration,
+}
+
+impl Default for RouterOptions {
+    fn default() -> Self {
+        RouterOptions {
+            shutdown: CancellationToken::new(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            session_idle: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// The axum Router serving MCP streamable HTTP at path "/mcp" (POST, GET, DELETE).
+/// It reads AgentIdentity from the request extensions (rmcp exposes the http::request::Parts
+/// through the RequestContext extensions); a request without one is answered with an MCP error.
+pub fn router(svc: Arc<Service>) -> axum::Router {
+    router_with(svc, RouterOptions::default())
+}
+
+/// [`router`] with explicit options (shutdown token, allowed hosts, session
+/// idle timeout).
+pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
+    // Built once and shared by every session: rmcp's `#[tool_handler]`
+    // default would rebuild the router (and re-derive every schema) on each
+    // call.
+    let tools = Arc::new(tools::router());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(opts.session_idle);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(opts.allowed_hosts)
+        .with_cancellation_token(opts.shutdown)
+        .with_max_request_body_bytes(max_request_bytes(svc.limits().max_file_bytes));
+    let service = StreamableHttpService::new(
+        move || Ok(server::AgencyMcp::new(svc.clone(), tools.clone())),
+        Arc::new(sessions),
+        config,
+    );
+    axum::Router::new().route_service(MCP_PATH, service)
+}
+
+/// The largest HTTP request body accepted: room for the largest inline
+/// content the service accepts, JSON-escaped, so that an oversized file is
+/// refused by the service with a message the agent can read rather than by
+/// the transport with a bare 413.
+fn max_request_bytes(max_file_bytes: usize) -> usize {
+    const FLOOR: usize = 4 * 1024 * 1024;
+    max_file_bytes
+        .saturating_mul(2)
+        .saturating_add(1024 * 1024)
+        .max(FLOOR)
+}

@@ -1,0 +1,196 @@
+//! The tool table: how one tool is declared (name, description, argument
+//! type, blocking body) and how a call runs, plus the router of all tools.
+//!
+//! Every call takes the same path: read the caller's identity from the
+//! request, parse the arguments (a bad argument is a tool error the agent
+//! can correct, not a protocol error), run the body on a blocking thread
+//! (service operations block on SQLite and on file I/O), and turn its
+//! outcome into an MCP result. Bodies are plain functions of
+//! `(&Call, Args)`, so each tool file reads as a list of service calls.
+
+mod audit;
+mod kb;
+mod mail;
+mod outcomes;
+mod permissions;
+
+use std::sync::Arc;
+
+use agency_core::Principal;
+use agency_service::Service;
+use rmcp::ErrorData;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolResponse, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+
+use crate::AgentIdentity;
+use crate::args;
+use crate::reply::{ToolError, ToolResult, into_call_result};
+use crate::server::AgencyMcp;
+
+/// One tool call in progress: the service and who is calling.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub svc: Arc<Service>,
+    pub identity: AgentIdentity,
+}
+
+impl Call {
+    /// The principal every service call is made as.
+    pub fn who(&self) -> Principal {
+        Principal::agent(self.identity.handler, self.identity.agent)
+    }
+}
+
+/// A tool's body: runs on a blocking thread.
+pub(crate) type Body<A> = fn(&Call, A) -> ToolResult;
+
+/// What a tool does to Agency's state, for the MCP annotations clients use
+/// to decide about confirmation and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Reads only; calling again changes nothing.
+    Read,
+    /// Adds or changes state without destroying any.
+    Write,
+    /// Finishes, revokes or stops things that cannot be undone.
+    Destructive,
+}
+
+/// Declare a tool.
+pub(crate) fn tool<A>(
+    name: &'static str,
+    description: &'static str,
+    effect: Effect,
+    body: Body<A>,
+) -> ToolRoute<AgencyMcp>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let annotations = ToolAnnotations::new()
+        .read_only(effect == Effect::Read)
+        .destructive(effect == Effect::Destructive)
+        .idempotent(effect == Effect::Read)
+        .open_world(false);
+    let attr = Tool::new(name, description, input_schema::<A>()).with_annotations(annotations);
+    ToolRoute::new_dyn(attr, move |ctx| Box::pin(run(ctx, body)))
+}
+
+async fn run<A>(
+    ctx: ToolCallContext<'_, AgencyMcp>,
+    body: Body<A>,
+) -> Result<CallToolResponse, ErrorData>
+where
+    A: DeserializeOwned + Send + 'static,
+{
+    // No identity is a broken deployment, not a mistake the agent can fix:
+    // answer with a protocol error.
+    let identity = ctx.service.identity(&ctx.request_context)?;
+    let svc = ctx.service.service();
+    let name = ctx.name;
+    let args: A = match args::parse(&name, ctx.arguments) {
+        Ok(a) => a,
+        Err(e) => return Ok(into_call_result(Err(e)).into()),
+    };
+    let call = Call { svc, identity };
+    let outcome = match tokio::task::spawn_blocking(move || body(&call, args)).await {
+        Ok(outcome) => outcome,
+        Err(e) => Err(ToolError::internal(format!(
+            "failed to run tool {name}: {e}"
+        ))),
+    };
+    Ok(into_call_result(outcome).into())
+}
+
+/// The JSON Schema of a tool's arguments, with every subschema inlined (no
+/// `$ref`/`$defs`) so that simple model servers and strict clients accept
+/// it, and without the wrapper type's title and doc (noise to the model).
+fn input_schema<A: JsonSchema>() -> Arc<JsonObject> {
+    let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let schema = settings.into_generator().into_root_schema_for::<A>();
+    let serde_json::Value::Object(mut obj) = schema.to_value() else {
+        // Argument types are structs: a non-object schema is a bug here.
+        panic!("the argument schema of a tool is not a JSON object");
+    };
+    for key in ["$schema", "title", "description"] {
+        obj.remove(key);
+    }
+    Arc::new(obj)
+}
+
+/// Every tool, built once.
+pub(crate) fn router() -> ToolRouter<AgencyMcp> {
+    let mut router = ToolRouter::new();
+    for route in kb::routes()
+        .into_iter()
+        .chain(outcomes::routes())
+        .chain(mail::routes())
+        .chain(permissions::routes())
+        .chain(audit::routes())
+    {
+        router.add_route(route);
+    }
+    router
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::TOOL_NAMES;
+
+    #[test]
+    fn router_has_exactly_the_contract_tools() {
+        let r = router();
+        let mut listed: Vec<String> = r.list_all().iter().map(|t| t.name.to_string()).collect();
+        listed.sort();
+        let mut want: Vec<String> = TOOL_NAMES.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(listed, want);
+    }
+
+    #[test]
+    fn schemas_are_flat_objects_that_refuse_unknown_fields() {
+        for t in router().list_all() {
+            let s = &t.input_schema;
+            assert_eq!(
+                s.get("type"),
+                Some(&serde_json::json!("object")),
+                "{}",
+                t.name
+            );
+            assert_eq!(
+                s.get("additionalProperties"),
+                Some(&serde_json::json!(false)),
+                "{}",
+                t.name
+            );
+            let text = serde_json::to_string(s.as_ref()).unwrap();
+            assert!(!text.contains("$ref"), "{}: {text}", t.name);
+            assert!(
+                t.description.as_deref().is_some_and(|d| d.len() > 80),
+                "{}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_argument_is_documented() {
+        for t in router().list_all() {
+            let Some(props) = t.input_schema.get("properties").and_then(|p| p.as_object()) else {
+                continue;
+            };
+            for (name, p) in props {
+                assert!(
+                    p.get("description").is_some(),
+                    "{}.{name} has no description",
+                    t.name
+                );
+            }
+        }
+    }
+}

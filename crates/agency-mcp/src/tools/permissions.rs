@@ -1,0 +1,140 @@
+//! Permission and handler-tree tools: list and grant capabilities, delegate
+//! an outcome to a new underling, force-stop an underling.
+
+use agency_core::{HandlerId, OutcomeId};
+use agency_service::GrantRequest;
+use rmcp::handler::server::router::tool::ToolRoute;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::args::{self, LevelArg, ResourceKindArg};
+use crate::reply::{ToolError, ToolResult, json};
+use crate::server::AgencyMcp;
+use crate::tools::{Call, Effect, tool};
+
+pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+    vec![
+        tool(
+            "permissions_list",
+            PERMISSIONS_LIST,
+            Effect::Read,
+            permissions_list,
+        ),
+        tool(
+            "permissions_grant",
+            PERMISSIONS_GRANT,
+            Effect::Write,
+            permissions_grant,
+        ),
+        tool("delegate", DELEGATE, Effect::Write, delegate),
+        tool("force_stop", FORCE_STOP, Effect::Destructive, force_stop),
+    ]
+}
+
+const PERMISSIONS_LIST: &str = "List your handler's live capabilities: the resource (KB file, MCP server, repo, mail target), level (none/read/write), whether you may delegate it, the outcome it is scoped to (it ends when that outcome finishes) and where it came from. \
+Takes no arguments.";
+
+const PERMISSIONS_GRANT: &str = "Grant a capability to one of your direct underlings. You must hold a delegatable capability on the resource at least at the level you grant (you may grant a lower level). \
+The grant is derived from yours and scoped to the outcome delegated to the underling: it is revoked when that outcome finishes or your own capability is revoked. Mail permissions cannot be granted. \
+Returns the new capability's id. Errors: permission_denied (not your direct underling, not held, not delegatable, level too high), not_found, invalid_input (bad resource id).";
+
+const DELEGATE: &str = "Delegate an outcome you are responsible for (open or blocked, not your own root) to a new underling handler, which gets an agent to work on it. \
+The new handler's UUID is the outcome's UUID; it and its descendants you were responsible for move to it. You and it may then mail each other. \
+Optionally grant it capabilities in the same step (each as for permissions_grant). A handler stopped earlier for this outcome is reactivated with its state. \
+Errors: permission_denied (not responsible, capability not grantable), invalid_input (own root, finished or Process Inbox outcome), not_found.";
+
+const FORCE_STOP: &str = "Force-stop your direct underling handler: its agent and every agent below it are stopped, those handlers are deactivated (their state is kept), you become responsible for every outcome they were responsible for, and their capabilities are revoked. \
+Use it when an underling is stuck or working against its outcome; prefer mail first. Cannot be undone except by delegating the outcome again. \
+Errors: permission_denied (not your direct underling), not_found.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GrantArgs {
+    /// UUID of your direct underling handler to grant to.
+    handler: String,
+    /// What kind of resource: "kb" (a KB file), "mcp_server" or "repo".
+    resource_kind: ResourceKindArg,
+    /// The resource: a KB file UUID, or the MCP server's or repo's configured name.
+    resource_id: String,
+    /// "none" (may see the KB file's description only), "read" or "write".
+    level: LevelArg,
+    /// Whether the underling may grant it on to its own underlings (default false).
+    delegatable: Option<bool>,
+}
+
+/// One capability to grant in a delegation.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CapabilityArg {
+    /// What kind of resource: "kb" (a KB file), "mcp_server" or "repo".
+    resource_kind: ResourceKindArg,
+    /// The resource: a KB file UUID, or the MCP server's or repo's configured name.
+    resource_id: String,
+    /// "none" (may see the KB file's description only), "read" or "write".
+    level: LevelArg,
+    /// Whether the underling may grant it on (default false).
+    delegatable: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DelegateArgs {
+    /// UUID of the outcome to delegate.
+    outcome: String,
+    /// Capabilities to grant the new handler, each derived from one you hold.
+    capabilities: Option<Vec<CapabilityArg>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HandlerArgs {
+    /// UUID of the handler.
+    handler: String,
+}
+
+fn permissions_list(call: &Call, _: NoArgs) -> ToolResult {
+    let caps = call.svc.permissions_list(call.who(), None)?;
+    Ok(json!({ "capabilities": caps }))
+}
+
+fn permissions_grant(call: &Call, a: GrantArgs) -> ToolResult {
+    let grantee: HandlerId = args::id("handler", &a.handler)?;
+    let req = GrantRequest {
+        resource: a.resource_kind.resource(&a.resource_id)?,
+        level: a.level.into(),
+        delegatable: a.delegatable.unwrap_or(false),
+    };
+    let cap = call.svc.grant(call.who(), grantee, &req)?;
+    Ok(json!({ "capability": cap, "handler": grantee }))
+}
+
+fn delegate(call: &Call, a: DelegateArgs) -> ToolResult {
+    let outcome: OutcomeId = args::id("outcome", &a.outcome)?;
+    let grants =
+        a.capabilities
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let resource = c.resource_kind.resource(&c.resource_id).map_err(|e| {
+                    ToolError::invalid(format!("{} (in capabilities[{i}])", e.message))
+                })?;
+                Ok(GrantRequest {
+                    resource,
+                    level: c.level.into(),
+                    delegatable: c.delegatable.unwrap_or(false),
+                })
+            })
+            .collect::<Result<Vec<_>, ToolError>>()?;
+    json(&call.svc.delegate(call.who(), outcome, &grants)?)
+}
+
+fn force_stop(call: &Call, a: HandlerArgs) -> ToolResult {
+    let target: HandlerId = args::id("handler", &a.handler)?;
+    json(&call.svc.force_stop(call.who(), target)?)
+}
