@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine of this project's kind.
 #
-# It installs what the tests need first (today: nothing beyond the Rust
-# toolchain and its crates; later issues add the Python MCP client and the
-# Claude Code CLI here), then runs every test of the workspace.
+# Installs what the tests need first (the official Python MCP client into a
+# virtualenv under target/), then runs lints, every Rust test of the
+# workspace, and the Python tests that drive the real daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "failed to find cargo: install the Rust toolchain (rustup) first" >&2
   exit 1
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "failed to find python3: install Python 3.10 or newer first" >&2
+  exit 1
+fi
+
+venv=target/test-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
 # Lints are part of the suite: warnings fail it.
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -18,3 +28,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # Property tests read PROPTEST_CASES when set; the defaults in the tests are
 # sized for a 2-core machine.
 cargo test --workspace --all-targets --locked
+
+# The real daemon, driven by the official Python MCP client.
+cargo build --locked -p agency-cli --bin agency
+AGENCY_BIN="$PWD/target/debug/agency" "$venv/bin/python" -m pytest tests/python -q

@@ -99,9 +99,12 @@ impl Daemon {
         let mcp_shutdown = agency_mcp::CancellationToken::new();
         let mcp = agency_mcp::router_with(
             svc.clone(),
-            agency_mcp::RouterOptions { shutdown: mcp_shutdown.clone(), ..Default::default() },
+            agency_mcp::RouterOptions {
+                shutdown: mcp_shutdown.clone(),
+                ..Default::default()
+            },
         )
-            .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
+        .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
         let app = v1
             .merge(mcp)
             .layer(from_fn_with_state(state.clone(), http_auth::loopback_only));

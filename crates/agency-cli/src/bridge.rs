@@ -1,0 +1,400 @@
+//! `agency mcp-stdio`: a bridge for MCP clients that only speak stdio.
+//! Newline-delimited JSON-RPC from stdin is POSTed to the daemon's
+//! streamable-HTTP endpoint (`/mcp`) with the agent's bearer token, and
+//! every JSON-RPC message that comes back — plain JSON or an SSE stream —
+//! is written to stdout, one per line.
+//!
+//! Requests are *sent* in stdin order (the server must see `initialize`,
+//! then `notifications/initialized`, then the rest), but an SSE answer is
+//! read on its own thread so a slow tool call does not hold up the next
+//! request. `initialize` is the exception: its answer carries the session
+//! id and protocol version every later request needs, so it is awaited.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::thread::JoinHandle;
+
+use agency_daemon::Home;
+use anyhow::{Context, Result, bail};
+use reqwest::Url;
+use reqwest::blocking::{Client as Http, RequestBuilder, Response};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::client::{self, daemon_base, http_client, no_daemon};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Incremental decoder of a `text/event-stream`: feed it lines, get back
+/// each event's data (the `data:` lines joined by `\n`). Other fields
+/// (`event`, `id`, `retry`) and comments are ignored: every MCP event's
+/// data is one JSON-RPC message. Pure, so it is tested without a server.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    data: Vec<String>,
+}
+
+impl SseDecoder {
+    /// One line without its line ending (a trailing `\r` is stripped too).
+    /// Returns the event's data when this (blank) line ends an event.
+    pub fn line(&mut self, line: &str) -> Option<String> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        if field == "data" {
+            self.data.push(value.to_owned());
+        }
+        None
+    }
+
+    /// At the end of the stream. The SSE spec discards an event without
+    /// its closing blank line; we deliver it, because a server that closes
+    /// right after its last write would otherwise lose the response the
+    /// client is waiting for.
+    pub fn finish(&mut self) -> Option<String> {
+        self.dispatch()
+    }
+
+    fn dispatch(&mut self) -> Option<String> {
+        let data = self.data.join("\n");
+        self.data.clear();
+        // Events without data (e.g. a priming event carrying only an id)
+        // are not messages.
+        (!data.is_empty()).then_some(data)
+    }
+}
+
+/// Write one JSON-RPC message to stdout as one line. Stdout's lock keeps
+/// lines from concurrent answers whole.
+fn write_message(msg: &Value) -> Result<()> {
+    write_line(&msg.to_string())
+}
+
+fn write_line(line: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .context("failed to write to stdout")
+}
+
+/// A JSON-RPC error for a request whose answer never came, so the client
+/// is not left waiting for it.
+fn error_response(id: &Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+/// Parse each payload and write it; a payload that is not JSON is reported
+/// on stderr and skipped (the client could not parse it either).
+fn forward_payloads(
+    payloads: impl IntoIterator<Item = String>,
+    mut seen: impl FnMut(&Value),
+) -> Result<()> {
+    for p in payloads {
+        match serde_json::from_str::<Value>(&p) {
+            Ok(Value::Array(batch)) => {
+                for m in batch {
+                    seen(&m);
+                    write_message(&m)?;
+                }
+            }
+            Ok(m) => {
+                seen(&m);
+                // Pass the daemon's bytes on when they are already one line.
+                if p.contains('\n') {
+                    write_message(&m)?
+                } else {
+                    write_line(p.trim())?
+                }
+            }
+            Err(e) => eprintln!(
+                "agency mcp-stdio: skipped a message from the daemon that is not JSON ({e}): {p}"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Read an SSE body to its end, writing each message as it arrives.
+fn pump_sse(body: impl Read, mut seen: impl FnMut(&Value)) -> Result<()> {
+    let mut reader = BufReader::new(body);
+    let mut decoder = SseDecoder::default();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .context("failed to read the daemon's event stream")?;
+        if n == 0 {
+            return forward_payloads(decoder.finish(), &mut seen);
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.strip_suffix('\n').unwrap_or(&line);
+        if let Some(data) = decoder.line(line) {
+            forward_payloads([data], &mut seen)?;
+        }
+    }
+}
+
+/// Write every message of an answer to stdout, and return the
+/// `protocolVersion` of an initialize result in it. A request whose answer
+/// never came (the stream broke, or held only other messages) gets a
+/// JSON-RPC error instead, so the client does not wait forever.
+fn relay(resp: Response, sse: bool, id: Option<&Value>) -> Result<Option<String>> {
+    let mut version = None;
+    let mut answered = false;
+    let mut seen = |m: &Value| {
+        if id.is_some_and(|id| m.get("id") == Some(id) && m.get("method").is_none()) {
+            answered = true;
+        }
+        if let Some(v) = m.pointer("/result/protocolVersion").and_then(Value::as_str) {
+            version = Some(v.to_owned());
+        }
+    };
+    let read = if sse {
+        pump_sse(resp, &mut seen)
+    } else {
+        resp.text()
+            .context("failed to read the daemon's answer")
+            .and_then(|t| match t.trim() {
+                "" => Ok(()),
+                _ => forward_payloads([t], &mut seen),
+            })
+    };
+    if let Some(id) = id
+        && !answered
+    {
+        let why = match &read {
+            Err(e) => format!("{e:#}"),
+            Ok(()) => "its answer held no response to this request".to_owned(),
+        };
+        let msg = format!("failed to get an answer from the Agency daemon: {why}");
+        write_message(&error_response(id, -32603, &msg))?;
+    }
+    read.map(|()| version)
+}
+
+/// One stdio session against the daemon.
+struct Bridge {
+    http: Http,
+    url: Url,
+    token: String,
+    token_file: String,
+    home: Home,
+    session: Option<HeaderValue>,
+    protocol: Option<HeaderValue>,
+}
+
+impl Bridge {
+    fn request(&self, req: RequestBuilder) -> RequestBuilder {
+        let mut req = req.bearer_auth(&self.token);
+        if let Some(s) = &self.session {
+            req = req.header(SESSION_HEADER, s.clone());
+        }
+        if let Some(v) = &self.protocol {
+            req = req.header(VERSION_HEADER, v.clone());
+        }
+        req
+    }
+
+    /// Forward one line from stdin. Returns the thread reading a streamed
+    /// answer, if any.
+    fn forward(&mut self, line: &str) -> Result<Option<JoinHandle<()>>> {
+        let msg: Value = match serde_json::from_str(line) {
+            Ok(m) => m,
+            Err(e) => {
+                write_message(&error_response(
+                    &Value::Null,
+                    -32700,
+                    &format!("Parse error: {e}"),
+                ))?;
+                return Ok(None);
+            }
+        };
+        // A request has a method and an id; notifications and the client's
+        // own responses get 202 and no body.
+        let id = msg.get("method").and(msg.get("id")).cloned();
+        let initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        let req = self
+            .request(self.http.post(self.url.clone()))
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(line.to_owned());
+        let resp = match req.send() {
+            Ok(r) => r,
+            Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
+            Err(e) => {
+                return Err(e).with_context(|| format!("failed to send a message to {}", self.url));
+            }
+        };
+        let status = resp.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            let why = client::api_error(status.as_u16(), &resp.text().unwrap_or_default());
+            bail!(
+                "failed to authenticate to the Agency daemon with the token in {}: {why}; mint a new one with `agency token mint --handler <id>`",
+                self.token_file
+            );
+        }
+        if !status.is_success() {
+            let body = resp.text().unwrap_or_default();
+            return self.refused(status, &body, id.as_ref()).map(|()| None);
+        }
+        if initialize {
+            self.session = resp.headers().get(SESSION_HEADER).cloned();
+        }
+        let sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        // A streamed answer is read on its own thread, except
+        // `initialize`'s: every later request needs what it carries.
+        if sse && !initialize {
+            return Ok(Some(std::thread::spawn(move || {
+                if let Err(e) = relay(resp, true, id.as_ref()) {
+                    eprintln!("agency mcp-stdio: {e:#}");
+                }
+            })));
+        }
+        let version = relay(resp, sse, id.as_ref())?;
+        if initialize {
+            self.protocol = version.and_then(|v| HeaderValue::from_str(&v).ok());
+        }
+        Ok(None)
+    }
+
+    /// The daemon refused a message (not for authentication): pass its
+    /// JSON-RPC error on, or make one, so a request is always answered.
+    fn refused(&self, status: reqwest::StatusCode, body: &str, id: Option<&Value>) -> Result<()> {
+        if let Ok(m) = serde_json::from_str::<Value>(body)
+            && m.get("jsonrpc").is_some()
+        {
+            return write_message(&m);
+        }
+        let mut why = format!("failed to forward to the Agency daemon: HTTP {status}");
+        if status == reqwest::StatusCode::NOT_FOUND && self.session.is_some() {
+            why.push_str(" (the MCP session is gone; did the daemon restart?)");
+        }
+        let detail = client::api_error(status.as_u16(), body).to_string();
+        match id {
+            Some(id) => write_message(&error_response(id, -32603, &format!("{why}: {detail}"))),
+            None => {
+                eprintln!("agency mcp-stdio: {why}: {detail}");
+                Ok(())
+            }
+        }
+    }
+
+    /// End the session (best effort: the daemon may already be gone).
+    fn close(&self) {
+        if self.session.is_some() {
+            let _ = self.request(self.http.delete(self.url.clone())).send();
+        }
+    }
+}
+
+pub fn run(home: &Home, token_file: &Path) -> Result<ExitCode> {
+    let token = std::fs::read_to_string(token_file)
+        .with_context(|| format!("failed to read the token file {}", token_file.display()))?
+        .trim()
+        .to_owned();
+    if token.is_empty() {
+        bail!(
+            "failed to read a token from {}: the file is empty",
+            token_file.display()
+        );
+    }
+    let url = daemon_base(home)?
+        .join("mcp")
+        .context("failed to make the MCP endpoint's URL")?;
+    let mut bridge = Bridge {
+        http: http_client()?,
+        url,
+        token,
+        token_file: token_file.display().to_string(),
+        home: home.clone(),
+        session: None,
+        protocol: None,
+    };
+    let mut readers: Vec<JoinHandle<()>> = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.context("failed to read stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        readers.retain(|r| !r.is_finished());
+        readers.extend(bridge.forward(&line)?);
+    }
+    // Answers still streaming are delivered before the session ends.
+    for r in readers {
+        let _ = r.join();
+    }
+    bridge.close();
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every event's data in a complete SSE text.
+    fn parse_sse(text: &str) -> Vec<String> {
+        let mut d = SseDecoder::default();
+        let mut out: Vec<String> = text.split('\n').filter_map(|l| d.line(l)).collect();
+        out.extend(d.finish());
+        out
+    }
+
+    #[test]
+    fn sse_events_are_split_on_blank_lines_and_data_lines_joined() {
+        let text =
+            "event: message\ndata: {\"a\":1}\n\n: a comment\nid: 7\ndata: {\"b\":\ndata: 2}\n\n";
+        assert_eq!(parse_sse(text), ["{\"a\":1}", "{\"b\":\n2}"]);
+    }
+
+    #[test]
+    fn sse_accepts_crlf_and_no_space_after_the_colon() {
+        assert_eq!(
+            parse_sse("data:{\"x\":true}\r\n\r\ndata: y\r\n\r\n"),
+            ["{\"x\":true}", "y"]
+        );
+    }
+
+    #[test]
+    fn sse_skips_events_without_data_and_keeps_a_final_unterminated_one() {
+        // A priming event (id and retry only), an empty data field, then a
+        // message whose stream closed before the blank line.
+        let text = "id: 0\nretry: 1000\n\ndata:\n\ndata: {\"last\":1}";
+        assert_eq!(parse_sse(text), ["{\"last\":1}"]);
+        assert!(parse_sse("").is_empty());
+    }
+
+    #[test]
+    fn sse_decoder_works_line_by_line() {
+        let mut d = SseDecoder::default();
+        assert_eq!(d.line("data: 1"), None);
+        assert_eq!(d.line("data"), None);
+        assert_eq!(d.line(""), Some("1\n".to_owned()));
+        assert_eq!(d.line(""), None);
+        assert_eq!(d.finish(), None);
+    }
+
+    #[test]
+    fn error_responses_answer_the_request_id() {
+        let e = error_response(&json!(3), -32603, "boom");
+        assert_eq!(
+            e,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "boom"}})
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! The command line, as clap definitions. Only the shape of the arguments
+//! lives here; what each command does is in `commands/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Ids of handlers, outcomes, KB files and agents may be abbreviated to any
+unique prefix (e.g. the first 8 hex digits).
+
+Every command except `init` and `serve` talks to the running daemon of the
+home; start one with `agency serve`.
+
+Exit status: 0 on success, 1 on failure (including `status` when no daemon
+is running and `fsck` when it finds problems), 2 on usage errors.";
+
+/// Agency: an organisation of LLM agents with durable handlers, outcomes,
+/// mail and a shared Knowledge Base.
+#[derive(Debug, Parser)]
+#[command(name = "agency", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The Agency home directory [default: $AGENCY_HOME, else ~/.agency].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Print the API's JSON instead of tables and text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the home (configuration, admin token, store, root handler).
+    /// An existing home is left unchanged.
+    Init,
+
+    /// Run the daemon in the foreground until SIGINT or SIGTERM.
+    Serve,
+
+    /// Whether a daemon is running, where, and what it holds.
+    ///
+    /// Exits 0 when the daemon answers; prints "not running" and exits 1
+    /// when no daemon is running for the home.
+    Status,
+
+    /// Send a message to the root handler.
+    Send(SendArgs),
+
+    /// Send a message to any handler.
+    Tell(TellArgs),
+
+    /// Show your inbox (delivered, unacknowledged messages).
+    Inbox(InboxArgs),
+
+    /// The handler tree, indented by boss.
+    Handlers,
+
+    /// The outcome DAG as an indented tree (an outcome with several
+    /// parents appears under each; repeats are marked and not expanded).
+    Outcomes(OutcomesArgs),
+
+    /// One outcome.
+    #[command(subcommand)]
+    Outcome(OutcomeCommand),
+
+    /// Live and recent agents.
+    Agents(AgentsArgs),
+
+    /// The Knowledge Base.
+    #[command(subcommand)]
+    Kb(KbCommand),
+
+    /// Re-hash every stored blob; exits 1 if any version's content is
+    /// missing or corrupt.
+    Fsck,
+
+    /// A handler's audit log, oldest first.
+    Audit(HandlerArg),
+
+    /// Force-stop a handler and its subtree; its boss reclaims their
+    /// outcomes. Prints the report.
+    Stop(HandlerArg),
+
+    /// Bearer tokens for external MCP clients.
+    #[command(subcommand)]
+    Token(TokenCommand),
+
+    /// Bridge stdio to the daemon's MCP endpoint, for MCP clients that only
+    /// speak stdio: newline-delimited JSON-RPC on stdin and stdout.
+    ///
+    /// Exits 0 at the end of stdin (after ending the MCP session), 1 when
+    /// the daemon refuses the token or cannot be reached.
+    McpStdio(McpStdioArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The message text.
+    pub text: String,
+    /// A subject line (default: derived from the text).
+    #[arg(long)]
+    pub subject: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TellArgs {
+    /// Handler id or unique prefix.
+    pub handler: String,
+    /// The message text.
+    pub text: String,
+    /// A subject line (default: derived from the text).
+    #[arg(long)]
+    pub subject: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Acknowledge every message shown.
+    #[arg(long)]
+    pub ack: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OutcomesArgs {
+    /// Start from this outcome instead of the root handler's root.
+    #[arg(long, value_name = "OUTCOME")]
+    pub root: Option<String>,
+    /// At most this many outcomes.
+    #[arg(long, default_value_t = 10_000)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutcomeCommand {
+    /// An outcome's details, parents, children and history.
+    Show {
+        /// Outcome id or unique prefix.
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    /// How many recent agents to list besides the live ones.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KbCommand {
+    /// Every file you can read.
+    Ls,
+    /// Print a file's content.
+    Cat {
+        /// File id or unique prefix.
+        id: String,
+        /// This version instead of the latest.
+        #[arg(long)]
+        version: Option<i64>,
+    },
+    /// A file's version history, newest first.
+    Log {
+        /// File id or unique prefix.
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct HandlerArg {
+    /// Handler id or unique prefix.
+    pub handler: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Mint a token that makes an MCP client a live agent of a handler.
+    /// The token is printed once, alone on stdout.
+    Mint {
+        /// Handler id or unique prefix.
+        #[arg(long)]
+        handler: String,
+        /// The client's working directory, where the `path` arguments of
+        /// MCP tools resolve (made absolute; must exist).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Revoke an agent's token; the agent ends with it.
+    Revoke {
+        /// Agent id or unique prefix.
+        agent: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct McpStdioArgs {
+    /// File holding the agent's bearer token (from `agency token mint`).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,236 @@
+//! The REST client: finds the home's running daemon from `daemon.json`,
+//! sends the admin token, and turns the API's error JSON into a typed
+//! error. Every command except `init` and `serve` goes through here.
+
+use std::fmt;
+use std::time::Duration;
+
+use agency_daemon::Home;
+use anyhow::{Context, Result};
+use reqwest::Url;
+use reqwest::blocking::{Client as Http, RequestBuilder};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Why a request failed. `status` tells "not running" apart from other
+/// failures by it.
+#[derive(Debug)]
+pub enum ClientError {
+    /// No `daemon.json`, or nothing listens at its address (a stale file).
+    NoDaemon { home: String },
+    /// The API refused: the message of `{"error": {"kind", "message"}}`
+    /// (the service's messages already say what failed and what to do).
+    Api { message: String },
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::NoDaemon { home } => write!(
+                f,
+                "no Agency daemon is running for home {home}; start one with `agency serve` (or `agency --home {home} serve`)"
+            ),
+            ClientError::Api { message } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// The kinds of id the API resolves from a prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdKind {
+    Handler,
+    Outcome,
+    File,
+    Agent,
+}
+
+impl IdKind {
+    fn path(self) -> &'static str {
+        match self {
+            IdKind::Handler => "handler",
+            IdKind::Outcome => "outcome",
+            IdKind::File => "file",
+            IdKind::Agent => "agent",
+        }
+    }
+}
+
+/// Find the home's daemon address, or say that none is running. Shared
+/// with the MCP bridge, which authenticates with an agent token instead.
+pub fn daemon_base(home: &Home) -> Result<Url> {
+    if !home.exists() {
+        // Reuse the daemon crate's wording ("run `agency init` first").
+        return Err(agency_daemon::DaemonError::NoHome(home.dir().to_owned()).into());
+    }
+    let info = home.daemon_info()?.ok_or_else(|| no_daemon(home))?;
+    Url::parse(&format!("http://{}/", info.addr))
+        .with_context(|| format!("failed to make a URL from the daemon address {}", info.addr))
+}
+
+pub fn no_daemon(home: &Home) -> anyhow::Error {
+    ClientError::NoDaemon {
+        home: home.dir().display().to_string(),
+    }
+    .into()
+}
+
+/// A blocking HTTP client for loopback use. No overall timeout (fsck of a
+/// large store, or an SSE stream, may take long), and no proxy: a proxy
+/// from the environment must never see the admin or an agent token.
+pub fn http_client() -> Result<Http> {
+    Http::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(None)
+        .build()
+        .context("failed to build the HTTP client")
+}
+
+/// The user's connection to the daemon's REST API.
+#[derive(Debug)]
+pub struct Client {
+    home: Home,
+    base: Url,
+    token: String,
+    http: Http,
+}
+
+impl Client {
+    /// Locate the daemon of `home` (not yet contacting it).
+    pub fn new(home: &Home) -> Result<Client> {
+        let base = daemon_base(home)?;
+        let token = home.admin_token()?;
+        Ok(Client {
+            home: home.clone(),
+            base,
+            token,
+            http: http_client()?,
+        })
+    }
+
+    /// `/v1/<segments…>`, each segment percent-encoded (a prefix typed by
+    /// the user must not be able to change the path).
+    pub fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.clear().push("v1").extend(segments);
+        }
+        url
+    }
+
+    pub fn get(&self, url: Url) -> Result<Value> {
+        self.send(self.http.get(url))
+    }
+
+    pub fn post(&self, url: Url, body: &impl Serialize) -> Result<Value> {
+        self.send(self.http.post(url).json(body))
+    }
+
+    pub fn delete(&self, url: Url) -> Result<Value> {
+        self.send(self.http.delete(url))
+    }
+
+    fn send(&self, req: RequestBuilder) -> Result<Value> {
+        let resp = match req.bearer_auth(&self.token).send() {
+            Ok(r) => r,
+            // A stale daemon.json after a crash: nothing listens there.
+            Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("failed to reach the Agency daemon at {}", self.base)
+                });
+            }
+        };
+        let status = resp.status();
+        let text = resp
+            .text()
+            .with_context(|| format!("failed to read the daemon's answer ({status})"))?;
+        if status.is_success() {
+            return serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "failed to parse the daemon's answer as JSON: {}",
+                    excerpt(&text)
+                )
+            });
+        }
+        Err(api_error(status.as_u16(), &text).into())
+    }
+
+    /// The full UUID for a full UUID or a unique prefix of one (asking the
+    /// daemon, which gives a clear error for unknown or ambiguous ones).
+    pub fn resolve(&self, kind: IdKind, arg: &str) -> Result<String> {
+        if let Ok(id) = uuid::Uuid::parse_str(arg.trim()) {
+            return Ok(id.hyphenated().to_string());
+        }
+        let v = self.get(self.url(&["resolve", kind.path(), arg]))?;
+        v.get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .with_context(|| {
+                format!(
+                    "failed to resolve {} id {arg:?}: the daemon's answer has no id: {v}",
+                    kind.path()
+                )
+            })
+    }
+}
+
+/// Decode an error response; a body that is not the API's error JSON (a
+/// proxy, an older daemon) is reported with its status and an excerpt.
+pub fn api_error(status: u16, body: &str) -> ClientError {
+    let parsed = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| Some(v.get("error")?.get("message")?.as_str()?.to_owned()));
+    let message = parsed.unwrap_or_else(|| {
+        format!(
+            "failed to get an answer from the daemon: HTTP {status}: {}",
+            excerpt(body)
+        )
+    });
+    ClientError::Api { message }
+}
+
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_owned(),
+    }
+}
+
+/// Deserialize an API answer into a view type.
+pub fn decode<T: DeserializeOwned>(v: Value, what: &str) -> Result<T> {
+    serde_json::from_value(v).with_context(|| format!("failed to decode the daemon's {what}"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_are_decoded() {
+        let e = api_error(
+            404,
+            r#"{"error":{"kind":"not_found","message":"failed to find handler x: no such handler"}}"#,
+        );
+        assert_eq!(e.to_string(), "failed to find handler x: no such handler");
+        let e = api_error(502, "Bad gateway");
+        assert_eq!(
+            e.to_string(),
+            "failed to get an answer from the daemon: HTTP 502: Bad gateway"
+        );
+    }
+
+    #[test]
+    fn no_daemon_says_how_to_start_one() {
+        let e = ClientError::NoDaemon { home: "/h".into() };
+        assert_eq!(
+            e.to_string(),
+            "no Agency daemon is running for home /h; start one with `agency serve` (or `agency --home /h serve`)"
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! The commands, grouped by area. Each takes the parsed arguments and the
+//! context, prints to stdout (data) or stderr (notes), and returns the exit
+//! code; errors bubble up to `main`, which prints them and exits 1.
+
+mod daemon;
+mod kb;
+mod mail;
+mod org;
+mod tokens;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use agency_daemon::Home;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cli::{Cli, Command, KbCommand, OutcomeCommand, TokenCommand};
+use crate::client::{Client, decode};
+
+/// What every command gets: the home and the output mode.
+#[derive(Debug)]
+pub struct Ctx {
+    pub home: Home,
+    pub json: bool,
+}
+
+impl Ctx {
+    /// The REST client for the home's daemon (errors if none is running).
+    pub fn client(&self) -> Result<Client> {
+        Client::new(&self.home)
+    }
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let home = Home::resolve(cli.home)?;
+    let ctx = Ctx {
+        home,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Init => daemon::init(&ctx),
+        Command::Serve => daemon::serve(&ctx),
+        Command::Status => daemon::status(&ctx),
+        Command::Send(a) => mail::send(&ctx, None, &a.text, a.subject),
+        Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.text, a.subject),
+        Command::Inbox(a) => mail::inbox(&ctx, a.ack),
+        Command::Handlers => org::handlers(&ctx),
+        Command::Outcomes(a) => org::outcomes(&ctx, a.root.as_deref(), a.limit),
+        Command::Outcome(OutcomeCommand::Show { id }) => org::outcome_show(&ctx, &id),
+        Command::Agents(a) => org::agents(&ctx, a.limit),
+        Command::Audit(a) => org::audit(&ctx, &a.handler),
+        Command::Stop(a) => org::stop(&ctx, &a.handler),
+        Command::Kb(KbCommand::Ls) => kb::ls(&ctx),
+        Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
+        Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),
+        Command::Fsck => kb::fsck(&ctx),
+        Command::Token(TokenCommand::Mint { handler, workspace }) => {
+            tokens::mint(&ctx, &handler, workspace.as_deref())
+        }
+        Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
+        Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
+    }
+}
+
+/// Write to stdout. Errors (a closed pipe) are returned, not panicked on
+/// as `println!` would.
+pub fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("failed to write to stdout")
+}
+
+/// `--json` output: pretty-printed, one document.
+pub fn emit_json(v: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).context("failed to format JSON")?;
+    emit(&format!("{text}\n"))
+}
+
+/// Print the API's JSON under `--json`, else decode it and render it.
+pub fn show<T: DeserializeOwned>(
+    ctx: &Ctx,
+    v: Value,
+    what: &str,
+    render: impl Fn(&T) -> String,
+) -> Result<()> {
+    if ctx.json {
+        emit_json(&v)
+    } else {
+        emit(&render(&decode::<T>(v, what)?))
+    }
+}

@@ -1,0 +1,136 @@
+//! `init`, `serve` and `status`: the home and its daemon. `init` and
+//! `serve` work on the home directly; `status` asks the daemon.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agency_daemon::{Daemon, InitReport};
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::{Ctx, emit, emit_json};
+use crate::client::{ClientError, decode};
+use crate::output::{self, StatusView};
+
+pub fn init(ctx: &Ctx) -> Result<ExitCode> {
+    let report = if ctx.home.exists() {
+        existing(ctx)?
+    } else {
+        ctx.home.init()?
+    };
+    if ctx.json {
+        emit_json(&report)?;
+    } else if report.created {
+        emit(&format!(
+            "Initialized Agency home at {}\nroot handler  {}\n",
+            report.home.display(),
+            report.root_handler
+        ))?;
+    } else {
+        emit(&format!(
+            "Agency home at {} already exists; nothing changed\nroot handler  {}\n",
+            report.home.display(),
+            report.root_handler
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An existing home is left alone. Its root handler comes from the daemon
+/// when one runs (the CLI never opens a store a daemon is serving); else
+/// `Home::init`, which keeps every existing file, reads it.
+fn existing(ctx: &Ctx) -> Result<InitReport> {
+    let status = ctx.client().and_then(|c| c.get(c.url(&["status"])));
+    match status {
+        Ok(v) => {
+            let s: StatusView = decode(v, "status")?;
+            let root_handler = s
+                .root_handler
+                .context("failed to find the root handler: the running daemon reports none")?;
+            Ok(InitReport {
+                home: ctx.home.dir().to_owned(),
+                created: false,
+                root_handler,
+            })
+        }
+        Err(e)
+            if matches!(
+                e.downcast_ref::<ClientError>(),
+                Some(ClientError::NoDaemon { .. })
+            ) =>
+        {
+            Ok(ctx.home.init()?)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Run the daemon until SIGINT or SIGTERM, then shut down cleanly (which
+/// removes `daemon.json`). The only command that needs an async runtime.
+pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    let result = rt.block_on(async {
+        // Install the handlers before announcing the address, so a signal
+        // sent as soon as `daemon.json` appears is not lost.
+        let mut int =
+            signal(SignalKind::interrupt()).context("failed to install the SIGINT handler")?;
+        let mut term =
+            signal(SignalKind::terminate()).context("failed to install the SIGTERM handler")?;
+        let daemon = Daemon::start(&ctx.home).await?;
+        eprintln!(
+            "Agency daemon listening on http://{} (home {})",
+            daemon.addr(),
+            ctx.home.dir().display()
+        );
+        let got = tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        };
+        eprintln!("Agency daemon shutting down ({got})");
+        daemon.stop().await?;
+        anyhow::Ok(())
+    });
+    // Blocking store calls still running get a moment to finish; the
+    // store's transactions are durable either way.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    result?;
+    eprintln!("Agency daemon stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit 0 with the daemon's facts, or print "not running" and exit 1.
+pub fn status(ctx: &Ctx) -> Result<ExitCode> {
+    let answer = ctx.client().and_then(|c| c.get(c.url(&["status"])));
+    let mut v = match answer {
+        Ok(v) => v,
+        Err(e)
+            if matches!(
+                e.downcast_ref::<ClientError>(),
+                Some(ClientError::NoDaemon { .. })
+            ) =>
+        {
+            let home = ctx.home.dir().display().to_string();
+            if ctx.json {
+                emit_json(&json!({ "running": false, "home": home }))?;
+            } else {
+                emit(&output::not_running(&home))?;
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e),
+    };
+    if ctx.json {
+        if let Value::Object(m) = &mut v {
+            m.insert("running".to_owned(), Value::Bool(true));
+        }
+        emit_json(&v)?;
+    } else {
+        let s: StatusView = decode(v, "status")?;
+        emit(&output::status(&s))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

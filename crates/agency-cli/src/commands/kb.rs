@@ -1,0 +1,112 @@
+//! The Knowledge Base: `kb ls`, `kb cat`, `kb log`, and `fsck`.
+
+use std::process::ExitCode;
+
+use agency_service::{FileContent, FileInfo, FsckReport, VersionInfo};
+use anyhow::Result;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Ctx, emit, emit_json, show};
+use crate::client::{IdKind, decode};
+use crate::output;
+
+/// Files per request; the daemon caps pages at its own maximum anyway.
+const PAGE: usize = 1000;
+
+pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    // Page through by id until an empty page: a short page does not prove
+    // the end, since the daemon may cap pages below what we asked.
+    let mut all: Vec<Value> = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut url = c.url(&["kb"]);
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("limit", &PAGE.to_string());
+            if let Some(a) = &after {
+                q.append_pair("after", a);
+            }
+        }
+        let page: Vec<Value> = decode(c.get(url)?, "KB file list")?;
+        let Some(last) = page.last() else { break };
+        let next = last.get("id").and_then(Value::as_str).map(str::to_owned);
+        if next.is_none() || next == after {
+            anyhow::bail!(
+                "failed to list KB files: the daemon's page does not advance past {after:?}"
+            );
+        }
+        after = next;
+        all.extend(page);
+    }
+    if ctx.json {
+        emit_json(&all)?;
+    } else {
+        let files: Vec<FileInfo> = decode(Value::Array(all), "KB file list")?;
+        emit(&output::kb_files(&files))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `GET /v1/kb/{id}` (mirrors the daemon's private `rest::FileText`).
+#[derive(Debug, Deserialize)]
+struct FileText {
+    #[serde(flatten)]
+    meta: FileContent,
+    text: String,
+    binary: bool,
+}
+
+/// Print the content exactly as stored (no newline added), so
+/// `agency kb cat X > f` round-trips text files.
+pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::File, id)?;
+    let mut url = c.url(&["kb", &id]);
+    if let Some(v) = version {
+        url.query_pairs_mut().append_pair("version", &v.to_string());
+    }
+    let v = c.get(url)?;
+    if ctx.json {
+        emit_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let f: FileText = decode(v, "KB file")?;
+    if f.binary {
+        eprintln!(
+            "warning: KB file {} version {} is not UTF-8; invalid bytes are shown as U+FFFD",
+            f.meta.id, f.meta.version
+        );
+    }
+    emit(&f.text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn log(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::File, id)?;
+    let v = c.get(c.url(&["kb", &id, "history"]))?;
+    show(ctx, v, "version history", |l: &Vec<VersionInfo>| {
+        output::kb_log(l)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit 1 when a version's content is missing or corrupt; unreferenced
+/// blobs are harmless and do not fail the check.
+pub fn fsck(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.post(c.url(&["fsck"]), &serde_json::json!({}))?;
+    let report: FsckReport = decode(v.clone(), "fsck report")?;
+    if ctx.json {
+        emit_json(&v)?;
+    } else {
+        emit(&output::fsck(&report))?;
+    }
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,70 @@
+//! The organisation: `handlers`, `outcomes`, `outcome show`, `agents`,
+//! `audit` and `stop`.
+
+use std::process::ExitCode;
+
+use agency_service::{HandlerView, LogEntryRow, OutcomeView, StopReport, Subtree};
+use anyhow::Result;
+
+use super::{Ctx, show};
+use crate::client::IdKind;
+use crate::output::{self, AgentsView};
+
+pub fn handlers(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.get(c.url(&["handlers"]))?;
+    show(ctx, v, "handler list", |l: &Vec<HandlerView>| {
+        output::handlers(l)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn outcomes(ctx: &Ctx, root: Option<&str>, limit: usize) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let mut url = c.url(&["outcomes"]);
+    let root = root.map(|r| c.resolve(IdKind::Outcome, r)).transpose()?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("limit", &limit.to_string());
+        if let Some(r) = &root {
+            q.append_pair("root", r);
+        }
+    }
+    let v = c.get(url)?;
+    show(ctx, v, "outcome tree", |s: &Subtree| output::outcomes(s))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn outcome_show(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Outcome, id)?;
+    let v = c.get(c.url(&["outcomes", &id]))?;
+    show(ctx, v, "outcome", |o: &OutcomeView| output::outcome(o))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn agents(ctx: &Ctx, limit: usize) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let mut url = c.url(&["agents"]);
+    url.query_pairs_mut()
+        .append_pair("limit", &limit.to_string());
+    let v = c.get(url)?;
+    show(ctx, v, "agent list", |a: &AgentsView| output::agents(a))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn audit(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, handler)?;
+    let v = c.get(c.url(&["handlers", &id, "audit"]))?;
+    show(ctx, v, "audit log", |l: &Vec<LogEntryRow>| output::audit(l))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn stop(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, handler)?;
+    let v = c.post(c.url(&["handlers", &id, "stop"]), &serde_json::json!({}))?;
+    show(ctx, v, "stop report", |r: &StopReport| output::stop(r))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,714 @@
+//! Tables, trees and text for the terminal: pure functions from the API's
+//! data to a `String`, so every layout is unit-testable and the CLI's
+//! output is stable enough to snapshot. Rows are sorted here wherever the
+//! API's order is not meaningful to a reader.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
+
+use agency_core::{MailTarget, OutcomeAccess, Timestamp};
+use agency_service::{
+    AgentRow, FileInfo, FsckProblem, FsckReport, HandlerView, LogEntryRow, MessageView,
+    OutcomeBrief, OutcomeView, StopReport, Subtree, VersionInfo,
+};
+use comfy_table::{ContentArrangement, Table, presets};
+use serde::Deserialize;
+
+/// `GET /v1/status` (mirrors the daemon's private `rest::StatusView`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct StatusView {
+    pub version: String,
+    pub home: String,
+    pub addr: String,
+    pub pid: u32,
+    pub root_handler: Option<agency_core::HandlerId>,
+    pub counts: agency_service::StoreCounts,
+}
+
+/// `GET /v1/agents`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentsView {
+    pub live: Vec<AgentRow>,
+    pub recent: Vec<AgentRow>,
+}
+
+/// A borderless table, columns two spaces apart, no trailing blanks (so
+/// snapshots and `diff`s of the output stay clean). Never wraps: a pipe
+/// gets whole lines.
+pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if !header.is_empty() {
+        t.set_header(header.iter().copied());
+    }
+    for r in rows {
+        t.add_row(r);
+    }
+    for c in t.column_iter_mut() {
+        c.set_padding((0, 2));
+    }
+    let mut s: String = t
+        .to_string()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    if s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// One line of a tree drawing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeLine<K> {
+    /// Box-drawing indentation, e.g. `"│   └── "`.
+    pub prefix: String,
+    pub id: K,
+    /// The node was drawn earlier (it has several parents): its subtree is
+    /// not drawn again.
+    pub repeat: bool,
+}
+
+/// Draw a forest depth-first: `roots` first, children in the order given.
+/// A node reached again is drawn again (under each parent) but marked as a
+/// repeat and not expanded, which also makes cycles harmless. Nodes of
+/// `all` not reachable from `roots` are drawn afterwards as extra roots, so
+/// nothing the API returned is silently dropped.
+pub fn tree<K: Ord + Copy>(
+    roots: &[K],
+    children: &BTreeMap<K, Vec<K>>,
+    all: &[K],
+) -> Vec<TreeLine<K>> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    let unreached = all.iter().filter(|k| !roots.contains(k));
+    for start in roots.iter().chain(unreached) {
+        if seen.contains(start) && !roots.contains(start) {
+            continue;
+        }
+        // An explicit stack: a long chain of outcomes must not overflow the
+        // call stack. Entries: node, its own prefix, its children's indent.
+        let mut stack = vec![(*start, String::new(), String::new())];
+        while let Some((id, prefix, indent)) = stack.pop() {
+            let repeat = !seen.insert(id);
+            out.push(TreeLine { prefix, id, repeat });
+            if repeat {
+                continue;
+            }
+            let kids = children.get(&id).map(Vec::as_slice).unwrap_or_default();
+            for (i, k) in kids.iter().enumerate().rev() {
+                let last = i + 1 == kids.len();
+                let own = format!("{indent}{}", if last { "└── " } else { "├── " });
+                let next = format!("{indent}{}", if last { "    " } else { "│   " });
+                stack.push((*k, own, next));
+            }
+        }
+    }
+    out
+}
+
+fn or_dash<T: Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn target(t: &MailTarget) -> String {
+    match t {
+        MailTarget::User => "user".to_owned(),
+        MailTarget::Handler(h) => format!("handler {h}"),
+    }
+}
+
+/// Who did something: a handler (and agent), or the user / Agency itself.
+fn by(handler: Option<impl Display>, agent: Option<impl Display>) -> String {
+    match (handler, agent) {
+        (Some(h), Some(a)) => format!("handler {h} (agent {a})"),
+        (Some(h), None) => format!("handler {h}"),
+        (None, Some(a)) => format!("agent {a}"),
+        (None, None) => "user/Agency".to_owned(),
+    }
+}
+
+fn access(a: OutcomeAccess) -> &'static str {
+    match a {
+        OutcomeAccess::Invisible => "none",
+        OutcomeAccess::Read => "read",
+        OutcomeAccess::Write => "write",
+    }
+}
+
+pub fn status(s: &StatusView) -> String {
+    let rows = vec![
+        vec!["daemon".into(), "running".into()],
+        vec!["address".into(), format!("http://{}", s.addr)],
+        vec!["pid".into(), s.pid.to_string()],
+        vec!["home".into(), s.home.clone()],
+        vec!["version".into(), s.version.clone()],
+        vec!["root handler".into(), or_dash(s.root_handler)],
+        vec![
+            "active handlers".into(),
+            s.counts.handlers_active.to_string(),
+        ],
+        vec!["live agents".into(), s.counts.agents_live.to_string()],
+        vec!["open outcomes".into(), s.counts.outcomes_open.to_string()],
+        vec!["KB files".into(), s.counts.files.to_string()],
+    ];
+    table(&[], rows)
+}
+
+pub fn not_running(home: &str) -> String {
+    format!(
+        "daemon  not running\nhome    {home}\n\nStart one with `agency serve` (or `agency --home {home} serve`).\n"
+    )
+}
+
+/// The handler tree: each handler under its boss, children by id.
+pub fn handlers(list: &[HandlerView]) -> String {
+    if list.is_empty() {
+        return "(no handlers)\n".to_owned();
+    }
+    let by_id: BTreeMap<_, _> = list.iter().map(|h| (h.id, h)).collect();
+    let mut children: BTreeMap<_, Vec<_>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for h in by_id.values() {
+        match h.boss.filter(|b| by_id.contains_key(b)) {
+            Some(b) => children.entry(b).or_default().push(h.id),
+            None => roots.push(h.id),
+        }
+    }
+    let all: Vec<_> = by_id.keys().copied().collect();
+    let rows = tree(&roots, &children, &all)
+        .into_iter()
+        .filter_map(|line| {
+            let h = by_id.get(&line.id)?;
+            Some(vec![
+                format!("{}{}", line.prefix, h.id),
+                h.status.as_str().to_owned(),
+                or_dash(h.live_agent),
+                h.inbox_depth.to_string(),
+                yes_no(h.has_work).to_owned(),
+                h.title.clone(),
+            ])
+        })
+        .collect();
+    table(
+        &["HANDLER", "STATUS", "AGENT", "INBOX", "WORK", "TITLE"],
+        rows,
+    )
+}
+
+/// Children first by priority (highest first), then title, then id.
+fn sort_briefs(v: &mut [&OutcomeBrief]) {
+    v.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then_with(|| a.title.cmp(&b.title))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+}
+
+/// The outcome DAG below `s.root` as a tree.
+pub fn outcomes(s: &Subtree) -> String {
+    let by_id: BTreeMap<_, _> = s.outcomes.iter().map(|o| (o.id, o)).collect();
+    let mut kids: BTreeMap<_, Vec<&OutcomeBrief>> = BTreeMap::new();
+    for (p, c) in &s.edges {
+        if let Some(o) = by_id.get(c) {
+            kids.entry(*p).or_default().push(o);
+        }
+    }
+    let children: BTreeMap<_, Vec<_>> = kids
+        .into_iter()
+        .map(|(p, mut v)| {
+            sort_briefs(&mut v);
+            v.dedup_by_key(|o| o.id);
+            (p, v.iter().map(|o| o.id).collect())
+        })
+        .collect();
+    let mut all: Vec<&OutcomeBrief> = s.outcomes.iter().collect();
+    sort_briefs(&mut all);
+    let all: Vec<_> = all.iter().map(|o| o.id).collect();
+    let roots: Vec<_> = by_id
+        .contains_key(&s.root)
+        .then_some(s.root)
+        .into_iter()
+        .collect();
+    let rows = tree(&roots, &children, &all)
+        .into_iter()
+        .filter_map(|line| {
+            let o = by_id.get(&line.id)?;
+            let mut title = o.title.clone();
+            if line.repeat && children.get(&o.id).is_some_and(|c| !c.is_empty()) {
+                title.push_str("  (repeat: subtree shown above)");
+            } else if line.repeat {
+                title.push_str("  (repeat)");
+            }
+            Some(vec![
+                format!("{}{}", line.prefix, o.id),
+                o.status.to_string(),
+                o.priority.to_string(),
+                o.responsible.to_string(),
+                title,
+            ])
+        })
+        .collect();
+    let mut out = table(
+        &["OUTCOME", "STATUS", "PRIORITY", "RESPONSIBLE", "TITLE"],
+        rows,
+    );
+    if s.truncated {
+        out.push_str("(truncated: more outcomes exist; raise --limit)\n");
+    }
+    out
+}
+
+fn brief_rows(v: &[OutcomeBrief]) -> Vec<Vec<String>> {
+    let mut v: Vec<&OutcomeBrief> = v.iter().collect();
+    sort_briefs(&mut v);
+    v.iter()
+        .map(|o| {
+            vec![
+                o.id.to_string(),
+                o.status.to_string(),
+                o.priority.to_string(),
+                o.title.clone(),
+            ]
+        })
+        .collect()
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                "\n".to_owned()
+            } else {
+                format!("  {l}\n")
+            }
+        })
+        .collect()
+}
+
+pub fn outcome(v: &OutcomeView) -> String {
+    let o = &v.outcome;
+    let status = match &o.status_reason {
+        Some(r) => format!("{} ({r})", o.status),
+        None => o.status.to_string(),
+    };
+    let kind = match (o.perpetual, o.process_inbox) {
+        (true, _) => "perpetual root",
+        (_, true) => "process inbox",
+        _ => "work",
+    };
+    let mut out = table(
+        &[],
+        vec![
+            vec!["outcome".into(), o.id.to_string()],
+            vec!["title".into(), o.title.clone()],
+            vec!["status".into(), status],
+            vec!["priority".into(), o.priority.to_string()],
+            vec!["kind".into(), kind.into()],
+            vec!["responsible".into(), format!("handler {}", o.responsible)],
+            vec![
+                "root of".into(),
+                v.handler
+                    .map_or_else(|| "-".to_owned(), |h| format!("handler {h}")),
+            ],
+            vec!["your access".into(), access(v.access).into()],
+            vec!["created".into(), o.created_at.to_string()],
+            vec!["updated".into(), o.updated_at.to_string()],
+        ],
+    );
+    out.push_str("\nDescription:\n");
+    out.push_str(&if o.description.trim().is_empty() {
+        "  (none)\n".to_owned()
+    } else {
+        indent(&o.description)
+    });
+    for (name, list) in [("Parents", &v.parents), ("Children", &v.children)] {
+        out.push_str(&format!("\n{name}:\n"));
+        if list.is_empty() {
+            out.push_str("  (none)\n");
+        } else {
+            out.push_str(&indent(&table(
+                &["OUTCOME", "STATUS", "PRIORITY", "TITLE"],
+                brief_rows(list),
+            )));
+        }
+    }
+    out.push_str("\nHistory:\n");
+    let mut history: Vec<_> = v.history.iter().collect();
+    history.sort_by_key(|e| e.at);
+    let rows = history
+        .iter()
+        .map(|e| {
+            vec![
+                e.at.to_string(),
+                by(e.handler, e.agent),
+                e.action.clone(),
+                e.detail.clone(),
+            ]
+        })
+        .collect();
+    out.push_str(&indent(&table(&["TIME", "BY", "ACTION", "DETAIL"], rows)));
+    out
+}
+
+/// Live agents and recent ones, each once, newest first.
+pub fn agents(v: &AgentsView) -> String {
+    let mut all: BTreeMap<_, &AgentRow> = BTreeMap::new();
+    for a in v.live.iter().chain(&v.recent) {
+        all.entry(a.id).or_insert(a);
+    }
+    if all.is_empty() {
+        return "(no agents)\n".to_owned();
+    }
+    let mut list: Vec<&AgentRow> = all.into_values().collect();
+    list.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let rows = list
+        .iter()
+        .map(|a| {
+            let state = match (&a.ended_at, &a.end_reason) {
+                (None, _) => "live".to_owned(),
+                (Some(_), Some(r)) => format!("ended ({r})"),
+                (Some(_), None) => "ended".to_owned(),
+            };
+            vec![
+                a.id.to_string(),
+                a.handler.to_string(),
+                state,
+                a.started_at.to_string(),
+                or_dash(a.ended_at),
+            ]
+        })
+        .collect();
+    table(&["AGENT", "HANDLER", "STATE", "STARTED", "ENDED"], rows)
+}
+
+/// KB files grouped by kind, then by description (ids are random, so the
+/// API's id order means nothing to a reader).
+pub fn kb_files(list: &[FileInfo]) -> String {
+    if list.is_empty() {
+        return "(no files)\n".to_owned();
+    }
+    let mut list: Vec<&FileInfo> = list.iter().collect();
+    list.sort_by(|a, b| {
+        a.kind
+            .as_str()
+            .cmp(b.kind.as_str())
+            .then_with(|| a.description.cmp(&b.description))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let rows = list
+        .iter()
+        .map(|f| {
+            vec![
+                f.id.to_string(),
+                f.kind.as_str().to_owned(),
+                f.level.to_string(),
+                f.latest_version.to_string(),
+                f.description.clone(),
+            ]
+        })
+        .collect();
+    table(&["FILE", "KIND", "ACCESS", "VERSION", "DESCRIPTION"], rows)
+}
+
+/// A file's versions, newest first (like `git log`).
+pub fn kb_log(list: &[VersionInfo]) -> String {
+    let mut list: Vec<&VersionInfo> = list.iter().collect();
+    list.sort_by_key(|v| std::cmp::Reverse(v.version));
+    let rows = list
+        .iter()
+        .map(|v| {
+            vec![
+                v.version.to_string(),
+                v.created_at.to_string(),
+                v.size.to_string(),
+                by(v.handler, v.agent),
+                v.hash.to_string(),
+            ]
+        })
+        .collect();
+    table(&["VERSION", "CREATED", "SIZE", "BY", "HASH"], rows)
+}
+
+pub fn fsck(r: &FsckReport) -> String {
+    let mut out = format!(
+        "checked {} versions ({} distinct blobs): {}\n",
+        r.versions_checked,
+        r.blobs_checked,
+        match r.problems.len() {
+            0 => "no problems".to_owned(),
+            1 => "1 problem".to_owned(),
+            n => format!("{n} problems"),
+        }
+    );
+    for p in &r.problems {
+        out.push_str(&match p {
+            FsckProblem::MissingBlob { file, version, blob } => {
+                format!("  missing blob {blob} for KB file {file} version {version}\n")
+            }
+            FsckProblem::CorruptBlob { file, version, blob, actual } => {
+                format!("  corrupt blob {blob} for KB file {file} version {version} (its content hashes to {actual})\n")
+            }
+        });
+    }
+    if !r.unreferenced_blobs.is_empty() {
+        out.push_str(&format!(
+            "{} unreferenced blobs (harmless: left by failed or refused writes):\n",
+            r.unreferenced_blobs.len()
+        ));
+        let mut blobs: Vec<String> = r
+            .unreferenced_blobs
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        blobs.sort();
+        for b in blobs {
+            out.push_str(&format!("  {b}\n"));
+        }
+    }
+    out
+}
+
+pub fn audit(list: &[LogEntryRow]) -> String {
+    if list.is_empty() {
+        return "(no entries)\n".to_owned();
+    }
+    let mut list: Vec<&LogEntryRow> = list.iter().collect();
+    list.sort_by_key(|e| e.at);
+    let rows = list
+        .iter()
+        .map(|e| vec![e.at.to_string(), or_dash(e.agent), e.summary.clone()])
+        .collect();
+    table(&["TIME", "AGENT", "SUMMARY"], rows)
+}
+
+pub fn stop(r: &StopReport) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    let handlers: Vec<String> = r.handlers.iter().map(ToString::to_string).collect();
+    let agents: Vec<String> = r.agents_to_kill.iter().map(ToString::to_string).collect();
+    table(
+        &[],
+        vec![
+            vec!["stopped handlers".into(), list(&handlers)],
+            vec!["agents ended".into(), list(&agents)],
+            vec![
+                "outcomes reclaimed".into(),
+                format!(
+                    "{} (now owned by handler {})",
+                    r.outcomes_reclaimed, r.new_owner
+                ),
+            ],
+            vec!["capabilities revoked".into(), r.revoked.len().to_string()],
+        ],
+    )
+}
+
+/// Messages as mail: headers, then the body indented.
+pub fn inbox(list: &[MessageView]) -> String {
+    if list.is_empty() {
+        return "(no messages)\n".to_owned();
+    }
+    let mut list: Vec<&MessageView> = list.iter().collect();
+    list.sort_by(|a, b| sent_at(a).cmp(&sent_at(b)).then_with(|| a.id.cmp(&b.id)));
+    let mut out = String::new();
+    for (i, m) in list.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&table(
+            &[],
+            vec![
+                vec!["message".into(), m.id.to_string()],
+                vec!["from".into(), target(&m.from)],
+                vec!["date".into(), sent_at(m).to_string()],
+                vec!["subject".into(), m.subject.clone()],
+            ],
+        ));
+        match &m.body {
+            Some(b) => out.push_str(&format!("\n{}", indent(b))),
+            None => out.push_str(&format!("\n  (body unreadable: see KB file {})\n", m.file)),
+        }
+    }
+    out
+}
+
+fn sent_at(m: &MessageView) -> Timestamp {
+    m.delivered_at.unwrap_or(m.deliver_at)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn draw(roots: &[u32], edges: &[(u32, u32)], all: &[u32]) -> String {
+        let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (p, c) in edges {
+            children.entry(*p).or_default().push(*c);
+        }
+        tree(roots, &children, all)
+            .into_iter()
+            .map(|l| {
+                format!(
+                    "{}{}{}\n",
+                    l.prefix,
+                    l.id,
+                    if l.repeat { " (repeat)" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tree_indents_by_depth_with_connectors() {
+        let s = draw(&[1], &[(1, 2), (1, 3), (2, 4), (2, 5), (3, 6)], &[]);
+        assert_eq!(
+            s,
+            "1\n\
+             ├── 2\n\
+             │   ├── 4\n\
+             │   └── 5\n\
+             └── 3\n    \
+                 └── 6\n"
+        );
+    }
+
+    #[test]
+    fn a_node_with_two_parents_appears_under_each_and_is_marked_once_repeated() {
+        // 4 has parents 2 and 3; its child 5 is drawn only the first time.
+        let s = draw(&[1], &[(1, 2), (1, 3), (2, 4), (3, 4), (4, 5)], &[]);
+        assert_eq!(
+            s,
+            "1\n\
+             ├── 2\n\
+             │   └── 4\n\
+             │       └── 5\n\
+             └── 3\n    \
+                 └── 4 (repeat)\n"
+        );
+    }
+
+    #[test]
+    fn cycles_terminate_and_unreached_nodes_are_not_dropped() {
+        let s = draw(&[1], &[(1, 2), (2, 1), (7, 8)], &[1, 2, 7, 8]);
+        assert_eq!(s, "1\n└── 2\n    └── 1 (repeat)\n7\n└── 8\n");
+    }
+
+    #[test]
+    fn tables_have_no_borders_padding_or_trailing_blanks() {
+        let t = table(
+            &["A", "LONGER"],
+            vec![
+                vec!["x".into(), "y".into()],
+                vec!["wide cell".into(), String::new()],
+            ],
+        );
+        assert_eq!(t, "A          LONGER\nx          y\nwide cell\n");
+    }
+
+    fn brief(id: u128, title: &str, priority: i64) -> OutcomeBrief {
+        OutcomeBrief {
+            id: agency_core::OutcomeId(uuid::Uuid::from_u128(id)),
+            title: title.into(),
+            status: agency_core::OutcomeStatus::Open,
+            priority,
+            responsible: agency_core::HandlerId(uuid::Uuid::from_u128(1)),
+            perpetual: false,
+            process_inbox: false,
+        }
+    }
+
+    #[test]
+    fn outcome_tree_sorts_children_and_marks_repeats() {
+        let (root, a, b, shared) = (
+            brief(1, "Root", 0),
+            brief(2, "A", 0),
+            brief(3, "B", 5),
+            brief(4, "Shared", 0),
+        );
+        let s = Subtree {
+            root: root.id,
+            edges: vec![
+                (root.id, a.id),
+                (root.id, b.id),
+                (a.id, shared.id),
+                (b.id, shared.id),
+            ],
+            outcomes: vec![root, a, shared, b],
+            truncated: true,
+        };
+        // B has the higher priority, so it comes first and draws Shared;
+        // under A, Shared is a marked repeat.
+        assert_eq!(outcomes(&s), OUTCOME_TREE);
+    }
+
+    #[test]
+    fn handler_tree_nests_underlings_below_their_boss() {
+        let h = |id: u128, boss: Option<u128>, title: &str| HandlerView {
+            id: agency_core::HandlerId(uuid::Uuid::from_u128(id)),
+            boss: boss.map(|b| agency_core::HandlerId(uuid::Uuid::from_u128(b))),
+            status: agency_service::HandlerStatus::Active,
+            title: title.into(),
+            state_doc: agency_core::FileId(uuid::Uuid::from_u128(100 + id)),
+            audit_log: agency_core::FileId(uuid::Uuid::from_u128(200 + id)),
+            inbox_depth: 0,
+            live_agent: None,
+            has_work: false,
+        };
+        let text = handlers(&[
+            h(3, Some(1), "child b"),
+            h(1, None, "root"),
+            h(2, Some(1), "child a"),
+            h(4, Some(2), "grandchild"),
+        ]);
+        assert_eq!(text, HANDLER_TREE);
+    }
+
+    #[test]
+    fn fsck_lists_problems_and_unreferenced_blobs() {
+        let r = FsckReport {
+            versions_checked: 3,
+            blobs_checked: 2,
+            problems: vec![],
+            unreferenced_blobs: vec![],
+        };
+        assert_eq!(
+            fsck(&r),
+            "checked 3 versions (2 distinct blobs): no problems\n"
+        );
+    }
+
+    const OUTCOME_TREE: &str = "\
+OUTCOME                                       STATUS  PRIORITY  RESPONSIBLE                           TITLE
+00000000-0000-0000-0000-000000000001          open    0         00000000-0000-0000-0000-000000000001  Root
+├── 00000000-0000-0000-0000-000000000003      open    5         00000000-0000-0000-0000-000000000001  B
+│   └── 00000000-0000-0000-0000-000000000004  open    0         00000000-0000-0000-0000-000000000001  Shared
+└── 00000000-0000-0000-0000-000000000002      open    0         00000000-0000-0000-0000-000000000001  A
+    └── 00000000-0000-0000-0000-000000000004  open    0         00000000-0000-0000-0000-000000000001  Shared  (repeat)
+(truncated: more outcomes exist; raise --limit)
+";
+
+    const HANDLER_TREE: &str = "\
+HANDLER                                       STATUS  AGENT  INBOX  WORK  TITLE
+00000000-0000-0000-0000-000000000001          active  -      0      no    root
+├── 00000000-0000-0000-0000-000000000002      active  -      0      no    child a
+│   └── 00000000-0000-0000-0000-000000000004  active  -      0      no    grandchild
+└── 00000000-0000-0000-0000-000000000003      active  -      0      no    child b
+";
+}
