@@ -12,25 +12,8 @@ use agency_service::{
     OutcomeBrief, OutcomeView, StopReport, Subtree, VersionInfo,
 };
 use comfy_table::{ContentArrangement, Table, presets};
-use serde::Deserialize;
 
-/// `GET /v1/status` (mirrors the daemon's private `rest::StatusView`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct StatusView {
-    pub version: String,
-    pub home: String,
-    pub addr: String,
-    pub pid: u32,
-    pub root_handler: Option<agency_core::HandlerId>,
-    pub counts: agency_service::StoreCounts,
-}
-
-/// `GET /v1/agents`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct AgentsView {
-    pub live: Vec<AgentRow>,
-    pub recent: Vec<AgentRow>,
-}
+pub use agency_daemon::api::{AgentsView, StatusView};
 
 /// A borderless table, columns two spaces apart, no trailing blanks (so
 /// snapshots and `diff`s of the output stay clean). Never wraps: a pipe

@@ -6,6 +6,7 @@
 //! service layer; it decides no permission itself. (The scheduler and
 //! agent supervisor arrive with the agent-runtimes issue.)
 
+pub mod api;
 mod config;
 mod error;
 mod home;

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::{Deserialize, Serialize};
 
+use crate::api::{AgentsView, FileText, StatusView};
 use crate::http_auth::error;
 use crate::server::AppState;
 
@@ -91,16 +92,6 @@ fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
             "failed to parse {what} id {s:?}: give a full UUID (the CLI resolves prefixes)"
         ))
     })
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct StatusView {
-    pub version: String,
-    pub home: String,
-    pub addr: String,
-    pub pid: u32,
-    pub root_handler: Option<HandlerId>,
-    pub counts: agency_store::StoreCounts,
 }
 
 async fn status(State(st): State<Arc<AppState>>) -> Response {
@@ -258,10 +249,10 @@ struct LimitQuery {
 
 async fn agents(State(st): State<Arc<AppState>>, Query(q): Query<LimitQuery>) -> Response {
     call(&st, move |svc| {
-        Ok(serde_json::json!({
-            "live": svc.agents_live(USER)?,
-            "recent": svc.agents_recent(USER, Some(q.limit.unwrap_or(20)))?,
-        }))
+        Ok(AgentsView {
+            live: svc.agents_live(USER)?,
+            recent: svc.agents_recent(USER, Some(q.limit.unwrap_or(20)))?,
+        })
     })
     .await
 }
@@ -288,16 +279,6 @@ struct VersionQuery {
     version: Option<i64>,
 }
 
-/// A file's content for display: text when it is UTF-8.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct FileText {
-    #[serde(flatten)]
-    pub meta: agency_service::FileContent,
-    pub text: String,
-    /// True when the content is not valid UTF-8 (`text` is then lossy).
-    pub binary: bool,
-}
-
 async fn kb_cat(
     State(st): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -309,12 +290,7 @@ async fn kb_cat(
             Some(v) => svc.kb_read_version(USER, id, v)?,
             None => svc.kb_read(USER, id)?,
         };
-        let binary = std::str::from_utf8(&c.content).is_err();
-        Ok(FileText {
-            text: c.text(),
-            binary,
-            meta: c,
-        })
+        Ok(FileText::new(c))
     })
     .await)
 }

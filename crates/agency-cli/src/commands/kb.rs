@@ -1,10 +1,10 @@
 //! The Knowledge Base: `kb ls`, `kb cat`, `kb log`, and `fsck`.
 
+use agency_daemon::api::FileText;
 use std::process::ExitCode;
 
-use agency_service::{FileContent, FileInfo, FsckReport, VersionInfo};
+use agency_service::{FileInfo, FsckReport, VersionInfo};
 use anyhow::Result;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Ctx, emit, emit_json, show};
@@ -49,15 +49,6 @@ pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `GET /v1/kb/{id}` (mirrors the daemon's private `rest::FileText`).
-#[derive(Debug, Deserialize)]
-struct FileText {
-    #[serde(flatten)]
-    meta: FileContent,
-    text: String,
-    binary: bool,
-}
-
 /// Print the content exactly as stored (no newline added), so
 /// `agency kb cat X > f` round-trips text files.
 pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
@@ -74,10 +65,10 @@ pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
     }
     let f: FileText = decode(v, "KB file")?;
     if f.binary {
-        eprintln!(
-            "warning: KB file {} version {} is not UTF-8; invalid bytes are shown as U+FFFD",
-            f.meta.id, f.meta.version
-        );
+        // Exact bytes, so `agency kb cat X > f` round-trips binary files too.
+        std::io::Write::write_all(&mut std::io::stdout().lock(), &f.bytes())
+            .map_err(|e| anyhow::anyhow!("failed to write the KB file to stdout: {e}"))?;
+        return Ok(ExitCode::SUCCESS);
     }
     emit(&f.text)?;
     Ok(ExitCode::SUCCESS)
