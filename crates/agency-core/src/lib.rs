@@ -12,6 +12,7 @@ pub mod dag;
 pub mod ids;
 pub mod level;
 pub mod outcome;
+pub mod prompt;
 pub mod principal;
 pub mod render;
 pub mod time;
