@@ -111,11 +111,21 @@ mod tests {
         assert!(p.contains(&format!("Outcome {h} (\"Guide 'written'\")")));
         assert!(p.contains(&format!("responsible for Outcome {b}")));
         assert!(p.contains(&facts.state_doc.to_string()));
-        for tool in ["outcome_request_completion", "mail_inbox", "state_write", "audit_submit", "delegate"] {
+        for tool in [
+            "outcome_request_completion",
+            "mail_inbox",
+            "state_write",
+            "audit_submit",
+            "delegate",
+        ] {
             assert!(p.contains(tool), "{tool}");
         }
         assert!(!p.contains("ended abnormally"));
-        let root = agent_prompt(&PromptFacts { boss: None, previous_ended_abnormally: Some("killed"), ..facts });
+        let root = agent_prompt(&PromptFacts {
+            boss: None,
+            previous_ended_abnormally: Some("killed"),
+            ..facts
+        });
         assert!(root.contains("your boss is the user"));
         assert!(root.contains("ended abnormally (killed)"));
     }

@@ -11,10 +11,13 @@ mod config;
 mod error;
 mod home;
 mod http_auth;
+mod process;
 mod rest;
+pub mod runtime;
 mod server;
+mod supervisor;
 
-pub use config::{Config, LimitsConfig, ServerConfig};
+pub use config::{AgentsConfig, CommandConfig, Config, LimitsConfig, ServerConfig};
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};
 pub use server::{Daemon, serve};

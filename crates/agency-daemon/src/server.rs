@@ -17,6 +17,8 @@ use tokio::task::JoinHandle;
 
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
+use crate::runtime::{CommandRuntime, Runtime};
+use crate::supervisor::Supervisor;
 use crate::{http_auth, rest};
 
 pub(crate) struct AppState {
@@ -35,6 +37,7 @@ pub struct Daemon {
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
     mail: JoinHandle<()>,
+    supervisor: Option<Supervisor>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     // Held for the daemon's lifetime: a second daemon on the same home fails
@@ -121,6 +124,30 @@ impl Daemon {
                 })
                 .await
         });
+        // Agents recorded as live belonged to a previous daemon's processes.
+        {
+            let svc = svc.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                svc.agents_reap("reaped: the daemon restarted")
+            })
+            .await;
+        }
+        let supervisor = match cfg.agents.runtime.as_str() {
+            "command" => {
+                let runtime: Arc<dyn Runtime> = Arc::new(CommandRuntime {
+                    program: cfg.agents.command.program.clone(),
+                    args: cfg.agents.command.args.clone(),
+                });
+                Some(Supervisor::start(
+                    svc.clone(),
+                    runtime,
+                    cfg.agents.clone(),
+                    home.dir().join("run"),
+                    format!("http://{addr}/mcp"),
+                ))
+            }
+            _ => None,
+        };
         home.write_daemon_info(&DaemonInfo {
             addr,
             pid: std::process::id(),
@@ -134,6 +161,7 @@ impl Daemon {
             shutdown: Some(tx),
             server: Some(server),
             mail,
+            supervisor,
             _lock: lock,
         })
     }
@@ -148,6 +176,11 @@ impl Daemon {
 
     /// Stop accepting, finish in-flight requests, remove `daemon.json`.
     pub async fn stop(mut self) -> Result<(), DaemonError> {
+        // Agents first: their processes are stopped while the server still
+        // answers, so an agent saving its state can finish its call.
+        if let Some(sup) = self.supervisor.take() {
+            sup.shutdown().await;
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

@@ -359,6 +359,8 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
                 });
             }
             if row.status == HandlerStatus::Active {
+                // New mail is new information: a stalled handler may run again.
+                op.tx.clear_stalled(h)?;
                 ensure_process_inbox(op, h)?;
             }
         }

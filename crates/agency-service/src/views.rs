@@ -7,8 +7,8 @@ use agency_core::{
     OutcomeId, OutcomeStatus, Resource, Timestamp,
 };
 pub use agency_store::{
-    AgentRow, BlobId, CapOrigin, CapabilityRow, FsckProblem, FsckReport, HandlerStatus, KbAction,
-    KbAuditRow, LogEntryRow, OutcomeEventRow, OutcomeRow, StoreCounts,
+    AgentRow, AgentRunRow, BlobId, CapOrigin, CapabilityRow, FsckProblem, FsckReport,
+    HandlerStatus, KbAction, KbAuditRow, LogEntryRow, OutcomeEventRow, OutcomeRow, StoreCounts,
 };
 use serde::{Deserialize, Serialize};
 

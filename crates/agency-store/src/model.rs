@@ -314,3 +314,19 @@ pub enum IdKind {
     Agent,
     Message,
 }
+
+/// What the supervisor records about one agent's run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRunRow {
+    pub agent: AgentId,
+    /// `builtin`, `claude-code`, …
+    pub runtime: String,
+    /// Hash of the exact system prompt the agent got.
+    pub prompt_hash: String,
+    pub exit_status: Option<i64>,
+    pub tool_calls: Option<i64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    /// The transcript, kept in the blob store.
+    pub transcript: Option<BlobId>,
+}

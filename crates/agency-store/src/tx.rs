@@ -160,6 +160,20 @@ pub trait Tx {
     /// A handler's audit log entries, oldest first.
     fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>>;
 
+    // ---- Agent runs and stalls --------------------------------------------
+
+    /// Insert or replace the run record of an agent.
+    fn put_agent_run(&mut self, r: &AgentRunRow) -> R<()>;
+    fn agent_run(&mut self, agent: AgentId) -> R<Option<AgentRunRow>>;
+    /// Whether the agent created or wrote a KB file or changed an outcome.
+    fn agent_made_progress(&mut self, agent: AgentId) -> R<bool>;
+    /// Whether the agent submitted an audit summary.
+    fn agent_logged(&mut self, agent: AgentId) -> R<bool>;
+    fn set_stalled(&mut self, handler: HandlerId, at: Timestamp, reason: &str) -> R<()>;
+    /// Returns whether the handler was stalled.
+    fn clear_stalled(&mut self, handler: HandlerId) -> R<bool>;
+    fn stalled(&mut self, handler: HandlerId) -> R<Option<(Timestamp, String)>>;
+
     // ---- Tokens ----------------------------------------------------------
 
     /// Fails with `StoreError::Unique` if the hash exists.

@@ -9,7 +9,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes, tokens};
+use super::{caps, handlers, kb, mail, outcomes, runs, tokens};
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -227,6 +227,30 @@ impl Tx for SqliteTx<'_> {
     }
     fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>> {
         handlers::log_entries(self.conn, handler)
+    }
+
+    // ---- Agent runs and stalls --------------------------------------------
+
+    fn put_agent_run(&mut self, r: &AgentRunRow) -> R<()> {
+        runs::put_agent_run(self.conn, r)
+    }
+    fn agent_run(&mut self, agent: AgentId) -> R<Option<AgentRunRow>> {
+        runs::agent_run(self.conn, agent)
+    }
+    fn agent_made_progress(&mut self, agent: AgentId) -> R<bool> {
+        runs::agent_made_progress(self.conn, agent)
+    }
+    fn agent_logged(&mut self, agent: AgentId) -> R<bool> {
+        runs::agent_logged(self.conn, agent)
+    }
+    fn set_stalled(&mut self, handler: HandlerId, at: Timestamp, reason: &str) -> R<()> {
+        runs::set_stalled(self.conn, handler, at, reason)
+    }
+    fn clear_stalled(&mut self, handler: HandlerId) -> R<bool> {
+        runs::clear_stalled(self.conn, handler)
+    }
+    fn stalled(&mut self, handler: HandlerId) -> R<Option<(Timestamp, String)>> {
+        runs::stalled(self.conn, handler)
     }
 
     // ---- Tokens ----------------------------------------------------------

@@ -1,0 +1,95 @@
+//! Agent runtimes: how one agent process is started. A runtime turns a
+//! [`SpawnSpec`] into a command and, after exit, reads back what the agent
+//! reported (usage, transcript). The supervisor does the rest (process
+//! group, workspace, token, waiting, killing).
+
+use std::path::{Path, PathBuf};
+
+use agency_core::{AgentId, HandlerId};
+use agency_service::RunReport;
+use tokio::process::Command;
+
+use crate::error::DaemonError;
+
+/// Everything a runtime needs to start one agent.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    /// The agent's bearer token for `/mcp` (never logged).
+    pub token: String,
+    pub mcp_url: String,
+    /// The agent's fresh working directory, deleted after exit.
+    pub workspace: PathBuf,
+    /// A private directory beside the workspace for the runtime's own files
+    /// (config, transcript, result); also deleted after exit.
+    pub run_dir: PathBuf,
+    pub system_prompt: String,
+    pub initial_message: String,
+}
+
+pub trait Runtime: Send + Sync + std::fmt::Debug {
+    /// The name recorded with each agent (`builtin`, `claude-code`, `command`).
+    fn name(&self) -> &str;
+    /// The command that runs the agent, with the working directory and
+    /// environment set. The supervisor adds the process group.
+    fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError>;
+    /// After exit: what the agent reported (usage, transcript), if anything.
+    fn collect(&self, spec: &SpawnSpec) -> RunReport;
+}
+
+/// A configured command: the agent's token, MCP URL and prompt reach it in
+/// the environment (`AGENCY_TOKEN`, `AGENCY_MCP_URL`, `AGENCY_PROMPT_FILE`,
+/// `AGENCY_HANDLER`, `AGENCY_AGENT`). Used for custom agents and in tests.
+#[derive(Debug, Clone)]
+pub struct CommandRuntime {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl Runtime for CommandRuntime {
+    fn name(&self) -> &str {
+        "command"
+    }
+
+    fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
+        let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .current_dir(&spec.workspace)
+            .env("AGENCY_TOKEN", &spec.token)
+            .env("AGENCY_MCP_URL", &spec.mcp_url)
+            .env("AGENCY_PROMPT_FILE", prompt)
+            .env("AGENCY_HANDLER", spec.handler.to_string())
+            .env("AGENCY_AGENT", spec.agent.to_string());
+        Ok(cmd)
+    }
+
+    fn collect(&self, spec: &SpawnSpec) -> RunReport {
+        RunReport {
+            transcript: std::fs::read(spec.run_dir.join("transcript.jsonl")).ok(),
+            ..RunReport::default()
+        }
+    }
+}
+
+/// Write a file only its owner can read (tokens and prompts go there).
+pub(crate) fn write_private(
+    dir: &Path,
+    name: &str,
+    content: &[u8],
+) -> Result<PathBuf, DaemonError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| DaemonError::io("create", &path, e))?;
+    f.write_all(content)
+        .map_err(|e| DaemonError::io("write", &path, e))?;
+    Ok(path)
+}

@@ -1,0 +1,440 @@
+//! The scheduler and supervisor of agents, built as a dispatcher that owns
+//! all state and reacts to messages: service events (mail delivered, status
+//! changed, handler created or stopped), agent exits, and backoff timers.
+//! Nothing scans every handler on a timer; only a start (or a lagged event
+//! stream) walks the indexed work query once.
+//!
+//! Per agent: a fresh token and workspace, the seed's prompt, a process
+//! group of its own. On exit: usage and transcript are recorded, the
+//! workspace is deleted, and the handler is respawned — at once after
+//! progress, with exponential backoff otherwise, and marked stalled after
+//! `stall_after_exits` exits in a row without progress.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_core::prompt::{PromptFacts, agent_prompt};
+use agency_core::{AgentId, HandlerId, MailTarget, Principal};
+use agency_service::{Event, RunReport, Service, ServiceError};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::config::AgentsConfig;
+use crate::process::stop_group;
+use crate::runtime::{Runtime, SpawnSpec};
+
+enum Msg {
+    Consider(HandlerId),
+    Rescan,
+    Exited {
+        handler: HandlerId,
+        agent: AgentId,
+        status: Option<i32>,
+        signalled: bool,
+    },
+    Kill(Vec<AgentId>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+struct Running {
+    agent: AgentId,
+    pgid: u32,
+    spec: SpawnSpec,
+}
+
+/// Handle to the running dispatcher.
+#[derive(Debug)]
+pub(crate) struct Supervisor {
+    tx: mpsc::UnboundedSender<Msg>,
+    dispatcher: JoinHandle<()>,
+    listener: JoinHandle<()>,
+}
+
+impl Supervisor {
+    pub fn start(
+        svc: Arc<Service>,
+        runtime: Arc<dyn Runtime>,
+        cfg: AgentsConfig,
+        runs: PathBuf,
+        mcp_url: String,
+    ) -> Supervisor {
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Subscribe before the first scan, so nothing that happens in
+        // between is missed.
+        let events = svc.subscribe();
+        let listener = tokio::spawn(listen(events, tx.clone()));
+        let state = State {
+            svc,
+            runtime,
+            cfg,
+            runs,
+            mcp_url,
+            tx: tx.clone(),
+            running: HashMap::new(),
+            by_agent: HashMap::new(),
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            failures: HashMap::new(),
+            not_before: HashMap::new(),
+            timers: HashSet::new(),
+            shutting_down: false,
+        };
+        let dispatcher = tokio::spawn(state.run(rx));
+        let _ = tx.send(Msg::Rescan);
+        Supervisor {
+            tx,
+            dispatcher,
+            listener,
+        }
+    }
+
+    /// Stop every agent (process groups get SIGTERM, then SIGKILL after the
+    /// grace period) and the dispatcher.
+    pub async fn shutdown(self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Msg::Shutdown(done)).is_ok() {
+            let _ = wait.await;
+        }
+        self.listener.abort();
+        let _ = self.dispatcher.await;
+    }
+}
+
+/// Turn service events into dispatcher messages.
+async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSender<Msg>) {
+    loop {
+        let msg = match events.recv().await {
+            Ok(Event::MessageDelivered {
+                to: MailTarget::Handler(h),
+                ..
+            }) => Msg::Consider(h),
+            Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
+            Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
+            Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
+            Ok(_) => continue,
+            // Missed events: fall back to the indexed work query once.
+            Err(broadcast::error::RecvError::Lagged(_)) => Msg::Rescan,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+struct State {
+    svc: Arc<Service>,
+    runtime: Arc<dyn Runtime>,
+    cfg: AgentsConfig,
+    runs: PathBuf,
+    mcp_url: String,
+    tx: mpsc::UnboundedSender<Msg>,
+    running: HashMap<HandlerId, Running>,
+    by_agent: HashMap<AgentId, HandlerId>,
+    queue: VecDeque<HandlerId>,
+    queued: HashSet<HandlerId>,
+    /// Exits in a row without progress, per handler.
+    failures: HashMap<HandlerId, u32>,
+    not_before: HashMap<HandlerId, Instant>,
+    timers: HashSet<HandlerId>,
+    shutting_down: bool,
+}
+
+impl State {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let mut shutdown_reply = None;
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                Msg::Consider(h) => self.consider(h).await,
+                Msg::Rescan => self.rescan().await,
+                Msg::Exited {
+                    handler,
+                    agent,
+                    status,
+                    signalled,
+                } => self.exited(handler, agent, status, signalled).await,
+                Msg::Kill(agents) => self.kill(&agents),
+                Msg::Shutdown(reply) => {
+                    self.shutting_down = true;
+                    let agents: Vec<AgentId> = self.running.values().map(|r| r.agent).collect();
+                    self.kill(&agents);
+                    shutdown_reply = Some(reply);
+                }
+            }
+            if self.shutting_down && self.running.is_empty() {
+                break;
+            }
+            self.pump().await;
+        }
+        if let Some(reply) = shutdown_reply {
+            let _ = reply.send(());
+        }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let svc = self.svc.clone();
+        tokio::task::spawn_blocking(move || f(&svc))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ServiceError::invalid(format!(
+                    "failed to run a store call: {e}"
+                )))
+            })
+    }
+
+    async fn rescan(&mut self) {
+        let mut after = None;
+        loop {
+            let page = self
+                .blocking(move |s| s.handlers_with_work(after, 500))
+                .await;
+            let Ok(page) = page else { return };
+            let Some(last) = page.last().copied() else {
+                return;
+            };
+            after = Some(last);
+            for h in page {
+                self.consider(h).await;
+            }
+        }
+    }
+
+    /// Queue a handler that has work, no live agent here, is not stalled
+    /// and is past its backoff.
+    async fn consider(&mut self, h: HandlerId) {
+        if self.shutting_down || self.running.contains_key(&h) || self.queued.contains(&h) {
+            return;
+        }
+        if let Some(at) = self.not_before.get(&h).copied()
+            && at > Instant::now()
+        {
+            if self.timers.insert(h) {
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(at).await;
+                    let _ = tx.send(Msg::Consider(h));
+                });
+            }
+            return;
+        }
+        self.timers.remove(&h);
+        let ready = self
+            .blocking(move |s| Ok(s.has_work(h)? && s.handler_stalled(h)?.is_none()))
+            .await;
+        if ready.unwrap_or(false) {
+            self.queued.insert(h);
+            self.queue.push_back(h);
+        }
+    }
+
+    async fn pump(&mut self) {
+        while !self.shutting_down && self.running.len() < self.cfg.max_concurrent {
+            let Some(h) = self.queue.pop_front() else {
+                return;
+            };
+            self.queued.remove(&h);
+            if let Err(e) = self.spawn(h).await {
+                match e {
+                    // An attached client is this handler's agent: not ours to run.
+                    SpawnError::Service(ServiceError::AgentLive { .. }) => {}
+                    e => eprintln!("agency-daemon: failed to start an agent for handler {h}: {e}"),
+                }
+            }
+        }
+    }
+
+    async fn spawn(&mut self, h: HandlerId) -> Result<(), SpawnError> {
+        let dir = self.runs.join(uuid::Uuid::new_v4().simple().to_string());
+        let workspace = dir.join("workspace");
+        let run_dir = dir.join("run");
+        for d in [&workspace, &run_dir] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))?;
+        }
+        let ws = workspace.clone();
+        let abnormal = self.failures.get(&h).copied().unwrap_or(0) > 0;
+        let started = self
+            .blocking(move |s| {
+                let view = s.handler_view(Principal::User, h)?;
+                if !s.has_work(h)? {
+                    return Ok(None);
+                }
+                let minted = s.agent_start_with_token(h, Some(&ws))?;
+                let prompt = agent_prompt(&PromptFacts {
+                    handler: h,
+                    boss: view.boss,
+                    root_title: &view.title,
+                    state_doc: view.state_doc,
+                    audit_log: view.audit_log,
+                    previous_ended_abnormally: abnormal.then_some("it exited without progress"),
+                });
+                Ok(Some((minted, prompt)))
+            })
+            .await;
+        let (minted, prompt) = match started {
+            Ok(Some(x)) => x,
+            Ok(None) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Ok(());
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(SpawnError::Service(e));
+            }
+        };
+        let prompt_hash = blake3::hash(prompt.as_bytes()).to_hex().to_string();
+        let spec = SpawnSpec {
+            handler: h,
+            agent: minted.agent,
+            token: minted.token,
+            mcp_url: self.mcp_url.clone(),
+            workspace,
+            run_dir,
+            system_prompt: prompt,
+            initial_message: "Begin: check your inbox, then work on your outcomes.".to_owned(),
+        };
+        let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
+        let _ = self
+            .blocking(move |s| s.agent_record_spawn(agent, &runtime_name, &prompt_hash))
+            .await;
+        let child = self
+            .runtime
+            .command(&spec)
+            .map_err(|e| SpawnError::Io(e.to_string()))
+            .and_then(|mut cmd| {
+                let log = std::fs::File::create(spec.run_dir.join("agent.log"))
+                    .map_err(|e| SpawnError::Io(e.to_string()))?;
+                let log2 = log.try_clone().map_err(|e| SpawnError::Io(e.to_string()))?;
+                // A group of its own: stopping the agent reaches every process
+                // it started. (process_group(0), not setsid in pre_exec, which
+                // forces a slow fork in a large daemon.)
+                cmd.process_group(0)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(log)
+                    .stderr(log2)
+                    .kill_on_drop(false);
+                cmd.spawn().map_err(|e| {
+                    SpawnError::Io(format!(
+                        "failed to run the {} runtime: {e}",
+                        self.runtime.name()
+                    ))
+                })
+            });
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                let report = RunReport {
+                    reason: format!("spawn failed: {e}"),
+                    normal: false,
+                    ..RunReport::default()
+                };
+                let _ = self.blocking(move |s| s.agent_finish(agent, &report)).await;
+                let _ = std::fs::remove_dir_all(&dir);
+                self.note_failure(h);
+                return Err(e);
+            }
+        };
+        let pgid = child.id().unwrap_or(0);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            use std::os::unix::process::ExitStatusExt;
+            let _ = tx.send(Msg::Exited {
+                handler: h,
+                agent,
+                status: status.and_then(|s| s.code()),
+                signalled: status.is_some_and(|s| s.signal().is_some()),
+            });
+        });
+        self.by_agent.insert(agent, h);
+        self.running.insert(h, Running { agent, pgid, spec });
+        Ok(())
+    }
+
+    async fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
+        let Some(run) = self.running.remove(&h).filter(|r| r.agent == agent) else {
+            return;
+        };
+        self.by_agent.remove(&agent);
+        // Whatever the agent left behind in its group goes with it.
+        stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
+        let mut report = self.runtime.collect(&run.spec);
+        report.exit_status = status.map(i64::from);
+        report.normal = status == Some(0);
+        if report.reason.is_empty() {
+            report.reason = if signalled {
+                "killed".to_owned()
+            } else {
+                "exited".to_owned()
+            };
+        }
+        let outcome = self.blocking(move |s| s.agent_finish(agent, &report)).await;
+        if let Some(dir) = run.spec.workspace.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let Ok(outcome) = outcome else { return };
+        if !outcome.has_work || self.shutting_down {
+            self.failures.remove(&h);
+            return;
+        }
+        if outcome.made_progress {
+            self.failures.remove(&h);
+            self.not_before.remove(&h);
+        } else if self.note_failure(h) {
+            let k = self.cfg.stall_after_exits;
+            let reason = format!("{k} agents in a row exited without progress while work remains");
+            let _ = self
+                .blocking(move |s| s.handler_mark_stalled(h, &reason))
+                .await;
+            self.failures.remove(&h);
+            return;
+        }
+        self.consider(h).await;
+    }
+
+    /// Count an exit without progress; set the backoff. True when the
+    /// handler should now be marked stalled.
+    fn note_failure(&mut self, h: HandlerId) -> bool {
+        let n = self.failures.entry(h).or_insert(0);
+        *n += 1;
+        let shift = (*n - 1).min(20);
+        let delay = self
+            .cfg
+            .respawn_backoff_ms
+            .saturating_mul(1 << shift)
+            .min(self.cfg.max_backoff_ms);
+        self.not_before
+            .insert(h, Instant::now() + Duration::from_millis(delay));
+        *n >= self.cfg.stall_after_exits
+    }
+
+    fn kill(&mut self, agents: &[AgentId]) {
+        let grace = Duration::from_millis(self.cfg.kill_grace_ms);
+        for a in agents {
+            let Some(h) = self.by_agent.get(a) else {
+                continue;
+            };
+            let Some(run) = self.running.get(h) else {
+                continue;
+            };
+            // Aimed at this agent instance only: a stale stop for an
+            // earlier agent finds nothing here and does nothing.
+            let pgid = run.pgid;
+            tokio::spawn(stop_group(pgid, grace));
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SpawnError {
+    #[error(transparent)]
+    Service(ServiceError),
+    #[error("{0}")]
+    Io(String),
+}

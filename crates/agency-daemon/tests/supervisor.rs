@@ -1,0 +1,214 @@
+//! The supervisor with the `command` runtime (shell scripts as agents): an
+//! agent is spawned on mail, force-stop leaves zero processes in its group,
+//! exits without progress are retried with backoff until the handler is
+//! marked stalled and its boss told, and a restart reaps agents left live.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use agency_core::{AgentId, MailTarget, Principal};
+use agency_daemon::{Daemon, Home};
+use agency_service::{MailBody, NewOutcome};
+
+fn home_with(script: &str) -> (tempfile::TempDir, Home) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path().join("home"));
+    home.init().unwrap();
+    let cfg = format!(
+        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nstall_after_exits = 3\nrespawn_backoff_ms = 20\nkill_grace_ms = 300\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+    );
+    std::fs::write(home.config_path(), cfg).unwrap();
+    (dir, home)
+}
+
+fn text(t: &str) -> MailBody {
+    MailBody::Text {
+        subject: None,
+        text: t.into(),
+    }
+}
+
+async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Process ids whose environment names this agent, and their groups.
+fn processes_of(agent: AgentId) -> Vec<(u32, u32)> {
+    let needle = format!("AGENCY_AGENT={agent}");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the ")" of the command name: state ppid pgrp …
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let pgrp = rest
+            .split_whitespace()
+            .nth(2)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        out.push((pid, pgrp));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_stop_leaves_no_process_in_the_agents_group() {
+    let (_dir, home) = home_with("sleep 300 & sleep 300");
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
+        .unwrap();
+    let root_agent = wait_for("the root's agent", || {
+        svc.agents_live(Principal::User)
+            .unwrap()
+            .first()
+            .map(|a| a.id)
+    })
+    .await;
+    let r = Principal::agent(root, root_agent);
+    let o = svc
+        .outcome_create(
+            r,
+            &NewOutcome {
+                title: "Work".into(),
+                parents: vec![root.root()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let u = svc.delegate(r, o, &[]).unwrap().handler;
+    let u_agent = wait_for("the underling's agent", || {
+        svc.agents_live(Principal::User)
+            .unwrap()
+            .into_iter()
+            .find(|a| a.handler == u)
+            .map(|a| a.id)
+    })
+    .await;
+    // Both sleeps run in one group of the agent's own, not the daemon's.
+    let procs = wait_for("both sleeps", || {
+        Some(processes_of(u_agent)).filter(|p| p.len() >= 2)
+    })
+    .await;
+    let pgid = procs[0].1;
+    assert!(procs.iter().all(|(_, g)| *g == pgid));
+    assert_ne!(pgid, nix::unistd::getpgrp().as_raw() as u32);
+    let report = svc.force_stop(Principal::User, u).unwrap();
+    assert_eq!(report.agents_to_kill, vec![u_agent]);
+    wait_for("the group to be empty", || {
+        processes_of(u_agent).is_empty().then_some(())
+    })
+    .await;
+    // The root's agent is untouched; stopping the daemon stops it too.
+    assert!(processes_of(root_agent).len() >= 2);
+    daemon.stop().await.unwrap();
+    assert!(processes_of(root_agent).is_empty());
+    let run = svc.agent_run(Principal::User, u_agent).unwrap();
+    assert_eq!(run.runtime, "command");
+    assert_eq!(run.prompt_hash.len(), 64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exits_without_progress_back_off_then_stall_and_tell_the_boss() {
+    let (_dir, home) = home_with("exit 0");
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let started = Instant::now();
+    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
+        .unwrap();
+    wait_for("the stall", || svc.handler_stalled(root).unwrap()).await;
+    // Three agents ran; the backoff between them (20 ms, then 40 ms) shows.
+    let agents = svc.agents_recent(Principal::User, Some(10)).unwrap();
+    assert_eq!(agents.len(), 3, "{agents:?}");
+    assert!(started.elapsed() >= Duration::from_millis(60));
+    assert!(agents.iter().all(|a| a.ended_at.is_some()));
+    // The boss (the user) was told, and Agency wrote the missing summaries.
+    let inbox = svc.mail_inbox(Principal::User, None).unwrap();
+    assert!(
+        inbox.iter().any(|m| m.subject.starts_with("Stalled")),
+        "{inbox:?}"
+    );
+    let log = svc.audit_read(Principal::User, Some(root)).unwrap();
+    assert_eq!(
+        log.iter()
+            .filter(|e| e.summary.contains("without submitting an audit summary"))
+            .count(),
+        3
+    );
+    // No more spawns while stalled...
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        svc.agents_recent(Principal::User, Some(10)).unwrap().len(),
+        3
+    );
+    // ...until new mail arrives.
+    svc.mail_send(
+        Principal::User,
+        MailTarget::Handler(root),
+        &text("try again"),
+    )
+    .unwrap();
+    wait_for("a fourth agent", || {
+        (svc.agents_recent(Principal::User, Some(10)).unwrap().len() >= 4).then_some(())
+    })
+    .await;
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_reaps_agents_left_live_and_delivers_mail_that_fell_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path().join("home"));
+    home.init().unwrap();
+    let (root, ghost) = {
+        let svc = home.open_service().unwrap();
+        let root = svc.root_handler().unwrap().unwrap();
+        let ghost = svc.agent_start(root).unwrap();
+        let due = svc.now().plus_millis(-1000);
+        svc.mail_send_deferred(
+            Principal::agent(root, ghost),
+            MailTarget::Handler(root),
+            &text("reminder"),
+            svc.now().plus_millis(50),
+        )
+        .unwrap();
+        let _ = due;
+        (root, ghost)
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    assert!(svc.agents_live(Principal::User).unwrap().is_empty());
+    let log = svc.audit_read(Principal::User, Some(root)).unwrap();
+    assert!(
+        log.iter()
+            .any(|e| e.agent == Some(ghost) && e.summary.contains("reaped")),
+        "{log:?}"
+    );
+    wait_for("the reminder", || {
+        let h = svc.handler_view(Principal::User, root).unwrap();
+        (h.inbox_depth == 1).then_some(())
+    })
+    .await;
+    daemon.stop().await.unwrap();
+}
