@@ -95,6 +95,33 @@ pub enum Command {
     /// Exits 0 at the end of stdin (after ending the MCP session), 1 when
     /// the daemon refuses the token or cannot be reached.
     McpStdio(McpStdioArgs),
+
+    /// Run one built-in agent (used by the daemon's `builtin` runtime): an
+    /// LLM conversation whose tools are Agency's MCP tools. Exits 0 when it
+    /// ended normally or at a limit, 1 on error.
+    Agent(AgentArgs),
+
+    /// Serve the scripted model server (Anthropic Messages and
+    /// OpenAI-compatible chat completions) on 127.0.0.1, for offline runs
+    /// and tests, until SIGINT or SIGTERM.
+    ModelServer(ModelServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The agent's JSON configuration (see the agency-agent crate docs).
+    #[arg(long)]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelServerArgs {
+    /// The JSON script of scenarios (see the agency-testkit crate docs).
+    #[arg(long)]
+    pub script: PathBuf,
+    /// Port on 127.0.0.1; 0 picks a free one (printed on stdout).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
 }
 
 #[derive(Debug, Args)]

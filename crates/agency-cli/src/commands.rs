@@ -6,6 +6,7 @@ mod daemon;
 mod kb;
 mod mail;
 mod org;
+mod runtime;
 mod tokens;
 
 use std::io::Write;
@@ -62,6 +63,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
+        Command::Agent(a) => runtime::agent(&a.config),
+        Command::ModelServer(a) => runtime::model_server(&a.script, a.port),
     }
 }
 

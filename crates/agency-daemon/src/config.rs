@@ -57,6 +57,7 @@ pub struct AgentsConfig {
     /// Between SIGTERM and SIGKILL when an agent's process group is stopped.
     pub kill_grace_ms: u64,
     pub command: CommandConfig,
+    pub builtin: BuiltinConfig,
 }
 
 impl Default for AgentsConfig {
@@ -69,6 +70,7 @@ impl Default for AgentsConfig {
             max_backoff_ms: 60_000,
             kill_grace_ms: 3_000,
             command: CommandConfig::default(),
+            builtin: BuiltinConfig::default(),
         }
     }
 }
@@ -78,6 +80,42 @@ impl Default for AgentsConfig {
 pub struct CommandConfig {
     pub program: String,
     pub args: Vec<String>,
+}
+
+/// The built-in runtime: `agency agent` against an LLM HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BuiltinConfig {
+    /// The `agency` binary to run; empty means the running executable.
+    pub program: String,
+    /// `anthropic` (Messages API) or `openai` (chat completions: OpenAI,
+    /// Ollama, vLLM, llama.cpp server).
+    pub api: String,
+    /// The API server's root URL, e.g. `https://api.anthropic.com`.
+    pub base_url: String,
+    pub model: String,
+    /// Name of the environment variable holding the API key (empty: none).
+    pub api_key_env: String,
+    /// Model calls per agent before it is told to save state and stop.
+    pub max_turns: u32,
+    /// Input plus output tokens per agent before the same.
+    pub max_total_tokens: u64,
+    pub max_output_tokens: u32,
+}
+
+impl Default for BuiltinConfig {
+    fn default() -> Self {
+        BuiltinConfig {
+            program: String::new(),
+            api: "anthropic".to_owned(),
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: String::new(),
+            max_turns: 50,
+            max_total_tokens: 1_000_000,
+            max_output_tokens: 8192,
+        }
+    }
 }
 
 impl Config {
@@ -113,9 +151,24 @@ impl Config {
                 ));
             }
             "command" => {}
+            "builtin" => {
+                let b = &cfg.agents.builtin;
+                if b.base_url.is_empty() || b.model.is_empty() {
+                    return Err(bad(
+                        "agents.runtime = \"builtin\" needs agents.builtin.base_url and agents.builtin.model"
+                            .to_owned(),
+                    ));
+                }
+                if !matches!(b.api.as_str(), "anthropic" | "openai") {
+                    return Err(bad(format!(
+                        "agents.builtin.api = {:?} is not \"anthropic\" or \"openai\"",
+                        b.api
+                    )));
+                }
+            }
             other => {
                 return Err(bad(format!(
-                    "agents.runtime = {other:?} is not one of \"none\", \"command\""
+                    "agents.runtime = {other:?} is not one of \"none\", \"command\", \"builtin\""
                 )));
             }
         }
@@ -167,6 +220,17 @@ kill_grace_ms = 3000
 [agents.command]
 program = ""
 args = []
+
+# runtime = "builtin": our own agent loop (`agency agent`) against an LLM API.
+[agents.builtin]
+api = "anthropic"          # or "openai" (OpenAI, Ollama, vLLM, llama.cpp server)
+base_url = ""              # e.g. "https://api.anthropic.com" or "http://127.0.0.1:11434"
+model = ""
+api_key_env = ""           # name of the environment variable holding the key
+max_turns = 50
+max_total_tokens = 1000000
+max_output_tokens = 8192
+program = ""               # the agency binary; empty = this executable
 "#;
 
 #[cfg(test)]
@@ -191,6 +255,8 @@ mod tests {
             "[agents]\nruntime = \"magic\"\n",
             "[agents]\nruntime = \"command\"\n",
             "[agents]\nmax_concurrent = 0\n",
+            "[agents]\nruntime = \"builtin\"\n",
+            "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nbase_url = \"http://x\"\nmodel = \"m\"\napi = \"gemini\"\n",
             "[server]\nport = 70000\n",
         ] {
             let e = Config::parse(Path::new("/h/agency.toml"), bad)

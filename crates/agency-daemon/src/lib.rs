@@ -17,7 +17,7 @@ pub mod runtime;
 mod server;
 mod supervisor;
 
-pub use config::{AgentsConfig, CommandConfig, Config, LimitsConfig, ServerConfig};
+pub use config::{AgentsConfig, BuiltinConfig, CommandConfig, Config, LimitsConfig, ServerConfig};
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};
 pub use server::{Daemon, serve};

@@ -73,6 +73,69 @@ impl Runtime for CommandRuntime {
     }
 }
 
+/// Our own agent loop: `agency agent --config FILE`, the configuration
+/// written into the run directory, the token in `AGENCY_TOKEN` (never in a
+/// file), the API key in the environment variable the configuration names.
+#[derive(Debug, Clone)]
+pub struct BuiltinRuntime {
+    pub program: PathBuf,
+    pub cfg: crate::config::BuiltinConfig,
+}
+
+impl Runtime for BuiltinRuntime {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
+        let b = &self.cfg;
+        let config = serde_json::json!({
+            "api": b.api,
+            "base_url": b.base_url,
+            "model": b.model,
+            "api_key_env": (!b.api_key_env.is_empty()).then_some(&b.api_key_env),
+            "max_turns": b.max_turns,
+            "max_total_tokens": b.max_total_tokens,
+            "max_output_tokens": b.max_output_tokens,
+            "mcp_url": spec.mcp_url,
+            "mcp_token_env": "AGENCY_TOKEN",
+            "system_prompt": spec.system_prompt,
+            "initial_message": spec.initial_message,
+            "transcript_path": spec.run_dir.join("transcript.jsonl"),
+            "result_path": spec.run_dir.join("result.json"),
+        });
+        let path = write_private(&spec.run_dir, "agent.json", config.to_string().as_bytes())?;
+        let mut cmd = Command::new(&self.program);
+        cmd.arg("agent")
+            .arg("--config")
+            .arg(path)
+            .current_dir(&spec.workspace)
+            .env("AGENCY_TOKEN", &spec.token);
+        Ok(cmd)
+    }
+
+    fn collect(&self, spec: &SpawnSpec) -> RunReport {
+        let mut report = RunReport {
+            transcript: std::fs::read(spec.run_dir.join("transcript.jsonl")).ok(),
+            ..RunReport::default()
+        };
+        // result.json is written once at exit; its absence means the process
+        // was killed before it could finish.
+        let result: Option<serde_json::Value> = std::fs::read(spec.run_dir.join("result.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(r) = result {
+            report.tool_calls = r["tool_calls"].as_i64();
+            report.input_tokens = r["input_tokens"].as_i64();
+            report.output_tokens = r["output_tokens"].as_i64();
+            if let Some(ended) = r["ended"].as_str() {
+                report.reason = ended.to_owned();
+            }
+        }
+        report
+    }
+}
+
 /// Write a file only its owner can read (tokens and prompts go there).
 pub(crate) fn write_private(
     dir: &Path,

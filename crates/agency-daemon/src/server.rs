@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
-use crate::runtime::{CommandRuntime, Runtime};
+use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
 use crate::supervisor::Supervisor;
 use crate::{http_auth, rest};
 
@@ -132,22 +132,34 @@ impl Daemon {
             })
             .await;
         }
-        let supervisor = match cfg.agents.runtime.as_str() {
-            "command" => {
-                let runtime: Arc<dyn Runtime> = Arc::new(CommandRuntime {
-                    program: cfg.agents.command.program.clone(),
-                    args: cfg.agents.command.args.clone(),
-                });
-                Some(Supervisor::start(
-                    svc.clone(),
-                    runtime,
-                    cfg.agents.clone(),
-                    home.dir().join("run"),
-                    format!("http://{addr}/mcp"),
-                ))
+        let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
+            "command" => Some(Arc::new(CommandRuntime {
+                program: cfg.agents.command.program.clone(),
+                args: cfg.agents.command.args.clone(),
+            })),
+            "builtin" => {
+                let program = if cfg.agents.builtin.program.is_empty() {
+                    std::env::current_exe()
+                        .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
+                } else {
+                    PathBuf::from(&cfg.agents.builtin.program)
+                };
+                Some(Arc::new(BuiltinRuntime {
+                    program,
+                    cfg: cfg.agents.builtin.clone(),
+                }))
             }
             _ => None,
         };
+        let supervisor = runtime.map(|runtime| {
+            Supervisor::start(
+                svc.clone(),
+                runtime,
+                cfg.agents.clone(),
+                home.dir().join("run"),
+                format!("http://{addr}/mcp"),
+            )
+        });
         home.write_daemon_info(&DaemonInfo {
             addr,
             pid: std::process::id(),

@@ -1,0 +1,64 @@
+//! `agency agent` (one built-in agent run, started by the daemon) and
+//! `agency model-server` (the scripted LLM server for offline runs).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tokio::signal::unix::{SignalKind, signal};
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn stop_signal() {
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers, run until the work ends by itself.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
+pub fn agent(config: &Path) -> Result<ExitCode> {
+    let cfg = agency_agent::load_config(config)?;
+    let summary = runtime()?.block_on(agency_agent::run_with(&cfg, None, stop_signal()))?;
+    eprintln!(
+        "agent ended: {} ({} turns, {} tool calls, {} input / {} output tokens)",
+        serde_json::to_value(&summary.ended)
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        summary.turns,
+        summary.tool_calls,
+        summary.input_tokens,
+        summary.output_tokens
+    );
+    Ok(ExitCode::from(
+        u8::try_from(summary.exit_code()).unwrap_or(1),
+    ))
+}
+
+pub fn model_server(script: &Path, port: u16) -> Result<ExitCode> {
+    let script = agency_testkit::Script::load(script)?;
+    runtime()?.block_on(async {
+        let server = agency_testkit::ModelServer::start_on(script, port)
+            .await
+            .context("failed to start the model server")?;
+        println!("{}", server.base_url());
+        eprintln!("model server listening on {}", server.base_url());
+        stop_signal().await;
+        server.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
