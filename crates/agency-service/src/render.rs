@@ -38,21 +38,9 @@ pub(crate) fn create_file(
     content: &[u8],
     author: Author,
 ) -> Result<VersionRow> {
-    let hash = op.blobs.put(content)?;
     row.latest_version = 0;
     op.tx.insert_file(&row)?;
-    let v = VersionRow {
-        file: row.id,
-        version: 1,
-        hash,
-        size: content.len() as i64,
-        created_at: op.now,
-        handler: author.handler,
-        agent: author.agent,
-    };
-    op.tx.insert_version(&v)?;
-    audit(op, row.id, KbAction::Create, 1, author)?;
-    Ok(v)
+    put_version(op, row.id, 1, content, author, KbAction::Create)
 }
 
 /// Append a version to an existing file (the caller checked the base).
@@ -63,18 +51,29 @@ pub(crate) fn append_version(
     content: &[u8],
     author: Author,
 ) -> Result<VersionRow> {
-    let hash = op.blobs.put(content)?;
+    put_version(op, file, latest + 1, content, author, KbAction::Write)
+}
+
+/// Store the blob (durably), then the version row and its audit record.
+fn put_version(
+    op: &mut Op<'_>,
+    file: FileId,
+    version: i64,
+    content: &[u8],
+    author: Author,
+    action: KbAction,
+) -> Result<VersionRow> {
     let v = VersionRow {
         file,
-        version: latest + 1,
-        hash,
+        version,
+        hash: op.blobs.put(content)?,
         size: content.len() as i64,
         created_at: op.now,
         handler: author.handler,
         agent: author.agent,
     };
     op.tx.insert_version(&v)?;
-    audit(op, file, KbAction::Write, v.version, author)?;
+    audit(op, file, action, version, author)?;
     Ok(v)
 }
 
