@@ -220,12 +220,12 @@ pub async fn serve(
     Ok(addr)
 }
 
-/// Deliver deferred mail when it falls due: sleep until the next due time
-/// (re-checking at least every 30 s, so mail scheduled meanwhile is not
-/// late by more than that), and deliver what fell due while the daemon was
-/// down as soon as it starts. The scheduler issue replaces the re-check with
-/// a wake-up on scheduling.
+/// Deliver deferred mail when it falls due: sleep until the next due time,
+/// woken early when a message is scheduled (it may be due sooner), and
+/// deliver what fell due while the daemon was down as soon as it starts.
+/// The hour-long cap only guards against the wall clock jumping.
 async fn deliver_deferred_mail(svc: Arc<Service>) {
+    let mut events = svc.subscribe();
     loop {
         let s = svc.clone();
         let next = tokio::task::spawn_blocking(move || {
@@ -236,10 +236,22 @@ async fn deliver_deferred_mail(svc: Arc<Service>) {
         let wait = match next {
             Ok(Ok((Some(due), now))) => {
                 Duration::from_millis(u64::try_from(due.0 - now.0).unwrap_or(0))
-                    .min(Duration::from_secs(30))
             }
-            _ => Duration::from_secs(30),
-        };
-        tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+            _ => Duration::from_secs(3600),
+        }
+        .min(Duration::from_secs(3600));
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => break,
+                e = events.recv() => match e {
+                    Ok(agency_service::Event::MailScheduled { .. })
+                    | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
     }
 }

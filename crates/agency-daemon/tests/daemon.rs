@@ -178,3 +178,42 @@ async fn guards_and_rest_round_trip() {
     // After a clean stop the home can be served again.
     Daemon::start(&home).await.unwrap().stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_mail_is_delivered_when_due_without_polling() {
+    use agency_core::{MailTarget, Principal};
+    let f = Fixture::start().await;
+    let svc = f.daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let agent = svc.agent_start(root).unwrap();
+    // Let the delivery task go to sleep with nothing due (it would sleep
+    // for an hour), then schedule mail due in 300 ms: it must wake up.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let body = agency_service::MailBody::Text {
+        subject: None,
+        text: "stand up".into(),
+    };
+    let due = svc.now().plus_millis(300);
+    let id = svc
+        .mail_send_deferred(
+            Principal::agent(root, agent),
+            MailTarget::Handler(root),
+            &body,
+            due,
+        )
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let status = svc.mail_status(Principal::agent(root, agent), id).unwrap();
+        if let Some(at) = status.delivered_at {
+            assert!(at >= due, "delivered early");
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "not delivered within 5 s of falling due"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    f.daemon.stop().await.unwrap();
+}

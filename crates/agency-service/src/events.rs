@@ -14,6 +14,11 @@ pub enum Event {
         message: MessageId,
         to: MailTarget,
     },
+    /// A deferred message was stored; it falls due at `deliver_at`.
+    MailScheduled {
+        message: MessageId,
+        deliver_at: agency_core::Timestamp,
+    },
     /// Also sent when an outcome is created (as `open`).
     OutcomeStatusChanged {
         outcome: OutcomeId,

@@ -299,6 +299,11 @@ fn enqueue(
     op.tx.insert_message(&m)?;
     if m.deliver_at <= op.now {
         deliver(op, &m)?;
+    } else {
+        op.events.push(Event::MailScheduled {
+            message: m.id,
+            deliver_at: m.deliver_at,
+        });
     }
     Ok(m.id)
 }
