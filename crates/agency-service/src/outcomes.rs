@@ -84,7 +84,27 @@ impl Service {
         let new_parents = upd.parents.as_deref().map(dedupe_parents).transpose()?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
-            let mut o = writable_outcome(op.tx, &caller, id, "update")?;
+            // A handler may block and unblock its own root (say it is waiting
+            // on an underling, so it has no work and no agent is respawned),
+            // but change nothing else about it: the root is its boss's.
+            let own_root_status_only = caller.handler().is_some_and(|h| h.root() == id)
+                && upd.title.is_none()
+                && upd.description.is_none()
+                && upd.priority.is_none()
+                && upd.parents.is_none()
+                && upd.status.is_some();
+            let mut o = if own_root_status_only {
+                let o = visible_outcome(op.tx, &caller, id)?.0;
+                if !matches!(o.status, OutcomeStatus::Open | OutcomeStatus::Blocked) {
+                    return Err(ServiceError::invalid(format!(
+                        "failed to update outcome {id}: it is {}; only your boss changes it now",
+                        o.status
+                    )));
+                }
+                o
+            } else {
+                writable_outcome(op.tx, &caller, id, "update")?
+            };
             let mut changes = Vec::new();
             if let Some(t) = &upd.title
                 && t.trim() != o.title

@@ -76,6 +76,7 @@ Errors: invalid_input (empty or multi-line title, no parents, a parent edge that
 
 const OUTCOME_UPDATE: &str = "Change an outcome you may write (one you are responsible for, or the root outcome of your direct underling): title, description, priority, status, or its complete set of parents. \
 `status` may only be set to \"open\" or \"blocked\" (blocked needs `reason`); use outcome_complete / outcome_close to finish, and outcome_request_completion for your own root. \
+Your own root outcome is your boss's, but you may set its status (only) to \"blocked\" while you wait on an underling — you then get no new agent until mail arrives — and back to \"open\". \
 Returns the updated outcome. Errors: permission_denied, not_found, invalid_input (illegal status change, cycle, a finished outcome).";
 
 const OUTCOME_COMPLETE: &str = "Mark an outcome you may write as accomplished, with a rationale. This cannot be undone: every capability scoped to it is revoked, and if it is the root outcome of an underling handler, that handler and everything below it are retired and their agents stopped. \

@@ -263,3 +263,54 @@ fn the_user_reads_everything_but_decomposes_through_mail() {
     let ghost = Principal::agent(env.root, agency_core::AgentId::new_random());
     assert_kind(svc.outcome_view(ghost, a), "permission_denied");
 }
+
+#[test]
+fn a_handler_may_block_its_own_root_while_it_waits_but_change_nothing_else() {
+    let env = Env::new();
+    let svc = &env.svc;
+    let r = env.agent(env.root);
+    let a = env.outcome(env.root, "A", &[env.root.root()]);
+    let h = svc.delegate(r, a, &[]).unwrap().handler;
+    let p = env.agent(h);
+    let block = OutcomeUpdate {
+        status: Some(OutcomeStatus::Blocked),
+        reason: Some("waiting for my underling".into()),
+        ..Default::default()
+    };
+    svc.outcome_update(p, a, &block).unwrap();
+    assert!(!svc.has_work(h).unwrap(), "a waiting handler has no work");
+    assert_kind(
+        svc.outcome_update(
+            p,
+            a,
+            &OutcomeUpdate {
+                status: Some(OutcomeStatus::Open),
+                title: Some("Mine now".into()),
+                ..Default::default()
+            },
+        ),
+        "permission_denied",
+    );
+    svc.outcome_update(
+        p,
+        a,
+        &OutcomeUpdate {
+            status: Some(OutcomeStatus::Open),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(svc.has_work(h).unwrap());
+    svc.outcome_request_completion(p, "done").unwrap();
+    assert_kind(
+        svc.outcome_update(
+            p,
+            a,
+            &OutcomeUpdate {
+                status: Some(OutcomeStatus::Open),
+                ..Default::default()
+            },
+        ),
+        "invalid_input",
+    );
+}
