@@ -101,6 +101,14 @@ pub enum Command {
     /// ended normally or at a limit, 1 on error.
     Agent(AgentArgs),
 
+    /// Agency's main job, offline: a fresh home, the real daemon and
+    /// built-in agents against the scripted model server play a
+    /// three-level story, then the handler tree, the outcome DAG and your
+    /// inbox are printed.
+    /// Runs in a fresh temporary home unless `--home` names a new
+    /// directory; it never touches your usual home.
+    Demo,
+
     /// Serve the scripted model server (Anthropic Messages and
     /// OpenAI-compatible chat completions) on 127.0.0.1, for offline runs
     /// and tests, until SIGINT or SIGTERM.

@@ -3,6 +3,7 @@
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
 mod daemon;
+mod demo;
 mod kb;
 mod mail;
 mod org;
@@ -36,6 +37,10 @@ impl Ctx {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // The demo must never use the usual home: only an explicit --home.
+    if let Command::Demo = cli.command {
+        return demo::demo(cli.home);
+    }
     let home = Home::resolve(cli.home)?;
     let ctx = Ctx {
         home,
@@ -65,6 +70,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
         Command::ModelServer(a) => runtime::model_server(&a.script, a.port),
+        Command::Demo => unreachable!("handled before the home is resolved"),
     }
 }
 

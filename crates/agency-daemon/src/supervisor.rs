@@ -274,10 +274,11 @@ impl State {
                     audit_log: view.audit_log,
                     previous_ended_abnormally: abnormal.then_some("it exited without progress"),
                 });
-                Ok(Some((minted, prompt)))
+                let subjects = s.inbox_subjects(h, 20)?;
+                Ok(Some((minted, prompt, first_message(&subjects))))
             })
             .await;
-        let (minted, prompt) = match started {
+        let (minted, prompt, initial_message) = match started {
             Ok(Some(x)) => x,
             Ok(None) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -297,7 +298,7 @@ impl State {
             workspace,
             run_dir,
             system_prompt: prompt,
-            initial_message: "Begin: check your inbox, then work on your outcomes.".to_owned(),
+            initial_message,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
@@ -429,6 +430,20 @@ impl State {
             tokio::spawn(stop_group(pgid, grace));
         }
     }
+}
+
+/// The first user message of an agent: what is waiting in its inbox (so a
+/// run can be told apart from the last one), then the instruction to begin.
+fn first_message(subjects: &[String]) -> String {
+    if subjects.is_empty() {
+        return "Begin: your inbox is empty; work on your outcomes.".to_owned();
+    }
+    let list: Vec<String> = subjects.iter().map(|s| format!("- {s}")).collect();
+    format!(
+        "Begin: your inbox has {} unread message(s):\n{}\nProcess your inbox first, then work on your outcomes.",
+        subjects.len(),
+        list.join("\n")
+    )
 }
 
 #[derive(Debug, thiserror::Error)]

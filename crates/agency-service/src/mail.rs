@@ -140,6 +140,18 @@ impl Service {
         }
     }
 
+    /// Daemon: the subjects of a handler's unacknowledged mail, oldest
+    /// first, for the first message an agent gets (no body is read).
+    pub fn inbox_subjects(&self, handler: HandlerId, limit: usize) -> Result<Vec<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .inbox(MailTarget::Handler(handler), limit)?
+                .into_iter()
+                .map(|m| m.subject)
+                .collect())
+        })
+    }
+
     /// Daemon: when the next deferred message falls due.
     pub fn next_due(&self) -> Result<Option<Timestamp>> {
         self.read(|tx| Ok(tx.next_due()?))
