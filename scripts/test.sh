@@ -22,6 +22,18 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
+# The real Claude Code CLI, run offline against our scripted model server by
+# crates/agency-cli/tests/claude_code.rs (pinned: this release works with
+# node 20). The test fails, rather than skips, without it.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "failed to find npm: install Node.js 20 and npm first" >&2
+  exit 1
+fi
+if [ ! -x target/claude-code/node_modules/.bin/claude ]; then
+  npm install --prefix target/claude-code --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.197
+fi
+export AGENCY_CLAUDE_BIN="$PWD/target/claude-code/node_modules/.bin/claude"
+
 # Lints are part of the suite: warnings fail it.
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -1,6 +1,7 @@
 //! `agency.toml`: the daemon's configuration. Unknown keys are refused so a
 //! typo never silently does nothing.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use agency_core::Limits;
@@ -43,7 +44,9 @@ impl Default for LimitsConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AgentsConfig {
     /// `none` (agents are not started; attach clients with `agency token
-    /// mint`) or `command` (the program in `[agents.command]`).
+    /// mint`), `command` (the program in `[agents.command]`), `builtin`
+    /// (`agency agent`, `[agents.builtin]`) or `claude-code` (`claude -p`,
+    /// `[agents.claude_code]`).
     pub runtime: String,
     /// Most agents alive at once; handlers waiting for a slot are served
     /// first come, first served.
@@ -58,6 +61,7 @@ pub struct AgentsConfig {
     pub kill_grace_ms: u64,
     pub command: CommandConfig,
     pub builtin: BuiltinConfig,
+    pub claude_code: ClaudeCodeConfig,
 }
 
 impl Default for AgentsConfig {
@@ -71,6 +75,7 @@ impl Default for AgentsConfig {
             kill_grace_ms: 3_000,
             command: CommandConfig::default(),
             builtin: BuiltinConfig::default(),
+            claude_code: ClaudeCodeConfig::default(),
         }
     }
 }
@@ -114,6 +119,32 @@ impl Default for BuiltinConfig {
             max_turns: 50,
             max_total_tokens: 1_000_000,
             max_output_tokens: 8192,
+        }
+    }
+}
+
+/// The Claude Code runtime: the `claude` CLI in headless mode (`-p`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClaudeCodeConfig {
+    /// The Claude Code CLI to run (looked up in `PATH` if not a path).
+    pub program: String,
+    /// Passed as `--model` when not empty.
+    pub model: String,
+    /// Extra environment for the CLI, e.g. `ANTHROPIC_BASE_URL` or
+    /// `ANTHROPIC_API_KEY`.
+    pub env: BTreeMap<String, String>,
+    /// Passed as `--max-turns` when above 0.
+    pub max_turns: u32,
+}
+
+impl Default for ClaudeCodeConfig {
+    fn default() -> Self {
+        ClaudeCodeConfig {
+            program: "claude".to_owned(),
+            model: String::new(),
+            env: BTreeMap::new(),
+            max_turns: 50,
         }
     }
 }
@@ -166,9 +197,15 @@ impl Config {
                     )));
                 }
             }
+            "claude-code" if cfg.agents.claude_code.program.is_empty() => {
+                return Err(bad(
+                    "agents.runtime = \"claude-code\" needs agents.claude_code.program".to_owned(),
+                ));
+            }
+            "claude-code" => {}
             other => {
                 return Err(bad(format!(
-                    "agents.runtime = {other:?} is not one of \"none\", \"command\", \"builtin\""
+                    "agents.runtime = {other:?} is not one of \"none\", \"command\", \"builtin\", \"claude-code\""
                 )));
             }
         }
@@ -205,7 +242,8 @@ max_file_bytes = 8388608
 [agents]
 # "none": agents are not started (attach MCP clients with `agency token
 # mint`); "command": run [agents.command] for each agent, with its token,
-# MCP URL and prompt in AGENCY_TOKEN, AGENCY_MCP_URL, AGENCY_PROMPT_FILE.
+# MCP URL and prompt in AGENCY_TOKEN, AGENCY_MCP_URL, AGENCY_PROMPT_FILE;
+# "builtin": [agents.builtin]; "claude-code": [agents.claude_code].
 runtime = "none"
 # Most agents alive at once; waiting handlers are served first come, first served.
 max_concurrent = 4
@@ -231,6 +269,17 @@ max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
 program = ""               # the agency binary; empty = this executable
+
+# runtime = "claude-code": the Claude Code CLI, headless (`claude -p`), with
+# Agency's MCP server as its only tools. It runs with HOME set to a private
+# directory, so give it its API settings here.
+[agents.claude_code]
+program = "claude"
+model = ""                 # passed as --model when set
+max_turns = 50             # passed as --max-turns when above 0
+[agents.claude_code.env]   # extra environment, e.g.
+# ANTHROPIC_API_KEY = "sk-…"
+# ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 "#;
 
 #[cfg(test)]
@@ -247,6 +296,22 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_config_parses() {
+        let cfg = Config::parse(
+            Path::new("t"),
+            "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = \"/opt/claude\"\nmodel = \"m\"\nmax_turns = 7\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = \"http://127.0.0.1:9\"\n",
+        )
+        .unwrap();
+        let c = &cfg.agents.claude_code;
+        assert_eq!(cfg.agents.runtime, "claude-code");
+        assert_eq!(
+            (c.program.as_str(), c.model.as_str(), c.max_turns),
+            ("/opt/claude", "m", 7)
+        );
+        assert_eq!(c.env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
+    }
+
+    #[test]
     fn bad_configs_are_refused_with_the_file_named() {
         for bad in [
             "[server]\nprot = 1\n",
@@ -258,6 +323,9 @@ mod tests {
             "[agents]\nruntime = \"builtin\"\n",
             "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nbase_url = \"http://x\"\nmodel = \"m\"\napi = \"gemini\"\n",
             "[server]\nport = 70000\n",
+            "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = \"\"\n",
+            "[agents.claude_code]\nmodle = \"x\"\n",
+            "[agents.claude_code.env]\nA = 1\n",
         ] {
             let e = Config::parse(Path::new("/h/agency.toml"), bad)
                 .unwrap_err()

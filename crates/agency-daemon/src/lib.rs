@@ -7,6 +7,7 @@
 //! agent supervisor arrive with the agent-runtimes issue.)
 
 pub mod api;
+pub mod claude;
 mod config;
 mod error;
 mod home;
@@ -17,7 +18,10 @@ pub mod runtime;
 mod server;
 mod supervisor;
 
-pub use config::{AgentsConfig, BuiltinConfig, CommandConfig, Config, LimitsConfig, ServerConfig};
+pub use config::{
+    AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig,
+    ServerConfig,
+};
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};
 pub use server::{Daemon, serve};

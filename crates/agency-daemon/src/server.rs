@@ -15,6 +15,7 @@ use axum::serve::ListenerExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::claude::ClaudeCodeRuntime;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
 use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
@@ -149,6 +150,9 @@ impl Daemon {
                     cfg: cfg.agents.builtin.clone(),
                 }))
             }
+            "claude-code" => Some(Arc::new(ClaudeCodeRuntime {
+                cfg: cfg.agents.claude_code.clone(),
+            })),
             _ => None,
         };
         let supervisor = runtime.map(|runtime| {

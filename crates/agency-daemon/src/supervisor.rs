@@ -367,7 +367,10 @@ impl State {
         stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
         let mut report = self.runtime.collect(&run.spec);
         report.exit_status = status.map(i64::from);
-        report.normal = status == Some(0);
+        // A clean exit is still abnormal when the runtime saw the run fail
+        // (Claude Code exits 0 with is_error, or without our MCP server).
+        report.normal = status == Some(0)
+            && !(report.reason.starts_with("failed") || report.reason.starts_with("error"));
         if report.reason.is_empty() {
             report.reason = if signalled {
                 "killed".to_owned()

@@ -1,0 +1,347 @@
+//! The Claude Code runtime: `claude -p` (headless) with Agency's MCP server
+//! as its only MCP server and only allowed tools, its stream-json transcript
+//! read back after exit (DESIGN.md §3 lists the facts this relies on).
+
+use std::path::Path;
+
+use agency_service::RunReport;
+use tokio::process::Command;
+
+use crate::config::ClaudeCodeConfig;
+use crate::error::DaemonError;
+use crate::runtime::{Runtime, SpawnSpec, write_private};
+
+/// The name of Agency's MCP server in Claude Code's configuration; its tools
+/// appear as `mcp__agency__<tool>`.
+const SERVER: &str = "agency";
+const TOOL_PREFIX: &str = "mcp__agency__";
+
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeRuntime {
+    pub cfg: ClaudeCodeConfig,
+}
+
+impl Runtime for ClaudeCodeRuntime {
+    fn name(&self) -> &str {
+        "claude-code"
+    }
+
+    fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
+        let mcp = serde_json::json!({
+            "mcpServers": {
+                SERVER: {
+                    "type": "http",
+                    "url": spec.mcp_url,
+                    "headers": { "Authorization": format!("Bearer {}", spec.token) },
+                }
+            }
+        });
+        let mcp_path = write_private(&spec.run_dir, "mcp.json", mcp.to_string().as_bytes())?;
+        let home = spec.run_dir.join("home");
+        std::fs::create_dir_all(&home).map_err(|e| DaemonError::io("create", &home, e))?;
+        let allowed: Vec<String> = agency_mcp::TOOL_NAMES
+            .iter()
+            .map(|t| format!("{TOOL_PREFIX}{t}"))
+            .collect();
+        let program = if self.cfg.program.is_empty() {
+            "claude"
+        } else {
+            &self.cfg.program
+        };
+        // The supervisor sends stdout and stderr to agent.log; the
+        // stream-json transcript (stdout) goes to its own file instead.
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(r#"exec "$0" "$@" > "$AGENCY_TRANSCRIPT""#)
+            .arg(program)
+            .arg("-p")
+            .arg(&spec.initial_message)
+            .arg("--append-system-prompt")
+            .arg(&spec.system_prompt)
+            .arg("--mcp-config")
+            .arg(&mcp_path)
+            .arg("--strict-mcp-config")
+            .arg("--allowedTools")
+            .arg(allowed.join(","))
+            .arg("--output-format")
+            .arg("stream-json")
+            .arg("--verbose");
+        if !self.cfg.model.is_empty() {
+            cmd.arg("--model").arg(&self.cfg.model);
+        }
+        if self.cfg.max_turns > 0 {
+            cmd.arg("--max-turns").arg(self.cfg.max_turns.to_string());
+        }
+        cmd.current_dir(&spec.workspace)
+            .env("AGENCY_TRANSCRIPT", spec.run_dir.join("transcript.jsonl"))
+            .env("HOME", &home)
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("ENABLE_TOOL_SEARCH", "false")
+            .env("IS_SANDBOX", "1")
+            .envs(&self.cfg.env);
+        Ok(cmd)
+    }
+
+    fn collect(&self, spec: &SpawnSpec) -> RunReport {
+        collect_transcript(&spec.run_dir.join("transcript.jsonl"))
+    }
+}
+
+fn collect_transcript(path: &Path) -> RunReport {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let mut report = parse_transcript(&String::from_utf8_lossy(&bytes)).into_report();
+            report.transcript = Some(bytes);
+            report
+        }
+        Err(_) => RunReport::default(),
+    }
+}
+
+/// What a stream-json transcript says about a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcript {
+    /// Agency's MCP server status in the `system`/`init` event (`None`:
+    /// no init event, or the server was not listed).
+    pub mcp_status: Option<String>,
+    /// Whether an init event was seen at all.
+    pub saw_init: bool,
+    /// The final `result` event, if the run got that far.
+    pub result: Option<ResultEvent>,
+    /// `tool_use` blocks in assistant events calling Agency's tools.
+    pub tool_calls: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResultEvent {
+    pub subtype: String,
+    pub is_error: bool,
+    /// The `result` text, or the joined `errors`, for error reports.
+    pub message: String,
+    pub num_turns: Option<i64>,
+    /// Input tokens including cache creation and cache reads.
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+}
+
+/// Parse a stream-json transcript (one JSON object per line; lines that are
+/// not JSON objects are skipped).
+pub fn parse_transcript(text: &str) -> Transcript {
+    let mut t = Transcript::default();
+    for line in text.lines() {
+        let Ok(ev) = serde_json::from_str::<serde_json::Value>(line.trim()) else {
+            continue;
+        };
+        match ev["type"].as_str() {
+            Some("system") if ev["subtype"] == "init" => {
+                t.saw_init = true;
+                t.mcp_status = ev["mcp_servers"].as_array().and_then(|servers| {
+                    servers
+                        .iter()
+                        .find(|s| s["name"] == SERVER)
+                        .map(|s| s["status"].as_str().unwrap_or("unknown").to_owned())
+                });
+            }
+            Some("assistant") => {
+                if let Some(blocks) = ev["message"]["content"].as_array() {
+                    t.tool_calls += blocks
+                        .iter()
+                        .filter(|b| {
+                            b["type"] == "tool_use"
+                                && b["name"]
+                                    .as_str()
+                                    .is_some_and(|n| n.starts_with(TOOL_PREFIX))
+                        })
+                        .count() as i64;
+                }
+            }
+            Some("result") => {
+                let usage = &ev["usage"];
+                let input = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .filter_map(|k| usage[*k].as_i64())
+                .reduce(|a, b| a + b);
+                let message = match ev["result"].as_str() {
+                    Some(r) if !r.is_empty() => r.to_owned(),
+                    _ => ev["errors"]
+                        .as_array()
+                        .map(|es| {
+                            es.iter()
+                                .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        })
+                        .unwrap_or_default(),
+                };
+                t.result = Some(ResultEvent {
+                    subtype: ev["subtype"].as_str().unwrap_or_default().to_owned(),
+                    is_error: ev["is_error"].as_bool().unwrap_or(false),
+                    message,
+                    num_turns: ev["num_turns"].as_i64(),
+                    input_tokens: input,
+                    output_tokens: usage["output_tokens"].as_i64(),
+                });
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+impl Transcript {
+    /// The run's report (without the transcript bytes). `reason` is empty
+    /// when the transcript says nothing about how the run ended (the
+    /// supervisor then records `exited` or `killed`); `normal` is true only
+    /// for a connected MCP server and a successful result.
+    pub fn into_report(self) -> RunReport {
+        let mut report = RunReport {
+            tool_calls: Some(self.tool_calls),
+            ..RunReport::default()
+        };
+        if let Some(r) = &self.result {
+            report.input_tokens = r.input_tokens;
+            report.output_tokens = r.output_tokens;
+        }
+        // A run that got as far as the init event or a result must show
+        // Agency's server connected (a rejected token does not stop it).
+        if (self.saw_init || self.result.is_some())
+            && self.mcp_status.as_deref() != Some("connected")
+        {
+            report.reason = format!(
+                "failed: Agency's MCP server was not connected (status {})",
+                self.mcp_status.as_deref().unwrap_or("absent")
+            );
+            return report;
+        }
+        match self.result {
+            None => {}
+            Some(r) if r.is_error => {
+                let detail = if r.message.is_empty() {
+                    r.subtype
+                } else {
+                    truncate(&r.message, 500)
+                };
+                report.reason = format!("error: {detail}");
+            }
+            Some(r) if r.subtype == "success" => {
+                report.reason = "completed".to_owned();
+                report.normal = true;
+            }
+            Some(r) if r.subtype == "error_max_turns" => {
+                report.reason = "max_turns".to_owned();
+            }
+            Some(r) => report.reason = format!("error: {}", r.subtype),
+        }
+        report
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const INIT_OK: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"s","tools":["mcp__agency__mail_inbox"],"mcp_servers":[{"name":"agency","status":"connected"}],"model":"scripted"}"#;
+    const ASSISTANT_TOOLS: &str = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"mcp__agency__mail_inbox","input":{}},{"type":"tool_use","id":"toolu_2","name":"Bash","input":{"command":"ls"}}]}}"#;
+    const ASSISTANT_TOOL2: &str = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_3","name":"mcp__agency__mail_ack","input":{"messages":["m"]}}]}}"#;
+    const USER_RESULT: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"[]"}]}}"#;
+
+    #[test]
+    fn a_successful_run_completes_with_usage_and_tool_calls() {
+        let text = [
+            INIT_OK,
+            ASSISTANT_TOOLS,
+            USER_RESULT,
+            ASSISTANT_TOOL2,
+            "not json",
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"Done.","usage":{"input_tokens":100,"cache_creation_input_tokens":20,"cache_read_input_tokens":5,"output_tokens":42}}"#,
+        ]
+        .join("\n");
+        let t = parse_transcript(&text);
+        assert_eq!(t.mcp_status.as_deref(), Some("connected"));
+        assert_eq!(t.tool_calls, 2);
+        assert_eq!(t.result.as_ref().unwrap().num_turns, Some(3));
+        let r = t.into_report();
+        assert_eq!(r.reason, "completed");
+        assert!(r.normal);
+        assert_eq!(r.input_tokens, Some(125));
+        assert_eq!(r.output_tokens, Some(42));
+        assert_eq!(r.tool_calls, Some(2));
+    }
+
+    #[test]
+    fn is_error_wins_over_subtype_success() {
+        let text = [
+            INIT_OK,
+            r#"{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 400 nothing scripted","usage":{"input_tokens":0,"output_tokens":0}}"#,
+        ]
+        .join("\n");
+        let r = parse_transcript(&text).into_report();
+        assert_eq!(r.reason, "error: API Error: 400 nothing scripted");
+        assert!(!r.normal);
+        assert_eq!(r.tool_calls, Some(0));
+    }
+
+    #[test]
+    fn an_unconnected_mcp_server_fails_the_run() {
+        let text = [
+            r#"{"type":"system","subtype":"init","mcp_servers":[{"name":"agency","status":"failed"}]}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"I have no tools.","usage":{"input_tokens":10,"output_tokens":3}}"#,
+        ]
+        .join("\n");
+        let r = parse_transcript(&text).into_report();
+        assert_eq!(
+            r.reason,
+            "failed: Agency's MCP server was not connected (status failed)"
+        );
+        assert!(!r.normal);
+        assert_eq!(r.input_tokens, Some(10));
+
+        let no_init = r#"{"type":"result","subtype":"success","is_error":false,"usage":{}}"#;
+        assert!(!parse_transcript(no_init).into_report().normal);
+        let absent = r#"{"type":"system","subtype":"init","mcp_servers":[]}"#;
+        let r = parse_transcript(absent).into_report();
+        assert_eq!(
+            r.reason,
+            "failed: Agency's MCP server was not connected (status absent)"
+        );
+    }
+
+    #[test]
+    fn other_endings() {
+        let r = parse_transcript(&format!(
+            "{INIT_OK}\n{}",
+            r#"{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":5,"usage":{"input_tokens":1,"output_tokens":1}}"#
+        ))
+        .into_report();
+        assert_eq!(r.reason, "max_turns");
+        assert!(!r.normal);
+        let r = parse_transcript(&format!(
+            "{INIT_OK}\n{}",
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"]}"#
+        ))
+        .into_report();
+        assert_eq!(r.reason, "error: boom");
+        // Killed before any result: the supervisor's reason applies.
+        let r = parse_transcript(INIT_OK).into_report();
+        assert_eq!(r.reason, "");
+        assert_eq!(parse_transcript("").into_report().reason, "");
+    }
+}
