@@ -59,6 +59,9 @@ pub struct AgentsConfig {
     pub max_backoff_ms: u64,
     /// Between SIGTERM and SIGKILL when an agent's process group is stopped.
     pub kill_grace_ms: u64,
+    /// An agent that makes no MCP call for this long is stopped as stalled
+    /// (0: never).
+    pub idle_timeout_ms: u64,
     pub command: CommandConfig,
     pub builtin: BuiltinConfig,
     pub claude_code: ClaudeCodeConfig,
@@ -73,6 +76,7 @@ impl Default for AgentsConfig {
             respawn_backoff_ms: 500,
             max_backoff_ms: 60_000,
             kill_grace_ms: 3_000,
+            idle_timeout_ms: 900_000,
             command: CommandConfig::default(),
             builtin: BuiltinConfig::default(),
             claude_code: ClaudeCodeConfig::default(),
@@ -254,6 +258,8 @@ respawn_backoff_ms = 500
 max_backoff_ms = 60000
 # Between SIGTERM and SIGKILL when an agent's process group is stopped.
 kill_grace_ms = 3000
+# An agent that makes no MCP call for this long is stopped as stalled (0: never).
+idle_timeout_ms = 900000
 
 [agents.command]
 program = ""

@@ -100,6 +100,7 @@ pub(crate) async fn agent_only(
     let found = tokio::task::spawn_blocking(move || svc.token_authenticate(&token)).await;
     match found {
         Ok(Ok(id)) => {
+            st.activity.touch(id.agent);
             req.extensions_mut().insert(AgentIdentity {
                 handler: id.handler,
                 agent: id.agent,

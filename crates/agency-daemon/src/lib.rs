@@ -6,6 +6,7 @@
 //! service layer; it decides no permission itself. (The scheduler and
 //! agent supervisor arrive with the agent-runtimes issue.)
 
+mod activity;
 pub mod api;
 pub mod claude;
 mod config;

@@ -15,6 +15,7 @@ use axum::serve::ListenerExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
@@ -27,6 +28,7 @@ pub(crate) struct AppState {
     pub admin_hash: blake3::Hash,
     pub addr: SocketAddr,
     pub home: PathBuf,
+    pub activity: Arc<Activity>,
 }
 
 /// A running daemon (in this process).
@@ -91,7 +93,9 @@ impl Daemon {
             addr: want.to_string(),
             source: e,
         })?;
+        let activity = Arc::new(Activity::default());
         let state = Arc::new(AppState {
+            activity: activity.clone(),
             svc: svc.clone(),
             admin_hash: blake3::hash(admin.as_bytes()),
             addr,
@@ -159,6 +163,7 @@ impl Daemon {
             Supervisor::start(
                 svc.clone(),
                 runtime,
+                activity.clone(),
                 cfg.agents.clone(),
                 home.dir().join("run"),
                 format!("http://{addr}/mcp"),

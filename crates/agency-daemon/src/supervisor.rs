@@ -22,12 +22,14 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::activity::Activity;
 use crate::config::AgentsConfig;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 
 enum Msg {
     Consider(HandlerId),
+    IdleCheck(AgentId),
     Rescan,
     Exited {
         handler: HandlerId,
@@ -43,6 +45,8 @@ struct Running {
     agent: AgentId,
     pgid: u32,
     spec: SpawnSpec,
+    /// Set when the supervisor itself stops the agent, to record why.
+    stop_reason: Option<String>,
 }
 
 /// Handle to the running dispatcher.
@@ -57,6 +61,7 @@ impl Supervisor {
     pub fn start(
         svc: Arc<Service>,
         runtime: Arc<dyn Runtime>,
+        activity: Arc<Activity>,
         cfg: AgentsConfig,
         runs: PathBuf,
         mcp_url: String,
@@ -69,6 +74,7 @@ impl Supervisor {
         let state = State {
             svc,
             runtime,
+            activity,
             cfg,
             runs,
             mcp_url,
@@ -128,6 +134,7 @@ async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSende
 struct State {
     svc: Arc<Service>,
     runtime: Arc<dyn Runtime>,
+    activity: Arc<Activity>,
     cfg: AgentsConfig,
     runs: PathBuf,
     mcp_url: String,
@@ -149,6 +156,7 @@ impl State {
         while let Some(msg) = rx.recv().await {
             match msg {
                 Msg::Consider(h) => self.consider(h).await,
+                Msg::IdleCheck(agent) => self.idle_check(agent),
                 Msg::Rescan => self.rescan().await,
                 Msg::Exited {
                     handler,
@@ -354,8 +362,59 @@ impl State {
             });
         });
         self.by_agent.insert(agent, h);
-        self.running.insert(h, Running { agent, pgid, spec });
+        self.activity.touch(agent);
+        self.schedule_idle_check(agent, self.cfg.idle_timeout_ms);
+        self.running.insert(
+            h,
+            Running {
+                agent,
+                pgid,
+                spec,
+                stop_reason: None,
+            },
+        );
         Ok(())
+    }
+
+    fn schedule_idle_check(&self, agent: AgentId, after_ms: u64) {
+        if self.cfg.idle_timeout_ms == 0 {
+            return;
+        }
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            let _ = tx.send(Msg::IdleCheck(agent));
+        });
+    }
+
+    /// Stop an agent silent for longer than the idle timeout; otherwise
+    /// check again when it would reach it. (A check for an agent that has
+    /// ended finds nothing and does nothing.)
+    fn idle_check(&mut self, agent: AgentId) {
+        let Some(h) = self.by_agent.get(&agent).copied() else {
+            return;
+        };
+        let timeout = Duration::from_millis(self.cfg.idle_timeout_ms);
+        let silent = self.activity.last(agent).map_or(timeout, |t| t.elapsed());
+        if silent < timeout {
+            let left = (timeout - silent).as_millis();
+            self.schedule_idle_check(agent, u64::try_from(left).unwrap_or(u64::MAX).max(1));
+            return;
+        }
+        let Some(run) = self.running.get_mut(&h) else {
+            return;
+        };
+        if run.stop_reason.is_some() {
+            return;
+        }
+        run.stop_reason = Some(format!(
+            "stalled: no MCP call for {} ms",
+            self.cfg.idle_timeout_ms
+        ));
+        tokio::spawn(stop_group(
+            run.pgid,
+            Duration::from_millis(self.cfg.kill_grace_ms),
+        ));
     }
 
     async fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
@@ -365,12 +424,18 @@ impl State {
         self.by_agent.remove(&agent);
         // Whatever the agent left behind in its group goes with it.
         stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
+        self.activity.forget(agent);
         let mut report = self.runtime.collect(&run.spec);
+        if let Some(reason) = run.stop_reason.clone() {
+            report.reason = reason;
+        }
         report.exit_status = status.map(i64::from);
         // A clean exit is still abnormal when the runtime saw the run fail
         // (Claude Code exits 0 with is_error, or without our MCP server).
         report.normal = status == Some(0)
-            && !(report.reason.starts_with("failed") || report.reason.starts_with("error"));
+            && !["failed", "error", "stalled"]
+                .iter()
+                .any(|p| report.reason.starts_with(p));
         if report.reason.is_empty() {
             report.reason = if signalled {
                 "killed".to_owned()

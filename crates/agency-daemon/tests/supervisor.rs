@@ -12,11 +12,15 @@ use agency_daemon::{Daemon, Home};
 use agency_service::{MailBody, NewOutcome};
 
 fn home_with(script: &str) -> (tempfile::TempDir, Home) {
+    home_with_extra(script, "")
+}
+
+fn home_with_extra(script: &str, extra: &str) -> (tempfile::TempDir, Home) {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path().join("home"));
     home.init().unwrap();
     let cfg = format!(
-        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nstall_after_exits = 3\nrespawn_backoff_ms = 20\nkill_grace_ms = 300\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nstall_after_exits = 3\nrespawn_backoff_ms = 20\nkill_grace_ms = 300\n{extra}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
     );
     std::fs::write(home.config_path(), cfg).unwrap();
     (dir, home)
@@ -208,6 +212,52 @@ async fn a_restart_reaps_agents_left_live_and_delivers_mail_that_fell_due() {
     wait_for("the reminder", || {
         let h = svc.handler_view(Principal::User, root).unwrap();
         (h.inbox_depth == 1).then_some(())
+    })
+    .await;
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_agent_is_stopped_as_stalled_and_its_group_emptied() {
+    let (_dir, home) = home_with_extra("sleep 300 & sleep 300", "idle_timeout_ms = 400\n");
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let started = Instant::now();
+    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
+        .unwrap();
+    let agent = wait_for("an agent", || {
+        svc.agents_live(Principal::User)
+            .unwrap()
+            .first()
+            .map(|a| a.id)
+    })
+    .await;
+    wait_for("its processes", || {
+        (processes_of(agent).len() >= 2).then_some(())
+    })
+    .await;
+    let ended = wait_for("the idle stop", || {
+        svc.agents_recent(Principal::User, Some(10))
+            .unwrap()
+            .into_iter()
+            .find(|a| a.id == agent && a.ended_at.is_some())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "stopped before the idle timeout"
+    );
+    assert!(
+        ended
+            .end_reason
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("stalled: no MCP call"),
+        "{ended:?}"
+    );
+    wait_for("the group to be empty", || {
+        processes_of(agent).is_empty().then_some(())
     })
     .await;
     daemon.stop().await.unwrap();
