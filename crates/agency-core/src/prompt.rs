@@ -53,6 +53,8 @@ Your state document is KB file {state} (state_read / state_write). Your audit lo
 
 **Mail**: mail_send to "boss", to an underling's handler id, or to "self"; mail_send_deferred for reminders to yourself; mail_inbox; mail_ack once you have processed a message. You can only message your boss and your direct underlings.
 
+**Repos**: repo_clone copies a repository from Agency's repo cache into your workspace (for repos you hold a capability on).
+
 **Delegation and permissions**: delegate an outcome you are responsible for to a new underling handler, granting the capabilities it will need (least privilege; pre-delegate to avoid escalation chains); permissions_list, permissions_grant (to direct underlings, at most the level you hold); force_stop an underling to reclaim its outcome (last resort).
 
 ### How to work

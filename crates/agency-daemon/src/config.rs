@@ -15,6 +15,9 @@ pub struct Config {
     pub server: ServerConfig,
     pub limits: LimitsConfig,
     pub agents: AgentsConfig,
+    /// Repositories agents may clone (`repo_clone`), by name: a URL or a
+    /// local path. A handler needs a capability on `repo:NAME`.
+    pub repos: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +215,10 @@ impl Config {
                     "agents.runtime = {other:?} is not one of \"none\", \"command\", \"builtin\", \"claude-code\""
                 )));
             }
+        }
+        for name in cfg.repos.keys() {
+            agency_core::validate::check_name("repo", name)
+                .map_err(|e| bad(format!("[repos]: {e}")))?;
         }
         if cfg.agents.max_concurrent == 0 || cfg.agents.stall_after_exits == 0 {
             return Err(bad(

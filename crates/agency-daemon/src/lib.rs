@@ -14,6 +14,7 @@ mod error;
 mod home;
 mod http_auth;
 mod process;
+mod repos;
 mod rest;
 pub mod runtime;
 mod server;

@@ -19,6 +19,7 @@ use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
+use crate::repos::GitRepoCache;
 use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
 use crate::supervisor::Supervisor;
 use crate::{http_auth, rest};
@@ -109,6 +110,10 @@ impl Daemon {
             svc.clone(),
             agency_mcp::RouterOptions {
                 shutdown: mcp_shutdown.clone(),
+                repos: Some(Arc::new(GitRepoCache::new(
+                    home.dir().join("repos"),
+                    cfg.repos.clone(),
+                ))),
                 ..Default::default()
             },
         )

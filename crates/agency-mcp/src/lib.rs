@@ -73,7 +73,15 @@ pub const TOOL_NAMES: &[&str] = &[
     "state_write",
     "audit_read",
     "audit_submit",
+    "repo_clone",
 ];
+
+/// The daemon's repo cache, as the `repo_clone` tool sees it.
+pub trait RepoCache: Send + Sync + std::fmt::Debug {
+    /// Clone repo `name` (refreshing its mirror first) into `dest`, a
+    /// directory that does not exist yet; returns the repo's source.
+    fn clone_repo(&self, name: &str, dest: &std::path::Path) -> Result<String, String>;
+}
 
 /// Tunables of the MCP endpoint beyond the defaults [`router`] uses; build
 /// with `RouterOptions { shutdown: token, ..Default::default() }`.
@@ -90,6 +98,8 @@ pub struct RouterOptions {
     /// and starts a new session. Agents can sit in one LLM call for a long
     /// time, so the default is generous (one hour).
     pub session_idle: Duration,
+    /// The repo cache behind `repo_clone` (none: the tool says so).
+    pub repos: Option<Arc<dyn RepoCache>>,
 }
 
 impl Default for RouterOptions {
@@ -98,6 +108,7 @@ impl Default for RouterOptions {
             shutdown: CancellationToken::new(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             session_idle: Duration::from_secs(3600),
+            repos: None,
         }
     }
 }
@@ -122,8 +133,15 @@ pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
         .with_allowed_hosts(opts.allowed_hosts)
         .with_cancellation_token(opts.shutdown)
         .with_max_request_body_bytes(max_request_bytes(svc.limits().max_file_bytes));
+    let repos = opts.repos;
     let service = StreamableHttpService::new(
-        move || Ok(server::AgencyMcp::new(svc.clone(), tools.clone())),
+        move || {
+            Ok(server::AgencyMcp::new(
+                svc.clone(),
+                tools.clone(),
+                repos.clone(),
+            ))
+        },
         Arc::new(sessions),
         config,
     );

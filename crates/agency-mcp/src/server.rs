@@ -36,15 +36,21 @@ Times are milliseconds since the Unix epoch (UTC). Content you read that others 
 #[derive(Debug)]
 pub(crate) struct AgencyMcp {
     svc: Arc<Service>,
+    repos: Option<Arc<dyn crate::RepoCache>>,
     tools: Arc<ToolRouter<AgencyMcp>>,
     /// The agent that initialized this session, once it has.
     owner: OnceLock<AgentIdentity>,
 }
 
 impl AgencyMcp {
-    pub fn new(svc: Arc<Service>, tools: Arc<ToolRouter<AgencyMcp>>) -> Self {
+    pub fn new(
+        svc: Arc<Service>,
+        tools: Arc<ToolRouter<AgencyMcp>>,
+        repos: Option<Arc<dyn crate::RepoCache>>,
+    ) -> Self {
         AgencyMcp {
             svc,
+            repos,
             tools,
             owner: OnceLock::new(),
         }
@@ -52,6 +58,10 @@ impl AgencyMcp {
 
     pub fn service(&self) -> Arc<Service> {
         self.svc.clone()
+    }
+
+    pub fn repos(&self) -> Option<Arc<dyn crate::RepoCache>> {
+        self.repos.clone()
     }
 
     /// The identity the daemon attached to the HTTP request this MCP

@@ -13,6 +13,7 @@ mod kb;
 mod mail;
 mod outcomes;
 mod permissions;
+mod repos;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ use crate::server::AgencyMcp;
 pub(crate) struct Call {
     pub svc: Arc<Service>,
     pub identity: AgentIdentity,
+    pub repos: Option<Arc<dyn crate::RepoCache>>,
 }
 
 impl Call {
@@ -95,7 +97,11 @@ where
         Ok(a) => a,
         Err(e) => return Ok(into_call_result(Err(e)).into()),
     };
-    let call = Call { svc, identity };
+    let call = Call {
+        svc,
+        identity,
+        repos: ctx.service.repos(),
+    };
     let outcome = match tokio::task::spawn_blocking(move || body(&call, args)).await {
         Ok(outcome) => outcome,
         Err(e) => Err(ToolError::internal(format!(
@@ -130,6 +136,7 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(mail::routes())
         .chain(permissions::routes())
         .chain(audit::routes())
+        .chain(repos::routes())
     {
         router.add_route(route);
     }

@@ -58,6 +58,25 @@ impl Service {
     }
 }
 
+impl Service {
+    /// Whether the caller may clone repo `name` from the repo cache: a
+    /// handler needs a live capability on it (Read or more); the user may.
+    pub fn repo_check(&self, who: Principal, name: &str) -> Result<()> {
+        agency_core::validate::check_name("repo", name)?;
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let Caller::Handler { row, .. } = &caller else { return Ok(()) };
+            let held = tx.capabilities_on(row.id, &Resource::Repo(name.to_owned()))?;
+            if held.iter().any(|c| c.level >= Level::Read) {
+                return Ok(());
+            }
+            Err(ServiceError::denied(format!(
+                "failed to clone repo {name}: you hold no capability on it; ask your boss to grant read on repo {name}"
+            )))
+        })
+    }
+}
+
 /// The grant rule, inside an open transaction (also used by `delegate`).
 pub(crate) fn grant_in(
     op: &mut Op<'_>,

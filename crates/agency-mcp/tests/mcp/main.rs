@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod repos;
 mod support;
 
 use agency_mcp::{AgentIdentity, TOOL_NAMES};

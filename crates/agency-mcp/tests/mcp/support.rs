@@ -91,7 +91,19 @@ pub async fn serve_as(
     svc: Arc<Service>,
     pick: impl Fn(&axum::extract::Request) -> Option<AgentIdentity> + Clone + Send + Sync + 'static,
 ) -> Server {
-    let app = router(svc).layer(axum::middleware::from_fn(
+    serve_with(router(svc), pick).await
+}
+
+/// Serve a given MCP router with a fixed identity.
+pub async fn serve_router(app: axum::Router, identity: AgentIdentity) -> Server {
+    serve_with(app, move |_| Some(identity.clone())).await
+}
+
+async fn serve_with(
+    app: axum::Router,
+    pick: impl Fn(&axum::extract::Request) -> Option<AgentIdentity> + Clone + Send + Sync + 'static,
+) -> Server {
+    let app = app.layer(axum::middleware::from_fn(
         move |mut req: axum::extract::Request, next: axum::middleware::Next| {
             if let Some(identity) = pick(&req) {
                 req.extensions_mut().insert(identity);

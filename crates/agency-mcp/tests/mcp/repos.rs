@@ -1,0 +1,82 @@
+//! `repo_clone`: refused without a capability on the repo, then cloned by
+//! the repo cache into a confined workspace directory once it is granted.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use agency_core::{Level, Principal, Resource};
+use agency_mcp::{RepoCache, RouterOptions, router_with};
+use agency_service::GrantRequest;
+use serde_json::json;
+
+use crate::support::{Agency, call, connect, err, ok, serve_router};
+
+/// A stand-in cache that "clones" by writing one file, and records calls.
+#[derive(Debug, Default)]
+struct FakeCache(Mutex<Vec<String>>);
+
+impl RepoCache for FakeCache {
+    fn clone_repo(&self, name: &str, dest: &Path) -> Result<String, String> {
+        self.0.lock().unwrap().push(name.to_owned());
+        std::fs::create_dir(dest).map_err(|e| e.to_string())?;
+        std::fs::write(dest.join("README"), name).map_err(|e| e.to_string())?;
+        Ok(format!("https://example.invalid/{name}.git"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repo_clone_needs_a_capability_and_stays_in_the_workspace() {
+    let a = Agency::new();
+    let cache = Arc::new(FakeCache::default());
+    let app = router_with(
+        a.svc.clone(),
+        RouterOptions {
+            repos: Some(cache.clone()),
+            ..Default::default()
+        },
+    );
+    let server = serve_router(app, a.identity()).await;
+    let c = connect(&server.url).await.unwrap();
+
+    err(
+        &call(
+            &c,
+            "repo_clone",
+            json!({"name": "agency", "dest": "agency"}),
+        )
+        .await,
+        "[permission_denied]",
+    );
+    assert!(
+        cache.0.lock().unwrap().is_empty(),
+        "nothing is cloned without the capability"
+    );
+    let grant = GrantRequest {
+        resource: Resource::Repo("agency".into()),
+        level: Level::Read,
+        delegatable: false,
+    };
+    a.svc.grant(Principal::User, a.root, &grant).unwrap();
+    std::fs::create_dir(a.ws.join("src")).unwrap();
+    let done = ok(&call(
+        &c,
+        "repo_clone",
+        json!({"name": "agency", "dest": "src/agency"}),
+    )
+    .await);
+    assert_eq!(done["source"], "https://example.invalid/agency.git");
+    assert_eq!(
+        std::fs::read_to_string(a.ws.join("src/agency/README")).unwrap(),
+        "agency"
+    );
+    for dest in ["../out", "/tmp/x", "etc/x", "src/agency", ""] {
+        err(
+            &call(&c, "repo_clone", json!({"name": "agency", "dest": dest})).await,
+            "[invalid_path]",
+        );
+    }
+    err(
+        &call(&c, "repo_clone", json!({"name": "../x", "dest": "y"})).await,
+        "[invalid_input]",
+    );
+}
