@@ -1,0 +1,166 @@
+//! The story both runtime tests play: a real `agency serve` with a given
+//! `[agents]` configuration, the user asks the root handler for a guide,
+//! the root's agent (scripted by the model server) answers by mail. Shared
+//! so that each runtime test holds only what is particular to its runtime.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agency");
+
+/// The root's run: bare tool names (the model server spells them the way
+/// the client offers them, e.g. `mcp__agency__…` for Claude Code).
+pub const SCRIPT: &str = r#"{
+  "scenarios": [{
+    "name": "root",
+    "match": { "system_contains": "Help the user accomplish all their work" },
+    "turns": [
+      { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
+      { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result:/messages/0/id}}"] } } ] },
+      { "tool_calls": [ { "name": "kb_create", "input": { "description": "Composting guide", "content": "Greens and browns, kept moist." } } ] },
+      { "tool_calls": [ { "name": "mail_send", "input": { "to": "boss", "file": "{{result:/file}}", "subject": "Your composting guide" } } ] },
+      { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Wrote the guide and sent it to the user." } } ] },
+      { "text": "Done: the guide is in your inbox." }
+    ]
+  }],
+  "fallback": { "text": "ok" }
+}"#;
+
+pub fn agency(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("AGENCY_HOME", home)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+pub fn json(home: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = agency(home, &all);
+    assert_eq!(code, 0, "agency {args:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// A daemon serving a fresh home with the given extra configuration.
+pub struct Story {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    serve: Child,
+    deadline: Instant,
+}
+
+impl Story {
+    pub async fn start(config: &str, timeout: Duration) -> Story {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let (code, _, err) = agency(&home, &["init"]);
+        assert_eq!(code, 0, "{err}");
+        std::fs::write(home.join("agency.toml"), config).unwrap();
+        let log = std::fs::File::create(tmp.path().join("serve.log")).unwrap();
+        let serve = Command::new(BIN)
+            .arg("serve")
+            .env("AGENCY_HOME", &home)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + timeout;
+        while !home.join("daemon.json").exists() {
+            assert!(Instant::now() < deadline, "the daemon did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Story {
+            tmp,
+            home,
+            serve,
+            deadline,
+        }
+    }
+
+    /// Ask for the guide; wait for the answer in the user's inbox, then for
+    /// the agent to end. Returns the answer and the ended agent.
+    pub async fn ask_and_wait(&self) -> (Value, Value) {
+        let (code, _, err) = agency(&self.home, &["send", "Please write me a composting guide"]);
+        assert_eq!(code, 0, "{err}");
+        let reply = loop {
+            let inbox = json(&self.home, &["inbox"]);
+            if let Some(m) = inbox
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["subject"] == "Your composting guide")
+            {
+                break m.clone();
+            }
+            assert!(
+                Instant::now() < self.deadline,
+                "no reply; daemon log:\n{}",
+                std::fs::read_to_string(self.tmp.path().join("serve.log")).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let agent = loop {
+            let agents = json(&self.home, &["agents"]);
+            let recent = agents["recent"].as_array().unwrap().clone();
+            if agents["live"].as_array().unwrap().is_empty()
+                && recent.iter().any(|a| !a["ended_at"].is_null())
+            {
+                break recent[0].clone();
+            }
+            assert!(
+                Instant::now() < self.deadline,
+                "the agent did not end: {agents}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        (reply, agent)
+    }
+
+    /// What both runtimes must leave: the answer's body, the agent's audit
+    /// summary, no workspace, no respawn once the root has no work.
+    pub async fn assert_common_outcome(&self, reply: &Value, agent: &Value) {
+        assert_eq!(reply["body"], "Greens and browns, kept moist.");
+        let log = json(
+            &self.home,
+            &["audit", &agent["handler"].as_str().unwrap()[..8]],
+        );
+        assert!(
+            log.as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["summary"] == "Wrote the guide and sent it to the user.")
+        );
+        let runs = std::fs::read_dir(self.home.join("run"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(runs, 0, "workspaces are deleted after exit");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            json(&self.home, &["agents"])["recent"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1,
+            "no respawn without work"
+        );
+    }
+
+    /// SIGTERM the daemon; it must exit cleanly.
+    pub fn stop(mut self) {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.serve.id().to_string())
+            .status()
+            .unwrap();
+        assert!(self.serve.wait().unwrap().success());
+    }
+}
