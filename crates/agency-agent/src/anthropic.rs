@@ -94,6 +94,28 @@ enum Block {
     Other,
 }
 
+impl Block {
+    /// A content block as it starts (streaming) or stands (non-streaming).
+    fn from_json(block: &Value) -> Block {
+        match lenient_str(block.get("type")) {
+            Some("text") => Block::Text(
+                lenient_str(block.get("text"))
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            Some("tool_use") => Block::ToolUse {
+                id: lenient_str(block.get("id")).unwrap_or_default().to_owned(),
+                name: lenient_str(block.get("name"))
+                    .unwrap_or_default()
+                    .to_owned(),
+                start_input: block.get("input").cloned().unwrap_or(Value::Null),
+                json: String::new(),
+            },
+            _ => Block::Other,
+        }
+    }
+}
+
 /// Folds a message's SSE events into a [`Reply`].
 #[derive(Debug, Default)]
 pub(crate) struct StreamAssembler {
@@ -126,22 +148,7 @@ impl StreamAssembler {
             "content_block_start" => {
                 let index = lenient_u64(data.get("index")).unwrap_or(self.blocks.len() as u64);
                 let block = data.get("content_block").unwrap_or(&Value::Null);
-                let b = match lenient_str(block.get("type")) {
-                    Some("text") => Block::Text(
-                        lenient_str(block.get("text"))
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                    Some("tool_use") => Block::ToolUse {
-                        id: lenient_str(block.get("id")).unwrap_or_default().to_owned(),
-                        name: lenient_str(block.get("name"))
-                            .unwrap_or_default()
-                            .to_owned(),
-                        start_input: block.get("input").cloned().unwrap_or(Value::Null),
-                        json: String::new(),
-                    },
-                    _ => Block::Other,
-                };
+                let b = Block::from_json(block);
                 self.blocks.insert(index, b);
             }
             "content_block_delta" => {
@@ -278,22 +285,7 @@ pub(crate) fn parse_whole(body: &Value) -> Result<Reply, String> {
         .cloned()
         .unwrap_or_default();
     for (i, block) in blocks.iter().enumerate() {
-        let b = match lenient_str(block.get("type")) {
-            Some("text") => Block::Text(
-                lenient_str(block.get("text"))
-                    .unwrap_or_default()
-                    .to_owned(),
-            ),
-            Some("tool_use") => Block::ToolUse {
-                id: lenient_str(block.get("id")).unwrap_or_default().to_owned(),
-                name: lenient_str(block.get("name"))
-                    .unwrap_or_default()
-                    .to_owned(),
-                start_input: block.get("input").cloned().unwrap_or(Value::Null),
-                json: String::new(),
-            },
-            _ => Block::Other,
-        };
+        let b = Block::from_json(block);
         a.blocks.insert(i as u64, b);
     }
     a.finish()
