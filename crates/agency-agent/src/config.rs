@@ -129,6 +129,28 @@ pub struct AgentConfig {
     /// (default 300).
     #[serde(default = "default_request_timeout_secs")]
     pub request_timeout_secs: u64,
+    /// Extra MCP servers, each a child process speaking MCP on stdio (the
+    /// daemon gives `agency mcp-launch NAME`). Their tools are offered to
+    /// the model as `NAME__tool`.
+    #[serde(default)]
+    pub mcp_servers: Vec<StdioServer>,
+}
+
+/// One extra MCP server started as a child process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioServer {
+    /// Letters, digits, `-` and `_`; the prefix of its tools' names.
+    pub name: String,
+    /// `"stdio"` when given (the `mcpServers` format's field).
+    #[serde(default, rename = "type")]
+    pub transport: Option<String>,
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Added to the environment the child inherits.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// Load and validate a configuration file.
@@ -182,6 +204,33 @@ impl AgentConfig {
         }
         if self.request_timeout_secs == 0 {
             return Err("`request_timeout_secs` must be at least 1".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for s in &self.mcp_servers {
+            let ok = !s.name.is_empty()
+                && !s.name.contains("__")
+                && s.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !ok {
+                return Err(format!(
+                    "`mcp_servers`: name {:?} must be letters, digits, - and _ (without __)",
+                    s.name
+                ));
+            }
+            if !seen.insert(s.name.as_str()) {
+                return Err(format!("`mcp_servers`: name {:?} appears twice", s.name));
+            }
+            if s.transport.as_deref().is_some_and(|t| t != "stdio") {
+                return Err(format!(
+                    "`mcp_servers` {}: type {:?} is not \"stdio\"",
+                    s.name,
+                    s.transport.as_deref().unwrap_or_default()
+                ));
+            }
+            if s.command.trim().is_empty() {
+                return Err(format!("`mcp_servers` {}: command is empty", s.name));
+            }
         }
         Ok(())
     }

@@ -1,5 +1,8 @@
 //! The agent's side of MCP: one rmcp streamable-HTTP client session to
-//! Agency's `/mcp` endpoint, authenticated with the agent's bearer token.
+//! Agency's `/mcp` endpoint, authenticated with the agent's bearer token,
+//! plus one stdio session per extra MCP server of the configuration (each a
+//! child process: Agency's launcher, which becomes the server). An extra
+//! server's tools are offered as `NAME__tool`; Agency's keep their names.
 //!
 //! A tool call never fails the run: protocol errors, timeouts and `isError`
 //! results all come back as a [`ToolOutcome`] with `is_error` set, so the
@@ -9,11 +12,12 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
+use crate::config::StdioServer;
 use crate::error::AgentError;
 use crate::model::ToolSpec;
 
@@ -32,6 +36,24 @@ pub(crate) struct Mcp {
 }
 
 impl Mcp {
+    /// Start an extra server (a child process speaking MCP on stdio; its
+    /// stderr goes to ours), initialize it and list its tools.
+    pub async fn spawn_stdio(
+        server: &StdioServer,
+        timeout: Duration,
+    ) -> Result<(Mcp, Vec<ToolSpec>), String> {
+        let mut cmd = tokio::process::Command::new(&server.command);
+        cmd.args(&server.args).envs(&server.env);
+        let transport = TokioChildProcess::new(cmd)
+            .map_err(|e| format!("failed to start {}: {e}", server.command))?;
+        let client = match tokio::time::timeout(timeout, ().serve(transport)).await {
+            Err(_) => return Err(format!("no answer within {} s", timeout.as_secs())),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Ok(c)) => c,
+        };
+        Mcp::list(client, timeout).await
+    }
+
     /// Connect, initialize and list every tool (following pagination).
     pub async fn connect(
         url: &str,
@@ -59,6 +81,19 @@ impl Mcp {
             }
             Ok(Ok(c)) => c,
         };
+        Mcp::list(client, timeout)
+            .await
+            .map_err(|message| AgentError::McpListTools {
+                url: url.to_owned(),
+                message,
+            })
+    }
+
+    /// List a new session's tools; the session is ended on failure.
+    async fn list(
+        client: RunningService<RoleClient, ()>,
+        timeout: Duration,
+    ) -> Result<(Mcp, Vec<ToolSpec>), String> {
         let tools = match tokio::time::timeout(timeout, client.list_all_tools()).await {
             Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
             Ok(Err(e)) => Err(e.to_string()),
@@ -68,10 +103,7 @@ impl Mcp {
             Ok(t) => t,
             Err(message) => {
                 let _ = client.cancel().await;
-                return Err(AgentError::McpListTools {
-                    url: url.to_owned(),
-                    message,
-                });
+                return Err(message);
             }
         };
         let specs = tools
@@ -110,6 +142,52 @@ impl Mcp {
     /// End the session (DELETE on the server), best effort.
     pub async fn close(self) {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.client.cancel()).await;
+    }
+}
+
+/// Agency's session and the extra servers', routing each call by name.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    agency: Mcp,
+    /// Each extra server with the prefix of its tools (`NAME__`).
+    extra: Vec<(String, Mcp)>,
+}
+
+impl Sessions {
+    pub fn new(agency: Mcp) -> Sessions {
+        Sessions {
+            agency,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Add an extra server's session; returns its tools, renamed.
+    pub fn add(&mut self, name: &str, mcp: Mcp, tools: Vec<ToolSpec>) -> Vec<ToolSpec> {
+        let prefix = format!("{name}__");
+        self.extra.push((prefix.clone(), mcp));
+        tools
+            .into_iter()
+            .map(|t| ToolSpec {
+                name: format!("{prefix}{}", t.name),
+                ..t
+            })
+            .collect()
+    }
+
+    pub async fn call(&self, name: &str, input: &Value) -> ToolOutcome {
+        for (prefix, mcp) in &self.extra {
+            if let Some(tool) = name.strip_prefix(prefix.as_str()) {
+                return mcp.call(tool, input).await;
+            }
+        }
+        self.agency.call(name, input).await
+    }
+
+    pub async fn close(self) {
+        for (_, mcp) in self.extra {
+            mcp.close().await;
+        }
+        self.agency.close().await;
     }
 }
 

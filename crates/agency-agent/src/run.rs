@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::client::ModelClient;
 use crate::config::AgentConfig;
 use crate::error::AgentError;
-use crate::mcp::Mcp;
+use crate::mcp::{Mcp, Sessions};
 use crate::model::{Message, Reply, Request, ToolCall, ToolResult, ToolSpec};
 use crate::summary::{Ended, RunSummary, now_rfc3339};
 use crate::transcript::{MAX_RECORDED_RESULT, Redactor, Transcript, truncate};
@@ -215,13 +215,39 @@ async fn drive(
             "pid": std::process::id(),
         }),
     );
-    let (mcp, tools) =
+    let (agency, mut tools) =
         Mcp::connect(&cfg.mcp_url, &secrets.mcp_token, cfg.request_timeout()).await?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     t.event(
         "mcp_connected",
         json!({ "url": cfg.mcp_url, "tools": names }),
     );
+    let mut mcp = Sessions::new(agency);
+    // An extra server that fails to start is recorded, not fatal: the
+    // agent can still do its work with Agency's tools and report.
+    for server in &cfg.mcp_servers {
+        match Mcp::spawn_stdio(server, cfg.request_timeout()).await {
+            Ok((session, specs)) => {
+                let specs = mcp.add(&server.name, session, specs);
+                let names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+                t.event(
+                    "mcp_server_connected",
+                    json!({ "name": server.name, "tools": names }),
+                );
+                tools.extend(specs);
+            }
+            Err(message) => {
+                eprintln!(
+                    "agent: failed to start MCP server {}: {message}",
+                    server.name
+                );
+                t.event(
+                    "mcp_server_failed",
+                    json!({ "name": server.name, "error": message }),
+                );
+            }
+        }
+    }
     let result = converse(cfg, &client, &mcp, &tools, t, s).await;
     mcp.close().await;
     result
@@ -230,7 +256,7 @@ async fn drive(
 async fn converse(
     cfg: &AgentConfig,
     client: &ModelClient,
-    mcp: &Mcp,
+    mcp: &Sessions,
     tools: &[ToolSpec],
     t: &mut Transcript,
     s: &mut RunSummary,
@@ -385,7 +411,7 @@ fn recorded_input(c: &ToolCall) -> Value {
 }
 
 async fn call_tool(
-    mcp: &Mcp,
+    mcp: &Sessions,
     tools: &[ToolSpec],
     call: &ToolCall,
     turn: u32,

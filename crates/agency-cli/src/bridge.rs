@@ -19,7 +19,7 @@ use agency_daemon::Home;
 use anyhow::{Context, Result, bail};
 use reqwest::Url;
 use reqwest::blocking::{Client as Http, RequestBuilder, Response};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::client::{self, daemon_base, http_client, no_daemon};
@@ -183,20 +183,28 @@ fn relay(resp: Response, sse: bool, id: Option<&Value>) -> Result<Option<String>
     read.map(|()| version)
 }
 
-/// One stdio session against the daemon.
+/// Who is at the other end, for error messages.
+enum Peer {
+    /// Agency's daemon, with the agent token read from `token_file`.
+    Daemon { home: Home, token_file: String },
+    /// An extra MCP server started by `agency mcp-launch`.
+    Server { name: String },
+}
+
+/// One stdio session against a streamable-HTTP MCP endpoint.
 struct Bridge {
     http: Http,
     url: Url,
-    token: String,
-    token_file: String,
-    home: Home,
+    /// Sent with every request (the bearer token, a server's headers).
+    headers: HeaderMap,
+    peer: Peer,
     session: Option<HeaderValue>,
     protocol: Option<HeaderValue>,
 }
 
 impl Bridge {
     fn request(&self, req: RequestBuilder) -> RequestBuilder {
-        let mut req = req.bearer_auth(&self.token);
+        let mut req = req.headers(self.headers.clone());
         if let Some(s) = &self.session {
             req = req.header(SESSION_HEADER, s.clone());
         }
@@ -229,20 +237,25 @@ impl Bridge {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(line.to_owned());
-        let resp = match req.send() {
-            Ok(r) => r,
-            Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
-            Err(e) => {
+        let resp = match (req.send(), &self.peer) {
+            (Ok(r), _) => r,
+            (Err(e), Peer::Daemon { home, .. }) if e.is_connect() => return Err(no_daemon(home)),
+            (Err(e), _) => {
                 return Err(e).with_context(|| format!("failed to send a message to {}", self.url));
             }
         };
         let status = resp.status();
         if status == reqwest::StatusCode::UNAUTHORIZED {
             let why = client::api_error(status.as_u16(), &resp.text().unwrap_or_default());
-            bail!(
-                "failed to authenticate to the Agency daemon with the token in {}: {why}; mint a new one with `agency token mint --handler <id>`",
-                self.token_file
-            );
+            match &self.peer {
+                Peer::Daemon { token_file, .. } => bail!(
+                    "failed to authenticate to the Agency daemon with the token in {token_file}: {why}; mint a new one with `agency token mint --handler <id>`"
+                ),
+                Peer::Server { name } => bail!(
+                    "failed to authenticate to MCP server {name} at {}: {why}; check its headers in agency.toml",
+                    self.url
+                ),
+            }
         }
         if !status.is_success() {
             let body = resp.text().unwrap_or_default();
@@ -280,7 +293,11 @@ impl Bridge {
         {
             return write_message(&m);
         }
-        let mut why = format!("failed to forward to the Agency daemon: HTTP {status}");
+        let peer = match &self.peer {
+            Peer::Daemon { .. } => "the Agency daemon".to_owned(),
+            Peer::Server { name } => format!("MCP server {name}"),
+        };
+        let mut why = format!("failed to forward to {peer}: HTTP {status}");
         if status == reqwest::StatusCode::NOT_FOUND && self.session.is_some() {
             why.push_str(" (the MCP session is gone; did the daemon restart?)");
         }
@@ -316,15 +333,48 @@ pub fn run(home: &Home, token_file: &Path) -> Result<ExitCode> {
     let url = daemon_base(home)?
         .join("mcp")
         .context("failed to make the MCP endpoint's URL")?;
-    let mut bridge = Bridge {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {token}")).with_context(|| {
+            format!(
+                "failed to use the token in {}: it is not a valid header value",
+                token_file.display()
+            )
+        })?,
+    );
+    serve(Bridge {
         http: http_client()?,
         url,
-        token,
-        token_file: token_file.display().to_string(),
-        home: home.clone(),
+        headers,
+        peer: Peer::Daemon {
+            home: home.clone(),
+            token_file: token_file.display().to_string(),
+        },
         session: None,
         protocol: None,
-    };
+    })
+}
+
+/// Bridge stdio to an extra MCP server's URL with its headers (secrets
+/// filled in by the daemon; they stay in this process).
+pub fn run_remote(name: &str, url: &str, headers: HeaderMap) -> Result<ExitCode> {
+    let url =
+        Url::parse(url).with_context(|| format!("failed to parse the URL of MCP server {name}"))?;
+    serve(Bridge {
+        http: http_client()?,
+        url,
+        headers,
+        peer: Peer::Server {
+            name: name.to_owned(),
+        },
+        session: None,
+        protocol: None,
+    })
+}
+
+/// Forward stdin to the peer until stdin ends, then end the session.
+fn serve(mut bridge: Bridge) -> Result<ExitCode> {
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
     for line in std::io::stdin().lock().lines() {
         let line = line.context("failed to read stdin")?;

@@ -85,6 +85,14 @@ pub enum Command {
     /// outcomes. Prints the report.
     Stop(HandlerArg),
 
+    /// Grant a handler a capability, e.g. `agency grant <handler>
+    /// mcp_server:github read` (an extra MCP server from agency.toml),
+    /// `repo:site read`, or `kb:<file-id> write`. Prints its id.
+    Grant(GrantArgs),
+
+    /// List a handler's live capabilities.
+    Caps(HandlerArg),
+
     /// Bearer tokens for external MCP clients.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -95,6 +103,12 @@ pub enum Command {
     /// Exits 0 at the end of stdin (after ending the MCP session), 1 when
     /// the daemon refuses the token or cannot be reached.
     McpStdio(McpStdioArgs),
+
+    /// Start the extra MCP server NAME for an agent (run by agents' MCP
+    /// configurations, with AGENCY_MCP_URL and AGENCY_TOKEN set): the
+    /// daemon checks the agent's capability and hands over the server's
+    /// command or URL with its secrets, which go to the server only.
+    McpLaunch(McpLaunchArgs),
 
     /// Run one built-in agent (used by the daemon's `builtin` runtime): an
     /// LLM conversation whose tools are Agency's MCP tools. Exits 0 when it
@@ -228,6 +242,25 @@ pub enum TokenCommand {
         /// Agent id or unique prefix.
         agent: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    /// The handler (id or unique prefix).
+    pub handler: String,
+    /// KIND:KEY, where KIND is kb, mcp_server or repo.
+    pub resource: String,
+    /// none, read or write.
+    pub level: String,
+    /// Whether the handler may pass it on to its underlings.
+    #[arg(long)]
+    pub delegatable: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpLaunchArgs {
+    /// The server's name in `[mcp_servers]` of agency.toml.
+    pub name: String,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 mod daemon;
 mod demo;
 mod kb;
+mod launch;
 mod mail;
 mod org;
 mod runtime;
@@ -41,6 +42,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Demo = cli.command {
         return demo::demo(cli.home);
     }
+    // The launcher needs no home: everything comes from its environment.
+    if let Command::McpLaunch(a) = &cli.command {
+        return launch::mcp_launch(&a.name);
+    }
     let home = Home::resolve(cli.home)?;
     let ctx = Ctx {
         home,
@@ -59,6 +64,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Agents(a) => org::agents(&ctx, a.limit),
         Command::Audit(a) => org::audit(&ctx, &a.handler),
         Command::Stop(a) => org::stop(&ctx, &a.handler),
+        Command::Grant(a) => org::grant(&ctx, &a),
+        Command::Caps(a) => org::caps(&ctx, &a.handler),
         Command::Kb(KbCommand::Ls) => kb::ls(&ctx),
         Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
         Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),
@@ -69,6 +76,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
+        Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),
         Command::ModelServer(a) => runtime::model_server(&a.script, a.port),
         Command::Demo => unreachable!("handled before the home is resolved"),
     }

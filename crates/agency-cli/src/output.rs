@@ -462,6 +462,25 @@ pub fn fsck(r: &FsckReport) -> String {
     out
 }
 
+pub fn capabilities(list: &[agency_service::CapabilityRow]) -> String {
+    if list.is_empty() {
+        return "(no capabilities)\n".to_owned();
+    }
+    let rows = list
+        .iter()
+        .map(|c| {
+            vec![
+                c.id.to_string(),
+                c.resource.to_string(),
+                c.level.to_string(),
+                yes_no(c.delegatable).to_owned(),
+                or_dash(c.scope),
+            ]
+        })
+        .collect();
+    table(&["ID", "RESOURCE", "LEVEL", "DELEGATABLE", "SCOPE"], rows)
+}
+
 pub fn audit(list: &[LogEntryRow]) -> String {
     if list.is_empty() {
         return "(no entries)\n".to_owned();

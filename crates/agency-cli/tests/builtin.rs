@@ -17,7 +17,7 @@ async fn the_root_handlers_builtin_agent_answers_the_user() {
     let script = agency_testkit::Script::from_json(SCRIPT).unwrap();
     let model = agency_testkit::ModelServer::start(script).await.unwrap();
     let cfg = format!(
-        "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nprogram = {BIN:?}\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 20\n",
+        "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 20\n",
         model.base_url()
     );
     let story = Story::start(&cfg, Duration::from_secs(60)).await;

@@ -15,24 +15,7 @@ mod agent_story;
 
 use std::time::Duration;
 
-use agent_story::{SCRIPT, Story};
-
-fn claude_bin() -> String {
-    match std::env::var("AGENCY_CLAUDE_BIN") {
-        Ok(p) if !p.is_empty() && std::path::Path::new(&p).exists() => p,
-        Ok(p) if !p.is_empty() => panic!(
-            "AGENCY_CLAUDE_BIN={p} does not exist; install Claude Code with \
-             `npm install --prefix target/claude-code @anthropic-ai/claude-code` \
-             (scripts/test.sh does this)"
-        ),
-        _ => panic!(
-            "AGENCY_CLAUDE_BIN is not set: this test runs the real Claude Code CLI. \
-             Install it with `npm install --prefix target/claude-code @anthropic-ai/claude-code` \
-             and set AGENCY_CLAUDE_BIN to the absolute path of target/claude-code/node_modules/.bin/claude \
-             (scripts/test.sh does both)"
-        ),
-    }
-}
+use agent_story::{SCRIPT, Story, claude_bin};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_root_handlers_claude_code_agent_answers_the_user() {

@@ -13,7 +13,7 @@ use crate::runtime::{Runtime, SpawnSpec, write_private};
 
 /// The name of Agency's MCP server in Claude Code's configuration; its tools
 /// appear as `mcp__agency__<tool>`.
-const SERVER: &str = "agency";
+const SERVER: &str = crate::mcp_servers::AGENCY_SERVER;
 const TOOL_PREFIX: &str = "mcp__agency__";
 
 #[derive(Debug, Clone)]
@@ -27,21 +27,19 @@ impl Runtime for ClaudeCodeRuntime {
     }
 
     fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
-        let mcp = serde_json::json!({
-            "mcpServers": {
-                SERVER: {
-                    "type": "http",
-                    "url": spec.mcp_url,
-                    "headers": { "Authorization": format!("Bearer {}", spec.token) },
-                }
-            }
-        });
-        let mcp_path = write_private(&spec.run_dir, "mcp.json", mcp.to_string().as_bytes())?;
+        let mcp_path = write_private(
+            &spec.run_dir,
+            "mcp.json",
+            spec.mcp_config().to_string().as_bytes(),
+        )?;
         let home = spec.run_dir.join("home");
         std::fs::create_dir_all(&home).map_err(|e| DaemonError::io("create", &home, e))?;
+        // Agency's tools by name; an extra server's tools as a whole
+        // (`mcp__NAME` allows every tool of server NAME).
         let allowed: Vec<String> = agency_mcp::TOOL_NAMES
             .iter()
             .map(|t| format!("{TOOL_PREFIX}{t}"))
+            .chain(spec.mcp_servers.iter().map(|n| format!("mcp__{n}")))
             .collect();
         let program = if self.cfg.program.is_empty() {
             "claude"

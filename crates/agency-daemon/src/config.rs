@@ -8,6 +8,8 @@ use agency_core::Limits;
 use serde::{Deserialize, Serialize};
 
 use crate::error::DaemonError;
+use crate::mcp_servers::McpServerConfig;
+use crate::secrets::SecretSource;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -18,6 +20,11 @@ pub struct Config {
     /// Repositories agents may clone (`repo_clone`), by name: a URL or a
     /// local path. A handler needs a capability on `repo:NAME`.
     pub repos: BTreeMap<String, String>,
+    /// Secrets, by name: where each is read from at daemon start.
+    pub secrets: BTreeMap<String, SecretSource>,
+    /// Extra MCP servers, by name. A handler needs a capability on
+    /// `mcp_server:NAME` for its agents to get one.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +72,12 @@ pub struct AgentsConfig {
     /// An agent that makes no MCP call for this long is stopped as stalled
     /// (0: never).
     pub idle_timeout_ms: u64,
+    /// After a live agent is told its MCP servers changed, how long it has
+    /// to save its state and exit before it is stopped.
+    pub config_restart_grace_ms: u64,
+    /// The `agency` binary that agents' helper processes run (the builtin
+    /// loop, the MCP server launcher); empty means the running executable.
+    pub agency_program: String,
     pub command: CommandConfig,
     pub builtin: BuiltinConfig,
     pub claude_code: ClaudeCodeConfig,
@@ -80,6 +93,8 @@ impl Default for AgentsConfig {
             max_backoff_ms: 60_000,
             kill_grace_ms: 3_000,
             idle_timeout_ms: 900_000,
+            config_restart_grace_ms: 120_000,
+            agency_program: String::new(),
             command: CommandConfig::default(),
             builtin: BuiltinConfig::default(),
             claude_code: ClaudeCodeConfig::default(),
@@ -98,8 +113,6 @@ pub struct CommandConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BuiltinConfig {
-    /// The `agency` binary to run; empty means the running executable.
-    pub program: String,
     /// `anthropic` (Messages API) or `openai` (chat completions: OpenAI,
     /// Ollama, vLLM, llama.cpp server).
     pub api: String,
@@ -118,7 +131,6 @@ pub struct BuiltinConfig {
 impl Default for BuiltinConfig {
     fn default() -> Self {
         BuiltinConfig {
-            program: String::new(),
             api: "anthropic".to_owned(),
             base_url: String::new(),
             model: String::new(),
@@ -216,6 +228,7 @@ impl Config {
                 )));
             }
         }
+        crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;
@@ -267,6 +280,12 @@ max_backoff_ms = 60000
 kill_grace_ms = 3000
 # An agent that makes no MCP call for this long is stopped as stalled (0: never).
 idle_timeout_ms = 900000
+# An agent told that its MCP servers changed has this long to save its
+# state and exit before it is stopped (the next agent gets the new servers).
+config_restart_grace_ms = 120000
+# The agency binary for agents' helper processes (the builtin loop, the
+# launcher of extra MCP servers); empty = this executable.
+agency_program = ""
 
 [agents.command]
 program = ""
@@ -281,7 +300,6 @@ api_key_env = ""           # name of the environment variable holding the key
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
-program = ""               # the agency binary; empty = this executable
 
 # runtime = "claude-code": the Claude Code CLI, headless (`claude -p`), with
 # Agency's MCP server as its only tools. It runs with HOME set to a private
@@ -293,6 +311,25 @@ max_turns = 50             # passed as --max-turns when above 0
 [agents.claude_code.env]   # extra environment, e.g.
 # ANTHROPIC_API_KEY = "sk-…"
 # ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+# Secrets, read once when the daemon starts and kept in memory only (never
+# written to the store, logs or agents' files). Exactly one source each:
+# [secrets]
+# github = { env = "GITHUB_TOKEN" }                  # the daemon's environment
+# gmail = { file = "secrets/gmail" }                 # relative to this home
+# slack = { command = ["op", "read", "op://vault/slack/token"] }
+
+# Extra MCP servers. An agent gets one only if its handler holds a
+# capability on mcp_server:NAME (granted by the user or a boss). Secrets are
+# referenced as ${secret:NAME} in env and headers, and reach only the
+# server's process, through `agency mcp-launch`:
+# [mcp_servers.files]
+# command = "mcp-server-filesystem"
+# args = ["/srv/shared"]
+# env = { API_TOKEN = "${secret:github}" }
+# [mcp_servers.github]
+# url = "https://api.githubcopilot.com/mcp/"
+# headers = { Authorization = "Bearer ${secret:github}" }
 "#;
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     #[error(transparent)]
+    Secret(#[from] crate::secrets::SecretError),
+    #[error(transparent)]
     Store(#[from] agency_store::StoreError),
     #[error(transparent)]
     Service(#[from] agency_service::ServiceError),

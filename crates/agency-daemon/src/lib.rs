@@ -3,8 +3,10 @@
 //! user's CLI (`/v1`, the admin token), on 127.0.0.1 only.
 //!
 //! The daemon authenticates callers and hands their `Principal` to the
-//! service layer; it decides no permission itself. (The scheduler and
-//! agent supervisor arrive with the agent-runtimes issue.)
+//! service layer; it decides no permission itself. It also runs agents
+//! (the scheduler and supervisor, the runtimes), reads secrets at start and
+//! hands them only to the launchers of the extra MCP servers a handler may
+//! use, and keeps the repo cache.
 
 mod activity;
 pub mod api;
@@ -13,10 +15,13 @@ mod config;
 mod error;
 mod home;
 mod http_auth;
+mod launch;
+pub mod mcp_servers;
 mod process;
 mod repos;
 mod rest;
 pub mod runtime;
+pub mod secrets;
 mod server;
 mod supervisor;
 

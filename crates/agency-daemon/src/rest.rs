@@ -32,6 +32,10 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/handlers/{id}", get(handler))
         .route("/v1/handlers/{id}/stop", post(stop))
         .route("/v1/handlers/{id}/audit", get(audit))
+        .route(
+            "/v1/handlers/{id}/capabilities",
+            get(capabilities).post(grant),
+        )
         .route("/v1/outcomes", get(outcomes))
         .route("/v1/outcomes/{id}", get(outcome))
         .route("/v1/agents", get(agents))
@@ -207,6 +211,47 @@ async fn handler(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Ans
 async fn stop(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     Ok(call(&st, move |svc| svc.force_stop(USER, id)).await)
+}
+
+async fn capabilities(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    Ok(call(&st, move |svc| svc.permissions_list(USER, Some(id))).await)
+}
+
+/// The user grants a capability: `{"kind": "mcp_server", "key": "github",
+/// "level": "read", "delegatable": false}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantBody {
+    kind: String,
+    key: String,
+    level: String,
+    #[serde(default)]
+    delegatable: bool,
+}
+
+async fn grant(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    axum::Json(body): axum::Json<GrantBody>,
+) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    let resource = agency_core::Resource::from_parts(&body.kind, &body.key)
+        .map_err(|e| BadRequest(format!("failed to grant: {e}")))?;
+    let level: agency_core::Level = body
+        .level
+        .parse()
+        .map_err(|e| BadRequest(format!("failed to grant: {e}")))?;
+    let req = agency_service::GrantRequest {
+        resource,
+        level,
+        delegatable: body.delegatable,
+    };
+    Ok(call(&st, move |svc| {
+        svc.grant(USER, id, &req)
+            .map(|capability| serde_json::json!({ "capability": capability }))
+    })
+    .await)
 }
 
 async fn audit(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {

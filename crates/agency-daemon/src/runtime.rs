@@ -10,6 +10,7 @@ use agency_service::RunReport;
 use tokio::process::Command;
 
 use crate::error::DaemonError;
+use crate::mcp_servers::AGENCY_SERVER;
 
 /// Everything a runtime needs to start one agent.
 #[derive(Debug, Clone)]
@@ -26,6 +27,49 @@ pub struct SpawnSpec {
     pub run_dir: PathBuf,
     pub system_prompt: String,
     pub initial_message: String,
+    /// The extra MCP servers this agent gets (its handler's capabilities,
+    /// declared in `agency.toml`), sorted.
+    pub mcp_servers: Vec<String>,
+    /// The `agency` binary whose `mcp-launch` starts an extra server.
+    pub launcher: PathBuf,
+}
+
+impl SpawnSpec {
+    /// The stdio entry that starts extra server `name` through the
+    /// launcher. It carries the agent's token (already in the agent's own
+    /// configuration) and never a secret: the launcher fetches those.
+    fn launcher_entry(&self, name: &str, with_token: bool) -> serde_json::Value {
+        let mut env = serde_json::Map::new();
+        env.insert("AGENCY_MCP_URL".into(), self.mcp_url.clone().into());
+        if with_token {
+            env.insert("AGENCY_TOKEN".into(), self.token.clone().into());
+        }
+        serde_json::json!({
+            "type": "stdio",
+            "command": self.launcher,
+            "args": ["mcp-launch", name],
+            "env": env,
+        })
+    }
+
+    /// The agent's MCP configuration in the `mcpServers` format Claude Code
+    /// reads: Agency's server over HTTP with the bearer token, then one
+    /// stdio entry per extra server.
+    pub fn mcp_config(&self) -> serde_json::Value {
+        let mut servers = serde_json::Map::new();
+        servers.insert(
+            AGENCY_SERVER.to_owned(),
+            serde_json::json!({
+                "type": "http",
+                "url": self.mcp_url,
+                "headers": { "Authorization": format!("Bearer {}", self.token) },
+            }),
+        );
+        for name in &self.mcp_servers {
+            servers.insert(name.clone(), self.launcher_entry(name, true));
+        }
+        serde_json::json!({ "mcpServers": servers })
+    }
 }
 
 pub trait Runtime: Send + Sync + std::fmt::Debug {
@@ -40,7 +84,9 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
 
 /// A configured command: the agent's token, MCP URL and prompt reach it in
 /// the environment (`AGENCY_TOKEN`, `AGENCY_MCP_URL`, `AGENCY_PROMPT_FILE`,
-/// `AGENCY_HANDLER`, `AGENCY_AGENT`). Used for custom agents and in tests.
+/// `AGENCY_HANDLER`, `AGENCY_AGENT`), and its whole MCP configuration
+/// (Agency's server and the extra ones) in the file `AGENCY_MCP_CONFIG`
+/// names. Used for custom agents and in tests.
 #[derive(Debug, Clone)]
 pub struct CommandRuntime {
     pub program: String,
@@ -54,12 +100,18 @@ impl Runtime for CommandRuntime {
 
     fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
         let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
+        let mcp = write_private(
+            &spec.run_dir,
+            "mcp.json",
+            spec.mcp_config().to_string().as_bytes(),
+        )?;
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .current_dir(&spec.workspace)
             .env("AGENCY_TOKEN", &spec.token)
             .env("AGENCY_MCP_URL", &spec.mcp_url)
             .env("AGENCY_PROMPT_FILE", prompt)
+            .env("AGENCY_MCP_CONFIG", mcp)
             .env("AGENCY_HANDLER", spec.handler.to_string())
             .env("AGENCY_AGENT", spec.agent.to_string());
         Ok(cmd)
@@ -89,6 +141,17 @@ impl Runtime for BuiltinRuntime {
 
     fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
         let b = &self.cfg;
+        // The agent inherits AGENCY_TOKEN and passes it on to the launchers
+        // it starts, so no file holds the token.
+        let servers: Vec<serde_json::Value> = spec
+            .mcp_servers
+            .iter()
+            .map(|name| {
+                let mut e = spec.launcher_entry(name, false);
+                e["name"] = name.clone().into();
+                e
+            })
+            .collect();
         let config = serde_json::json!({
             "api": b.api,
             "base_url": b.base_url,
@@ -103,6 +166,7 @@ impl Runtime for BuiltinRuntime {
             "initial_message": spec.initial_message,
             "transcript_path": spec.run_dir.join("transcript.jsonl"),
             "result_path": spec.run_dir.join("result.json"),
+            "mcp_servers": servers,
         });
         let path = write_private(&spec.run_dir, "agent.json", config.to_string().as_bytes())?;
         let mut cmd = Command::new(&self.program);

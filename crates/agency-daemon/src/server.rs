@@ -19,10 +19,12 @@ use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
+use crate::mcp_servers::McpServers;
 use crate::repos::GitRepoCache;
 use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
-use crate::supervisor::Supervisor;
-use crate::{http_auth, rest};
+use crate::secrets::Secrets;
+use crate::supervisor::{Supervisor, SupervisorSetup};
+use crate::{http_auth, launch, rest};
 
 pub(crate) struct AppState {
     pub svc: Arc<Service>,
@@ -30,6 +32,8 @@ pub(crate) struct AppState {
     pub addr: SocketAddr,
     pub home: PathBuf,
     pub activity: Arc<Activity>,
+    /// The extra MCP servers and the secrets read at start.
+    pub servers: Arc<McpServers>,
 }
 
 /// A running daemon (in this process).
@@ -72,6 +76,22 @@ impl Daemon {
                 pid: info.map_or(0, |i| i.pid),
             });
         }
+        // Secrets are read once, now: a password manager's CLI is not run
+        // at every spawn, and a missing secret stops the start, clearly.
+        let secrets = {
+            let sources = cfg.secrets.clone();
+            let dir = home.dir().to_owned();
+            tokio::task::spawn_blocking(move || Secrets::load(&sources, &dir))
+                .await
+                .map_err(|e| {
+                    DaemonError::io(
+                        "read the secrets of",
+                        home.config_path(),
+                        std::io::Error::other(e),
+                    )
+                })??
+        };
+        let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         let svc = Arc::new(home.open_service()?);
         {
             let svc = svc.clone();
@@ -101,6 +121,7 @@ impl Daemon {
             admin_hash: blake3::hash(admin.as_bytes()),
             addr,
             home: home.dir().to_owned(),
+            servers: servers.clone(),
         });
         let v1 = rest::routes()
             .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
@@ -117,6 +138,7 @@ impl Daemon {
                 ..Default::default()
             },
         )
+        .merge(launch::routes().with_state(state.clone()))
         .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
         let app = v1
             .merge(mcp)
@@ -142,23 +164,21 @@ impl Daemon {
             })
             .await;
         }
+        let agency_program = if cfg.agents.agency_program.is_empty() {
+            std::env::current_exe()
+                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
+        } else {
+            PathBuf::from(&cfg.agents.agency_program)
+        };
         let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
             "command" => Some(Arc::new(CommandRuntime {
                 program: cfg.agents.command.program.clone(),
                 args: cfg.agents.command.args.clone(),
             })),
-            "builtin" => {
-                let program = if cfg.agents.builtin.program.is_empty() {
-                    std::env::current_exe()
-                        .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
-                } else {
-                    PathBuf::from(&cfg.agents.builtin.program)
-                };
-                Some(Arc::new(BuiltinRuntime {
-                    program,
-                    cfg: cfg.agents.builtin.clone(),
-                }))
-            }
+            "builtin" => Some(Arc::new(BuiltinRuntime {
+                program: agency_program.clone(),
+                cfg: cfg.agents.builtin.clone(),
+            })),
             "claude-code" => Some(Arc::new(ClaudeCodeRuntime {
                 cfg: cfg.agents.claude_code.clone(),
             })),
@@ -169,9 +189,13 @@ impl Daemon {
                 svc.clone(),
                 runtime,
                 activity.clone(),
-                cfg.agents.clone(),
-                home.dir().join("run"),
-                format!("http://{addr}/mcp"),
+                SupervisorSetup {
+                    cfg: cfg.agents.clone(),
+                    runs: home.dir().join("run"),
+                    mcp_url: format!("http://{addr}/mcp"),
+                    servers: servers.clone(),
+                    launcher: agency_program.clone(),
+                },
             )
         });
         home.write_daemon_info(&DaemonInfo {

@@ -9,6 +9,12 @@
 //! workspace is deleted, and the handler is respawned — at once after
 //! progress, with exponential backoff otherwise, and marked stalled after
 //! `stall_after_exits` exits in a row without progress.
+//!
+//! When a handler gains or loses an MCP-server capability while its agent
+//! runs, the agent is told (a message) to save its state and exit, and is
+//! stopped if it has not after `config_restart_grace_ms`; the next agent is
+//! started at once, with the new servers, and the exit does not count as
+//! one without progress.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -16,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::prompt::{PromptFacts, agent_prompt};
-use agency_core::{AgentId, HandlerId, MailTarget, Principal};
+use agency_core::{AgentId, HandlerId, MailTarget, Principal, Resource};
 use agency_service::{Event, RunReport, Service, ServiceError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -24,6 +30,7 @@ use tokio::time::Instant;
 
 use crate::activity::Activity;
 use crate::config::AgentsConfig;
+use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 
@@ -38,6 +45,10 @@ enum Msg {
         signalled: bool,
     },
     Kill(Vec<AgentId>),
+    /// A handler's MCP-server capabilities changed.
+    McpChanged(HandlerId),
+    /// The grace period of an agent told to restart for new MCP servers.
+    ConfigDeadline(AgentId),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -47,6 +58,21 @@ struct Running {
     spec: SpawnSpec,
     /// Set when the supervisor itself stops the agent, to record why.
     stop_reason: Option<String>,
+    /// The agent was told to exit for a new MCP configuration: its exit is
+    /// expected, and the next agent starts at once.
+    config_restart: bool,
+}
+
+/// What the supervisor needs besides the service and the runtime.
+#[derive(Debug, Clone)]
+pub(crate) struct SupervisorSetup {
+    pub cfg: AgentsConfig,
+    /// Where agents' workspaces and run directories are made.
+    pub runs: PathBuf,
+    pub mcp_url: String,
+    pub servers: Arc<McpServers>,
+    /// The `agency` binary (`mcp-launch` for extra servers).
+    pub launcher: PathBuf,
 }
 
 /// Handle to the running dispatcher.
@@ -62,9 +88,7 @@ impl Supervisor {
         svc: Arc<Service>,
         runtime: Arc<dyn Runtime>,
         activity: Arc<Activity>,
-        cfg: AgentsConfig,
-        runs: PathBuf,
-        mcp_url: String,
+        setup: SupervisorSetup,
     ) -> Supervisor {
         let (tx, rx) = mpsc::unbounded_channel();
         // Subscribe before the first scan, so nothing that happens in
@@ -75,9 +99,11 @@ impl Supervisor {
             svc,
             runtime,
             activity,
-            cfg,
-            runs,
-            mcp_url,
+            cfg: setup.cfg,
+            runs: setup.runs,
+            mcp_url: setup.mcp_url,
+            servers: setup.servers,
+            launcher: setup.launcher,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -120,6 +146,18 @@ async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSende
             Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
             Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
             Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
+            Ok(
+                Event::CapabilityGranted {
+                    holder,
+                    resource: Resource::McpServer(_),
+                    ..
+                }
+                | Event::CapabilityRevoked {
+                    holder,
+                    resource: Resource::McpServer(_),
+                    ..
+                },
+            ) => Msg::McpChanged(holder),
             Ok(_) => continue,
             // Missed events: fall back to the indexed work query once.
             Err(broadcast::error::RecvError::Lagged(_)) => Msg::Rescan,
@@ -138,6 +176,8 @@ struct State {
     cfg: AgentsConfig,
     runs: PathBuf,
     mcp_url: String,
+    servers: Arc<McpServers>,
+    launcher: PathBuf,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -165,6 +205,8 @@ impl State {
                     signalled,
                 } => self.exited(handler, agent, status, signalled).await,
                 Msg::Kill(agents) => self.kill(&agents),
+                Msg::McpChanged(h) => self.mcp_changed(h).await,
+                Msg::ConfigDeadline(agent) => self.config_deadline(agent),
                 Msg::Shutdown(reply) => {
                     self.shutting_down = true;
                     let agents: Vec<AgentId> = self.running.values().map(|r| r.agent).collect();
@@ -283,10 +325,11 @@ impl State {
                     previous_ended_abnormally: abnormal.then_some("it exited without progress"),
                 });
                 let subjects = s.inbox_subjects(h, 20)?;
-                Ok(Some((minted, prompt, first_message(&subjects))))
+                let granted = s.mcp_servers_granted(h)?;
+                Ok(Some((minted, prompt, first_message(&subjects), granted)))
             })
             .await;
-        let (minted, prompt, initial_message) = match started {
+        let (minted, prompt, initial_message, granted) = match started {
             Ok(Some(x)) => x,
             Ok(None) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -307,6 +350,8 @@ impl State {
             run_dir,
             system_prompt: prompt,
             initial_message,
+            mcp_servers: self.usable_servers(h, granted),
+            launcher: self.launcher.clone(),
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
@@ -371,9 +416,98 @@ impl State {
                 pgid,
                 spec,
                 stop_reason: None,
+                config_restart: false,
             },
         );
         Ok(())
+    }
+
+    /// The granted servers that `agency.toml` declares (a capability on an
+    /// undeclared one is reported, not fatal: the user may add it later).
+    fn usable_servers(
+        &self,
+        h: HandlerId,
+        granted: std::collections::BTreeSet<String>,
+    ) -> Vec<String> {
+        let (known, unknown): (Vec<String>, Vec<String>) = granted
+            .into_iter()
+            .partition(|n| self.servers.is_declared(n));
+        if !unknown.is_empty() {
+            eprintln!(
+                "agency-daemon: handler {h} holds capabilities on MCP servers that agency.toml does not declare: {}",
+                unknown.join(", ")
+            );
+        }
+        known
+    }
+
+    /// A handler's MCP-server capabilities changed: if its live agent runs
+    /// with a different set, tell it to save state and exit, and stop it
+    /// after the grace period.
+    async fn mcp_changed(&mut self, h: HandlerId) {
+        let Some(run) = self.running.get(&h) else {
+            return;
+        };
+        if run.config_restart {
+            return;
+        }
+        let Ok(granted) = self.blocking(move |s| s.mcp_servers_granted(h)).await else {
+            return;
+        };
+        let now = self.usable_servers(h, granted);
+        let Some(run) = self.running.get_mut(&h) else {
+            return;
+        };
+        if now == run.spec.mcp_servers {
+            return;
+        }
+        let added: Vec<String> = now
+            .iter()
+            .filter(|n| !run.spec.mcp_servers.contains(n))
+            .cloned()
+            .collect();
+        let removed: Vec<String> = run
+            .spec
+            .mcp_servers
+            .iter()
+            .filter(|n| !now.contains(n))
+            .cloned()
+            .collect();
+        run.config_restart = true;
+        let agent = run.agent;
+        let notified = self
+            .blocking(move |s| s.notify_mcp_servers_changed(h, &added, &removed))
+            .await;
+        if let Err(e) = notified {
+            eprintln!(
+                "agency-daemon: failed to tell handler {h} that its MCP servers changed: {e}"
+            );
+        }
+        let tx = self.tx.clone();
+        let grace = Duration::from_millis(self.cfg.config_restart_grace_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            let _ = tx.send(Msg::ConfigDeadline(agent));
+        });
+    }
+
+    /// The agent told to restart for new MCP servers has not exited: stop
+    /// it. (Aimed at that agent: a later one of the handler is untouched.)
+    fn config_deadline(&mut self, agent: AgentId) {
+        let Some(h) = self.by_agent.get(&agent).copied() else {
+            return;
+        };
+        let Some(run) = self.running.get_mut(&h) else {
+            return;
+        };
+        if run.agent != agent || run.stop_reason.is_some() {
+            return;
+        }
+        run.stop_reason = Some("restarted: its MCP servers changed".to_owned());
+        tokio::spawn(stop_group(
+            run.pgid,
+            Duration::from_millis(self.cfg.kill_grace_ms),
+        ));
     }
 
     fn schedule_idle_check(&self, agent: AgentId, after_ms: u64) {
@@ -452,7 +586,8 @@ impl State {
             self.failures.remove(&h);
             return;
         }
-        if outcome.made_progress {
+        if outcome.made_progress || run.config_restart {
+            // An agent asked to restart for new MCP servers did as told.
             self.failures.remove(&h);
             self.not_before.remove(&h);
         } else if self.note_failure(h) {

@@ -217,3 +217,91 @@ async fn deferred_mail_is_delivered_when_due_without_polling() {
     }
     f.daemon.stop().await.unwrap();
 }
+
+/// `POST /launch/NAME` hands an extra MCP server's launch specification,
+/// secrets filled in, only to an agent whose handler holds a capability on
+/// it, and only for a server `agency.toml` declares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_answers_only_agents_holding_the_servers_capability() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path().join("home"));
+    home.init().unwrap();
+    let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(dir.path().join("key"), format!("{secret}\n")).unwrap();
+    std::fs::write(
+        home.config_path(),
+        format!(
+            "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.echo]\ncommand = \"echo-mcp\"\nargs = [\"--fast\"]\nenv = {{ ECHO_SECRET = \"${{secret:k}}\" }}\n[mcp_servers.web]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = {{ Authorization = \"Bearer ${{secret:k}}\" }}\n",
+            dir.path().join("key").display().to_string()
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let token = svc
+        .token_mint(agency_core::Principal::User, root, None)
+        .unwrap()
+        .token;
+    let http = reqwest::Client::new();
+    let launch = |name: &str, bearer: Option<String>| {
+        let mut req = http.post(format!("http://{}/launch/{name}", daemon.addr()));
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let grant = |name: &str| {
+        svc.grant(
+            agency_core::Principal::User,
+            root,
+            &agency_service::GrantRequest {
+                resource: agency_core::Resource::McpServer(name.into()),
+                level: agency_core::Level::Read,
+                delegatable: false,
+            },
+        )
+        .unwrap();
+    };
+
+    let (status, body) = launch("echo", Some(token.clone())).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.to_string().contains(&secret));
+    assert_eq!(launch("echo", None).await.0, 401);
+    assert_eq!(
+        launch("echo", Some(home.admin_token().unwrap())).await.0,
+        401
+    );
+
+    grant("echo");
+    let (status, body) = launch("echo", Some(token.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"transport": "stdio", "command": "echo-mcp", "args": ["--fast"], "env": {"ECHO_SECRET": secret}})
+    );
+    assert_eq!(launch("web", Some(token.clone())).await.0, 403);
+    grant("web");
+    let (status, body) = launch("web", Some(token.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["headers"]["Authorization"], format!("Bearer {secret}"));
+
+    // Held but not declared: the user may add it to agency.toml later.
+    grant("ghost");
+    let (status, body) = launch("ghost", Some(token.clone())).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[mcp_servers.ghost]")
+    );
+    assert_eq!(launch("bad%20name", Some(token)).await.0, 400);
+    daemon.stop().await.unwrap();
+}

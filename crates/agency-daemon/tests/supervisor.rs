@@ -262,3 +262,101 @@ async fn a_silent_agent_is_stopped_as_stalled_and_its_group_emptied() {
     .await;
     daemon.stop().await.unwrap();
 }
+
+/// Issue 4: "a capability change restarts the agent with the new MCP
+/// config". The agent (a shell script) keeps the MCP configuration it was
+/// given and never exits by itself; granting its handler an extra MCP
+/// server tells it to save state and exit (a message), stops it after the
+/// grace period, and starts the next agent at once with the server in its
+/// configuration — as a launcher entry, without the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
+    let out = tempfile::tempdir().unwrap();
+    let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(out.path().join("key"), &secret).unwrap();
+    let script = format!(
+        "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
+        out.path().display().to_string()
+    );
+    let (_dir, home) = home_with_extra(
+        &script,
+        "config_restart_grace_ms = 200\nagency_program = \"/opt/agency\"\n",
+    );
+    let mut cfg = std::fs::read_to_string(home.config_path()).unwrap();
+    cfg.push_str(&format!(
+        "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.echo]\ncommand = \"echo-mcp\"\nenv = {{ ECHO_SECRET = \"${{secret:k}}\" }}\n",
+        out.path().join("key").display().to_string()
+    ));
+    std::fs::write(home.config_path(), cfg).unwrap();
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
+        .unwrap();
+    let config_of = |agent: AgentId| -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(out.path().join(format!("{agent}.json"))).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    let first = wait_for("the first agent's configuration", || {
+        let a = svc.agents_live(Principal::User).unwrap().first()?.id;
+        config_of(a).map(|c| (a, c))
+    })
+    .await;
+    let servers = first.1["mcpServers"].as_object().unwrap();
+    assert_eq!(servers.keys().collect::<Vec<_>>(), ["agency"]);
+
+    svc.grant(
+        Principal::User,
+        root,
+        &agency_service::GrantRequest {
+            resource: agency_core::Resource::McpServer("echo".into()),
+            level: agency_core::Level::Read,
+            delegatable: false,
+        },
+    )
+    .unwrap();
+    let second = wait_for("the next agent's configuration", || {
+        let a = svc
+            .agents_live(Principal::User)
+            .unwrap()
+            .into_iter()
+            .find(|a| a.id != first.0)?
+            .id;
+        config_of(a).map(|c| (a, c))
+    })
+    .await;
+    let echo = &second.1["mcpServers"]["echo"];
+    assert_eq!(echo["type"], "stdio");
+    assert_eq!(echo["command"], "/opt/agency");
+    assert_eq!(echo["args"], serde_json::json!(["mcp-launch", "echo"]));
+    assert!(
+        echo["env"]["AGENCY_MCP_URL"]
+            .as_str()
+            .unwrap()
+            .ends_with("/mcp")
+    );
+    assert!(second.1["mcpServers"]["agency"].is_object());
+    assert!(!second.1.to_string().contains(&secret));
+
+    // The first agent was told, then stopped; its group is empty.
+    let subjects = svc.inbox_subjects(root, 20).unwrap();
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s == "MCP servers changed: save state and exit"),
+        "{subjects:?}"
+    );
+    let ended = svc
+        .agents_recent(Principal::User, Some(10))
+        .unwrap()
+        .into_iter()
+        .find(|a| a.id == first.0)
+        .unwrap();
+    assert_eq!(
+        ended.end_reason.as_deref(),
+        Some("restarted: its MCP servers changed")
+    );
+    assert!(processes_of(first.0).is_empty());
+    daemon.stop().await.unwrap();
+    assert!(processes_of(second.0).is_empty());
+}

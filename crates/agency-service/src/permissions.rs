@@ -1,6 +1,8 @@
 //! Capabilities: grant (derived from the granter's own, restricted at
 //! will, scoped to the grantee's root outcome) and listing.
 
+use std::collections::BTreeSet;
+
 use agency_core::{
     CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source,
 };
@@ -72,6 +74,42 @@ impl Service {
             }
             Err(ServiceError::denied(format!(
                 "failed to clone repo {name}: you hold no capability on it; ask your boss to grant read on repo {name}"
+            )))
+        })
+    }
+}
+
+impl Service {
+    /// Daemon: the extra MCP servers a handler holds a live capability on
+    /// (Read or more), by name. Each spawn compiles its MCP config from it.
+    pub fn mcp_servers_granted(&self, handler: HandlerId) -> Result<BTreeSet<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .capabilities_held(handler)?
+                .into_iter()
+                .filter(|c| c.level >= Level::Read)
+                .filter_map(|c| match c.resource {
+                    Resource::McpServer(name) => Some(name),
+                    _ => None,
+                })
+                .collect())
+        })
+    }
+
+    /// Whether the caller may start extra MCP server `name`: a handler needs
+    /// a live capability on it (Read or more); the user may. Checked again
+    /// at every launch, so a config compiled before a revocation is useless.
+    pub fn mcp_server_check(&self, who: Principal, name: &str) -> Result<()> {
+        agency_core::validate::check_name("mcp server", name)?;
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let Caller::Handler { row, .. } = &caller else { return Ok(()) };
+            let held = tx.capabilities_on(row.id, &Resource::McpServer(name.to_owned()))?;
+            if held.iter().any(|c| c.level >= Level::Read) {
+                return Ok(());
+            }
+            Err(ServiceError::denied(format!(
+                "failed to start MCP server {name}: you hold no capability on it; ask your boss to grant read on mcp_server {name}"
             )))
         })
     }

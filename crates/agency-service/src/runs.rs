@@ -128,6 +128,38 @@ impl Service {
         })
     }
 
+    /// Daemon: tell a handler's live agent that its MCP servers changed
+    /// (seed 000: it saves its state and exits; the next agent gets the new
+    /// configuration). Sent in the handler's own name, to itself, so the
+    /// notice stays in its inbox for the next agent to acknowledge.
+    pub fn notify_mcp_servers_changed(
+        &self,
+        handler: HandlerId,
+        added: &[String],
+        removed: &[String],
+    ) -> Result<()> {
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        let body = format!(
+            "Your MCP servers changed (added: {}; removed: {}). The running agent must save its state now (state_write, then audit_submit) and exit: the next agent is started with the new MCP configuration. If you are that next agent, your configuration is already current: acknowledge this message and go on.",
+            list(added),
+            list(removed)
+        );
+        self.write(|op| {
+            let h = op.tx.handler(handler)?.ok_or_else(|| ServiceError::not_found("handler", handler))?;
+            log(op, handler, None, format!("MCP servers changed (added: {}; removed: {}); agent told to save state and exit", list(added), list(removed)))?;
+            render_audit_log_file(op, handler, Author::default())?;
+            let caller = Caller::Handler { row: h, agent: AgentId(uuid::Uuid::nil()) };
+            system_mail(op, &caller, MailTarget::Handler(handler), "MCP servers changed: save state and exit", &body)?;
+            Ok(())
+        })
+    }
+
     /// Daemon: whether a handler is marked stalled (and why).
     pub fn handler_stalled(&self, handler: HandlerId) -> Result<Option<String>> {
         self.read(|tx| Ok(tx.stalled(handler)?.map(|(_, r)| r)))

@@ -83,6 +83,7 @@ impl Agency {
                 max_backoff_ms: 200,
             },
             request_timeout_secs: 20,
+            mcp_servers: Vec::new(),
         }
     }
 

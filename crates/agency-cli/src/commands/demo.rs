@@ -52,7 +52,7 @@ async fn run(home: &Home) -> Result<()> {
     let exe = std::env::current_exe().context("failed to find the agency executable")?;
     // One agent at a time keeps the story's order fixed.
     let cfg = format!(
-        "[agents]\nruntime = \"builtin\"\nmax_concurrent = 1\n[agents.builtin]\nprogram = {:?}\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 30\n",
+        "[agents]\nruntime = \"builtin\"\nmax_concurrent = 1\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 30\n",
         exe.display().to_string(),
         model.base_url()
     );

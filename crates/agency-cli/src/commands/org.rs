@@ -1,10 +1,10 @@
 //! The organisation: `handlers`, `outcomes`, `outcome show`, `agents`,
-//! `audit` and `stop`.
+//! `audit`, `stop`, and the user's capability commands `grant` and `caps`.
 
 use std::process::ExitCode;
 
-use agency_service::{HandlerView, LogEntryRow, OutcomeView, StopReport, Subtree};
-use anyhow::Result;
+use agency_service::{CapabilityRow, HandlerView, LogEntryRow, OutcomeView, StopReport, Subtree};
+use anyhow::{Result, bail};
 
 use super::{Ctx, show};
 use crate::client::IdKind;
@@ -66,5 +66,43 @@ pub fn stop(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
     let id = c.resolve(IdKind::Handler, handler)?;
     let v = c.post(c.url(&["handlers", &id, "stop"]), &serde_json::json!({}))?;
     show(ctx, v, "stop report", |r: &StopReport| output::stop(r))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn grant(ctx: &Ctx, a: &crate::cli::GrantArgs) -> Result<ExitCode> {
+    let Some((kind, key)) = a.resource.split_once(':') else {
+        bail!(
+            "failed to parse resource {:?}: write KIND:KEY, e.g. mcp_server:github, repo:site or kb:<file-id>",
+            a.resource
+        );
+    };
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, &a.handler)?;
+    // A file id may be given as a prefix, like every id on the command line.
+    let key = if kind == "kb" {
+        c.resolve(IdKind::File, key)?
+    } else {
+        key.to_owned()
+    };
+    let body = serde_json::json!({
+        "kind": kind, "key": key, "level": a.level, "delegatable": a.delegatable,
+    });
+    let v = c.post(c.url(&["handlers", &id, "capabilities"]), &body)?;
+    show(ctx, v, "grant", |g: &serde_json::Value| {
+        format!(
+            "granted {} {kind}:{key} to handler {id} (capability {})\n",
+            a.level, g["capability"]
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn caps(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, handler)?;
+    let v = c.get(c.url(&["handlers", &id, "capabilities"]))?;
+    show(ctx, v, "capability list", |l: &Vec<CapabilityRow>| {
+        output::capabilities(l)
+    })?;
     Ok(ExitCode::SUCCESS)
 }

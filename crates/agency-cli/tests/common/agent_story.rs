@@ -3,6 +3,9 @@
 //! the root's agent (scripted by the model server) answers by mail. Shared
 //! so that each runtime test holds only what is particular to its runtime.
 
+// Shared by several test binaries, each of which uses only part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,6 +31,26 @@ pub const SCRIPT: &str = r#"{
   }],
   "fallback": { "text": "ok" }
 }"#;
+
+/// The real Claude Code CLI, from `AGENCY_CLAUDE_BIN` (scripts/test.sh
+/// installs it with npm and sets it). Tests that need it fail without it:
+/// they are never skipped.
+pub fn claude_bin() -> String {
+    match std::env::var("AGENCY_CLAUDE_BIN") {
+        Ok(p) if !p.is_empty() && Path::new(&p).exists() => p,
+        Ok(p) if !p.is_empty() => panic!(
+            "AGENCY_CLAUDE_BIN={p} does not exist; install Claude Code with \
+             `npm install --prefix target/claude-code @anthropic-ai/claude-code` \
+             (scripts/test.sh does this)"
+        ),
+        _ => panic!(
+            "AGENCY_CLAUDE_BIN is not set: this test runs the real Claude Code CLI. \
+             Install it with `npm install --prefix target/claude-code @anthropic-ai/claude-code` \
+             and set AGENCY_CLAUDE_BIN to the absolute path of target/claude-code/node_modules/.bin/claude \
+             (scripts/test.sh does both)"
+        ),
+    }
+}
 
 pub fn agency(home: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
@@ -156,11 +179,21 @@ impl Story {
 
     /// SIGTERM the daemon; it must exit cleanly.
     pub fn stop(mut self) {
+        self.halt();
+    }
+
+    /// As `stop`, keeping the home for inspection.
+    pub fn halt(&mut self) {
         Command::new("kill")
             .arg("-TERM")
             .arg(self.serve.id().to_string())
             .status()
             .unwrap();
         assert!(self.serve.wait().unwrap().success());
+    }
+
+    /// The daemon's stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("serve.log")).unwrap_or_default()
     }
 }

@@ -1,0 +1,81 @@
+//! `agency mcp-launch NAME`: how an agent starts an extra MCP server. The
+//! agent's MCP configuration runs this (stdio) with the agent's token; it
+//! asks the daemon for the server's launch specification — which the
+//! daemon gives only if the agent's handler holds a capability on
+//! `mcp_server:NAME` — then becomes the server (exec, so the server speaks
+//! on this stdio) or bridges stdio to the server's URL. The secrets in the
+//! specification reach the server's process and no other.
+
+use std::os::unix::process::CommandExt;
+use std::process::ExitCode;
+
+use agency_daemon::mcp_servers::LaunchSpec;
+use anyhow::{Context, Result, bail};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::client::{self, http_client};
+
+/// The variables the launcher reads; removed from the server's environment
+/// (the server has no business with Agency's token).
+const URL_VAR: &str = "AGENCY_MCP_URL";
+const TOKEN_VAR: &str = "AGENCY_TOKEN";
+
+pub fn mcp_launch(name: &str) -> Result<ExitCode> {
+    let spec = fetch(name)?;
+    match spec {
+        LaunchSpec::Stdio { command, args, env } => {
+            // exec returns only on failure.
+            let e = std::process::Command::new(&command)
+                .args(&args)
+                .env_remove(URL_VAR)
+                .env_remove(TOKEN_VAR)
+                .envs(&env)
+                .exec();
+            bail!("failed to run MCP server {name} ({command}): {e}")
+        }
+        LaunchSpec::Http { url, headers } => {
+            let mut map = HeaderMap::new();
+            for (k, v) in &headers {
+                let key = HeaderName::from_bytes(k.as_bytes())
+                    .with_context(|| format!("failed to use header {k:?} of MCP server {name}"))?;
+                // The value may be a secret: not in the message.
+                let value = HeaderValue::from_str(v).map_err(|_| {
+                    anyhow::anyhow!(
+                        "failed to use header {k:?} of MCP server {name}: its value is not a valid header value"
+                    )
+                })?;
+                map.insert(key, value);
+            }
+            crate::bridge::run_remote(name, &url, map)
+        }
+    }
+}
+
+/// Ask the daemon for the launch specification of server `name`.
+fn fetch(name: &str) -> Result<LaunchSpec> {
+    let var = |v: &str| {
+        std::env::var(v).with_context(|| {
+            format!("failed to launch MCP server {name}: {v} is not set (agency mcp-launch is run by an agent's MCP configuration)")
+        })
+    };
+    let mcp_url = var(URL_VAR)?;
+    let token = var(TOKEN_VAR)?;
+    let url = reqwest::Url::parse(&mcp_url)
+        .and_then(|u| u.join(&format!("/launch/{name}")))
+        .with_context(|| format!("failed to make the launch URL from {URL_VAR}={mcp_url}"))?;
+    let resp = http_client()?
+        .post(url.clone())
+        .bearer_auth(token.trim())
+        .send()
+        .with_context(|| format!("failed to reach the Agency daemon at {url}"))?;
+    let status = resp.status();
+    let body = resp
+        .bytes()
+        .with_context(|| format!("failed to read the daemon's answer from {url}"))?;
+    if !status.is_success() {
+        let why = client::api_error(status.as_u16(), &String::from_utf8_lossy(&body));
+        bail!("failed to launch MCP server {name}: {why}");
+    }
+    serde_json::from_slice(&body)
+        .with_context(|| format!("failed to parse the launch of MCP server {name}"))
+}

@@ -1,0 +1,294 @@
+//! Extra MCP servers (`[mcp_servers.NAME]` in `agency.toml`): what they are,
+//! which agents get them, and how they are started without their secrets
+//! ever passing through the agent.
+//!
+//! A handler that holds a capability on `mcp_server:NAME` gets, in every
+//! agent's MCP configuration, an entry that runs `agency mcp-launch NAME`
+//! (stdio). The launcher asks the daemon (`POST /launch/NAME`, the agent's
+//! token) for the server's command and environment, or URL and headers,
+//! with `${secret:…}` references filled in; the daemon asks the service
+//! whether the caller holds the capability *now*. The launcher then becomes
+//! the server (exec) or bridges stdio to its URL. So a secret lives in the
+//! daemon's memory and in the server process, and nowhere else: not in a
+//! file, not in the agent's environment, not in a transcript.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::secrets::{self, SecretSource, Secrets};
+
+/// The name Agency's own server has in agents' MCP configurations.
+pub const AGENCY_SERVER: &str = "agency";
+
+/// One extra MCP server: a command (stdio) or a URL (streamable HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpServerConfig {
+    /// The program to run (stdio transport), looked up in `PATH`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Environment of the server process; values may hold `${secret:NAME}`.
+    pub env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP), instead of a command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers sent to `url`; values may hold `${secret:NAME}`.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// What the launcher runs: the server's configuration with its secrets
+/// filled in. Sent only to a launcher whose agent's handler holds the
+/// capability, never logged.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case")]
+pub enum LaunchSpec {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Debug for LaunchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values may be secrets: show the shape only.
+        match self {
+            LaunchSpec::Stdio { command, env, .. } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+            LaunchSpec::Http { headers, .. } => f
+                .debug_struct("Http")
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Check `[mcp_servers]` against `[secrets]`: the problem, if any, as a
+/// sentence naming the server.
+pub(crate) fn validate(
+    servers: &BTreeMap<String, McpServerConfig>,
+    secrets: &BTreeMap<String, SecretSource>,
+) -> Result<(), String> {
+    for (name, source) in secrets {
+        agency_core::validate::check_name("secret", name).map_err(|e| format!("[secrets]: {e}"))?;
+        if let Some(p) = source.problem() {
+            return Err(format!("[secrets] {name}: {p}"));
+        }
+    }
+    for (name, s) in servers {
+        let at = format!("[mcp_servers.{name}]");
+        agency_core::validate::check_name("mcp server", name).map_err(|e| format!("{at}: {e}"))?;
+        if name == AGENCY_SERVER {
+            return Err(format!(
+                "{at}: the name {AGENCY_SERVER:?} is Agency's own server; choose another"
+            ));
+        }
+        match (&s.command, &s.url) {
+            (Some(c), None) => {
+                if c.trim().is_empty() {
+                    return Err(format!("{at}: command is empty"));
+                }
+                if !s.headers.is_empty() {
+                    return Err(format!("{at}: headers need url, not command"));
+                }
+            }
+            (None, Some(u)) => {
+                if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    return Err(format!("{at}: url {u:?} is not http:// or https://"));
+                }
+                if !s.env.is_empty() || !s.args.is_empty() {
+                    return Err(format!("{at}: env and args need command, not url"));
+                }
+            }
+            _ => return Err(format!("{at}: give exactly one of command or url")),
+        }
+        for arg in &s.args {
+            if !secrets::references(arg)
+                .map_err(|e| format!("{at} args: {e}"))?
+                .is_empty()
+            {
+                return Err(format!(
+                    "{at}: put secrets in env, not args (arguments are visible to every local user in the process list)"
+                ));
+            }
+        }
+        let templated = s
+            .env
+            .iter()
+            .map(|(k, v)| (format!("env {k}"), v))
+            .chain(s.headers.iter().map(|(k, v)| (format!("header {k}"), v)))
+            .chain(s.url.iter().map(|u| ("url".to_owned(), u)));
+        for (what, value) in templated {
+            for secret in secrets::references(value).map_err(|e| format!("{at} {what}: {e}"))? {
+                if !secrets.contains_key(secret) {
+                    return Err(format!(
+                        "{at} {what}: secret {secret:?} is not declared in [secrets]"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The declared servers with the secrets read at start.
+#[derive(Debug, Clone, Default)]
+pub struct McpServers {
+    servers: BTreeMap<String, McpServerConfig>,
+    secrets: Secrets,
+}
+
+impl McpServers {
+    pub fn new(servers: BTreeMap<String, McpServerConfig>, secrets: Secrets) -> McpServers {
+        McpServers { servers, secrets }
+    }
+
+    pub fn is_declared(&self, name: &str) -> bool {
+        self.servers.contains_key(name)
+    }
+
+    /// Every secret value, so that tests and redaction can look for them.
+    pub fn secret_values(&self) -> impl Iterator<Item = &str> {
+        self.secrets.values().map(|s| s.expose())
+    }
+
+    /// The server's launch specification with secrets filled in.
+    pub fn resolve(&self, name: &str) -> Option<Result<LaunchSpec, String>> {
+        let s = self.servers.get(name)?;
+        let fill = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+            m.iter()
+                .map(|(k, v)| Ok((k.clone(), secrets::interpolate(v, &self.secrets)?)))
+                .collect()
+        };
+        Some((|| match (&s.command, &s.url) {
+            (Some(command), _) => Ok(LaunchSpec::Stdio {
+                command: command.clone(),
+                args: s.args.clone(),
+                env: fill(&s.env)?,
+            }),
+            (None, Some(url)) => Ok(LaunchSpec::Http {
+                url: secrets::interpolate(url, &self.secrets)?,
+                headers: fill(&s.headers)?,
+            }),
+            (None, None) => Err(format!("MCP server {name} has neither command nor url")),
+        })())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse(
+        text: &str,
+    ) -> (
+        BTreeMap<String, McpServerConfig>,
+        BTreeMap<String, SecretSource>,
+    ) {
+        #[derive(Deserialize)]
+        struct T {
+            #[serde(default)]
+            mcp_servers: BTreeMap<String, McpServerConfig>,
+            #[serde(default)]
+            secrets: BTreeMap<String, SecretSource>,
+        }
+        let t: T = toml::from_str(text).unwrap();
+        (t.mcp_servers, t.secrets)
+    }
+
+    #[test]
+    fn valid_servers_resolve_with_secrets_filled_in() {
+        let (servers, sources) = parse(
+            r#"
+            [secrets]
+            gh = { env = "X" }
+            [mcp_servers.files]
+            command = "mcp-files"
+            args = ["--root", "/srv"]
+            env = { TOKEN = "${secret:gh}", MODE = "ro" }
+            [mcp_servers.github]
+            url = "https://example.test/mcp"
+            headers = { Authorization = "Bearer ${secret:gh}" }
+            "#,
+        );
+        validate(&servers, &sources).unwrap();
+        let reg = McpServers::new(servers, Secrets::from_pairs(&[("gh", "ghp_secret")]));
+        let LaunchSpec::Stdio { command, args, env } = reg.resolve("files").unwrap().unwrap()
+        else {
+            panic!("stdio expected")
+        };
+        assert_eq!((command.as_str(), args.len()), ("mcp-files", 2));
+        assert_eq!(env["TOKEN"], "ghp_secret");
+        assert_eq!(env["MODE"], "ro");
+        let spec = reg.resolve("github").unwrap().unwrap();
+        assert!(!format!("{spec:?}").contains("ghp_secret"));
+        let LaunchSpec::Http { headers, .. } = spec else {
+            panic!("http expected")
+        };
+        assert_eq!(headers["Authorization"], "Bearer ghp_secret");
+        assert!(reg.resolve("nope").is_none());
+    }
+
+    #[test]
+    fn invalid_servers_are_refused_naming_the_server() {
+        let cases = [
+            (
+                "[mcp_servers.a]\nargs = []\n",
+                "[mcp_servers.a]: give exactly one of command or url",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
+                "exactly one",
+            ),
+            (
+                "[mcp_servers.agency]\ncommand = \"x\"\n",
+                "Agency's own server",
+            ),
+            (
+                "[mcp_servers.\"bad name\"]\ncommand = \"x\"\n",
+                "[mcp_servers.bad name]",
+            ),
+            ("[mcp_servers.a]\nurl = \"ftp://h\"\n", "not http"),
+            (
+                "[mcp_servers.a]\nurl = \"http://h\"\nenv = { A = \"b\" }\n",
+                "need command",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n",
+                "need url",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nenv = { A = \"${secret:nope}\" }\n",
+                "secret \"nope\" is not declared",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nenv = { A = \"${secret:nope\" }\n",
+                "not closed",
+            ),
+            (
+                "[secrets]\ns = { env = \"X\" }\n[mcp_servers.a]\ncommand = \"x\"\nargs = [\"${secret:s}\"]\n",
+                "not args",
+            ),
+            (
+                "[secrets]\ns = { env = \"X\", file = \"f\" }\n",
+                "[secrets] s: give exactly one",
+            ),
+            ("[secrets]\ns = { command = [] }\n", "must name a program"),
+        ];
+        for (text, want) in cases {
+            let (servers, sources) = parse(text);
+            let e = validate(&servers, &sources).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
