@@ -93,6 +93,11 @@ pub enum Command {
     /// List a handler's live capabilities.
     Caps(HandlerArg),
 
+    /// Revoke a capability (its number, from `agency caps`) and every
+    /// capability derived from it. An agent whose MCP servers change is
+    /// told to save its state and is restarted with the new set.
+    Revoke(RevokeArgs),
+
     /// Bearer tokens for external MCP clients.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -255,6 +260,12 @@ pub struct GrantArgs {
     /// Whether the handler may pass it on to its underlings.
     #[arg(long)]
     pub delegatable: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The capability's number.
+    pub capability: String,
 }
 
 #[derive(Debug, Args)]

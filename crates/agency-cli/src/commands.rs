@@ -66,6 +66,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stop(a) => org::stop(&ctx, &a.handler),
         Command::Grant(a) => org::grant(&ctx, &a),
         Command::Caps(a) => org::caps(&ctx, &a.handler),
+        Command::Revoke(a) => org::revoke(&ctx, &a.capability),
         Command::Kb(KbCommand::Ls) => kb::ls(&ctx),
         Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
         Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),

@@ -165,6 +165,23 @@ env = {{ ECHO_SECRET = "${{secret:echo_key}}", ECHO_MODE = "plain" }}
         assert!(Instant::now() < deadline, "the agent did not end: {agents}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The user can take the server away again.
+    let cap = caps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["resource"]["kind"] == "mcp_server")
+        .unwrap()["id"]
+        .to_string();
+    let (code, out, err) = agency(&story.home, &["revoke", &cap]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, format!("revoked capabilities {cap}\n").as_str()),
+        "{err}"
+    );
+    let (code, _, err) = agency(&story.home, &["revoke", &cap]);
+    assert_eq!(code, 1);
+    assert!(err.contains("live capability"), "{err}");
     story.halt();
     let leaks = files_containing(&story.home, secret.as_bytes());
     assert!(leaks.is_empty(), "the secret is in {leaks:?}");

@@ -36,6 +36,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
             "/v1/handlers/{id}/capabilities",
             get(capabilities).post(grant),
         )
+        .route("/v1/capabilities/{id}", delete(revoke_capability))
         .route("/v1/outcomes", get(outcomes))
         .route("/v1/outcomes/{id}", get(outcome))
         .route("/v1/agents", get(agents))
@@ -250,6 +251,24 @@ async fn grant(
     Ok(call(&st, move |svc| {
         svc.grant(USER, id, &req)
             .map(|capability| serde_json::json!({ "capability": capability }))
+    })
+    .await)
+}
+
+async fn revoke_capability(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id = id
+        .strip_prefix("cap-")
+        .unwrap_or(&id)
+        .parse::<i64>()
+        .map(agency_core::CapabilityId)
+        .map_err(|_| {
+            BadRequest(format!(
+                "failed to parse capability id {id:?}: give its number (as `agency caps` shows it)"
+            ))
+        })?;
+    Ok(call(&st, move |svc| {
+        svc.revoke(USER, id)
+            .map(|revoked| serde_json::json!({ "revoked": revoked }))
     })
     .await)
 }

@@ -360,3 +360,61 @@ async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
     daemon.stop().await.unwrap();
     assert!(processes_of(second.0).is_empty());
 }
+
+/// The other direction: losing an MCP-server capability (the user revokes
+/// it) restarts the live agent without the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_mcp_server_restarts_the_agent_without_it() {
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
+        out.path().display().to_string()
+    );
+    let (_dir, home) = home_with_extra(&script, "config_restart_grace_ms = 200\n");
+    let mut cfg = std::fs::read_to_string(home.config_path()).unwrap();
+    cfg.push_str("[mcp_servers.echo]\ncommand = \"echo-mcp\"\n");
+    std::fs::write(home.config_path(), cfg).unwrap();
+    let daemon = Daemon::start(&home).await.unwrap();
+    let svc = daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let cap = svc
+        .grant(
+            Principal::User,
+            root,
+            &agency_service::GrantRequest {
+                resource: agency_core::Resource::McpServer("echo".into()),
+                level: agency_core::Level::Read,
+                delegatable: false,
+            },
+        )
+        .unwrap();
+    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
+        .unwrap();
+    let servers_of = |agent: AgentId| -> Option<Vec<String>> {
+        let text = std::fs::read_to_string(out.path().join(format!("{agent}.json"))).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(v["mcpServers"].as_object()?.keys().cloned().collect())
+    };
+    let (first, servers) = wait_for("the first agent's configuration", || {
+        let a = svc.agents_live(Principal::User).unwrap().first()?.id;
+        servers_of(a).map(|s| (a, s))
+    })
+    .await;
+    assert_eq!(servers, ["agency", "echo"]);
+    assert_eq!(svc.revoke(Principal::User, cap).unwrap(), vec![cap]);
+    let (_, servers) = wait_for("the next agent's configuration", || {
+        let a = svc
+            .agents_live(Principal::User)
+            .unwrap()
+            .into_iter()
+            .find(|a| a.id != first)?
+            .id;
+        servers_of(a).map(|s| (a, s))
+    })
+    .await;
+    assert_eq!(servers, ["agency"]);
+    // Revoked once; a second revocation finds no live capability.
+    assert!(svc.revoke(Principal::User, cap).is_err());
+    assert!(svc.revoke(Principal::agent(root, first), cap).is_err());
+    daemon.stop().await.unwrap();
+}

@@ -6,12 +6,14 @@ use std::collections::BTreeSet;
 use agency_core::{
     CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source,
 };
-use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability};
+use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability, RevokeSelector};
 
 use crate::Result;
 use crate::access::file_at_level;
 use crate::error::ServiceError;
 use crate::events::Event;
+use crate::handlers::log;
+use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Op, Service, authenticate};
 use crate::views::GrantRequest;
 
@@ -75,6 +77,51 @@ impl Service {
             Err(ServiceError::denied(format!(
                 "failed to clone repo {name}: you hold no capability on it; ask your boss to grant read on repo {name}"
             )))
+        })
+    }
+}
+
+impl Service {
+    /// The user revokes a capability, and with it every capability derived
+    /// from it (transitively). Mail capabilities follow the handler tree and
+    /// cannot be revoked this way. Returns the ids revoked.
+    pub fn revoke(&self, who: Principal, id: CapabilityId) -> Result<Vec<CapabilityId>> {
+        if !who.is_user() {
+            return Err(ServiceError::denied(
+                "failed to revoke a capability: only the user may revoke; a capability you granted ends with the outcome it is scoped to",
+            ));
+        }
+        self.write(|op| {
+            let cap = op
+                .tx
+                .capability(id)?
+                .filter(|c| c.revoked_at.is_none())
+                .ok_or_else(|| ServiceError::not_found("live capability", id))?;
+            if !cap.resource.grantable() {
+                return Err(ServiceError::invalid(format!(
+                    "failed to revoke capability {id} ({}): mail capabilities follow the handler tree",
+                    cap.resource
+                )));
+            }
+            let revoked = op.tx.revoke(&RevokeSelector::Ids(vec![id]), op.now)?;
+            let holders: BTreeSet<HandlerId> = revoked.iter().map(|c| c.holder).collect();
+            for c in &revoked {
+                log(
+                    op,
+                    c.holder,
+                    None,
+                    format!("capability {} ({} {}) revoked by the user", c.id, c.level, c.resource),
+                )?;
+                op.events.push(Event::CapabilityRevoked {
+                    capability: c.id,
+                    holder: c.holder,
+                    resource: c.resource.clone(),
+                });
+            }
+            for h in holders {
+                render_audit_log_file(op, h, Author::default())?;
+            }
+            Ok(revoked.iter().map(|c| c.id).collect())
         })
     }
 }

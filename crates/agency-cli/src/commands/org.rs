@@ -1,5 +1,6 @@
 //! The organisation: `handlers`, `outcomes`, `outcome show`, `agents`,
-//! `audit`, `stop`, and the user's capability commands `grant` and `caps`.
+//! `audit`, `stop`, and the user's capability commands `grant`, `caps` and
+//! `revoke`.
 
 use std::process::ExitCode;
 
@@ -103,6 +104,19 @@ pub fn caps(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
     let v = c.get(c.url(&["handlers", &id, "capabilities"]))?;
     show(ctx, v, "capability list", |l: &Vec<CapabilityRow>| {
         output::capabilities(l)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn revoke(ctx: &Ctx, capability: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.delete(c.url(&["capabilities", capability]))?;
+    show(ctx, v, "revocation", |r: &serde_json::Value| {
+        let ids: Vec<String> = r["revoked"]
+            .as_array()
+            .map(|a| a.iter().map(|i| i.to_string()).collect())
+            .unwrap_or_default();
+        format!("revoked capabilities {}\n", ids.join(", "))
     })?;
     Ok(ExitCode::SUCCESS)
 }
