@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_service::Service;
+use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::serve::ListenerExt;
 use tokio::sync::oneshot;
@@ -140,8 +141,21 @@ impl Daemon {
         )
         .merge(launch::routes().with_state(state.clone()))
         .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
+        // An unknown path is a 404 for everyone, not a token complaint from
+        // whichever guard's router supplied the fallback.
         let app = v1
             .merge(mcp)
+            .fallback(|req: axum::extract::Request| async move {
+                http_auth::error(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    &format!(
+                        "failed to find {} {}: no such route",
+                        req.method(),
+                        req.uri().path()
+                    ),
+                )
+            })
             .layer(from_fn_with_state(state.clone(), http_auth::loopback_only));
         // Without TCP_NODELAY every two-event SSE reply waits ~40 ms for
         // Nagle and delayed ACK (measured; see DESIGN.md §4).

@@ -293,6 +293,15 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
     assert_eq!(body["headers"]["Authorization"], format!("Bearer {secret}"));
 
     // Held but not declared: the user may add it to agency.toml later.
+    // Unknown routes are 404s, whoever asks.
+    for bearer in [Some(token.clone()), Some(home.admin_token().unwrap()), None] {
+        let mut req = http.get(format!("http://{}/v1/no-such-route", daemon.addr()));
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        assert_eq!(req.send().await.unwrap().status().as_u16(), 404);
+    }
+
     grant("ghost");
     let (status, body) = launch("ghost", Some(token.clone())).await;
     assert_eq!(status, 404, "{body}");
