@@ -576,16 +576,8 @@ fn run(ops: &[Op]) -> Result<Stats, TestCaseError> {
     Ok(run.stats)
 }
 
-/// `PROPTEST_CASES` when set; else a count sized for a 2-core machine.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(24)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::support::proptest_cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn agent_operations_follow_the_rules(ops in proptest::collection::vec(op(), 1..80)) {
