@@ -7,7 +7,10 @@
 //! `fsck`): every version whose `kb_write` was acknowledged is there with
 //! the BLAKE3 hash of the bytes the client sent; versions are contiguous;
 //! a version nobody was told about holds content some client really tried
-//! to write (never a torn mix); every blob re-hashes to its name.
+//! to write (never a torn mix); every blob re-hashes to its name. Every
+//! tenth operation is a `kb_create`: an acknowledged one exists with its
+//! content, an unacknowledged one either does not exist or holds exactly
+//! what was sent.
 //!
 //! The kill delays come from a seeded generator: the seed is printed, and
 //! `AGENCY_KILL9_SEED=<n>` replays a run. `AGENCY_KILL9_ROUNDS` changes
@@ -218,6 +221,10 @@ struct Track {
 struct RoundResult {
     acked: Vec<(i64, Vec<u8>)>,
     attempted: Vec<String>,
+    /// Files whose `kb_create` was acknowledged: id and content.
+    created: Vec<(String, Vec<u8>)>,
+    /// Every `kb_create` tried: description (unique) and content hash.
+    create_attempts: Vec<(String, String)>,
 }
 
 /// Content of write `n` of client `c` in `round`: recognisable text, its
@@ -261,10 +268,45 @@ async fn writer(c: usize, token: String, track: Track, cx: RoundCtx) -> RoundRes
     let mut out = RoundResult {
         acked: Vec::new(),
         attempted: Vec::new(),
+        created: Vec::new(),
+        create_attempts: Vec::new(),
     };
     let mut n = 0;
     loop {
         let body = content(c, round, n, sizes[n % sizes.len()]);
+        if (n + c) % 10 == 9 {
+            // Every tenth operation (staggered by client) creates a file.
+            let name = format!("c{round}-{n}.txt");
+            let description = format!("{CREATED} client {c} round {round} op {n}");
+            tokio::fs::write(track.workspace.join(&name), &body)
+                .await
+                .unwrap();
+            out.create_attempts
+                .push((description.clone(), hash_of(&body)));
+            let create = call(
+                &client,
+                "kb_create",
+                json!({"description": description, "path": name}),
+            );
+            let r = tokio::select! {
+                r = create => r,
+                _ = killed.wait_for(|k| *k) => Err("kb_create: the daemon was killed".to_owned()),
+            };
+            match r {
+                Ok(v) => {
+                    assert_eq!(v["version"], 1, "client {c}: {v}");
+                    assert_eq!(v["hash"], json!(hash_of(&body)), "client {c}: {v}");
+                    out.created
+                        .push((v["file"].as_str().unwrap().to_owned(), body));
+                }
+                Err(e) => {
+                    assert!(!e.contains("tool error"), "client {c}: {e}");
+                    break;
+                }
+            }
+            n += 1;
+            continue;
+        }
         let name = format!("w{round}-{n}.txt");
         tokio::fs::write(track.workspace.join(&name), &body)
             .await
@@ -358,6 +400,56 @@ fn verify(home: &Home, t: &Track) -> (i64, String) {
         assert_eq!(f["hash"].as_str().unwrap(), hash_of(body));
     }
     versions.last().cloned().unwrap()
+}
+
+/// The description prefix of the files clients create during rounds.
+const CREATED: &str = "kill9-created";
+
+/// Check the files created in a round: each acknowledged one exists with
+/// exactly the content sent; any other new one is an unacknowledged create
+/// of this round holding exactly that create's content. Returns how many
+/// were committed without their answer.
+fn verify_creates(
+    home: &Home,
+    known: &mut HashSet<String>,
+    created: &BTreeMap<String, Vec<u8>>,
+    attempts: &BTreeMap<String, String>,
+) -> usize {
+    let mut unanswered = 0;
+    let listed = home.json(&["kb", "ls"]);
+    let mut seen = HashSet::new();
+    for f in listed.as_array().unwrap() {
+        let desc = f["description"].as_str().unwrap();
+        let id = f["id"].as_str().unwrap().to_owned();
+        if !desc.starts_with(CREATED) {
+            continue;
+        }
+        seen.insert(id.clone());
+        if known.contains(&id) {
+            continue;
+        }
+        assert_eq!(f["latest_version"], 1, "{f}");
+        let got = home.json(&["kb", "cat", &id]);
+        let hash = got["hash"].as_str().unwrap();
+        match created.get(&id) {
+            Some(body) => {
+                assert_eq!(hash, hash_of(body), "{id}: acknowledged create");
+                assert_eq!(got["text"].as_str().unwrap().as_bytes(), &body[..]);
+            }
+            None => {
+                let want = attempts
+                    .get(desc)
+                    .unwrap_or_else(|| panic!("{id}: {desc:?} was never created"));
+                assert_eq!(hash, want, "{id}: unacknowledged create of {desc:?}");
+                unanswered += 1;
+            }
+        }
+        known.insert(id);
+    }
+    for id in created.keys() {
+        assert!(seen.contains(id), "acknowledged create {id} is missing");
+    }
+    unanswered
 }
 
 fn fsck_clean(home: &Home) {
@@ -459,6 +551,8 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
 
     let mut total_acked = 0;
     let mut killed_mid_write = 0;
+    let mut known_created = HashSet::new();
+    let mut total_created = 0;
     for round in 1..=rounds {
         // Agents recorded as live were reaped at the restart: every round
         // needs fresh tokens.
@@ -510,15 +604,21 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
             out
         });
         daemon = home.serve();
-        let mut acked_now = 0;
+        let (mut acked_now, mut created_now) = (0, 0);
+        let mut created = BTreeMap::new();
+        let mut create_attempts = BTreeMap::new();
         for (t, r) in tracks.iter_mut().zip(results) {
             acked_now += r.acked.len();
+            created_now += r.created.len();
+            created.extend(r.created);
+            create_attempts.extend(r.create_attempts);
             for (v, body) in r.acked {
                 t.acked.insert(v, body);
             }
             t.attempted.extend(r.attempted);
         }
         fsck_clean(&home);
+        killed_mid_write += verify_creates(&home, &mut known_created, &created, &create_attempts);
         for t in tracks.iter_mut() {
             let latest = verify(&home, t);
             if latest.0 > t.acked.keys().last().copied().unwrap_or(0) {
@@ -528,17 +628,19 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
             t.base = latest;
         }
         total_acked += acked_now;
+        total_created += created_now;
         println!(
-            "round {round}: killed after {} ms, {acked_now} writes acknowledged",
+            "round {round}: killed after {} ms, {acked_now} writes and {created_now} creates acknowledged",
             delay.as_millis()
         );
     }
     println!(
-        "{total_acked} acknowledged writes survived {rounds} kills; \
-         {killed_mid_write} writes committed without their answer"
+        "{total_acked} acknowledged writes and {total_created} creates survived {rounds} kills; \
+         {killed_mid_write} committed without their answer"
     );
     // The test is only meaningful if writes were really under way.
     assert!(total_acked > rounds, "too few writes: {total_acked}");
+    assert!(total_created > 0, "no create was acknowledged");
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
