@@ -383,4 +383,147 @@ mod tests {
             assert!(e.contains("/h/agency.toml"), "{e}");
         }
     }
+
+    /// Fuzzing: `Config::parse` on arbitrary text, on mangled copies of the
+    /// template, and on structured random configurations whose validity an
+    /// independent predicate decides. Never a panic; a refusal always
+    /// names the file; a valid config round-trips through TOML.
+    mod fuzz {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn config() -> ProptestConfig {
+            ProptestConfig {
+                cases: std::env::var("PROPTEST_CASES")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(256),
+                ..ProptestConfig::default()
+            }
+        }
+
+        fn word() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just(String::new()),
+                Just("none".to_owned()),
+                Just("command".to_owned()),
+                Just("builtin".to_owned()),
+                Just("claude-code".to_owned()),
+                Just("anthropic".to_owned()),
+                Just("openai".to_owned()),
+                Just("http://127.0.0.1:9".to_owned()),
+                "\\PC{0,12}",
+            ]
+        }
+
+        prop_compose! {
+            fn random_config()(
+                port in any::<u16>(),
+                max_file_bytes in prop_oneof![Just(0usize), 1usize..=(1 << 30), (1usize << 30)..(1 << 40)],
+                runtime in word(),
+                max_concurrent in 0usize..5,
+                stall_after_exits in 0u32..5,
+                backoff in (0u64..i64::MAX as u64, 0u64..i64::MAX as u64, 0u64..i64::MAX as u64, 0u64..i64::MAX as u64),
+                program in word(),
+                args in proptest::collection::vec("\\PC{0,8}", 0..3),
+                api in word(),
+                base_url in word(),
+                model in word(),
+                cc_program in word(),
+                env in proptest::collection::btree_map("[A-Z_]{1,8}", "\\PC{0,8}", 0..3),
+                repos in proptest::collection::btree_map(prop_oneof!["[a-z][a-z0-9-]{0,10}", "\\PC{0,12}"], "\\PC{0,12}", 0..3),
+            ) -> Config {
+                let mut c = Config::default();
+                c.server.port = port;
+                c.limits.max_file_bytes = max_file_bytes;
+                c.agents.runtime = runtime;
+                c.agents.max_concurrent = max_concurrent;
+                c.agents.stall_after_exits = stall_after_exits;
+                (c.agents.respawn_backoff_ms, c.agents.max_backoff_ms, c.agents.kill_grace_ms, c.agents.idle_timeout_ms) = backoff;
+                c.agents.command.program = program;
+                c.agents.command.args = args;
+                c.agents.builtin.api = api;
+                c.agents.builtin.base_url = base_url;
+                c.agents.builtin.model = model;
+                c.agents.claude_code.program = cc_program;
+                c.agents.claude_code.env = env;
+                c.repos = repos;
+                c
+            }
+        }
+
+        /// The rules of agency.toml, restated from the README's table.
+        fn valid(c: &Config) -> bool {
+            let a = &c.agents;
+            let runtime_ok = match a.runtime.as_str() {
+                "none" => true,
+                "command" => !a.command.program.is_empty(),
+                "builtin" => {
+                    !a.builtin.base_url.is_empty()
+                        && !a.builtin.model.is_empty()
+                        && (a.builtin.api == "anthropic" || a.builtin.api == "openai")
+                }
+                "claude-code" => !a.claude_code.program.is_empty(),
+                _ => false,
+            };
+            runtime_ok
+                && (1..=1 << 30).contains(&c.limits.max_file_bytes)
+                && a.max_concurrent >= 1
+                && a.stall_after_exits >= 1
+                && c.repos
+                    .keys()
+                    .all(|n| agency_core::validate::check_name("repo", n).is_ok())
+        }
+
+        const PATH: &str = "/h/agency.toml";
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+                if let Err(e) = Config::parse(Path::new(PATH), &text) {
+                    let want = format!("failed to read configuration {PATH}");
+                    prop_assert!(e.to_string().starts_with(&want));
+                }
+            }
+
+            #[test]
+            fn mangled_templates_never_panic(
+                drop in proptest::collection::vec(any::<bool>(), 64),
+                dup in 0usize..64,
+                junk in "[\\[\\]=\"a-z0-9 .#\n]{0,20}",
+            ) {
+                let mut lines: Vec<&str> = TEMPLATE
+                    .lines()
+                    .enumerate()
+                    .filter(|(i, _)| !drop[i % drop.len()])
+                    .map(|(_, l)| l)
+                    .collect();
+                if let Some(l) = lines.get(dup % lines.len().max(1)).copied() {
+                    lines.push(l);
+                }
+                let text = format!("{}\n{junk}\n", lines.join("\n"));
+                if let Err(e) = Config::parse(Path::new(PATH), &text) {
+                    prop_assert!(e.to_string().contains(PATH));
+                }
+            }
+
+            #[test]
+            fn structured_configs_parse_iff_valid(c in random_config()) {
+                let text = toml::to_string(&c).unwrap();
+                match Config::parse(Path::new(PATH), &text) {
+                    Ok(parsed) => {
+                        prop_assert!(valid(&c), "accepted an invalid config:\n{}", text);
+                        prop_assert_eq!(parsed, c);
+                    }
+                    Err(e) => {
+                        prop_assert!(!valid(&c), "refused a valid config: {}\n{}", e, text);
+                        prop_assert!(e.to_string().contains(PATH));
+                    }
+                }
+            }
+        }
+    }
 }

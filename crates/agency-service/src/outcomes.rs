@@ -126,7 +126,7 @@ impl Service {
             }
             let old_status = o.status;
             if let Some(s) = upd.status {
-                let to = check_status_change(o.status, o.perpetual, StatusChange::Set(s))?;
+                let to = status_change(&o, StatusChange::Set(s), "update")?;
                 match to {
                     OutcomeStatus::Blocked => {
                         let reason = upd.reason.clone().ok_or_else(|| {
@@ -233,7 +233,7 @@ impl Service {
             let caller = authenticate(op.tx, who)?;
             let h = caller.require_handler("request completion")?.clone();
             let mut o = op.tx.outcome(h.id.root())?.ok_or_else(|| ServiceError::not_found("outcome", h.id.root()))?;
-            o.status = check_status_change(o.status, o.perpetual, StatusChange::RequestCompletion)?;
+            o.status = status_change(&o, StatusChange::RequestCompletion, "request completion of")?;
             o.status_reason = Some(summary.to_owned());
             o.updated_at = op.now;
             op.tx.update_outcome(&o)?;
@@ -423,7 +423,12 @@ pub(crate) fn finish_outcome(
     rationale: &str,
     a: Author,
 ) -> Result<FinishReport> {
-    o.status = check_status_change(o.status, o.perpetual, change)?;
+    let what = if change == StatusChange::Complete {
+        "complete"
+    } else {
+        "close"
+    };
+    o.status = status_change(&o, change, what)?;
     o.status_reason = Some(rationale.to_owned());
     o.updated_at = op.now;
     op.tx.update_outcome(&o)?;
@@ -552,6 +557,13 @@ fn notify_underling_of_root_change(
         &body,
     )?;
     Ok(())
+}
+
+/// The state machine's decision, its refusal in "failed to …" form naming
+/// the outcome (agents act on the text; the rule's own words say why).
+fn status_change(o: &OutcomeRow, change: StatusChange, what: &str) -> Result<OutcomeStatus> {
+    check_status_change(o.status, o.perpetual, change)
+        .map_err(|e| ServiceError::invalid(format!("failed to {what} outcome {}: {}", o.id, e.0)))
 }
 
 fn dedupe_parents(parents: &[OutcomeId]) -> Result<Vec<OutcomeId>> {

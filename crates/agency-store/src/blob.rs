@@ -5,12 +5,18 @@
 //! rename it into place, fsync the directory. The service commits the row
 //! that points at a blob only after the put returned, so a crash in between
 //! leaves at worst an unreferenced blob, never a row pointing at nothing.
+//!
+//! With the `fault-injection` feature, [`FsBlobStore::set_fault_hook`] lets
+//! the fault suite fail any [`PutStep`] with the I/O error of its choice
+//! (a full disk, a failed fsync); without it the hook does not exist.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(feature = "fault-injection")]
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -82,12 +88,45 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     fn list(&self) -> Result<Vec<BlobId>, StoreError>;
 }
 
+/// The steps of [`FsBlobStore::put`] that touch the disk, in order: the
+/// points where the fault suite can make one fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PutStep {
+    /// Creating the temporary file.
+    CreateTemp,
+    /// Writing the content, after half of it is written (a disk filling up).
+    Write,
+    /// fsync of the temporary file.
+    FsyncTemp,
+    /// Renaming it into place.
+    Rename,
+    /// fsync of the blob's directory, making the rename durable.
+    FsyncDir,
+}
+
+/// Decides, per step, whether that step fails and with which error.
+#[cfg(feature = "fault-injection")]
+pub type FaultHook = Arc<dyn Fn(PutStep) -> Option<std::io::Error> + Send + Sync>;
+
+#[cfg(feature = "fault-injection")]
+#[derive(Default)]
+struct FaultSlot(RwLock<Option<FaultHook>>);
+
+#[cfg(feature = "fault-injection")]
+impl fmt::Debug for FaultSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FaultSlot")
+    }
+}
+
 /// Blobs as files under a directory.
 #[derive(Debug)]
 pub struct FsBlobStore {
     root: PathBuf,
     tmp: PathBuf,
     counter: AtomicU64,
+    #[cfg(feature = "fault-injection")]
+    fault: FaultSlot,
 }
 
 impl FsBlobStore {
@@ -107,7 +146,40 @@ impl FsBlobStore {
             root,
             tmp,
             counter: AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            fault: FaultSlot::default(),
         })
+    }
+
+    /// Fault injection: from now on, `hook` is asked at every [`PutStep`]
+    /// and an error it returns fails that step (`None` removes the hook).
+    #[cfg(feature = "fault-injection")]
+    pub fn set_fault_hook(&self, hook: Option<FaultHook>) {
+        *self
+            .fault
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = hook;
+    }
+
+    /// The injected error for `step`, if any.
+    #[cfg(feature = "fault-injection")]
+    fn fault(&self, step: PutStep) -> std::io::Result<()> {
+        let slot = self
+            .fault
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match slot.as_ref().and_then(|hook| hook(step)) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    #[cfg(not(feature = "fault-injection"))]
+    #[inline(always)]
+    fn fault(&self, _: PutStep) -> std::io::Result<()> {
+        Ok(())
     }
 
     pub fn root(&self) -> &Path {
@@ -133,31 +205,53 @@ impl BlobStore for FsBlobStore {
     fn put(&self, content: &[u8]) -> Result<BlobId, StoreError> {
         let id = BlobId::of(content);
         let dest = self.path_of(&id);
+        let dir = dest.parent().expect("blob paths have a parent");
+        let sync_dir = || {
+            self.fault(PutStep::FsyncDir)
+                .and_then(|()| File::open(dir))
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io("fsync blob directory", dir, e))
+        };
         if dest.exists() {
-            return Ok(id);
+            // The file may have been renamed into place by a put whose
+            // directory fsync failed (or by a process that died before
+            // it): its entry is durable only once the directory is synced,
+            // and a row will point at it as soon as this returns.
+            return sync_dir().map(|()| id);
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let tmp = self
             .tmp
             .join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
         let result = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
+            let mut f = self
+                .fault(PutStep::CreateTemp)
+                .and_then(|()| OpenOptions::new().write(true).create_new(true).open(&tmp))
                 .map_err(|e| io("create temporary blob file", &tmp, e))?;
-            f.write_all(content)
+            // Two halves, so that an injected full disk leaves a torn
+            // temporary file behind, as a real one would.
+            let (first, second) = content.split_at(content.len() / 2);
+            f.write_all(first)
+                .and_then(|()| self.fault(PutStep::Write))
+                .and_then(|()| f.write_all(second))
                 .map_err(|e| io("write temporary blob file", &tmp, e))?;
-            f.sync_all()
+            self.fault(PutStep::FsyncTemp)
+                .and_then(|()| f.sync_all())
                 .map_err(|e| io("fsync temporary blob file", &tmp, e))?;
             drop(f);
-            let dir = dest.parent().expect("blob paths have a parent");
-            fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
-            fs::rename(&tmp, &dest).map_err(|e| io("rename blob into place at", &dest, e))?;
+            if !dir.is_dir() {
+                fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
+                // A new fan-out directory's own entry must be durable too,
+                // or the blob could vanish with it in a crash.
+                File::open(&self.root)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| io("fsync blob directory", &self.root, e))?;
+            }
+            self.fault(PutStep::Rename)
+                .and_then(|()| fs::rename(&tmp, &dest))
+                .map_err(|e| io("rename blob into place at", &dest, e))?;
             // The rename is durable only once the directory entry is.
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| io("fsync blob directory", dir, e))
+            sync_dir()
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);

@@ -15,7 +15,9 @@ pub mod sqlite;
 pub mod store;
 pub mod tx;
 
-pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore};
+#[cfg(feature = "fault-injection")]
+pub use blob::FaultHook;
+pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore, PutStep};
 pub use error::StoreError;
 pub use fsck::{FsckProblem, FsckReport, fsck};
 pub use model::*;

@@ -126,6 +126,37 @@ impl SqliteStore {
         Ok(plans)
     }
 
+    /// Fault injection: while `fail` is set, SQLite turns every COMMIT of
+    /// the writer into a rollback (a commit hook), after the transaction's
+    /// statements all ran, so the caller sees a failed commit.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_commits_while(
+        &self,
+        fail: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<(), StoreError> {
+        let conn = self.writer()?;
+        conn.commit_hook(Some(move || fail.load(std::sync::atomic::Ordering::SeqCst)));
+        Ok(())
+    }
+
+    /// Fault injection: cap the database at its current number of pages
+    /// (`full`) or lift the cap, so that a write needing a new page fails
+    /// with SQLite's own "database or disk is full", as on a full disk.
+    #[cfg(feature = "fault-injection")]
+    pub fn set_full(&self, full: bool) -> Result<(), StoreError> {
+        let conn = self.writer()?;
+        let op = || self.op("set max_page_count");
+        let pages: i64 = if full {
+            conn.pragma_query_value(None, "page_count", |r| r.get(0))
+                .ctx(op)?
+        } else {
+            // SQLite's default maximum.
+            4_294_967_294
+        };
+        conn.pragma_update(None, "max_page_count", pages).ctx(op)?;
+        Ok(())
+    }
+
     fn op(&self, what: &str) -> String {
         format!("{what} on database {}", self.path.display())
     }

@@ -137,6 +137,8 @@
 
 mod anthropic;
 mod engine;
+#[cfg(test)]
+mod fuzz;
 mod openai;
 mod script;
 mod server;

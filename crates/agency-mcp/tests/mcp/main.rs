@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod fuzz;
 mod repos;
 mod support;
 

@@ -24,7 +24,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::support::proptest_cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn dag_edits_never_make_a_cycle(ops in proptest::collection::vec(op(), 1..40)) {

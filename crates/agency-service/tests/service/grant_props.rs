@@ -126,7 +126,7 @@ fn check_invariants(env: &Env) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::support::proptest_cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn revocation_and_attenuation_hold(ops in proptest::collection::vec(op(), 1..50)) {

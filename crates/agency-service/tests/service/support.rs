@@ -115,3 +115,12 @@ pub fn assert_kind<T: std::fmt::Debug>(r: Result<T, ServiceError>, kind: &str) -
         other => panic!("expected {kind}, got {other:?}"),
     }
 }
+
+/// Cases for a property test: `PROPTEST_CASES` when set (as the README
+/// promises), else `default`, sized for a 2-core machine.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
