@@ -57,6 +57,25 @@ fn hash_of(content: &[u8]) -> String {
     format!("blake3:{}", blake3::hash(content).to_hex())
 }
 
+/// A running `agency serve`; killed when dropped, so that a failing test
+/// leaves no daemon behind.
+struct Daemon(Child);
+
+impl Daemon {
+    /// SIGKILL (what `Child::kill` sends on Unix) and reap.
+    fn sigkill(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A temporary home (`<tmp>/home`), its daemon log beside it.
 struct Home {
     tmp: tempfile::TempDir,
@@ -106,7 +125,7 @@ impl Home {
     /// Start `agency serve` and wait (bounded) until it answers. The daemon
     /// of the previous round left a stale `daemon.json`: removed first, so
     /// that the wait is for the new process.
-    fn serve(&self) -> Child {
+    fn serve(&self) -> Daemon {
         let _ = std::fs::remove_file(self.dir.join("daemon.json"));
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -130,7 +149,7 @@ impl Home {
                     .unwrap()
                     .success()
             {
-                return child;
+                return Daemon(child);
             }
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("the daemon exited with {status}:\n{}", self.log());
@@ -544,8 +563,7 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
         t.attempted.insert(hash_of(&body));
     }
     // The setup's agents stay live until a restart reaps them.
-    daemon.kill().unwrap();
-    daemon.wait().unwrap();
+    daemon.sigkill();
     daemon = home.serve();
     fsck_clean(&home);
 
@@ -594,8 +612,7 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
             }
             tokio::time::sleep(delay).await;
             // SIGKILL: no destructor, no flush, no graceful shutdown.
-            daemon.kill().unwrap();
-            daemon.wait().unwrap();
+            daemon.sigkill();
             kill_tx.send_replace(true);
             let mut out = Vec::new();
             for t in tasks {
@@ -641,6 +658,5 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
     // The test is only meaningful if writes were really under way.
     assert!(total_acked > rounds, "too few writes: {total_acked}");
     assert!(total_created > 0, "no create was acknowledged");
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    daemon.sigkill();
 }

@@ -10,6 +10,7 @@
 //! the fault suite fail any [`PutStep`] with the I/O error of its choice
 //! (a full disk, a failed fsync); without it the hook does not exist.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "fault-injection")]
 use std::sync::{Arc, RwLock};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -119,12 +121,20 @@ impl fmt::Debug for FaultSlot {
     }
 }
 
+/// How many blob ids [`FsBlobStore`] remembers as durable before it
+/// forgets them all (a few MiB at most); forgetting only costs an fsync.
+const DURABLE_MEMORY: usize = 16_384;
+
 /// Blobs as files under a directory.
 #[derive(Debug)]
 pub struct FsBlobStore {
     root: PathBuf,
     tmp: PathBuf,
     counter: AtomicU64,
+    /// Blobs this process has seen through to a synced directory entry: a
+    /// put of one of them is done as soon as the file is seen. (The service
+    /// puts each KB version twice, before and inside its transaction.)
+    durable: Mutex<HashSet<BlobId>>,
     #[cfg(feature = "fault-injection")]
     fault: FaultSlot,
 }
@@ -146,6 +156,7 @@ impl FsBlobStore {
             root,
             tmp,
             counter: AtomicU64::new(0),
+            durable: Mutex::new(HashSet::new()),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         })
@@ -155,21 +166,13 @@ impl FsBlobStore {
     /// and an error it returns fails that step (`None` removes the hook).
     #[cfg(feature = "fault-injection")]
     pub fn set_fault_hook(&self, hook: Option<FaultHook>) {
-        *self
-            .fault
-            .0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = hook;
+        *self.fault.0.write().unwrap_or_else(PoisonError::into_inner) = hook;
     }
 
     /// The injected error for `step`, if any.
     #[cfg(feature = "fault-injection")]
     fn fault(&self, step: PutStep) -> std::io::Result<()> {
-        let slot = self
-            .fault
-            .0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = self.fault.0.read().unwrap_or_else(PoisonError::into_inner);
         match slot.as_ref().and_then(|hook| hook(step)) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -184,6 +187,21 @@ impl FsBlobStore {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    fn is_known_durable(&self, id: &BlobId) -> bool {
+        self.durable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id)
+    }
+
+    fn remember_durable(&self, id: &BlobId) {
+        let mut known = self.durable.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.len() >= DURABLE_MEMORY {
+            known.clear();
+        }
+        known.insert(id.clone());
     }
 
     /// Where a blob lives on disk.
@@ -213,11 +231,16 @@ impl BlobStore for FsBlobStore {
                 .map_err(|e| io("fsync blob directory", dir, e))
         };
         if dest.exists() {
+            if self.is_known_durable(&id) {
+                return Ok(id);
+            }
             // The file may have been renamed into place by a put whose
             // directory fsync failed (or by a process that died before
             // it): its entry is durable only once the directory is synced,
             // and a row will point at it as soon as this returns.
-            return sync_dir().map(|()| id);
+            sync_dir()?;
+            self.remember_durable(&id);
+            return Ok(id);
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let tmp = self
@@ -253,10 +276,16 @@ impl BlobStore for FsBlobStore {
             // The rename is durable only once the directory entry is.
             sync_dir()
         })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+        match result {
+            Ok(()) => {
+                self.remember_durable(&id);
+                Ok(id)
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
         }
-        result.map(|()| id)
     }
 
     fn get(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {

@@ -72,7 +72,7 @@ fn all_caps(env: &Env) -> Vec<CapabilityRow> {
     .unwrap()
 }
 
-fn check_invariants(env: &Env) -> Result<(), TestCaseError> {
+pub(crate) fn check_invariants(env: &Env) -> Result<(), TestCaseError> {
     let caps = all_caps(env);
     let by_id: BTreeMap<_, _> = caps.iter().map(|c| (c.id, c)).collect();
     for c in caps.iter().filter(|c| c.revoked_at.is_none()) {

@@ -11,7 +11,8 @@
 //! service only where the rules leave a free choice: which of several
 //! eligible capabilities a grant derives from is read back from the store,
 //! and checked to be eligible. grant_props.rs checks the capability table's
-//! invariants under grants; this file checks what agents may *do*.
+//! invariants under grants (and its check runs at the end of every case
+//! here too); this file checks what agents may *do*.
 
 use std::collections::BTreeSet;
 
@@ -555,6 +556,8 @@ impl Run {
             };
             prop_assert_eq!(st, o.status, "{:?}", o);
         }
+        // And the capability table's own invariants (grant_props.rs).
+        crate::grant_props::check_invariants(&self.env)?;
         for h in 0..self.m.handlers.len() {
             if !self.m.handlers[h].active {
                 continue;
