@@ -204,15 +204,26 @@ pub(crate) fn subtree(c: &Connection, id: OutcomeId, n: usize) -> R<SubtreeRows>
         outcome_row,
     )?;
     let ids = json_list(rows.iter().map(|o| o.id), true);
-    let edges = query_rows(
+    // Only the parent is matched in SQL: with both `IN` lists SQLite probes
+    // the primary key once per (parent, child) pair of the two lists, which
+    // is quadratic (a 10,000-node subtree took minutes; found by
+    // agency-bench). The child filter is a hash lookup here instead.
+    let mut edges = query_rows(
         c,
         "SELECT parent, child FROM outcome_edges
-          WHERE parent IN (SELECT value FROM json_each(?1)) AND child IN (SELECT value FROM json_each(?1))
+          WHERE parent IN (SELECT value FROM json_each(?1))
           ORDER BY parent, child",
         [ids],
         op,
-        |r| Ok((col_id(r, 0, "outcome edge parent")?, col_id(r, 1, "outcome edge child")?)),
+        |r| {
+            Ok((
+                col_id(r, 0, "outcome edge parent")?,
+                col_id(r, 1, "outcome edge child")?,
+            ))
+        },
     )?;
+    let kept: std::collections::HashSet<OutcomeId> = rows.iter().map(|o| o.id).collect();
+    edges.retain(|(_, child)| kept.contains(child));
     Ok((rows, edges))
 }
 
