@@ -181,6 +181,7 @@ pub struct Subject {
     pub daemon: agency_daemon::Daemon,
     pub token: String,
     pub file: FileId,
+    pub principal: Principal,
     _dir: tempfile::TempDir,
 }
 
@@ -192,7 +193,7 @@ impl Subject {
             .await
             .context("failed to start the daemon")?;
         let svc: Arc<Service> = daemon.service().clone();
-        let (token, file) = tokio::task::spawn_blocking(move || {
+        let (token, file, principal) = tokio::task::spawn_blocking(move || {
             let root = svc
                 .root_handler()?
                 .context("failed to find the root handler")?;
@@ -203,7 +204,7 @@ impl Subject {
             let file = svc
                 .kb_create(who, "benchmark file, 4 KiB", &four_kib())
                 .context("failed to create the 4 KiB KB file")?;
-            anyhow::Ok((minted.token, file))
+            anyhow::Ok((minted.token, file, who))
         })
         .await
         .context("failed to join the setup task")??;
@@ -211,6 +212,7 @@ impl Subject {
             daemon,
             token,
             file,
+            principal,
             _dir: dir,
         })
     }
@@ -229,6 +231,24 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
     let file = subject.file.to_string();
     let (floor, agency) = sample(&echo, &mcp, &file, n).await?;
     mcp.close().await;
+    // The same work without HTTP and MCP: what the tool handler calls
+    // (token lookup, then kb_read), timed in-process.
+    let svc = subject.daemon.service().clone();
+    let (who, fid, token) = (subject.principal, subject.file, subject.token.clone());
+    let direct = tokio::task::spawn_blocking(move || {
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n + WARMUP {
+            let t = Instant::now();
+            svc.token_authenticate(&token)?;
+            svc.kb_read(who, fid)?;
+            if i >= WARMUP {
+                v.push(t.elapsed());
+            }
+        }
+        anyhow::Ok(Pct::of(&v))
+    })
+    .await
+    .context("failed to join the direct-call task")??;
     subject
         .daemon
         .stop()
@@ -244,6 +264,14 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
         "kb_read p99",
         agency.p99,
         ("bare HTTP echo p99", floor.p99),
+    ));
+    s.rows.push(Row::times(
+        "kb_read p50",
+        agency.p50,
+        (
+            "token check + Service::kb_read in-process, no HTTP/MCP, p50",
+            direct.p50,
+        ),
     ));
     s.shows = format!(
         "what a tool call costs above the bare HTTP floor: token check, permission check, SQLite read, blob read and MCP framing add {} at p50.",

@@ -152,11 +152,12 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                 } else {
                     OutcomeStatus::Blocked
                 };
+                // Referenced rows first (files, then the handler, then its
+                // outcome): a dangling deferred foreign key would make SQLite
+                // scan the child tables on every later parent insert.
                 let mut o = outcome(format!("Bench handler {i}"), status, root, at);
                 let h = HandlerId::from_root(o.id);
                 o.responsible = h;
-                tx.insert_outcome(&o)?;
-                tx.insert_edge(root.root(), o.id)?;
                 let state_doc = file(
                     tx,
                     FileKind::State,
@@ -184,6 +185,8 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                     created_at: at,
                     updated_at: at,
                 })?;
+                tx.insert_outcome(&o)?;
+                tx.insert_edge(root.root(), o.id)?;
                 made.push(h);
             }
             Ok::<_, StoreError>(made)

@@ -27,6 +27,8 @@ use crate::util::{Pct, agency_bin, fmt_dur, new_home, rss_kib};
 const WORK_HANDLERS: usize = 100;
 const CHAIN: usize = 19;
 const SUBTREE: usize = 10_000;
+/// Time spent sampling one query on one store, at most (after 10 samples).
+const BUDGET: Duration = Duration::from_secs(15);
 
 /// p50s of the four queries on one store.
 #[derive(Debug, Clone, Copy)]
@@ -39,14 +41,20 @@ struct Times {
 
 fn time<T>(n: usize, mut f: impl FnMut() -> Result<T>) -> Result<Pct> {
     // Warm the page cache and statement caches first.
-    for _ in 0..n.div_ceil(10) {
+    for _ in 0..n.div_ceil(10).min(3) {
         f()?;
     }
+    // At most n samples, but stop after BUDGET once there are 10: a query
+    // that scales badly must not hold the whole run.
+    let started = Instant::now();
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
         f()?;
         v.push(t.elapsed());
+        if v.len() >= 10 && started.elapsed() > BUDGET {
+            break;
+        }
     }
     Ok(Pct::of(&v))
 }
@@ -55,6 +63,7 @@ fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
     let leaf = built.chain_leaf.context("the store has no chain")?;
     let top = built.subtree_root.context("the store has no subtree")?;
     let n = if quick { 100 } else { 500 };
+    eprintln!("agency-bench:   query work");
     let work = time(n, || {
         let w = svc.handlers_with_work(None, 500)?;
         if w.len() != WORK_HANDLERS {
@@ -65,6 +74,7 @@ fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
         }
         Ok(())
     })?;
+    eprintln!("agency-bench:   query ancestors");
     let ancestors = time(n, || {
         let chains = svc.outcome_ancestors(Principal::User, leaf)?;
         let depth = chains.first().map_or(0, Vec::len);
@@ -76,6 +86,7 @@ fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
         }
         Ok(())
     })?;
+    eprintln!("agency-bench:   query subtree");
     let subtree = time(if quick { 10 } else { 30 }, || {
         let s = svc.outcome_subtree(Principal::User, top, Some(SUBTREE))?;
         if s.outcomes.len() != SUBTREE || s.truncated {
@@ -86,6 +97,7 @@ fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
         }
         Ok(())
     })?;
+    eprintln!("agency-bench:   query inbox");
     let inbox = time(if quick { 50 } else { 200 }, || {
         let m = svc.mail_inbox(Principal::User, Some(50))?;
         if m.len() != 50 || m.iter().any(|m| m.body.is_none()) {
@@ -109,6 +121,11 @@ fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
 fn store(dir: &Path, plan: Plan, quick: bool) -> Result<(Home, Built, Times, u64)> {
     let home = new_home(dir, "")?;
     let built = populate(&home, &plan)?;
+    eprintln!(
+        "agency-bench: populated {} outcomes in {:.1} s; timing queries",
+        built.outcomes,
+        built.took.as_secs_f64()
+    );
     let svc = Arc::new(home.open_service().context("failed to open the service")?);
     let times = queries(&svc, &built, quick)?;
     drop(svc);
@@ -254,7 +271,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         big_built.took.as_secs_f64()
     ));
     s.notes.push(format!(
-        "queries through `Service` as the user on a store opened in this process (no daemon), p99 big/small: work {} / {}, ancestors {} / {}, subtree {} / {}, inbox {} / {}; memory: `agency serve` as its own process after 100 REST requests (status, handlers, outcomes, inbox, agents).",
+        "queries through `Service` as the user on a store opened in this process (no daemon), up to 500 samples each or 15 s (at least 10), p99 big/small: work {} / {}, ancestors {} / {}, subtree {} / {}, inbox {} / {}; memory: `agency serve` as its own process after 100 REST requests (status, handlers, outcomes, inbox, agents).",
         fmt_dur(big.work.p99),
         fmt_dur(small.work.p99),
         fmt_dur(big.ancestors.p99),

@@ -88,6 +88,7 @@ fn service_rate(dir: &Path, secs: Duration) -> Result<f64> {
 /// The same durability without Agency: blob temp → fsync → rename → fsync
 /// dir, then an INSERT committed with WAL + synchronous=FULL.
 fn floor_rate(dir: &Path, secs: Duration) -> Result<f64> {
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let db = dir.join("floor.db");
     let conn = rusqlite::Connection::open(&db)
         .with_context(|| format!("failed to open {}", db.display()))?;
