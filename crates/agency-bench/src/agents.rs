@@ -159,7 +159,9 @@ async fn one_run(bin: &Path, model_url: &str, n: usize) -> Result<RunStats> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let s = svc.clone();
         let done = tokio::task::spawn_blocking(move || {
-            let idle = s.handlers_with_work(None, 1)?.is_empty();
+            // The root has work too (its Process Inbox holds the agents'
+            // completion requests), served by the attached client.
+            let idle = s.handlers_with_work(None, 2)?.iter().all(|h| *h == root);
             let live = s.agents_live(Principal::User)?.len();
             anyhow::Ok(idle && live <= 1)
         })

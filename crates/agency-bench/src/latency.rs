@@ -375,7 +375,7 @@ impl Peer {
 
 /// Item 2: the same call against the Python SDK peer, same client, same run.
 pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
-    let title = "2. Peer: the same kb_read against the official Python MCP SDK (FastMCP)";
+    let title = "2. Peer: the same kb_read against the official Python MCP SDK (MCPServer, formerly FastMCP)";
     let python = match tokio::task::spawn_blocking(venv_python).await? {
         Ok(p) => p,
         Err(e) => {
@@ -438,7 +438,7 @@ pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     s.shows = "Agency against a peer doing less work (no token, no permission check, no audit): a ratio below 1 means Agency answers faster.".to_owned();
     s.notes.push(format!(
-        "peer: `bench/python_peer.py`, FastMCP from the official SDK (`mcp` {version}), streamable HTTP, stateful sessions with SSE replies like the daemon (`stateless_http=False`, `json_response=False`), one tool reading the 4 KiB row from SQLite (WAL) per call; same rmcp client, {} samples each after {WARMUP} warm-up calls; Agency's echo floor in this pairing was {} p50.",
+        "peer: `bench/python_peer.py`, MCPServer (FastMCP before mcp 2.0) from the official SDK (`mcp` {version}), streamable HTTP, stateful sessions with SSE replies like the daemon (`stateless_http=False`, `json_response=False`), one tool reading the 4 KiB row from SQLite (WAL) per call; same rmcp client, {} samples each after {WARMUP} warm-up calls; Agency's echo floor in this pairing was {} p50.",
         theirs.n,
         fmt_dur(floor_a.p50)
     ));
