@@ -161,12 +161,14 @@ pub(crate) fn is_descendant_or_self(
 
 pub(crate) fn ancestor_edges(c: &Connection, id: OutcomeId) -> R<Vec<Edge>> {
     // An edge lies on a path from `id` to a root exactly when its child is
-    // `id` or one of its ancestors.
+    // `id` or one of its ancestors. CROSS JOIN keeps the (small) walk as
+    // the outer loop: left to itself SQLite scanned every edge and probed
+    // the walk (0.45 s at 1,000,000 outcomes; found by agency-bench).
     query_rows(
         c,
         concat!(
             walk_up!(),
-            "SELECT e.parent, e.child FROM up JOIN outcome_edges e ON e.child = up.node ORDER BY e.child, e.parent"
+            "SELECT e.parent, e.child FROM up CROSS JOIN outcome_edges e ON e.child = up.node ORDER BY e.child, e.parent"
         ),
         [id.to_string()],
         || format!("list the ancestor edges of outcome {id}"),
