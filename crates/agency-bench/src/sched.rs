@@ -205,9 +205,14 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         bin_true.p50,
         (&format!("{base}, p50"), direct_stamp.p50),
     ));
+    let growth = large.p50.as_secs_f64() / small.p50.as_secs_f64().max(1e-9);
     s.shows = format!(
-        "the scheduler's own cost per spawn (event, work check, token, workspace, two durable writes) above a bare spawn, and that it does not grow with the number of handlers ({big} vs 100 ×{:.2}).",
-        large.p50.as_secs_f64() / small.p50.as_secs_f64().max(1e-9)
+        "the scheduler's own cost per spawn (event, work check, token, workspace, two durable writes) above a bare spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
+        if growth < 2.0 {
+            ", i.e. no per-handler scan"
+        } else {
+            ", which points at work proportional to the handlers"
+        }
     );
     s.notes.push(format!(
         "{samples} deliveries per store size, one at a time, each to a different idle handler (user → handler mail through `Service::mail_send` on the in-process daemon); `command` runtime running `agency-bench __stamp`, which writes its start time (CLOCK_REALTIME) and exits; max_concurrent 4; respawn backoff set to an hour so exited agents do not come back during the run."
