@@ -266,7 +266,7 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
         ("bare HTTP echo p99", floor.p99),
     ));
     s.rows.push(Row::times(
-        "kb_read p50",
+        "kb_read p50, against the same work in-process",
         agency.p50,
         (
             "token check + Service::kb_read in-process, no HTTP/MCP, p50",
