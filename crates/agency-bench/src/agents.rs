@@ -1,0 +1,267 @@
+//! Item 6: many agents. 500 handlers (50 in `--quick`) each get a `builtin`
+//! agent (`agency agent`, a process of its own) that plays a scripted
+//! conversation against the scripted model server (`agency model-server`,
+//! another process): 19 `state_read` calls and one
+//! `outcome_request_completion`, i.e. 20 MCP tool calls, then a final
+//! answer. The daemon runs in this process, so its CPU time is this
+//! process's user + system time (agents and model server excluded, being
+//! other processes); the bench itself only polls the store while it waits.
+//!
+//! Baseline: the same with a handful of agents (one wave at the same
+//! `max_concurrent`), so the ratios show how wall time per agent and daemon
+//! CPU per tool call hold up as the number of agents grows.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agency_core::Principal;
+use agency_service::NewOutcome;
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use crate::Cfg;
+use crate::report::{Row, Section, ratio};
+use crate::util::{agency_bin, fmt_dur, new_home, self_cpu};
+
+const CALLS: usize = 20;
+const MAX_CONCURRENT: usize = 16;
+const TITLE: &str = "Bench agent task";
+
+/// The model's side of every agent run.
+fn script() -> String {
+    let mut turns: Vec<serde_json::Value> = (0..CALLS - 1)
+        .map(|_| json!({"tool_calls": [{"name": "state_read", "input": {}}]}))
+        .collect();
+    turns.push(json!({"tool_calls": [{"name": "outcome_request_completion",
+        "input": {"summary": "Benchmark run finished."}}]}));
+    turns.push(json!({"text": "Done."}));
+    json!({
+        "scenarios": [{"name": "bench agent", "match": {"system_contains": TITLE}, "turns": turns}],
+        "fallback": {"text": "Nothing to do."}
+    })
+    .to_string()
+}
+
+/// `agency model-server` as its own process; killed on drop.
+struct ModelServer {
+    child: Child,
+    url: String,
+}
+
+impl ModelServer {
+    fn start(bin: &Path, script: &Path) -> Result<ModelServer> {
+        let mut child = Command::new(bin)
+            .arg("model-server")
+            .arg("--script")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("failed to start agency model-server")?;
+        let out = child
+            .stdout
+            .take()
+            .context("failed to read the model server's output")?;
+        let mut line = String::new();
+        BufReader::new(out)
+            .read_line(&mut line)
+            .context("failed to read the model server's URL")?;
+        let url = line.trim().to_owned();
+        if !url.starts_with("http://") {
+            let _ = child.kill();
+            bail!("agency model-server printed {url:?} instead of its URL");
+        }
+        Ok(ModelServer { child, url })
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What one run of `n` agents did.
+#[derive(Debug, Clone, Copy)]
+struct RunStats {
+    n: usize,
+    wall: Duration,
+    cpu: Duration,
+    ok: usize,
+    tool_calls: i64,
+}
+
+async fn one_run(bin: &Path, model_url: &str, n: usize) -> Result<RunStats> {
+    let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
+    let config = format!(
+        "[agents]\nruntime = \"builtin\"\nmax_concurrent = {MAX_CONCURRENT}\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {model_url:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
+        bin.display().to_string()
+    );
+    let home = new_home(&dir.path().join("home"), &config)?;
+    // The handlers, made by the root handler's agent through the service
+    // (outcome_create + delegate, as an agent would), before the daemon runs.
+    let h2 = home.clone();
+    tokio::task::spawn_blocking(move || {
+        let svc = h2.open_service().context("failed to open the service")?;
+        let root = svc
+            .root_handler()?
+            .context("failed to find the root handler")?;
+        let minted = svc
+            .token_mint(Principal::User, root, None)
+            .context("failed to mint a token for the root handler")?;
+        let who = Principal::agent(root, minted.agent);
+        for i in 0..n {
+            let o = svc
+                .outcome_create(
+                    who,
+                    &NewOutcome {
+                        title: format!("{TITLE} {i}"),
+                        description: "Read your state document, then request completion."
+                            .to_owned(),
+                        parents: vec![root.root()],
+                        priority: 0,
+                    },
+                )
+                .context("failed to create an outcome")?;
+            svc.delegate(who, o, &[])
+                .context("failed to delegate an outcome")?;
+        }
+        svc.flush_read_audit()?;
+        anyhow::Ok(())
+    })
+    .await
+    .context("failed to join the populating task")??;
+    let cpu0 = self_cpu()?;
+    let t0 = Instant::now();
+    let daemon = agency_daemon::Daemon::start(&home)
+        .await
+        .context("failed to start the daemon")?;
+    let svc = daemon.service().clone();
+    // The root handler gets mail from every finishing agent; an attached
+    // client as its live agent keeps the supervisor from running one for it.
+    let s = svc.clone();
+    let root = tokio::task::spawn_blocking(move || {
+        let root = s
+            .root_handler()?
+            .context("failed to find the root handler")?;
+        s.token_mint(Principal::User, root, None)
+            .context("failed to mint a token for the root handler")?;
+        anyhow::Ok(root)
+    })
+    .await
+    .context("failed to join a task")??;
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let s = svc.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            // The root has work too (its Process Inbox holds the agents'
+            // completion requests), served by the attached client.
+            let idle = s.handlers_with_work(None, 2)?.iter().all(|h| *h == root);
+            let live = s.agents_live(Principal::User)?.len();
+            anyhow::Ok(idle && live <= 1)
+        })
+        .await
+        .context("failed to join a task")??;
+        if done {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("{n} agents did not finish within an hour");
+        }
+    }
+    let wall = t0.elapsed();
+    let cpu = self_cpu()?.saturating_sub(cpu0);
+    let s = svc.clone();
+    let (ok, tool_calls) = tokio::task::spawn_blocking(move || {
+        let agents = s.agents_recent(Principal::User, Some(n + 10))?;
+        let (mut ok, mut calls) = (0, 0);
+        for a in agents.iter().filter(|a| a.handler != root) {
+            let run = s.agent_run(Principal::User, a.id)?;
+            calls += run.tool_calls.unwrap_or(0);
+            if run.exit_status == Some(0)
+                && run.tool_calls == Some(CALLS as i64)
+                && a.end_reason.as_deref() == Some("completed")
+            {
+                ok += 1;
+            }
+        }
+        anyhow::Ok((ok, calls))
+    })
+    .await
+    .context("failed to join a task")??;
+    daemon.stop().await.context("failed to stop the daemon")?;
+    Ok(RunStats {
+        n,
+        wall,
+        cpu,
+        ok,
+        tool_calls,
+    })
+}
+
+/// Item 6.
+pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
+    let n = cfg.pick(500, 50);
+    let few = 8;
+    let bin = agency_bin()?;
+    let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script()).context("failed to write the model script")?;
+    let model = ModelServer::start(&bin, &script_path)?;
+    let base = one_run(&bin, &model.url, few).await?;
+    let many = one_run(&bin, &model.url, n).await?;
+    drop(model);
+    let per_agent = |r: &RunStats| r.wall / r.n.max(1) as u32;
+    let per_call = |r: &RunStats| r.cpu / r.tool_calls.max(1) as u32;
+    let mut s = Section::new(format!(
+        "6. Many agents: {n} builtin agents × {CALLS} tool calls"
+    ));
+    s.rows.push(Row::new(
+        "agents completed without error",
+        format!("{} of {}", many.ok, many.n),
+        format!("{} of {} ({few} agents)", base.ok, base.n),
+        ratio(
+            many.ok as f64 / many.n as f64,
+            base.ok as f64 / base.n.max(1) as f64,
+        ),
+    ));
+    s.rows.push(Row::new(
+        "tool calls answered (as the agents counted them)",
+        many.tool_calls.to_string(),
+        format!("{} ({few} agents)", base.tool_calls),
+        ratio(
+            many.tool_calls as f64 / many.n as f64,
+            base.tool_calls as f64 / base.n.max(1) as f64,
+        ),
+    ));
+    s.rows.push(Row::new(
+        "wall time",
+        fmt_dur(many.wall),
+        format!("{} ({few} agents)", fmt_dur(base.wall)),
+        ratio(many.wall.as_secs_f64(), base.wall.as_secs_f64()),
+    ));
+    s.rows.push(Row::times(
+        "wall time per agent",
+        per_agent(&many),
+        (&format!("{few} agents"), per_agent(&base)),
+    ));
+    s.rows.push(Row::times(
+        "daemon CPU per tool call",
+        per_call(&many),
+        (&format!("{few} agents"), per_call(&base)),
+    ));
+    s.shows = "that hundreds of agent processes complete through one daemon, and what each tool call costs the daemon when spawning, sessions and bookkeeping are shared out over the calls.".to_owned();
+    s.notes.push(format!(
+        "max_concurrent = {MAX_CONCURRENT}; each agent is `agency agent` (Anthropic Messages API, streaming) against `agency model-server` in its own process; the daemon runs in this process and its CPU time (user + system, /proc/self/stat, children excluded) covers spawning, MCP sessions (initialize, tools/list), the tool calls and recording each run, divided by the tool calls the agents reported. Handlers are made through the service (outcome_create + delegate by the root handler's agent) before the clock starts; wall time runs from `Daemon::start` to the last agent's exit with no handler left with work. Success: exit 0, `completed`, {CALLS} tool calls, and the handler's root outcome awaiting verification (no work left)."
+    ));
+    if cfg.quick {
+        s.notes
+            .push(format!("quick mode: {n} agents instead of 500."));
+    }
+    Ok(vec![s])
+}

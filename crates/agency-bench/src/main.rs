@@ -1,0 +1,121 @@
+//! `agency-bench`: measures Agency against baselines taken in the same run
+//! and writes `BENCHMARKS.md`. Every figure is reported next to its
+//! baseline and as a ratio, because absolute times on a shared, noisy
+//! machine mean little; a measure that cannot run is reported as "not
+//! measured" with the reason, never with an invented number.
+//!
+//! ```text
+//! cargo run --release -p agency-bench -- [--quick] [--out BENCHMARKS.md] [--only 1,3]
+//! ```
+//!
+//! The binary doubles as the tiny agent program of the scheduling
+//! benchmark (`agency-bench __stamp DIR`, see [`sched::stamp`]): that mode is
+//! checked before anything else so the process does as little as possible
+//! between exec and recording its start time.
+
+mod agents;
+mod latency;
+mod populate;
+mod report;
+mod scale;
+mod sched;
+mod util;
+mod writes;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use crate::report::Section;
+
+#[derive(Debug, Parser)]
+#[command(about = "Benchmarks of Agency, each against a baseline measured in the same run")]
+struct Args {
+    /// Smaller sizes and fewer samples (about a tenth); the report says so.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write the report (overwritten).
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// Run only these items (comma separated, 1-6); the others are listed as
+    /// not measured.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<u8>,
+}
+
+/// Sizes and sample counts of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Cfg {
+    pub quick: bool,
+}
+
+impl Cfg {
+    /// `full` normally, `quick` with `--quick`.
+    pub fn pick<T>(&self, full: T, quick: T) -> T {
+        if self.quick { quick } else { full }
+    }
+}
+
+fn main() -> Result<()> {
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().is_some_and(|a| a == "__stamp") {
+        return sched::stamp(argv.next());
+    }
+    let args = Args::parse();
+    let cfg = Cfg { quick: args.quick };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to build the tokio runtime")?;
+    let started = Instant::now();
+    let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
+    let mut sections: Vec<Section> = Vec::new();
+    type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
+    let items: [Item; 6] = [
+        (1, "1. MCP tool-call latency", |c| {
+            util::block(latency::agency_vs_echo(c))
+        }),
+        (2, "2. Peer: official Python MCP SDK", |c| {
+            util::block(latency::python_peer(c))
+        }),
+        (3, "3. Durable KB writes", writes::run),
+        (4, "4. Scheduling latency", |c| util::block(sched::run(c))),
+        (5, "5. Scale", |c| util::block(scale::run(c))),
+        (6, "6. Many agents", |c| util::block(agents::run(c))),
+    ];
+    let _guard = rt.enter();
+    for (n, title, f) in items {
+        if !want(n) {
+            sections.push(Section::not_measured(
+                title,
+                "not selected in this run (--only)",
+            ));
+            continue;
+        }
+        eprintln!("agency-bench: running {title}");
+        let t = Instant::now();
+        match f(cfg) {
+            Ok(mut s) => {
+                if let Some(last) = s.last_mut() {
+                    last.took = Some(t.elapsed());
+                }
+                sections.extend(s);
+            }
+            Err(e) => {
+                eprintln!("agency-bench: {title} failed: {e:#}");
+                sections.push(Section::not_measured(title, &format!("failed: {e:#}")));
+            }
+        }
+    }
+    let text = report::render(&sections, cfg, started.elapsed())?;
+    std::fs::write(&args.out, text)
+        .with_context(|| format!("failed to write the report {}", args.out.display()))?;
+    eprintln!(
+        "agency-bench: wrote {} in {:.0} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

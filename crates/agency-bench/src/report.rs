@@ -1,0 +1,194 @@
+//! The report: sections of rows (measure, value, baseline, ratio) and the
+//! Markdown of `BENCHMARKS.md` with how to rerun and what machine ran it.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::Cfg;
+use crate::util::{command_line, fmt_dur};
+
+/// One line of a table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub measure: String,
+    pub value: String,
+    pub baseline: String,
+    pub ratio: String,
+}
+
+impl Row {
+    /// A timed measure against a timed baseline; the ratio is value / baseline.
+    pub fn times(measure: impl Into<String>, value: Duration, baseline: (&str, Duration)) -> Row {
+        Row {
+            measure: measure.into(),
+            value: fmt_dur(value),
+            baseline: format!("{} ({})", fmt_dur(baseline.1), baseline.0),
+            ratio: ratio(value.as_secs_f64(), baseline.1.as_secs_f64()),
+        }
+    }
+
+    /// Free-form cells with a numeric ratio.
+    pub fn new(
+        measure: impl Into<String>,
+        value: impl Into<String>,
+        baseline: impl Into<String>,
+        ratio: impl Into<String>,
+    ) -> Row {
+        Row {
+            measure: measure.into(),
+            value: value.into(),
+            baseline: baseline.into(),
+            ratio: ratio.into(),
+        }
+    }
+}
+
+/// `a / b` as "×1.23" (or "n/a" when b is zero).
+pub fn ratio(a: f64, b: f64) -> String {
+    if b <= 0.0 || !a.is_finite() || !b.is_finite() {
+        return "n/a".to_owned();
+    }
+    let r = a / b;
+    if r >= 100.0 {
+        format!("×{r:.0}")
+    } else if r >= 10.0 {
+        format!("×{r:.1}")
+    } else {
+        format!("×{r:.2}")
+    }
+}
+
+/// One benchmark item's table.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    pub title: String,
+    pub rows: Vec<Row>,
+    /// One line: what the numbers show.
+    pub shows: String,
+    /// How it was measured, sizes, caveats.
+    pub notes: Vec<String>,
+    /// Set when the item could not run: the reason.
+    pub not_measured: Option<String>,
+    pub took: Option<Duration>,
+}
+
+impl Section {
+    pub fn new(title: impl Into<String>) -> Section {
+        Section {
+            title: title.into(),
+            ..Section::default()
+        }
+    }
+
+    pub fn not_measured(title: &str, reason: &str) -> Section {
+        Section {
+            title: title.to_owned(),
+            not_measured: Some(reason.to_owned()),
+            ..Section::default()
+        }
+    }
+}
+
+/// Escape a table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The whole `BENCHMARKS.md`.
+pub fn render(sections: &[Section], cfg: Cfg, took: Duration) -> Result<String> {
+    let mut md = String::new();
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "unknown".to_owned());
+    writeln!(md, "# Benchmarks")?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "Written by `agency-bench` (crate `crates/agency-bench`); do not edit by hand. Rerun with:"
+    )?;
+    writeln!(md)?;
+    writeln!(md, "```sh")?;
+    writeln!(
+        md,
+        "cargo run --release -p agency-bench -- --out BENCHMARKS.md            # full (the sizes of issue 5)"
+    )?;
+    writeln!(
+        md,
+        "cargo run --release -p agency-bench -- --quick --out BENCHMARKS.md    # about a tenth of the sizes"
+    )?;
+    writeln!(md, "```")?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "Every figure stands next to a baseline measured **in the same run** on the same machine, and the ratio between them is the number to compare across machines: absolute times on a shared, noisy machine mean little. Nothing here is a test assertion."
+    )?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "- mode: **{}**",
+        if cfg.quick {
+            "quick (`--quick`: reduced sizes and sample counts, stated per item)"
+        } else {
+            "full"
+        }
+    )?;
+    writeln!(
+        md,
+        "- date: {now}; whole run took {:.0} s",
+        took.as_secs_f64()
+    )?;
+    writeln!(md, "- nproc: {}", command_line("nproc", &[]))?;
+    writeln!(md, "- kernel: {}", command_line("uname", &["-sr"]))?;
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    writeln!(md, "- cpu: {cpu}")?;
+    writeln!(md, "- rustc: {}", command_line("rustc", &["--version"]))?;
+    writeln!(md, "- build: release profile of this workspace")?;
+    writeln!(md)?;
+    for s in sections {
+        writeln!(md, "## {}", s.title)?;
+        writeln!(md)?;
+        if let Some(reason) = &s.not_measured {
+            writeln!(md, "Not measured: {reason}")?;
+            writeln!(md)?;
+            continue;
+        }
+        if !s.rows.is_empty() {
+            writeln!(md, "| measure | value | baseline | ratio |")?;
+            writeln!(md, "|---|---:|---:|---:|")?;
+            for r in &s.rows {
+                writeln!(
+                    md,
+                    "| {} | {} | {} | {} |",
+                    cell(&r.measure),
+                    cell(&r.value),
+                    cell(&r.baseline),
+                    cell(&r.ratio)
+                )?;
+            }
+            writeln!(md)?;
+        }
+        if !s.shows.is_empty() {
+            writeln!(md, "**What this shows:** {}", s.shows)?;
+            writeln!(md)?;
+        }
+        for n in &s.notes {
+            writeln!(md, "- {n}")?;
+        }
+        if let Some(t) = s.took {
+            writeln!(md, "- this item took {:.0} s", t.as_secs_f64())?;
+        }
+        if !s.notes.is_empty() || s.took.is_some() {
+            writeln!(md)?;
+        }
+    }
+    Ok(md)
+}
