@@ -263,6 +263,80 @@ async fn a_silent_agent_is_stopped_as_stalled_and_its_group_emptied() {
     daemon.stop().await.unwrap();
 }
 
+/// A home whose agents (shell scripts) copy the MCP configuration they
+/// were given to `out/AGENT.json`, then wait; `toml(out)` is appended to its
+/// agency.toml.
+struct Recording {
+    out: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+    home: Home,
+}
+
+impl Recording {
+    fn new(agents_extra: &str, toml: impl FnOnce(&std::path::Path) -> String) -> Recording {
+        let out = tempfile::tempdir().unwrap();
+        let script = format!(
+            "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
+            out.path().display().to_string()
+        );
+        let (dir, home) = home_with_extra(&script, agents_extra);
+        let mut cfg = std::fs::read_to_string(home.config_path()).unwrap();
+        cfg.push_str(&toml(out.path()));
+        std::fs::write(home.config_path(), cfg).unwrap();
+        Recording {
+            out,
+            _dir: dir,
+            home,
+        }
+    }
+
+    /// The configuration a live agent other than `not` was given, once
+    /// it has written it.
+    async fn next_config(
+        &self,
+        svc: &agency_service::Service,
+        not: Option<AgentId>,
+    ) -> (AgentId, serde_json::Value) {
+        wait_for("an agent's MCP configuration", || {
+            let a = svc
+                .agents_live(Principal::User)
+                .unwrap()
+                .into_iter()
+                .find(|a| Some(a.id) != not)?
+                .id;
+            let text = std::fs::read_to_string(self.out.path().join(format!("{a}.json"))).ok()?;
+            Some((a, serde_json::from_str(&text).ok()?))
+        })
+        .await
+    }
+}
+
+fn grant_mcp_server(
+    svc: &agency_service::Service,
+    h: agency_core::HandlerId,
+    name: &str,
+) -> agency_core::CapabilityId {
+    svc.grant(
+        Principal::User,
+        h,
+        &agency_service::GrantRequest {
+            resource: agency_core::Resource::McpServer(name.into()),
+            level: agency_core::Level::Read,
+            delegatable: false,
+        },
+    )
+    .unwrap()
+}
+
+fn server_names(config: &serde_json::Value) -> Vec<String> {
+    config["mcpServers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
 /// Issue 4: "a capability change restarts the agent with the new MCP
 /// config". The agent (a shell script) keeps the MCP configuration it was
 /// given and never exits by itself; granting its handler an extra MCP
@@ -271,60 +345,27 @@ async fn a_silent_agent_is_stopped_as_stalled_and_its_group_emptied() {
 /// configuration — as a launcher entry, without the secret.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
-    let out = tempfile::tempdir().unwrap();
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
-    std::fs::write(out.path().join("key"), &secret).unwrap();
-    let script = format!(
-        "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
-        out.path().display().to_string()
-    );
-    let (_dir, home) = home_with_extra(
-        &script,
+    let rec = Recording::new(
         "config_restart_grace_ms = 200\nagency_program = \"/opt/agency\"\n",
+        |out| {
+            std::fs::write(out.join("key"), &secret).unwrap();
+            format!(
+                "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.echo]\ncommand = \"echo-mcp\"\nenv = {{ ECHO_SECRET = \"${{secret:k}}\" }}\n",
+                out.join("key").display().to_string()
+            )
+        },
     );
-    let mut cfg = std::fs::read_to_string(home.config_path()).unwrap();
-    cfg.push_str(&format!(
-        "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.echo]\ncommand = \"echo-mcp\"\nenv = {{ ECHO_SECRET = \"${{secret:k}}\" }}\n",
-        out.path().join("key").display().to_string()
-    ));
-    std::fs::write(home.config_path(), cfg).unwrap();
-    let daemon = Daemon::start(&home).await.unwrap();
+    let daemon = Daemon::start(&rec.home).await.unwrap();
     let svc = daemon.service().clone();
     let root = svc.root_handler().unwrap().unwrap();
     svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
         .unwrap();
-    let config_of = |agent: AgentId| -> Option<serde_json::Value> {
-        let text = std::fs::read_to_string(out.path().join(format!("{agent}.json"))).ok()?;
-        serde_json::from_str(&text).ok()
-    };
-    let first = wait_for("the first agent's configuration", || {
-        let a = svc.agents_live(Principal::User).unwrap().first()?.id;
-        config_of(a).map(|c| (a, c))
-    })
-    .await;
-    let servers = first.1["mcpServers"].as_object().unwrap();
-    assert_eq!(servers.keys().collect::<Vec<_>>(), ["agency"]);
+    let first = rec.next_config(&svc, None).await;
+    assert_eq!(server_names(&first.1), ["agency"]);
 
-    svc.grant(
-        Principal::User,
-        root,
-        &agency_service::GrantRequest {
-            resource: agency_core::Resource::McpServer("echo".into()),
-            level: agency_core::Level::Read,
-            delegatable: false,
-        },
-    )
-    .unwrap();
-    let second = wait_for("the next agent's configuration", || {
-        let a = svc
-            .agents_live(Principal::User)
-            .unwrap()
-            .into_iter()
-            .find(|a| a.id != first.0)?
-            .id;
-        config_of(a).map(|c| (a, c))
-    })
-    .await;
+    grant_mcp_server(&svc, root, "echo");
+    let second = rec.next_config(&svc, Some(first.0)).await;
     let echo = &second.1["mcpServers"]["echo"];
     assert_eq!(echo["type"], "stdio");
     assert_eq!(echo["command"], "/opt/agency");
@@ -335,7 +376,7 @@ async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
             .unwrap()
             .ends_with("/mcp")
     );
-    assert!(second.1["mcpServers"]["agency"].is_object());
+    assert_eq!(server_names(&second.1), ["agency", "echo"]);
     assert!(!second.1.to_string().contains(&secret));
 
     // The first agent was told, then stopped; its group is empty.
@@ -365,55 +406,22 @@ async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
 /// it) restarts the live agent without the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_mcp_server_restarts_the_agent_without_it() {
-    let out = tempfile::tempdir().unwrap();
-    let script = format!(
-        "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
-        out.path().display().to_string()
-    );
-    let (_dir, home) = home_with_extra(&script, "config_restart_grace_ms = 200\n");
-    let mut cfg = std::fs::read_to_string(home.config_path()).unwrap();
-    cfg.push_str("[mcp_servers.echo]\ncommand = \"echo-mcp\"\n");
-    std::fs::write(home.config_path(), cfg).unwrap();
-    let daemon = Daemon::start(&home).await.unwrap();
+    let rec = Recording::new("config_restart_grace_ms = 200\n", |_| {
+        "[mcp_servers.echo]\ncommand = \"echo-mcp\"\n".to_owned()
+    });
+    let daemon = Daemon::start(&rec.home).await.unwrap();
     let svc = daemon.service().clone();
     let root = svc.root_handler().unwrap().unwrap();
-    let cap = svc
-        .grant(
-            Principal::User,
-            root,
-            &agency_service::GrantRequest {
-                resource: agency_core::Resource::McpServer("echo".into()),
-                level: agency_core::Level::Read,
-                delegatable: false,
-            },
-        )
-        .unwrap();
+    let cap = grant_mcp_server(&svc, root, "echo");
     svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
         .unwrap();
-    let servers_of = |agent: AgentId| -> Option<Vec<String>> {
-        let text = std::fs::read_to_string(out.path().join(format!("{agent}.json"))).ok()?;
-        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        Some(v["mcpServers"].as_object()?.keys().cloned().collect())
-    };
-    let (first, servers) = wait_for("the first agent's configuration", || {
-        let a = svc.agents_live(Principal::User).unwrap().first()?.id;
-        servers_of(a).map(|s| (a, s))
-    })
-    .await;
-    assert_eq!(servers, ["agency", "echo"]);
+    let (first, config) = rec.next_config(&svc, None).await;
+    assert_eq!(server_names(&config), ["agency", "echo"]);
     assert_eq!(svc.revoke(Principal::User, cap).unwrap(), vec![cap]);
-    let (_, servers) = wait_for("the next agent's configuration", || {
-        let a = svc
-            .agents_live(Principal::User)
-            .unwrap()
-            .into_iter()
-            .find(|a| a.id != first)?
-            .id;
-        servers_of(a).map(|s| (a, s))
-    })
-    .await;
-    assert_eq!(servers, ["agency"]);
-    // Revoked once; a second revocation finds no live capability.
+    let (_, config) = rec.next_config(&svc, Some(first)).await;
+    assert_eq!(server_names(&config), ["agency"]);
+    // Revoked once; a second revocation finds no live capability, and an
+    // agent may not revoke.
     assert!(svc.revoke(Principal::User, cap).is_err());
     assert!(svc.revoke(Principal::agent(root, first), cap).is_err());
     daemon.stop().await.unwrap();
