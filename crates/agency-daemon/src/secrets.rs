@@ -224,12 +224,18 @@ fn run_command(argv: &[String]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// The names of the secrets `template` references (`${secret:NAME}`).
-pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
-    let mut names = Vec::new();
+/// Walk `template`: literal text goes to `text`, each `${secret:NAME}`
+/// reference's name to `reference`. The one parser of the syntax.
+fn walk<'a>(
+    template: &'a str,
+    mut text: impl FnMut(&'a str),
+    mut reference: impl FnMut(&'a str) -> Result<(), String>,
+) -> Result<(), String> {
+    const OPEN: &str = "${secret:";
     let mut rest = template;
-    while let Some(at) = rest.find("${secret:") {
-        let after = &rest[at + "${secret:".len()..];
+    while let Some(at) = rest.find(OPEN) {
+        text(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
         let end = after
             .find('}')
             .ok_or_else(|| "a ${secret:… reference is not closed with }".to_owned())?;
@@ -237,9 +243,24 @@ pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
         if name.is_empty() {
             return Err("a ${secret:} reference names no secret".to_owned());
         }
-        names.push(name);
+        reference(name)?;
         rest = &after[end + 1..];
     }
+    text(rest);
+    Ok(())
+}
+
+/// The names of the secrets `template` references (`${secret:NAME}`).
+pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
+    let mut names = Vec::new();
+    walk(
+        template,
+        |_| {},
+        |name| {
+            names.push(name);
+            Ok(())
+        },
+    )?;
     Ok(names)
 }
 
@@ -247,23 +268,19 @@ pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
 /// Config validation made sure every name is declared; an unknown one here
 /// is an error all the same.
 pub(crate) fn interpolate(template: &str, secrets: &Secrets) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(at) = rest.find("${secret:") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + "${secret:".len()..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| "a ${secret:… reference is not closed with }".to_owned())?;
-        let name = &after[..end];
-        let value = secrets
-            .get(name)
-            .ok_or_else(|| format!("secret {name:?} is not declared in [secrets]"))?;
-        out.push_str(value.expose());
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    let out = std::cell::RefCell::new(String::with_capacity(template.len()));
+    walk(
+        template,
+        |t| out.borrow_mut().push_str(t),
+        |name| {
+            let value = secrets
+                .get(name)
+                .ok_or_else(|| format!("secret {name:?} is not declared in [secrets]"))?;
+            out.borrow_mut().push_str(value.expose());
+            Ok(())
+        },
+    )?;
+    Ok(out.into_inner())
 }
 
 #[cfg(test)]
