@@ -30,7 +30,7 @@ const SCRIPT: &str = r#"{
       { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
       { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result:/messages/0/id}}"] } } ] },
       { "tool_calls": [ { "name": "echo__reveal", "input": {} } ] },
-      { "tool_calls": [ { "name": "kb_create", "input": { "description": "Echo report", "content": "reversed={{result:/reversed_secret}} token_visible={{result:/agency_token_visible}} mode={{result:/mode}}" } } ] },
+      { "tool_calls": [ { "name": "kb_create", "input": { "description": "Echo report", "content": "reversed={{result:/reversed_secret}} token_visible={{result:/agency_token_visible}} mode={{result:/mode}} foreign=[{{result:/foreign}}]" } } ] },
       { "tool_calls": [ { "name": "mail_send", "input": { "to": "boss", "file": "{{result:/file}}", "subject": "Echo report" } } ] },
       { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Asked the echo server what it sees." } } ] },
       { "text": "Done." }
@@ -91,10 +91,16 @@ async fn echo_story(agents: impl FnOnce(&str) -> String) {
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
     let secret_file = secrets.path().join("echo_key");
     std::fs::write(&secret_file, format!("{secret}\n")).unwrap();
+    // Issue 9 item 5: an `env`-sourced secret the server does not
+    // reference and an unrelated variable, both in the daemon's
+    // environment, reach neither the agent nor the server.
+    let other_secret = format!("other-{}", uuid::Uuid::new_v4().simple());
+    let unrelated = format!("unrelated-{}", uuid::Uuid::new_v4().simple());
     let cfg = format!(
         r#"{}
 [secrets]
 echo_key = {{ file = {:?} }}
+other = {{ env = "LEAK_OTHER_SECRET" }}
 [mcp_servers.echo]
 command = "python3"
 args = [{FIXTURE:?}]
@@ -103,7 +109,15 @@ env = {{ ECHO_SECRET = "${{secret:echo_key}}", ECHO_MODE = "plain" }}
         agents(&model.base_url()),
         secret_file.display().to_string(),
     );
-    let mut story = Story::start(&cfg, Duration::from_secs(60)).await;
+    let mut story = Story::start_with_env(
+        &cfg,
+        Duration::from_secs(60),
+        &[
+            ("LEAK_OTHER_SECRET", &other_secret),
+            ("LEAK_UNRELATED", &unrelated),
+        ],
+    )
+    .await;
     let root = json(&story.home, &["handlers"])[0]["id"]
         .as_str()
         .unwrap()
@@ -148,7 +162,7 @@ env = {{ ECHO_SECRET = "${{secret:echo_key}}", ECHO_MODE = "plain" }}
     let reversed: String = secret.chars().rev().collect();
     assert_eq!(
         report,
-        format!("reversed={reversed} token_visible=false mode=plain")
+        format!("reversed={reversed} token_visible=false mode=plain foreign=[]")
     );
     // Let the agent finish, so its transcript is in the store.
     loop {
@@ -185,6 +199,10 @@ env = {{ ECHO_SECRET = "${{secret:echo_key}}", ECHO_MODE = "plain" }}
     story.halt();
     let leaks = files_containing(&story.home, secret.as_bytes());
     assert!(leaks.is_empty(), "the secret is in {leaks:?}");
+    for value in [&other_secret, &unrelated] {
+        let leaks = files_containing(&story.home, value.as_bytes());
+        assert!(leaks.is_empty(), "{value} is in {leaks:?}");
+    }
     assert!(!story.log().contains(&secret));
     // The transcript was kept and does show the server's answer.
     assert!(!files_containing(&story.home, reversed.as_bytes()).is_empty());

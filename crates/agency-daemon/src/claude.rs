@@ -9,7 +9,7 @@ use tokio::process::Command;
 
 use crate::config::ClaudeCodeConfig;
 use crate::error::DaemonError;
-use crate::runtime::{Runtime, SpawnSpec, write_private};
+use crate::runtime::{Runtime, SpawnSpec, clean_env, write_private};
 
 /// The name of Agency's MCP server in Claude Code's configuration; its tools
 /// appear as `mcp__agency__<tool>`.
@@ -32,8 +32,6 @@ impl Runtime for ClaudeCodeRuntime {
             "mcp.json",
             spec.mcp_config().to_string().as_bytes(),
         )?;
-        let home = spec.run_dir.join("home");
-        std::fs::create_dir_all(&home).map_err(|e| DaemonError::io("create", &home, e))?;
         // Agency's tools by name; an extra server's tools as a whole
         // (`mcp__NAME` allows every tool of server NAME).
         let allowed: Vec<String> = agency_mcp::TOOL_NAMES
@@ -46,16 +44,21 @@ impl Runtime for ClaudeCodeRuntime {
         } else {
             &self.cfg.program
         };
+        // The prompt and the first message go by file, never on the command
+        // line: every local user can read a process's arguments (`ps`).
+        let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
+        let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
         // The supervisor sends stdout and stderr to agent.log; the
-        // stream-json transcript (stdout) goes to its own file instead.
+        // stream-json transcript (stdout) goes to its own file instead, and
+        // `-p` without a prompt argument reads the first message from stdin.
         let mut cmd = Command::new("/bin/sh");
+        clean_env(&mut cmd, spec)?;
         cmd.arg("-c")
-            .arg(r#"exec "$0" "$@" > "$AGENCY_TRANSCRIPT""#)
+            .arg(r#"exec "$0" "$@" < "$AGENCY_MESSAGE_FILE" > "$AGENCY_TRANSCRIPT""#)
             .arg(program)
             .arg("-p")
-            .arg(&spec.initial_message)
-            .arg("--append-system-prompt")
-            .arg(&spec.system_prompt)
+            .arg("--append-system-prompt-file")
+            .arg(&prompt)
             .arg("--mcp-config")
             .arg(&mcp_path)
             .arg("--strict-mcp-config")
@@ -72,13 +75,18 @@ impl Runtime for ClaudeCodeRuntime {
         }
         cmd.current_dir(&spec.workspace)
             .env("AGENCY_TRANSCRIPT", spec.run_dir.join("transcript.jsonl"))
-            .env("HOME", &home)
+            .env("AGENCY_MESSAGE_FILE", &message)
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_TELEMETRY", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .env("ENABLE_TOOL_SEARCH", "false")
             .env("IS_SANDBOX", "1")
             .envs(&self.cfg.env);
+        if !self.cfg.api_key_env.is_empty()
+            && let Some(key) = std::env::var_os(&self.cfg.api_key_env)
+        {
+            cmd.env("ANTHROPIC_API_KEY", key);
+        }
         Ok(cmd)
     }
 

@@ -151,8 +151,13 @@ pub struct ClaudeCodeConfig {
     /// Passed as `--model` when not empty.
     pub model: String,
     /// Extra environment for the CLI, e.g. `ANTHROPIC_BASE_URL` or
-    /// `ANTHROPIC_API_KEY`.
+    /// `ANTHROPIC_API_KEY`. The CLI starts from an empty environment: this,
+    /// the variables every agent gets, and `api_key_env`.
     pub env: BTreeMap<String, String>,
+    /// Name of the daemon's environment variable whose value the CLI gets
+    /// as `ANTHROPIC_API_KEY` (empty: none), so the key need not be written
+    /// into `agency.toml`.
+    pub api_key_env: String,
     /// Passed as `--max-turns` when above 0.
     pub max_turns: u32,
 }
@@ -163,6 +168,7 @@ impl Default for ClaudeCodeConfig {
             program: "claude".to_owned(),
             model: String::new(),
             env: BTreeMap::new(),
+            api_key_env: String::new(),
             max_turns: 50,
         }
     }

@@ -5,12 +5,14 @@
 //! A handler that holds a capability on `mcp_server:NAME` gets, in every
 //! agent's MCP configuration, an entry that runs `agency mcp-launch NAME`
 //! (stdio). The launcher asks the daemon (`POST /launch/NAME`, the agent's
-//! token) for the server's command and environment, or URL and headers,
-//! with `${secret:…}` references filled in; the daemon asks the service
-//! whether the caller holds the capability *now*. The launcher then becomes
-//! the server (exec) or bridges stdio to its URL. So a secret lives in the
-//! daemon's memory and in the server process, and nowhere else: not in a
-//! file, not in the agent's environment, not in a transcript.
+//! token and the spawn's single-use launch nonce) for the server's command
+//! and environment with `${secret:…}` references filled in; the daemon
+//! asks the service whether the caller holds the capability *now*. The
+//! launcher then becomes the server (exec, from an empty environment plus
+//! the server's own `env`). An HTTP server is bridged to the daemon's
+//! `/mcp-proxy/NAME`, which adds its headers. So a secret lives in the
+//! daemon's memory and in a stdio server's process, and nowhere else: not
+//! in a file, not in the agent's environment, not in a transcript.
 
 use std::collections::BTreeMap;
 
@@ -53,6 +55,10 @@ pub enum LaunchSpec {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// An HTTP server reached through the daemon's `/mcp-proxy/NAME`, with
+    /// the agent's token: its URL and headers (its secrets) stay in the
+    /// daemon. What `/launch` answers for an HTTP server.
+    Proxy { url: String },
 }
 
 impl std::fmt::Debug for LaunchSpec {
@@ -68,6 +74,7 @@ impl std::fmt::Debug for LaunchSpec {
                 .debug_struct("Http")
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish_non_exhaustive(),
+            LaunchSpec::Proxy { url } => f.debug_struct("Proxy").field("url", url).finish(),
         }
     }
 }

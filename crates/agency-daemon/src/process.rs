@@ -44,3 +44,104 @@ pub(crate) async fn stop_group(pgid: u32, grace: Duration) {
     }
     signal_group(pgid, Signal::SIGKILL);
 }
+
+/// The `/proc/PID/stat` fields after the command name: `(pgrp, starttime)`.
+fn stat_of(pid: u32) -> Option<(u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields resume
+    // after its last ")". Then: state(3) ppid(4) pgrp(5) … starttime(22).
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let pgrp = rest.get(2)?.parse().ok()?;
+    let started = rest.get(19)?.parse().ok()?;
+    Some((pgrp, started))
+}
+
+/// The start time (clock ticks since boot) of process `pid`, recorded with
+/// its group so that a later daemon can tell it from a reused pid.
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    stat_of(pid).map(|(_, started)| started)
+}
+
+/// Whether the group recorded for `agent` (leader `pgid`, started at
+/// `started`) is still that agent's: its leader is the very process we
+/// started, or a member still carries the agent's mark in its environment
+/// (`AGENCY_AGENT`, set by [`crate::runtime::clean_env`]; readable only for
+/// our own user's processes). A group id some unrelated process reused is
+/// left alone.
+pub(crate) fn still_ours(agent: agency_core::AgentId, pgid: u32, started: u64) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    if stat_of(pgid) == Some((pgid, started)) {
+        return true;
+    }
+    let mark = format!("AGENCY_AGENT={agent}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            return false;
+        };
+        stat_of(pid).is_some_and(|(g, _)| g == pgid)
+            && std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == mark.as_bytes()))
+    })
+}
+
+/// At start, before the store reaps the agents a previous daemon left
+/// recorded as live: stop every process group of theirs that still runs
+/// (the daemon was killed and could not), all at once — SIGTERM, one
+/// grace period, SIGKILL. Blocking: run it off the async threads.
+pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
+    let rows = match svc.live_agent_processes() {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("agency-daemon: failed to read the process groups of agents left live: {e}");
+            return;
+        }
+    };
+    let groups: Vec<u32> = rows
+        .iter()
+        .filter_map(|r| {
+            let pgid = u32::try_from(r.pgid).ok()?;
+            let started = u64::try_from(r.started).ok()?;
+            still_ours(r.agent, pgid, started).then(|| {
+                eprintln!(
+                    "agency-daemon: stopping agent {} left running by the previous daemon (process group {pgid})",
+                    r.agent
+                );
+                pgid
+            })
+        })
+        .collect();
+    for g in &groups {
+        signal_group(*g, Signal::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline && groups.iter().any(|g| group_alive(*g)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for g in groups {
+        signal_group(g, Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_process_has_a_start_time_and_a_stranger_group_is_not_ours() {
+        let me = std::process::id();
+        assert!(start_time(me).is_some());
+        let agent = agency_core::AgentId(uuid::Uuid::new_v4());
+        // The test process's group carries no agent mark, and a start time
+        // that is not the leader's does not match.
+        let pgid = nix::unistd::getpgrp().as_raw() as u32;
+        let leader_started = start_time(pgid).unwrap_or(0);
+        assert!(!still_ours(agent, pgid, leader_started + 1));
+        assert!(!still_ours(agent, 1, 0));
+        assert!(!still_ours(agent, 0, 0));
+    }
+}

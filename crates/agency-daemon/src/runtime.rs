@@ -3,6 +3,7 @@
 //! reported (usage, transcript). The supervisor does the rest (process
 //! group, workspace, token, waiting, killing).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agency_core::{AgentId, HandlerId};
@@ -13,7 +14,7 @@ use crate::error::DaemonError;
 use crate::mcp_servers::AGENCY_SERVER;
 
 /// Everything a runtime needs to start one agent.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SpawnSpec {
     pub handler: HandlerId,
     pub agent: AgentId,
@@ -32,17 +33,75 @@ pub struct SpawnSpec {
     pub mcp_servers: Vec<String>,
     /// The `agency` binary whose `mcp-launch` starts an extra server.
     pub launcher: PathBuf,
+    /// Per extra server, the single-use nonce its launcher presents to
+    /// `POST /launch/NAME` (never logged).
+    pub launch_nonces: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token and the nonces are credentials: never in a log line.
+        f.debug_struct("SpawnSpec")
+            .field("handler", &self.handler)
+            .field("agent", &self.agent)
+            .field("mcp_url", &self.mcp_url)
+            .field("workspace", &self.workspace)
+            .field("run_dir", &self.run_dir)
+            .field("mcp_servers", &self.mcp_servers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The variables an agent process (and an extra MCP server) takes from its
+/// parent's environment: what programs need to be found and to format
+/// text, nothing that could be a credential. `PATH` is the daemon's own, so
+/// that the agent finds the programs the user has installed.
+pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ"];
+
+/// Used when the daemon itself has no `PATH`.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Start `cmd` from an empty environment: [`INHERITED_ENV`] from the
+/// daemon, a `HOME` and `TMPDIR` of the agent's own (inside its private run
+/// directory, deleted after exit), and `AGENCY_AGENT` (the agent's id: the
+/// mark by which a restarted daemon recognises a process as its own). The
+/// runtime then adds exactly what it needs. Provider keys, `SSH_AUTH_SOCK`,
+/// the sources of `[secrets]` and everything else the daemon's environment
+/// holds never reach an agent.
+pub(crate) fn clean_env(cmd: &mut Command, spec: &SpawnSpec) -> Result<(), DaemonError> {
+    let home = spec.run_dir.join("home");
+    let tmp = spec.run_dir.join("tmp");
+    for d in [&home, &tmp] {
+        std::fs::create_dir_all(d).map_err(|e| DaemonError::io("create", d, e))?;
+    }
+    cmd.env_clear();
+    for k in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        cmd.env("PATH", DEFAULT_PATH);
+    }
+    cmd.env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env("AGENCY_AGENT", spec.agent.to_string());
+    Ok(())
 }
 
 impl SpawnSpec {
     /// The stdio entry that starts extra server `name` through the
     /// launcher. It carries the agent's token (already in the agent's own
-    /// configuration) and never a secret: the launcher fetches those.
+    /// configuration) and the spawn's single-use launch nonce for that
+    /// server, never a secret: the launcher fetches those, once.
     fn launcher_entry(&self, name: &str, with_token: bool) -> serde_json::Value {
         let mut env = serde_json::Map::new();
         env.insert("AGENCY_MCP_URL".into(), self.mcp_url.clone().into());
         if with_token {
             env.insert("AGENCY_TOKEN".into(), self.token.clone().into());
+        }
+        if let Some(nonce) = self.launch_nonces.get(name) {
+            env.insert("AGENCY_LAUNCH_NONCE".into(), nonce.clone().into());
         }
         serde_json::json!({
             "type": "stdio",
@@ -84,9 +143,10 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
 
 /// A configured command: the agent's token, MCP URL and prompt reach it in
 /// the environment (`AGENCY_TOKEN`, `AGENCY_MCP_URL`, `AGENCY_PROMPT_FILE`,
-/// `AGENCY_HANDLER`, `AGENCY_AGENT`), and its whole MCP configuration
-/// (Agency's server and the extra ones) in the file `AGENCY_MCP_CONFIG`
-/// names. Used for custom agents and in tests.
+/// `AGENCY_MESSAGE_FILE`, `AGENCY_HANDLER`, `AGENCY_AGENT`), and its whole
+/// MCP configuration (Agency's server and the extra ones) in the file
+/// `AGENCY_MCP_CONFIG` names; nothing else of the daemon's environment but
+/// [`INHERITED_ENV`]. Used for custom agents and in tests.
 #[derive(Debug, Clone)]
 pub struct CommandRuntime {
     pub program: String,
@@ -105,15 +165,17 @@ impl Runtime for CommandRuntime {
             "mcp.json",
             spec.mcp_config().to_string().as_bytes(),
         )?;
+        let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
         let mut cmd = Command::new(&self.program);
+        clean_env(&mut cmd, spec)?;
         cmd.args(&self.args)
             .current_dir(&spec.workspace)
             .env("AGENCY_TOKEN", &spec.token)
+            .env("AGENCY_MESSAGE_FILE", message)
             .env("AGENCY_MCP_URL", &spec.mcp_url)
             .env("AGENCY_PROMPT_FILE", prompt)
             .env("AGENCY_MCP_CONFIG", mcp)
-            .env("AGENCY_HANDLER", spec.handler.to_string())
-            .env("AGENCY_AGENT", spec.agent.to_string());
+            .env("AGENCY_HANDLER", spec.handler.to_string());
         Ok(cmd)
     }
 
@@ -127,7 +189,9 @@ impl Runtime for CommandRuntime {
 
 /// Our own agent loop: `agency agent --config FILE`, the configuration
 /// written into the run directory, the token in `AGENCY_TOKEN` (never in a
-/// file), the API key in the environment variable the configuration names.
+/// file), the API key in the environment variable the configuration names:
+/// that one variable of the daemon's environment is passed on, no other
+/// (beyond [`INHERITED_ENV`]).
 #[derive(Debug, Clone)]
 pub struct BuiltinRuntime {
     pub program: PathBuf,
@@ -170,11 +234,17 @@ impl Runtime for BuiltinRuntime {
         });
         let path = write_private(&spec.run_dir, "agent.json", config.to_string().as_bytes())?;
         let mut cmd = Command::new(&self.program);
+        clean_env(&mut cmd, spec)?;
         cmd.arg("agent")
             .arg("--config")
             .arg(path)
             .current_dir(&spec.workspace)
             .env("AGENCY_TOKEN", &spec.token);
+        if !b.api_key_env.is_empty()
+            && let Some(key) = std::env::var_os(&b.api_key_env)
+        {
+            cmd.env(&b.api_key_env, key);
+        }
         Ok(cmd)
     }
 

@@ -35,6 +35,10 @@ pub(crate) struct AppState {
     pub activity: Arc<Activity>,
     /// The extra MCP servers and the secrets read at start.
     pub servers: Arc<McpServers>,
+    /// Single-use launch nonces of live agents' launchers.
+    pub nonces: Arc<launch::LaunchNonces>,
+    /// Forwards `/mcp-proxy` requests to HTTP MCP servers.
+    pub proxy_client: reqwest::Client,
 }
 
 /// A running daemon (in this process).
@@ -116,7 +120,10 @@ impl Daemon {
             source: e,
         })?;
         let activity = Arc::new(Activity::default());
+        let nonces = Arc::new(launch::LaunchNonces::default());
         let state = Arc::new(AppState {
+            nonces: nonces.clone(),
+            proxy_client: crate::mcp_proxy::client()?,
             activity: activity.clone(),
             svc: svc.clone(),
             admin_hash: blake3::hash(admin.as_bytes()),
@@ -170,10 +177,14 @@ impl Daemon {
                 })
                 .await
         });
-        // Agents recorded as live belonged to a previous daemon's processes.
+        // Agents recorded as live belonged to a previous daemon's processes:
+        // whatever of them still runs (the daemon was killed) is stopped,
+        // then they are ended in the store.
         {
             let svc = svc.clone();
+            let grace = Duration::from_millis(cfg.agents.kill_grace_ms);
             let _ = tokio::task::spawn_blocking(move || {
+                crate::process::reap_left_over(&svc, grace);
                 svc.agents_reap("reaped: the daemon restarted")
             })
             .await;
@@ -209,6 +220,7 @@ impl Daemon {
                     mcp_url: format!("http://{addr}/mcp"),
                     servers: servers.clone(),
                     launcher: agency_program.clone(),
+                    nonces: nonces.clone(),
                 },
             )
         });

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 
 use crate::activity::Activity;
 use crate::config::AgentsConfig;
+use crate::launch::LaunchNonces;
 use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
@@ -45,6 +46,12 @@ enum Msg {
         signalled: bool,
     },
     Kill(Vec<AgentId>),
+    /// An agent ended in the store (its token revoked, its process gone,
+    /// a client detached): the handler may need an agent.
+    Ended {
+        handler: HandlerId,
+        agent: AgentId,
+    },
     /// A handler's MCP-server capabilities changed.
     McpChanged(HandlerId),
     /// The grace period of an agent told to restart for new MCP servers.
@@ -73,6 +80,8 @@ pub(crate) struct SupervisorSetup {
     pub servers: Arc<McpServers>,
     /// The `agency` binary (`mcp-launch` for extra servers).
     pub launcher: PathBuf,
+    /// Where each spawn registers its launchers' single-use nonces.
+    pub nonces: Arc<LaunchNonces>,
 }
 
 /// Handle to the running dispatcher.
@@ -104,6 +113,7 @@ impl Supervisor {
             mcp_url: setup.mcp_url,
             servers: setup.servers,
             launcher: setup.launcher,
+            nonces: setup.nonces,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -146,6 +156,7 @@ async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSende
             Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
             Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
             Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
+            Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
             Ok(
                 Event::CapabilityGranted {
                     holder,
@@ -178,6 +189,7 @@ struct State {
     mcp_url: String,
     servers: Arc<McpServers>,
     launcher: PathBuf,
+    nonces: Arc<LaunchNonces>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -205,6 +217,7 @@ impl State {
                     signalled,
                 } => self.exited(handler, agent, status, signalled).await,
                 Msg::Kill(agents) => self.kill(&agents),
+                Msg::Ended { handler, agent } => self.ended(handler, agent).await,
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
                 Msg::ConfigDeadline(agent) => self.config_deadline(agent),
                 Msg::Shutdown(reply) => {
@@ -341,6 +354,11 @@ impl State {
             }
         };
         let prompt_hash = blake3::hash(prompt.as_bytes()).to_hex().to_string();
+        let mcp_servers = self.usable_servers(h, granted);
+        let launch_nonces = mcp_servers
+            .iter()
+            .map(|n| (n.clone(), self.nonces.issue(minted.agent, n)))
+            .collect();
         let spec = SpawnSpec {
             handler: h,
             agent: minted.agent,
@@ -350,8 +368,9 @@ impl State {
             run_dir,
             system_prompt: prompt,
             initial_message,
-            mcp_servers: self.usable_servers(h, granted),
+            mcp_servers,
             launcher: self.launcher.clone(),
+            launch_nonces,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
@@ -390,11 +409,24 @@ impl State {
                 };
                 let _ = self.blocking(move |s| s.agent_finish(agent, &report)).await;
                 let _ = std::fs::remove_dir_all(&dir);
+                self.nonces.forget_agent(agent);
                 self.note_failure(h);
                 return Err(e);
             }
         };
         let pgid = child.id().unwrap_or(0);
+        // Recorded so that a daemon restarted after a crash can stop the
+        // group (the leader's start time guards against a reused pid).
+        if let Some(started) = crate::process::start_time(pgid) {
+            let recorded = self
+                .blocking(move |s| s.agent_record_process(agent, pgid, started))
+                .await;
+            if let Err(e) = recorded {
+                eprintln!(
+                    "agency-daemon: failed to record the process group of agent {agent}: {e}"
+                );
+            }
+        }
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let status = child.wait().await.ok();
@@ -556,6 +588,7 @@ impl State {
             return;
         };
         self.by_agent.remove(&agent);
+        self.nonces.forget_agent(agent);
         // Whatever the agent left behind in its group goes with it.
         stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
         self.activity.forget(agent);
@@ -616,6 +649,26 @@ impl State {
         self.not_before
             .insert(h, Instant::now() + Duration::from_millis(delay));
         *n >= self.cfg.stall_after_exits
+    }
+
+    /// An agent ended in the store. Ours (its token revoked while its
+    /// process runs): stop the process, whose exit then decides the next
+    /// spawn. Not ours (an attached client's token revoked, an agent
+    /// reaped): nothing else will start the handler's next agent, so the
+    /// spawn decision is made now.
+    async fn ended(&mut self, h: HandlerId, agent: AgentId) {
+        if let Some(run) = self.running.get(&h) {
+            // The store keeps the reason it was ended for (token revoked,
+            // force-stopped); a repeated stop of a group is harmless.
+            if run.agent == agent {
+                tokio::spawn(stop_group(
+                    run.pgid,
+                    Duration::from_millis(self.cfg.kill_grace_ms),
+                ));
+            }
+            return;
+        }
+        self.consider(h).await;
     }
 
     fn kill(&mut self, agents: &[AgentId]) {

@@ -22,6 +22,7 @@ mod kb;
 mod mail;
 mod outcomes;
 mod permissions;
+mod processes;
 mod read_audit;
 mod render;
 mod runs;

@@ -315,6 +315,17 @@ pub enum IdKind {
     Message,
 }
 
+/// The process group of a spawned agent, as the supervisor recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentProcessRow {
+    pub agent: AgentId,
+    /// The group's id (the pid of its leader, the runtime's process).
+    pub pgid: i64,
+    /// The leader's start time in clock ticks since boot: with `pgid` it
+    /// tells this process from a later one that reused the number.
+    pub started: i64,
+}
+
 /// What the supervisor records about one agent's run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentRunRow {

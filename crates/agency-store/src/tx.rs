@@ -189,4 +189,11 @@ pub trait Tx {
     fn ids_with_prefix(&mut self, kind: IdKind, prefix: &str, limit: usize) -> R<Vec<uuid::Uuid>>;
 
     fn counts(&mut self) -> R<StoreCounts>;
+
+    // ---- Agent process groups --------------------------------------------
+
+    /// Insert or replace the process group recorded for an agent.
+    fn put_agent_process(&mut self, r: &AgentProcessRow) -> R<()>;
+    /// The process groups recorded for agents still live, by agent.
+    fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>>;
 }

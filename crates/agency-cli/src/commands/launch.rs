@@ -1,36 +1,46 @@
 //! `agency mcp-launch NAME`: how an agent starts an extra MCP server. The
-//! agent's MCP configuration runs this (stdio) with the agent's token; it
-//! asks the daemon for the server's launch specification — which the
-//! daemon gives only if the agent's handler holds a capability on
-//! `mcp_server:NAME` — then becomes the server (exec, so the server speaks
-//! on this stdio) or bridges stdio to the server's URL. The secrets in the
-//! specification reach the server's process and no other.
+//! agent's MCP configuration runs this (stdio) with the agent's token and
+//! the spawn's single-use launch nonce; it asks the daemon for the server's
+//! launch specification — which the daemon gives once, and only if the
+//! agent's handler holds a capability on `mcp_server:NAME` — then becomes
+//! the server (exec, so the server speaks on this stdio) from an empty
+//! environment plus the server's own, or bridges stdio to the daemon's
+//! proxy of an HTTP server. The secrets in the specification reach the
+//! server's process and no other.
 
 use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
+use agency_daemon::launch::NONCE_HEADER;
 use agency_daemon::mcp_servers::LaunchSpec;
+use agency_daemon::runtime::INHERITED_ENV;
 use anyhow::{Context, Result, bail};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::client::{self, http_client};
 
-/// The variables the launcher reads; removed from the server's environment
-/// (the server has no business with Agency's token).
+/// The variables the launcher reads; none reaches the server (it has no
+/// business with Agency's token).
 const URL_VAR: &str = "AGENCY_MCP_URL";
 const TOKEN_VAR: &str = "AGENCY_TOKEN";
+const NONCE_VAR: &str = "AGENCY_LAUNCH_NONCE";
 
 pub fn mcp_launch(name: &str) -> Result<ExitCode> {
     let spec = fetch(name)?;
     match spec {
         LaunchSpec::Stdio { command, args, env } => {
+            // From an empty environment: the variables every agent process
+            // may have (its agent's HOME and TMPDIR among them) and the
+            // server's own `env`, nothing else of the agent's.
+            let mut cmd = std::process::Command::new(&command);
+            cmd.env_clear();
+            for k in INHERITED_ENV.iter().chain(&["HOME", "TMPDIR"]) {
+                if let Some(v) = std::env::var_os(k) {
+                    cmd.env(k, v);
+                }
+            }
             // exec returns only on failure.
-            let e = std::process::Command::new(&command)
-                .args(&args)
-                .env_remove(URL_VAR)
-                .env_remove(TOKEN_VAR)
-                .envs(&env)
-                .exec();
+            let e = cmd.args(&args).envs(&env).exec();
             bail!("failed to run MCP server {name} ({command}): {e}")
         }
         LaunchSpec::Http { url, headers } => {
@@ -48,6 +58,16 @@ pub fn mcp_launch(name: &str) -> Result<ExitCode> {
             }
             crate::bridge::run_remote(name, &url, map)
         }
+        LaunchSpec::Proxy { url } => {
+            // The daemon adds the server's headers; the agent's token
+            // authenticates this bridge to the daemon.
+            let token = std::env::var(TOKEN_VAR).unwrap_or_default();
+            let mut map = HeaderMap::new();
+            let value = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+                .context("failed to use the agent's token as a header")?;
+            map.insert(reqwest::header::AUTHORIZATION, value);
+            crate::bridge::run_remote(name, &url, map)
+        }
     }
 }
 
@@ -60,12 +80,15 @@ fn fetch(name: &str) -> Result<LaunchSpec> {
     };
     let mcp_url = var(URL_VAR)?;
     let token = var(TOKEN_VAR)?;
+    // Without a nonce the daemon refuses; its answer says why.
+    let nonce = std::env::var(NONCE_VAR).unwrap_or_default();
     let url = reqwest::Url::parse(&mcp_url)
         .and_then(|u| u.join(&format!("/launch/{name}")))
         .with_context(|| format!("failed to make the launch URL from {URL_VAR}={mcp_url}"))?;
     let resp = http_client()?
         .post(url.clone())
         .bearer_auth(token.trim())
+        .header(NONCE_HEADER, nonce.trim())
         .send()
         .with_context(|| format!("failed to reach the Agency daemon at {url}"))?;
     let status = resp.status();

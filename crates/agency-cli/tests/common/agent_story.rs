@@ -83,6 +83,11 @@ pub struct Story {
 
 impl Story {
     pub async fn start(config: &str, timeout: Duration) -> Story {
+        Story::start_with_env(config, timeout, &[]).await
+    }
+
+    /// As `start`, with extra variables in the daemon's environment.
+    pub async fn start_with_env(config: &str, timeout: Duration, env: &[(&str, &str)]) -> Story {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         let (code, _, err) = agency(&home, &["init"]);
@@ -92,6 +97,7 @@ impl Story {
         let serve = Command::new(BIN)
             .arg("serve")
             .env("AGENCY_HOME", &home)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -190,6 +196,39 @@ impl Story {
             .status()
             .unwrap();
         assert!(self.serve.wait().unwrap().success());
+    }
+
+    /// SIGKILL the daemon (a crash: it stops nothing), then start a new
+    /// one on the same home and wait until it serves.
+    pub async fn crash_and_restart(&mut self) {
+        self.crash();
+        self.restart().await;
+    }
+
+    /// SIGKILL the daemon: it stops nothing, not even its agents.
+    pub fn crash(&mut self) {
+        self.serve.kill().unwrap();
+        self.serve.wait().unwrap();
+    }
+
+    /// Start a new daemon on the home of a crashed one.
+    pub async fn restart(&mut self) {
+        let _ = std::fs::remove_file(self.home.join("daemon.json"));
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.tmp.path().join("serve.log"))
+            .unwrap();
+        self.serve = Command::new(BIN)
+            .arg("serve")
+            .env("AGENCY_HOME", &self.home)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        while !self.home.join("daemon.json").exists() {
+            assert!(Instant::now() < self.deadline, "the daemon did not restart");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The daemon's stderr so far.

@@ -9,7 +9,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes, runs, tokens};
+use super::{caps, handlers, kb, mail, outcomes, processes, runs, tokens};
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -272,5 +272,14 @@ impl Tx for SqliteTx<'_> {
     }
     fn counts(&mut self) -> R<StoreCounts> {
         handlers::counts(self.conn)
+    }
+
+    // ---- Agent process groups --------------------------------------------
+
+    fn put_agent_process(&mut self, r: &AgentProcessRow) -> R<()> {
+        processes::put_agent_process(self.conn, r)
+    }
+    fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>> {
+        processes::live_agent_processes(self.conn)
     }
 }

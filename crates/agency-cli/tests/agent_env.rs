@@ -1,0 +1,242 @@
+//! What an agent process is given, with the real daemon (`agency serve`):
+//!
+//! - Issue 9 item 5: an agent starts from an empty environment plus an
+//!   allowlist. An `env`-sourced secret, an unrelated variable and
+//!   `SSH_AUTH_SOCK` in the daemon's environment reach neither a `command`
+//!   agent nor Claude Code (a stand-in program records what the runtime
+//!   gives the CLI); Claude Code gets the key `api_key_env` names as
+//!   `ANTHROPIC_API_KEY`, and nothing else of the daemon's.
+//! - Issue 9 item 6: the system prompt and the first message are not on
+//!   Claude Code's command line (visible to every local user through `ps`):
+//!   the prompt is a file, the message comes on stdin.
+//! - Issue 14 item 2: after the daemon is killed with SIGKILL, the agent it
+//!   had started is stopped when the next daemon starts on the home.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/agent_story.rs"]
+mod agent_story;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agent_story::{Story, agency};
+
+const SECRET: &str = "LEAK_SECRET_SOURCE";
+const UNRELATED: &str = "LEAK_UNRELATED";
+
+async fn wait_for_file(path: &Path, story: &Story) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(path)
+            && t.ends_with('\n')
+        {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared; daemon log:\n{}",
+            path.display(),
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Start a daemon with `agents` (its `[agents]` section) and the marked
+/// variables in its environment; the user writes to the root.
+async fn story(agents: &str, secret: &str, unrelated: &str) -> Story {
+    let cfg = format!("{agents}\n[secrets]\nleak = {{ env = {SECRET:?} }}\n");
+    let story = Story::start_with_env(
+        &cfg,
+        Duration::from_secs(60),
+        &[
+            (SECRET, secret),
+            (UNRELATED, unrelated),
+            ("SSH_AUTH_SOCK", "/tmp/leak-ssh-agent.sock"),
+            ("LEAK_API_KEY", "sk-test-for-claude"),
+        ],
+    )
+    .await;
+    let (code, _, err) = agency(&story.home, &["send", "Marker message for the agent"]);
+    assert_eq!(code, 0, "{err}");
+    story
+}
+
+fn assert_clean(env: &str, secret: &str, unrelated: &str) {
+    assert!(
+        !env.contains(secret),
+        "the secret reached the agent:\n{env}"
+    );
+    assert!(!env.contains(unrelated), "{env}");
+    for name in [SECRET, UNRELATED, "SSH_AUTH_SOCK", "LEAK_API_KEY"] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(&format!("{name}="))),
+            "{name} reached the agent:\n{env}"
+        );
+    }
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    let home = env.lines().find_map(|l| l.strip_prefix("HOME=")).unwrap();
+    assert!(home.contains("/run/"), "a HOME of its own: {home}");
+    let tmp = env.lines().find_map(|l| l.strip_prefix("TMPDIR=")).unwrap();
+    assert!(tmp.contains("/run/"), "a TMPDIR of its own: {tmp}");
+}
+
+fn marks() -> (String, String) {
+    (
+        format!("secret-{}", uuid::Uuid::new_v4().simple()),
+        format!("unrelated-{}", uuid::Uuid::new_v4().simple()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue9_item5_a_command_agent_gets_nothing_of_the_daemons_environment() {
+    let out = tempfile::tempdir().unwrap();
+    let env_file = out.path().join("env.txt");
+    let (secret, unrelated) = marks();
+    let script = format!(
+        "env > {:?}.tmp; mv {0:?}.tmp {0:?}; exec sleep 300",
+        env_file.display().to_string()
+    );
+    let story = story(
+        &format!("[agents]\nruntime = \"command\"\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
+        &secret,
+        &unrelated,
+    )
+    .await;
+    let env = wait_for_file(&env_file, &story).await;
+    assert_clean(&env, &secret, &unrelated);
+    for name in [
+        "AGENCY_TOKEN",
+        "AGENCY_MCP_URL",
+        "AGENCY_PROMPT_FILE",
+        "AGENCY_MESSAGE_FILE",
+        "AGENCY_MCP_CONFIG",
+        "AGENCY_AGENT",
+        "AGENCY_HANDLER",
+    ] {
+        assert!(
+            env.lines().any(|l| l.starts_with(&format!("{name}="))),
+            "{name}:\n{env}"
+        );
+    }
+    story.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue9_items5_and_6_claude_code_gets_a_clean_environment_and_no_prompt_in_argv() {
+    let out = tempfile::tempdir().unwrap();
+    let fake = out.path().join("claude");
+    let o = out.path().display().to_string();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {o:?}/args.txt\ncat > {o:?}/stdin.txt\ntr '\\0' '\\n' < /proc/$$/cmdline > {o:?}/cmdline.txt\nenv > {o:?}/env.tmp\nmv {o:?}/env.tmp {o:?}/env.txt\nexec sleep 300\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (secret, unrelated) = marks();
+    let story = story(
+        &format!(
+            "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = {:?}\napi_key_env = \"LEAK_API_KEY\"\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = \"http://127.0.0.1:9\"\n",
+            fake.display().to_string()
+        ),
+        &secret,
+        &unrelated,
+    )
+    .await;
+    let env = wait_for_file(&out.path().join("env.txt"), &story).await;
+    assert_clean(&env, &secret, &unrelated);
+    for want in [
+        "ANTHROPIC_API_KEY=sk-test-for-claude",
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+        "DISABLE_TELEMETRY=1",
+    ] {
+        assert!(env.lines().any(|l| l == want), "{want}:\n{env}");
+    }
+    assert!(!env.contains("AGENCY_TOKEN="), "{env}");
+    // Neither the seed's prompt nor the first message is in argv (what
+    // `ps` shows); the prompt is a file named there, the message is stdin.
+    let args = std::fs::read_to_string(out.path().join("args.txt")).unwrap();
+    let cmdline = std::fs::read_to_string(out.path().join("cmdline.txt")).unwrap();
+    for argv in [&args, &cmdline] {
+        assert!(!argv.contains("Help the user accomplish"), "{argv}");
+        assert!(!argv.contains("Marker message"), "{argv}");
+        assert!(!argv.contains("Begin:"), "{argv}");
+    }
+    let lines: Vec<&str> = args.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "--append-system-prompt-file")
+        .unwrap();
+    let prompt = std::fs::read_to_string(lines[at + 1]).unwrap();
+    assert!(prompt.contains("Help the user accomplish"), "{prompt}");
+    let stdin = std::fs::read_to_string(out.path().join("stdin.txt")).unwrap();
+    assert!(stdin.starts_with("Begin:"), "{stdin}");
+    assert!(stdin.contains("Marker message"), "{stdin}");
+    story.stop();
+}
+
+/// Whether `pid` is alive (a zombie nobody reaped yet is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue14_item2_a_restart_after_kill_9_stops_the_agent_left_running() {
+    let out = tempfile::tempdir().unwrap();
+    let pid_file = out.path().join("pid");
+    // The agent records its pid (exec keeps it) and would sleep 300 s.
+    let script = format!(
+        "echo $$ > {:?}.tmp; mv {0:?}.tmp {0:?}; exec sleep 300",
+        pid_file.display().to_string()
+    );
+    let (secret, unrelated) = marks();
+    let mut story = story(
+        &format!("[agents]\nruntime = \"command\"\nkill_grace_ms = 500\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
+        &secret,
+        &unrelated,
+    )
+    .await;
+    let pid: u32 = wait_for_file(&pid_file, &story)
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    story.crash();
+    // Nothing stops it while no daemon runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(alive(pid), "the agent should outlive a SIGKILLed daemon");
+    let _ = std::fs::remove_file(&pid_file);
+    story.restart().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the agent left by the killed daemon still runs; log:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let agents = agent_story::json(&story.home, &["agents"]);
+    assert!(
+        agents["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["end_reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("reaped"))),
+        "{agents}"
+    );
+    story.stop();
+}
