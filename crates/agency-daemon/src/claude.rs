@@ -46,8 +46,9 @@ impl Runtime for ClaudeCodeRuntime {
         } else {
             &self.cfg.program
         };
-        // The supervisor sends stdout and stderr to agent.log; the
-        // stream-json transcript (stdout) goes to its own file instead.
+        // The supervisor captures stdout and stderr into the run's log;
+        // the stream-json transcript (stdout) goes to its own file instead,
+        // so the log holds Claude Code's stderr.
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(r#"exec "$0" "$@" > "$AGENCY_TRANSCRIPT""#)

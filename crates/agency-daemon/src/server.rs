@@ -135,6 +135,7 @@ impl Daemon {
                 repos: Some(Arc::new(GitRepoCache::new(
                     home.dir().join("repos"),
                     cfg.repos.clone(),
+                    &cfg.repos_cache,
                 ))),
                 ..Default::default()
             },
@@ -156,7 +157,9 @@ impl Daemon {
                     ),
                 )
             })
-            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only));
+            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only))
+            // Outermost: every request gets its span, refused ones too.
+            .layer(crate::logging::http_trace_layer());
         // Without TCP_NODELAY every two-event SSE reply waits ~40 ms for
         // Nagle and delayed ACK (measured; see DESIGN.md §4).
         let listener = listener.tap_io(|tcp| {
@@ -209,6 +212,7 @@ impl Daemon {
                     mcp_url: format!("http://{addr}/mcp"),
                     servers: servers.clone(),
                     launcher: agency_program.clone(),
+                    log: cfg.log.clone(),
                 },
             )
         });
