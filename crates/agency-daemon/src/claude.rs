@@ -48,9 +48,10 @@ impl Runtime for ClaudeCodeRuntime {
         // line: every local user can read a process's arguments (`ps`).
         let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
         let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
-        // The supervisor sends stdout and stderr to agent.log; the
-        // stream-json transcript (stdout) goes to its own file instead, and
-        // `-p` without a prompt argument reads the first message from stdin.
+        // The supervisor captures stdout and stderr into the run's log; the
+        // stream-json transcript (stdout) goes to its own file instead, so
+        // the log holds Claude Code's stderr; `-p` without a prompt argument
+        // reads the first message from stdin.
         let mut cmd = Command::new("/bin/sh");
         clean_env(&mut cmd, spec)?;
         cmd.arg("-c")

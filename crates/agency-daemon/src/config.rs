@@ -25,6 +25,62 @@ pub struct Config {
     /// Extra MCP servers, by name. A handler needs a capability on
     /// `mcp_server:NAME` for its agents to get one.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// The daemon's log file and agents' captured output.
+    pub log: LogConfig,
+    /// How the repo cache refreshes its mirrors.
+    pub repos_cache: ReposCacheConfig,
+}
+
+/// `[log]`: the daemon's log file (`logs/daemon.log` in the home) and the
+/// bounds of each agent run's captured stdout/stderr.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A `tracing` filter (`info`, `debug`, `info,agency_daemon=debug`, …);
+    /// `RUST_LOG`, when set, takes precedence.
+    pub level: String,
+    /// `daemon.log` is rotated (to `daemon.log.1`, …) when it would grow
+    /// past this many bytes.
+    pub file_max_bytes: u64,
+    /// Rotated files kept besides `daemon.log`.
+    pub files_kept: u32,
+    /// Of an agent run's output, the first this many bytes are kept …
+    pub agent_log_head_bytes: usize,
+    /// … and the last this many; what lies between is cut, and marked.
+    pub agent_log_tail_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".to_owned(),
+            file_max_bytes: 10 << 20,
+            files_kept: 3,
+            agent_log_head_bytes: 64 << 10,
+            agent_log_tail_bytes: 1 << 20,
+        }
+    }
+}
+
+/// `[repos_cache]`: how the mirrors behind `repo_clone` are refreshed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReposCacheConfig {
+    /// A `git` fetch (or first mirror clone) still running after this many
+    /// seconds is killed and the clone fails, naming the repo.
+    pub fetch_timeout_secs: u64,
+    /// A mirror fetched less than this many seconds ago is cloned from as
+    /// it is, without fetching again (0: fetch before every clone).
+    pub refresh_interval_secs: u64,
+}
+
+impl Default for ReposCacheConfig {
+    fn default() -> Self {
+        ReposCacheConfig {
+            fetch_timeout_secs: 300,
+            refresh_interval_secs: 60,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -239,6 +295,20 @@ impl Config {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;
         }
+        if cfg.repos_cache.fetch_timeout_secs == 0 {
+            return Err(bad(
+                "repos_cache.fetch_timeout_secs must be at least 1".to_owned()
+            ));
+        }
+        crate::logging::check_filter(&cfg.log.level).map_err(|e| {
+            bad(format!(
+                "log.level = {:?} is not a valid filter: {e}",
+                cfg.log.level
+            ))
+        })?;
+        if cfg.log.file_max_bytes < 4096 {
+            return Err(bad("log.file_max_bytes must be at least 4096".to_owned()));
+        }
         if cfg.agents.max_concurrent == 0 || cfg.agents.stall_after_exits == 0 {
             return Err(bad(
                 "agents.max_concurrent and agents.stall_after_exits must be at least 1".to_owned(),
@@ -317,6 +387,25 @@ max_turns = 50             # passed as --max-turns when above 0
 [agents.claude_code.env]   # extra environment, e.g.
 # ANTHROPIC_API_KEY = "sk-…"
 # ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+[log]
+# The daemon's log, logs/daemon.log in this home: a tracing filter such as
+# "info", "debug" or "info,agency_daemon=debug" (RUST_LOG overrides it).
+level = "info"
+# daemon.log is rotated to daemon.log.1, .2, … past this size; files kept:
+file_max_bytes = 10485760
+files_kept = 3
+# Each agent run's stdout/stderr is kept with its run (`agency logs RUN`):
+# the first and the last bytes, the middle cut and marked.
+agent_log_head_bytes = 65536
+agent_log_tail_bytes = 1048576
+
+[repos_cache]
+# A git fetch of a mirror (repo_clone) still running after this long is
+# killed and the clone fails.
+fetch_timeout_secs = 300
+# A mirror fetched less than this long ago is used as it is (0: always fetch).
+refresh_interval_secs = 60
 
 # Secrets, read once when the daemon starts and kept in memory only (never
 # written to the store, logs or agents' files). Exactly one source each:

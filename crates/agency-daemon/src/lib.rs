@@ -9,6 +9,7 @@
 //! use, and keeps the repo cache.
 
 mod activity;
+mod agent_log;
 pub mod api;
 pub mod claude;
 mod config;
@@ -16,6 +17,7 @@ mod error;
 mod home;
 mod http_auth;
 pub mod launch;
+pub mod logging;
 mod mcp_proxy;
 pub mod mcp_servers;
 mod process;
@@ -27,8 +29,8 @@ mod server;
 mod supervisor;
 
 pub use config::{
-    AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig,
-    ServerConfig,
+    AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,
+    ReposCacheConfig, ServerConfig,
 };
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};

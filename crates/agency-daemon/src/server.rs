@@ -142,6 +142,7 @@ impl Daemon {
                 repos: Some(Arc::new(GitRepoCache::new(
                     home.dir().join("repos"),
                     cfg.repos.clone(),
+                    &cfg.repos_cache,
                 ))),
                 ..Default::default()
             },
@@ -163,7 +164,9 @@ impl Daemon {
                     ),
                 )
             })
-            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only));
+            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only))
+            // Outermost: every request gets its span, refused ones too.
+            .layer(crate::logging::http_trace_layer());
         // Without TCP_NODELAY every two-event SSE reply waits ~40 ms for
         // Nagle and delayed ACK (measured; see DESIGN.md §4).
         let listener = listener.tap_io(|tcp| {
@@ -221,6 +224,7 @@ impl Daemon {
                     servers: servers.clone(),
                     launcher: agency_program.clone(),
                     nonces: nonces.clone(),
+                    log: cfg.log.clone(),
                 },
             )
         });

@@ -29,7 +29,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::activity::Activity;
-use crate::config::AgentsConfig;
+use crate::agent_log::LogCapture;
+use crate::config::{AgentsConfig, LogConfig};
 use crate::launch::LaunchNonces;
 use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
@@ -68,6 +69,8 @@ struct Running {
     /// The agent was told to exit for a new MCP configuration: its exit is
     /// expected, and the next agent starts at once.
     config_restart: bool,
+    /// Its stdout and stderr, captured (bounded) for the run record.
+    log: Option<LogCapture>,
 }
 
 /// What the supervisor needs besides the service and the runtime.
@@ -82,6 +85,8 @@ pub(crate) struct SupervisorSetup {
     pub launcher: PathBuf,
     /// Where each spawn registers its launchers' single-use nonces.
     pub nonces: Arc<LaunchNonces>,
+    /// Bounds of each run's captured output.
+    pub log: LogConfig,
 }
 
 /// Handle to the running dispatcher.
@@ -114,6 +119,7 @@ impl Supervisor {
             servers: setup.servers,
             launcher: setup.launcher,
             nonces: setup.nonces,
+            log: setup.log,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -190,6 +196,7 @@ struct State {
     servers: Arc<McpServers>,
     launcher: PathBuf,
     nonces: Arc<LaunchNonces>,
+    log: LogConfig,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -306,7 +313,7 @@ impl State {
                 match e {
                     // An attached client is this handler's agent: not ours to run.
                     SpawnError::Service(ServiceError::AgentLive { .. }) => {}
-                    e => eprintln!("agency-daemon: failed to start an agent for handler {h}: {e}"),
+                    e => tracing::warn!(handler = %h, error = %e, "failed to start an agent"),
                 }
             }
         }
@@ -381,16 +388,14 @@ impl State {
             .command(&spec)
             .map_err(|e| SpawnError::Io(e.to_string()))
             .and_then(|mut cmd| {
-                let log = std::fs::File::create(spec.run_dir.join("agent.log"))
-                    .map_err(|e| SpawnError::Io(e.to_string()))?;
-                let log2 = log.try_clone().map_err(|e| SpawnError::Io(e.to_string()))?;
                 // A group of its own: stopping the agent reaches every process
                 // it started. (process_group(0), not setsid in pre_exec, which
-                // forces a slow fork in a large daemon.)
+                // forces a slow fork in a large daemon.) Its output is
+                // captured for the run record (agent_log.rs).
                 cmd.process_group(0)
                     .stdin(std::process::Stdio::null())
-                    .stdout(log)
-                    .stderr(log2)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
                     .kill_on_drop(false);
                 cmd.spawn().map_err(|e| {
                     SpawnError::Io(format!(
@@ -422,11 +427,22 @@ impl State {
                 .blocking(move |s| s.agent_record_process(agent, pgid, started))
                 .await;
             if let Err(e) = recorded {
-                eprintln!(
-                    "agency-daemon: failed to record the process group of agent {agent}: {e}"
-                );
+                tracing::warn!(agent = %agent, "failed to record the process group of agent {agent}: {e}");
             }
         }
+        let mut streams: Vec<Box<dyn tokio::io::AsyncRead + Send + Unpin>> = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            streams.push(Box::new(out));
+        }
+        if let Some(err) = child.stderr.take() {
+            streams.push(Box::new(err));
+        }
+        let log = LogCapture::start(
+            streams,
+            self.log.agent_log_head_bytes,
+            self.log.agent_log_tail_bytes,
+        );
+        tracing::info!(handler = %h, agent = %agent, runtime = self.runtime.name(), pid = pgid, "agent started");
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let status = child.wait().await.ok();
@@ -449,6 +465,7 @@ impl State {
                 spec,
                 stop_reason: None,
                 config_restart: false,
+                log: Some(log),
             },
         );
         Ok(())
@@ -465,9 +482,10 @@ impl State {
             .into_iter()
             .partition(|n| self.servers.is_declared(n));
         if !unknown.is_empty() {
-            eprintln!(
-                "agency-daemon: handler {h} holds capabilities on MCP servers that agency.toml does not declare: {}",
-                unknown.join(", ")
+            tracing::warn!(
+                handler = %h,
+                servers = %unknown.join(", "),
+                "the handler holds capabilities on MCP servers that agency.toml does not declare"
             );
         }
         known
@@ -511,9 +529,7 @@ impl State {
             .blocking(move |s| s.notify_mcp_servers_changed(h, &added, &removed))
             .await;
         if let Err(e) = notified {
-            eprintln!(
-                "agency-daemon: failed to tell handler {h} that its MCP servers changed: {e}"
-            );
+            tracing::warn!(handler = %h, error = %e, "failed to tell the handler that its MCP servers changed");
         }
         let tx = self.tx.clone();
         let grace = Duration::from_millis(self.cfg.config_restart_grace_ms);
@@ -593,6 +609,11 @@ impl State {
         stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
         self.activity.forget(agent);
         let mut report = self.runtime.collect(&run.spec);
+        if let Some(log) = run.log {
+            let mut redact: Vec<&str> = self.servers.secret_values().collect();
+            redact.push(&run.spec.token);
+            report.log = Some(log.finish(Duration::from_secs(2), &redact).await);
+        }
         if let Some(reason) = run.stop_reason.clone() {
             report.reason = reason;
         }
@@ -610,6 +631,7 @@ impl State {
                 "exited".to_owned()
             };
         }
+        tracing::info!(handler = %h, agent = %agent, reason = %report.reason, exit_status = ?status, normal = report.normal, "agent ended");
         let outcome = self.blocking(move |s| s.agent_finish(agent, &report)).await;
         if let Some(dir) = run.spec.workspace.parent() {
             let _ = std::fs::remove_dir_all(dir);

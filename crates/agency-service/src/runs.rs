@@ -29,6 +29,10 @@ pub struct RunReport {
     /// The transcript's bytes (JSONL), kept in the blob store.
     #[serde(skip)]
     pub transcript: Option<Vec<u8>>,
+    /// The run's captured stdout/stderr, already bounded by the daemon;
+    /// kept in the blob store (`agent_run_log` reads it).
+    #[serde(skip)]
+    pub log: Option<Vec<u8>>,
 }
 
 /// What the supervisor needs to decide about respawning.
@@ -75,12 +79,20 @@ impl Service {
             .as_deref()
             .map(|t| self.blobs.put(t))
             .transpose()?;
+        let log = report
+            .log
+            .as_deref()
+            .map(|l| self.blobs.put(l))
+            .transpose()?;
         self.write(|op| {
             let row = op
                 .tx
                 .agent(agent)?
                 .ok_or_else(|| ServiceError::not_found("agent", agent))?;
             finish(op, &row, report, transcript.clone())?;
+            if let Some(log) = &log {
+                op.tx.set_agent_run_log(agent, log)?;
+            }
             Ok(RunOutcome {
                 made_progress: op.tx.agent_made_progress(agent)?,
                 has_work: op.tx.has_work(row.handler)?,

@@ -133,7 +133,14 @@ impl Service {
     }
 
     /// Run `f` as one write transaction; publish its events after commit.
+    /// Runs in a span named after the operation (see [`op_span`]).
     pub(crate) fn write<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
+        let span = op_span(std::any::type_name_of_val(&f), "write");
+        let _entered = span.enter();
+        logged(self.write_unlogged(f))
+    }
+
+    fn write_unlogged<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
         let now = self.clock.now();
         let blobs = &*self.blobs;
         let (r, events) = agency_store::write(&*self.store, |tx| {
@@ -154,7 +161,9 @@ impl Service {
     }
 
     pub(crate) fn read<R>(&self, f: impl FnOnce(&mut dyn Tx) -> Result<R>) -> Result<R> {
-        agency_store::read(&*self.store, f)
+        let span = op_span(std::any::type_name_of_val(&f), "read");
+        let _entered = span.enter();
+        logged(agency_store::read(&*self.store, f))
     }
 
     /// Wait until every read-audit record queued so far is committed.
@@ -167,6 +176,34 @@ impl Service {
     pub fn fsck(&self) -> Result<FsckReport> {
         Ok(agency_store::fsck(&*self.store, &*self.blobs)?)
     }
+}
+
+/// The span of one service operation, named after the public method whose
+/// transaction it is: every operation goes through [`Service::write`] or
+/// [`Service::read`], whose closure's type name is that method's path
+/// (`agency_service::kb::<impl …Service>::kb_read::{{closure}}`), so one
+/// place names them all.
+fn op_span(closure: &'static str, kind: &'static str) -> tracing::Span {
+    tracing::info_span!("op", name = op_name(closure), kind)
+}
+
+fn op_name(closure: &'static str) -> &'static str {
+    let mut path = closure;
+    while let Some(outer) = path.strip_suffix("::{{closure}}") {
+        path = outer;
+    }
+    path.rsplit("::").next().unwrap_or(path)
+}
+
+/// Log how an operation ended: a store failure is the daemon's problem (a
+/// warning); a refusal is the caller's (debug).
+fn logged<R>(r: Result<R>) -> Result<R> {
+    match &r {
+        Ok(_) => tracing::debug!("done"),
+        Err(e @ ServiceError::Store(_)) => tracing::warn!(error = %e, "failed"),
+        Err(e) => tracing::debug!(error = %e, kind = e.kind(), "refused"),
+    }
+    r
 }
 
 /// Check a principal against the store: an agent must be live, belong to the

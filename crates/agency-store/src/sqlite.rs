@@ -22,6 +22,7 @@ mod kb;
 mod mail;
 mod outcomes;
 mod processes;
+mod run_logs;
 mod runs;
 mod tokens;
 mod tx;
@@ -47,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v2.sql"),
     include_str!("sqlite/schema_v3.sql"),
     include_str!("sqlite/schema_v4_secrets.sql"),
+    include_str!("sqlite/schema_v4_logging.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -7,6 +7,7 @@ use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
 };
 
+use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::model::*;
 
@@ -165,6 +166,11 @@ pub trait Tx {
     /// Insert or replace the run record of an agent.
     fn put_agent_run(&mut self, r: &AgentRunRow) -> R<()>;
     fn agent_run(&mut self, agent: AgentId) -> R<Option<AgentRunRow>>;
+    /// Attach the captured output of an agent's run (a blob) to its run
+    /// record; false if the agent has no run record.
+    fn set_agent_run_log(&mut self, agent: AgentId, log: &BlobId) -> R<bool>;
+    /// The blob of an agent run's captured output, if one was kept.
+    fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>>;
     /// Whether the agent created or wrote a KB file or changed an outcome.
     fn agent_made_progress(&mut self, agent: AgentId) -> R<bool>;
     /// Whether the agent submitted an audit summary.

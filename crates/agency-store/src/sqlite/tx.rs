@@ -9,7 +9,8 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes, processes, runs, tokens};
+use super::{caps, handlers, kb, mail, outcomes, processes, run_logs, runs, tokens};
+use crate::blob::BlobId;
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -236,6 +237,12 @@ impl Tx for SqliteTx<'_> {
     }
     fn agent_run(&mut self, agent: AgentId) -> R<Option<AgentRunRow>> {
         runs::agent_run(self.conn, agent)
+    }
+    fn set_agent_run_log(&mut self, agent: AgentId, log: &BlobId) -> R<bool> {
+        run_logs::set_agent_run_log(self.conn, agent, log)
+    }
+    fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>> {
+        run_logs::agent_run_log(self.conn, agent)
     }
     fn agent_made_progress(&mut self, agent: AgentId) -> R<bool> {
         runs::agent_made_progress(self.conn, agent)
