@@ -13,6 +13,7 @@
 
 mod access;
 mod agents;
+mod area;
 mod audit;
 mod clock;
 mod error;

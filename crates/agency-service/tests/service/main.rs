@@ -16,6 +16,7 @@ mod kb;
 mod mail;
 mod org_model;
 mod org_props;
+mod outcome_visibility;
 mod outcomes;
 mod story;
 mod tokens;
