@@ -18,5 +18,6 @@ mod org_model;
 mod org_props;
 mod outcome_visibility;
 mod outcomes;
+mod reopen;
 mod story;
 mod tokens;
