@@ -162,6 +162,31 @@ pub fn may_add_child(f: OutcomeFacts) -> bool {
     !f.caller_is_user && f.caller_responsible
 }
 
+/// Facts about a caller and a finished outcome it asks to reopen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ReopenFacts {
+    pub caller_is_user: bool,
+    /// The outcome is the caller's own root.
+    pub is_callers_root: bool,
+    /// The caller is the outcome's responsible handler.
+    pub caller_responsible: bool,
+    /// The outcome is the root of a handler whose boss is the caller. Unlike
+    /// [`OutcomeFacts::caller_is_boss_of_its_handler`] the handler need not
+    /// be active: finishing its root retired it.
+    pub caller_is_boss_of_its_handler: bool,
+}
+
+/// Issue 9 item 13: whoever was allowed to complete or close an outcome may
+/// reopen it — the boss of the handler whose root it is, the responsible
+/// handler for its other outcomes (never its own root: its boss decides
+/// that) — and the user, who is the boss above every chain and the only
+/// one left when a whole line of handlers has retired.
+pub fn may_reopen(f: ReopenFacts) -> bool {
+    f.caller_is_user
+        || f.caller_is_boss_of_its_handler
+        || (f.caller_responsible && !f.is_callers_root)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -224,6 +249,44 @@ mod tests {
             }),
             Some(Level::Read)
         );
+    }
+
+    #[test]
+    fn reopen_table() {
+        let f = ReopenFacts::default();
+        let yes = [
+            ReopenFacts {
+                caller_is_user: true,
+                ..f
+            },
+            ReopenFacts {
+                caller_is_boss_of_its_handler: true,
+                ..f
+            },
+            ReopenFacts {
+                caller_responsible: true,
+                ..f
+            },
+        ];
+        for facts in yes {
+            assert!(may_reopen(facts), "{facts:?}");
+        }
+        let no = [
+            f,
+            // Its own root, though responsible: only its boss reopens that.
+            ReopenFacts {
+                caller_responsible: true,
+                is_callers_root: true,
+                ..f
+            },
+            ReopenFacts {
+                is_callers_root: true,
+                ..f
+            },
+        ];
+        for facts in no {
+            assert!(!may_reopen(facts), "{facts:?}");
+        }
     }
 
     #[test]

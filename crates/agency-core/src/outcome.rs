@@ -115,11 +115,44 @@ pub fn check_status_change(
     }
 }
 
+/// Decide whether an outcome may be reopened, returning the status it gets
+/// (`open`). Only a finished (completed or closed) work outcome can be: the
+/// perpetual root never finishes, and a Process Inbox outcome is opened by
+/// Agency itself when mail arrives.
+///
+/// Who may ask is decided elsewhere ([`crate::access::may_reopen`]).
+pub fn check_reopen(
+    current: OutcomeStatus,
+    process_inbox: bool,
+) -> Result<OutcomeStatus, InvalidInput> {
+    if !current.is_finished() {
+        return Err(InvalidInput(format!(
+            "it is {current}, not completed or closed; only a finished outcome can be reopened"
+        )));
+    }
+    if process_inbox {
+        return Err(InvalidInput::new(
+            "it is a Process Inbox outcome; Agency opens a new one when mail arrives",
+        ));
+    }
+    Ok(OutcomeStatus::Open)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::OutcomeStatus::*;
     use super::*;
+
+    #[test]
+    fn reopen_table() {
+        assert_eq!(check_reopen(Completed, false).unwrap(), Open);
+        assert_eq!(check_reopen(Closed, false).unwrap(), Open);
+        for st in [Open, Blocked, AwaitingVerification] {
+            assert!(check_reopen(st, false).is_err(), "{st}");
+        }
+        assert!(check_reopen(Completed, true).is_err());
+    }
 
     #[test]
     fn status_machine_table() {

@@ -13,6 +13,7 @@
 
 mod access;
 mod agents;
+mod area;
 mod audit;
 mod clock;
 mod error;
@@ -25,6 +26,7 @@ mod permissions;
 mod processes;
 mod read_audit;
 mod render;
+mod reopen;
 mod run_logs;
 mod runs;
 mod service;
@@ -34,6 +36,7 @@ mod views;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::ServiceError;
 pub use events::Event;
+pub use reopen::ReopenReport;
 pub use run_logs::RunLog;
 pub use runs::{RunOutcome, RunReport};
 pub use service::{Service, ServiceConfig};

@@ -10,6 +10,7 @@ use agency_store::{HandlerStatus, OutcomeRow, RevokeSelector};
 
 use crate::Result;
 use crate::access::{outcome_access_of, parent_outcome, visible_outcome, writable_outcome};
+use crate::area::{visible_ancestors, visible_subtree};
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::handlers::retire_subtree;
@@ -289,7 +290,8 @@ impl Service {
     }
 
     /// Every "why?" chain from the outcome up to a root, each listed from
-    /// the outcome upwards. A DAG can have many; at most 64 are returned.
+    /// the outcome upwards, made only of outcomes the caller may see. A DAG
+    /// can have many; at most 64 are returned.
     pub fn outcome_ancestors(
         &self,
         who: Principal,
@@ -298,19 +300,26 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let (o, _) = visible_outcome(tx, &caller, id)?;
+            let edges = tx.ancestor_edges(id)?;
             let mut parents_of: BTreeMap<OutcomeId, Vec<OutcomeId>> = BTreeMap::new();
-            for (p, c) in tx.ancestor_edges(id)? {
+            for &(p, c) in &edges {
                 parents_of.entry(c).or_default().push(p);
             }
-            let mut rows: BTreeMap<OutcomeId, OutcomeBrief> = BTreeMap::new();
-            rows.insert(id, OutcomeBrief::from(&o));
+            let mut rows: BTreeMap<OutcomeId, OutcomeRow> = BTreeMap::new();
+            rows.insert(id, o);
             for &p in parents_of.values().flatten() {
                 if let std::collections::btree_map::Entry::Vacant(e) = rows.entry(p)
                     && let Some(row) = tx.outcome(p)?
                 {
-                    e.insert(OutcomeBrief::from(&row));
+                    e.insert(row);
                 }
             }
+            // A chain through an outcome the caller may not see is left out
+            // whole (not cut short), so that nothing — not even that such an
+            // outcome exists — shows; the chain through the caller's own
+            // root always remains.
+            let visible = visible_ancestors(tx, &caller, &edges, &rows)?;
+            let shown = |n: &OutcomeId| visible.as_ref().is_none_or(|v| v.contains(n));
             let mut chains = Vec::new();
             let mut stack = vec![vec![id]];
             while let Some(path) = stack.pop() {
@@ -320,20 +329,25 @@ impl Service {
                 let last = *path.last().expect("paths are never empty");
                 match parents_of.get(&last) {
                     Some(ps) if !ps.is_empty() => {
-                        for p in ps.iter().rev() {
+                        for p in ps.iter().rev().filter(|p| shown(p)) {
                             let mut next = path.clone();
                             next.push(*p);
                             stack.push(next);
                         }
                     }
-                    _ => chains.push(path.iter().filter_map(|n| rows.get(n).cloned()).collect()),
+                    _ => chains.push(
+                        path.iter()
+                            .filter_map(|n| rows.get(n).map(OutcomeBrief::from))
+                            .collect(),
+                    ),
                 }
             }
             Ok(chains)
         })
     }
 
-    /// The outcome and its descendants (at most `limit`, default 1000).
+    /// The outcome and those of its descendants the caller may see (at most
+    /// `limit`, default 1000).
     pub fn outcome_subtree(
         &self,
         who: Principal,
@@ -344,7 +358,7 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             visible_outcome(tx, &caller, id)?;
-            let (rows, edges) = tx.subtree(id, limit + 1)?;
+            let (rows, edges) = visible_subtree(tx, &caller, id, limit + 1)?;
             let truncated = rows.len() > limit;
             let outcomes: Vec<OutcomeBrief> =
                 rows.iter().take(limit).map(OutcomeBrief::from).collect();

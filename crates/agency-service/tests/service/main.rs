@@ -16,6 +16,8 @@ mod kb;
 mod mail;
 mod org_model;
 mod org_props;
+mod outcome_visibility;
 mod outcomes;
+mod reopen;
 mod story;
 mod tokens;
