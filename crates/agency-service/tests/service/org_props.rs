@@ -1,9 +1,11 @@
 //! Property: random organisations under random agent operations (KB
 //! create / read / write, grant, delegate, outcome create / block / unblock
 //! / complete / close / request completion, mail with and without an
-//! attached file, force-stop), each by a random handler's agent, are
-//! allowed exactly when an independent model of seed 000's rules allows
-//! them. Checked op by op; at the end every (handler, file) read is checked
+//! attached file, force-stop, grant for a named outcome), each by a random
+//! handler's agent, are allowed exactly when an independent model of seed
+//! 000's rules allows them; mail-derived Read, the handover at retirement
+//! and outcome-scoped grants (issue 9 items 2-4) are checked against the
+//! model too. Checked op by op; at the end every (handler, file) read is checked
 //! against the model's level.
 //!
 //! The model below is written from the seed (and the decisions recorded in
@@ -78,6 +80,15 @@ enum Op {
         h: usize,
         t: usize,
     },
+    /// Issue 9 item 4: a grant for a named outcome.
+    GrantFor {
+        h: usize,
+        u: usize,
+        f: usize,
+        level: u8,
+        delegatable: bool,
+        o: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -97,6 +108,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => i().prop_map(|h| Op::RequestCompletion { h }),
         3 => (i(), i(), proptest::option::of(i())).prop_map(|(h, t, attach)| Op::Mail { h, t, attach }),
         1 => (i(), i()).prop_map(|(h, t)| Op::Stop { h, t }),
+        3 => (i(), i(), i(), lvl(), any::<bool>(), i())
+            .prop_map(|(h, u, f, level, delegatable, o)| Op::GrantFor { h, u, f, level, delegatable, o }),
     ]
 }
 
@@ -230,6 +243,7 @@ impl Run {
                 self.check(op, true, &r)?;
                 self.m.files.push(MFile {
                     id: r.unwrap(),
+                    creator: h,
                     version: 1,
                     content,
                 });
@@ -455,7 +469,14 @@ impl Run {
                 };
                 self.check(op, allowed, &r)?;
                 if r.is_ok() {
+                    let retiring = self
+                        .m
+                        .handler_of_root(o)
+                        .filter(|&u| self.m.handlers[u].active);
                     self.m.finish(o, close);
+                    if let Some(u) = retiring {
+                        self.check_handover(u)?;
+                    }
                 }
             }
             Op::RequestCompletion { h } => {
@@ -479,8 +500,12 @@ impl Run {
                 let t = t % nh;
                 let attach = attach.filter(|_| nf > 0).map(|f| f % nf);
                 let mut allowed = self.m.may_mail(h, t);
+                let mut sources = Vec::new();
                 if let Some(f) = attach {
-                    allowed &= self.m.level(h, f).is_some_and(|l| l >= Level::Read);
+                    match self.m.attach(h, t, f) {
+                        Some(s) => sources = s,
+                        None => allowed = false,
+                    }
                 }
                 let body = match attach {
                     Some(f) => MailBody::File {
@@ -506,8 +531,10 @@ impl Run {
                     let added = self.adopt_new_caps(t, f);
                     prop_assert_eq!(added.len(), usize::from(!could_read));
                     if let Some(c) = self.m.caps.iter().find(|c| added.contains(&c.id)) {
+                        // Item 2: derived from a capability the sender
+                        // could delegate, so it ends when that one does.
                         prop_assert!(c.level == Level::Read && !c.delegatable);
-                        prop_assert!(c.derived_from.is_none());
+                        prop_assert!(c.derived_from.is_some_and(|d| sources.contains(&d)));
                         prop_assert_eq!(c.scope, self.m.handlers[t].root);
                     }
                 }
@@ -529,7 +556,87 @@ impl Run {
                             o.responsible = h;
                         }
                     }
+                    self.check_handover(t)?;
                 }
+            }
+            Op::GrantFor {
+                h,
+                u,
+                f,
+                level: l,
+                delegatable,
+                o,
+            } => self.grant_for(op, h, u, f, level(l), delegatable, o)?,
+        }
+        Ok(())
+    }
+
+    /// Issue 9 item 4: a grant naming the outcome it is for.
+    #[allow(clippy::too_many_arguments)]
+    fn grant_for(
+        &mut self,
+        op: &Op,
+        h: usize,
+        u: usize,
+        f: usize,
+        wanted: Level,
+        delegatable: bool,
+        o: usize,
+    ) -> Result<(), TestCaseError> {
+        let Some(h) = self.actor(h) else {
+            return Ok(());
+        };
+        if self.m.files.is_empty() {
+            return Ok(());
+        }
+        let (u, f) = (u % self.m.handlers.len(), f % self.m.files.len());
+        let o = o % self.m.outcomes.len();
+        let sources = self.m.grant_sources(h, f, wanted);
+        let allowed = self.m.handlers[u].active
+            && self.m.handlers[u].boss == Some(h)
+            && !sources.is_empty()
+            && self.m.may_scope_grant(u, o);
+        let req = GrantRequest {
+            resource: Resource::Kb(self.m.files[f].id),
+            level: wanted,
+            delegatable,
+        };
+        let r = self.env.svc.grant_for(
+            self.env.agent(self.m.handlers[h].id),
+            self.m.handlers[u].id,
+            &req,
+            Some(self.m.outcomes[o].id),
+        );
+        self.check(op, allowed, &r)?;
+        if let Ok(id) = r {
+            let row = self.cap_row(id);
+            prop_assert!(row.derived_from.is_some_and(|d| sources.contains(&d)));
+            let added = self.adopt_new_caps(u, f);
+            prop_assert_eq!(added, vec![id]);
+            prop_assert_eq!(self.m.caps.last().unwrap().scope, o);
+        }
+        Ok(())
+    }
+
+    /// Issue 9 item 3: after `top`'s subtree retired, its boss gained
+    /// exactly the capabilities the model hands over, and nothing else.
+    fn check_handover(&mut self, top: usize) -> Result<(), TestCaseError> {
+        let Some((boss, files)) = self.m.handover(top) else {
+            return Ok(());
+        };
+        for f in 0..self.m.files.len() {
+            let added = self.adopt_new_caps(boss, f);
+            prop_assert_eq!(
+                added.len(),
+                usize::from(files.contains(&f)),
+                "handover of file {} to handler {}",
+                f,
+                boss
+            );
+            if let Some(c) = self.m.caps.iter().find(|c| added.contains(&c.id)) {
+                prop_assert!(c.level == Level::Write && c.delegatable);
+                prop_assert!(c.derived_from.is_none());
+                prop_assert_eq!(c.scope, self.m.handlers[boss].root);
             }
         }
         Ok(())
@@ -684,4 +791,92 @@ fn the_org_model_sees_both_answers() {
     ];
     let stats = run(&ops).unwrap();
     assert!(stats.allowed >= 12 && stats.denied >= 8, "{stats:?}");
+}
+
+/// Issue 9 items 2-4 through the same runner: mail may pass on only what
+/// the sender may delegate, an escalated grant for an underling's outcome
+/// ends at both levels with it, and retirement hands created files up.
+#[test]
+fn issue9_items_2_to_4_in_the_org_model() {
+    use Op::*;
+    let c = |h, p| Create { h, p, p2: None };
+    let ops = [
+        KbCreate { h: 0 }, // f0 by root
+        c(0, 0),           // o1
+        Delegate {
+            h: 0,
+            o: 1,
+            grant: Some((0, 1, false)),
+        }, // h1: Read on f0, not delegatable
+        c(1, 1),           // o2
+        Delegate {
+            h: 1,
+            o: 2,
+            grant: None,
+        }, // h2
+        c(1, 1),           // o3
+        Delegate {
+            h: 1,
+            o: 3,
+            grant: None,
+        }, // h3
+        Mail {
+            h: 1,
+            t: 2,
+            attach: Some(0),
+        }, // refused: h1 may not pass f0 on
+        Mail {
+            h: 1,
+            t: 0,
+            attach: Some(0),
+        }, // allowed: the root reads f0 already
+        GrantFor {
+            h: 0,
+            u: 1,
+            f: 0,
+            level: 1,
+            delegatable: true,
+            o: 0,
+        }, // refused: the root outcome is outside h1's area
+        GrantFor {
+            h: 0,
+            u: 1,
+            f: 0,
+            level: 1,
+            delegatable: true,
+            o: 2,
+        }, // escalation for h2's outcome
+        Grant {
+            h: 1,
+            u: 2,
+            f: 0,
+            level: 1,
+            delegatable: false,
+        }, // passed down
+        KbRead { h: 2, f: 0 },
+        KbCreate { h: 2 }, // f1 by h2
+        Mail {
+            h: 2,
+            t: 1,
+            attach: Some(1),
+        }, // h1 reads f1 through h2's Write
+        Finish {
+            h: 1,
+            o: 2,
+            close: false,
+        }, // retires h2: escalation revoked at both levels, f1 handed to h1
+        KbWrite { h: 1, f: 1 }, // allowed: handed over
+        Grant {
+            h: 1,
+            u: 3,
+            f: 0,
+            level: 1,
+            delegatable: false,
+        }, // refused: the escalated source is gone
+        KbRead { h: 1, f: 0 }, // its own Read remains
+        Stop { h: 0, t: 1 }, // retires h1 and h3: f1 climbs to the root
+        KbWrite { h: 0, f: 1 },
+    ];
+    let stats = run(&ops).unwrap();
+    assert!(stats.allowed >= 15 && stats.denied >= 3, "{stats:?}");
 }
