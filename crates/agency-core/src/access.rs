@@ -53,6 +53,13 @@ impl FileKind {
     pub fn system_written(self) -> bool {
         matches!(self, FileKind::Outcome | FileKind::AuditLog)
     }
+
+    /// Files nobody writes through `kb_write`: those Agency writes, and
+    /// message bodies, which never change once sent (issue 9 item 2: a
+    /// delivered message cannot be rewritten under its reader).
+    pub fn immutable(self) -> bool {
+        self.system_written() || self == FileKind::Message
+    }
 }
 
 /// How the caller relates to the handler that owns a state document or audit
@@ -84,7 +91,7 @@ pub fn kb_access(f: KbFacts) -> Option<Level> {
         // The user owns the installation: everything is visible, and every
         // file a caller may write is writable, but outcome files and audit
         // logs are rendered by Agency and never written directly.
-        return Some(if f.kind.system_written() {
+        return Some(if f.kind.immutable() {
             Level::Read
         } else {
             Level::Write
@@ -104,7 +111,7 @@ pub fn kb_access(f: KbFacts) -> Option<Level> {
         FileKind::Document | FileKind::Message => None,
     };
     let mut level = structural.max(f.cap);
-    if f.kind.system_written() {
+    if f.kind.immutable() {
         level = level.map(|l| l.min(Level::Read));
     }
     level
@@ -213,9 +220,10 @@ mod tests {
                 h(Document, Other, Some(Level::Read), false),
                 Some(Level::Read),
             ),
+            // Message bodies are immutable: Write held on one reads as Read.
             (
                 h(Message, Other, Some(Level::Write), false),
-                Some(Level::Write),
+                Some(Level::Read),
             ),
             (h(Outcome, Other, None, true), Some(Level::Read)),
             (h(Outcome, Other, None, false), None),
@@ -242,6 +250,13 @@ mod tests {
             ..h(Document, Other, None, false)
         };
         assert_eq!(kb_access(user), Some(Level::Write));
+        assert_eq!(
+            kb_access(KbFacts {
+                kind: Message,
+                ..user
+            }),
+            Some(Level::Read)
+        );
         assert_eq!(
             kb_access(KbFacts {
                 kind: Outcome,

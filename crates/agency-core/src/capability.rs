@@ -136,6 +136,12 @@ pub enum GrantRefusal {
     NotDelegatable(Resource),
     #[error("{0} capabilities are created by Agency itself and cannot be granted")]
     NotGrantable(Resource),
+    #[error(
+        "outcome {0} is not the grantee's root outcome or below it; a grant is for an outcome in the grantee's area"
+    )]
+    ScopeOutsideArea(OutcomeId),
+    #[error("outcome {0} is already finished, so a grant for it would end at once")]
+    ScopeFinished(OutcomeId),
 }
 
 /// Pick the held capability a grant of `wanted` on `resource` derives from.
@@ -168,6 +174,62 @@ pub fn choose_grant_source(
         }),
         None => Err(GrantRefusal::NotDelegatable(resource.clone())),
     }
+}
+
+/// The outcome a grant is for, as asked and as found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrantScopeFacts {
+    /// The grantee's root outcome (the default).
+    pub grantee_root: OutcomeId,
+    /// The outcome the granter named, if any.
+    pub requested: Option<OutcomeId>,
+    /// Whether `requested` is the grantee's root or a descendant of it.
+    pub in_grantee_subtree: bool,
+    /// Whether `requested` is completed or closed.
+    pub finished: bool,
+}
+
+/// Seed 000, "The capability flows back down the chain, outcome-scoped at
+/// each level": a grant is scoped to the outcome it is for, the grantee's
+/// root by default or an unfinished outcome at or below it. Finishing that
+/// outcome revokes the grant and everything derived from it, so a boss
+/// that escalates for an underling's outcome names that outcome and the
+/// capability it obtains to pass down ends with it too.
+pub fn grant_scope(f: GrantScopeFacts) -> Result<OutcomeId, GrantRefusal> {
+    let Some(o) = f.requested else {
+        return Ok(f.grantee_root);
+    };
+    if !f.in_grantee_subtree {
+        return Err(GrantRefusal::ScopeOutsideArea(o));
+    }
+    if f.finished {
+        return Err(GrantRefusal::ScopeFinished(o));
+    }
+    Ok(o)
+}
+
+/// What delivering an attached file gives its recipient.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachAccess {
+    /// The recipient can read the file already: nothing is granted.
+    AlreadyReadable,
+    /// The recipient gets Read derived from this capability of the sender.
+    Derive(HeldCap),
+}
+
+/// Issue 9 item 2: Read gained through mail follows the grant rule. The
+/// sender must hold a delegatable capability of at least Read on the file
+/// (the recipient gets Read, never more), and the recipient's capability is
+/// derived from it, so revoking or finishing the source revokes it too.
+pub fn attach_access(
+    resource: &Resource,
+    recipient_reads: bool,
+    sender_held: &[HeldCap],
+) -> Result<AttachAccess, GrantRefusal> {
+    if recipient_reads {
+        return Ok(AttachAccess::AlreadyReadable);
+    }
+    choose_grant_source(resource, sender_held, Level::Read).map(AttachAccess::Derive)
 }
 
 #[cfg(test)]
@@ -232,6 +294,59 @@ mod tests {
                 (got, want) => panic!("held {held:?} wanted {wanted}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn grant_scope_table() {
+        let root = OutcomeId::new_random();
+        let other = OutcomeId::new_random();
+        let f = GrantScopeFacts {
+            grantee_root: root,
+            requested: None,
+            in_grantee_subtree: false,
+            finished: false,
+        };
+        assert_eq!(grant_scope(f), Ok(root));
+        let asked = |in_grantee_subtree, finished| GrantScopeFacts {
+            requested: Some(other),
+            in_grantee_subtree,
+            finished,
+            ..f
+        };
+        assert_eq!(grant_scope(asked(true, false)), Ok(other));
+        assert_eq!(
+            grant_scope(asked(false, false)),
+            Err(GrantRefusal::ScopeOutsideArea(other))
+        );
+        assert_eq!(
+            grant_scope(asked(true, true)),
+            Err(GrantRefusal::ScopeFinished(other))
+        );
+    }
+
+    #[test]
+    fn attach_needs_a_delegatable_source_unless_already_readable() {
+        let r = Resource::Kb(FileId::new_random());
+        assert_eq!(
+            attach_access(&r, true, &[]),
+            Ok(AttachAccess::AlreadyReadable)
+        );
+        assert!(matches!(
+            attach_access(&r, false, &[cap(1, Level::Write, false)]),
+            Err(GrantRefusal::NotDelegatable(_))
+        ));
+        assert!(matches!(
+            attach_access(&r, false, &[cap(1, Level::None, true)]),
+            Err(GrantRefusal::InsufficientLevel { .. })
+        ));
+        assert_eq!(
+            attach_access(
+                &r,
+                false,
+                &[cap(1, Level::Write, false), cap(2, Level::Read, true)]
+            ),
+            Ok(AttachAccess::Derive(cap(2, Level::Read, true)))
+        );
     }
 
     #[test]

@@ -220,7 +220,8 @@ async fn capabilities(State(st): State<Arc<AppState>>, Path(id): Path<String>) -
 }
 
 /// The user grants a capability: `{"kind": "mcp_server", "key": "github",
-/// "level": "read", "delegatable": false}`.
+/// "level": "read", "delegatable": false, "outcome": "<uuid>"}` (`outcome`
+/// optional).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GrantBody {
@@ -229,6 +230,10 @@ struct GrantBody {
     level: String,
     #[serde(default)]
     delegatable: bool,
+    /// The outcome the grant is for (issue 9 item 4); the grantee's root
+    /// outcome when absent.
+    #[serde(default)]
+    outcome: Option<String>,
 }
 
 async fn grant(
@@ -248,8 +253,13 @@ async fn grant(
         level,
         delegatable: body.delegatable,
     };
+    let outcome: Option<OutcomeId> = body
+        .outcome
+        .as_deref()
+        .map(|o| parse("outcome", o))
+        .transpose()?;
     Ok(call(&st, move |svc| {
-        svc.grant(USER, id, &req)
+        svc.grant_for(USER, id, &req, outcome)
             .map(|capability| serde_json::json!({ "capability": capability }))
     })
     .await)

@@ -6,6 +6,7 @@
 use agency_core::access::FileKind;
 use agency_core::{
     AgentId, FileId, HandlerId, Level, MailTarget, OutcomeId, OutcomeStatus, Principal, Resource,
+    StatusChange,
 };
 use agency_store::{
     CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow, NewCapability,
@@ -17,7 +18,7 @@ use crate::access::visible_outcome;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::mail::ensure_process_inbox;
-use crate::outcomes::author;
+use crate::outcomes::{author, finish_outcome};
 use crate::permissions::grant_in;
 use crate::render::{
     Author, SYSTEM_ACTION, create_file, outcome_event, render_audit_log_file, render_outcome_file,
@@ -126,7 +127,7 @@ impl Service {
             system_cap(op, boss, Resource::Mail(MailTarget::Handler(u)), Some(outcome))?;
             let mut capabilities = Vec::with_capacity(grants.len());
             for g in grants {
-                capabilities.push(grant_in(op, &caller, u, g)?);
+                capabilities.push(grant_in(op, &caller, u, g, None)?);
             }
             outcome_event(op, outcome, a, "delegated", format!("to handler {u} ({moved} outcomes moved)"))?;
             render_outcome_file(op, outcome, a)?;
@@ -407,18 +408,20 @@ pub(crate) struct Retired {
 }
 
 /// Deactivate `top` and every active handler below it: end their live
-/// agents, revoke what they hold and the mail capabilities aimed at them,
-/// and note it in each audit log. Outcomes keep their responsible handler;
-/// force-stop reassigns them afterwards.
+/// agents, close their Process Inbox outcomes, revoke what they hold and
+/// the mail capabilities aimed at them, note it in each audit log, and hand
+/// their work product to `top`'s boss. Outcomes keep their responsible
+/// handler; force-stop reassigns them afterwards.
 pub(crate) fn retire_subtree(
     op: &mut Op<'_>,
     top: HandlerId,
     why: &str,
     a: Author,
 ) -> Result<Retired> {
-    let subtree: Vec<HandlerRow> = op
-        .tx
-        .handler_subtree(top)?
+    let whole = op.tx.handler_subtree(top)?;
+    let boss = whole.iter().find(|h| h.id == top).and_then(|h| h.boss);
+    let everyone: Vec<HandlerId> = whole.iter().map(|h| h.id).collect();
+    let subtree: Vec<HandlerRow> = whole
         .into_iter()
         .filter(|h| h.status == HandlerStatus::Active)
         .collect();
@@ -452,11 +455,86 @@ pub(crate) fn retire_subtree(
             agents,
         });
     }
+    close_process_inboxes(op, &ids, a)?;
     let mut revoked = op.tx.revoke(&RevokeSelector::HeldBy(ids.clone()), op.now)?;
     revoked.extend(op.tx.revoke(&RevokeSelector::MailTo(ids.clone()), op.now)?);
+    if let Some(boss) = boss {
+        // After the revocations, so that what the boss held only through
+        // the retired handlers is handed over anew.
+        hand_over(op, boss, &everyone)?;
+    }
     Ok(Retired {
         handlers: ids,
         agents: live.iter().map(|ag| ag.id).collect(),
         revoked,
     })
+}
+
+/// Close the open Process Inbox outcomes of retiring handlers (issue 9 item
+/// 3): they are the stopped handler's own chore, not work for the boss that
+/// reclaims its outcomes. Unacknowledged mail stays in the inbox; a handler
+/// brought back by delegation gets a new Process Inbox for it.
+fn close_process_inboxes(op: &mut Op<'_>, handlers: &[HandlerId], a: Author) -> Result<()> {
+    for &h in handlers {
+        if let Some(pi) = op.tx.open_process_inbox(h)?
+            && let Some(o) = op.tx.outcome(pi)?
+        {
+            finish_outcome(
+                op,
+                o,
+                StatusChange::Close,
+                "handler deactivated; its unacknowledged mail waits for it in its inbox",
+                a,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Issue 9 item 3: a retiring subtree's work product passes to the boss
+/// that retires it (seed 000: state documents and audit logs "remain in the
+/// Knowledge Base for historical reference and potential review by the Boss
+/// Handler's Agent"). For every file the subtree's handlers (the ones
+/// retiring now and any retired below them before) created, received as
+/// a message body, or own as state document or audit log, the boss gets a
+/// delegatable capability scoped to its own root: Write on documents they
+/// created (the creator's own level), Read on everything else. It is
+/// derived from nothing, since the capabilities it replaces were just
+/// revoked; a boss already holding that level gets nothing new.
+fn hand_over(op: &mut Op<'_>, boss: HandlerId, handlers: &[HandlerId]) -> Result<()> {
+    for f in op.tx.work_product(handlers)? {
+        let created_here = f.created_by.is_some_and(|c| handlers.contains(&c));
+        let level = if created_here && f.kind == FileKind::Document {
+            Level::Write
+        } else {
+            Level::Read
+        };
+        let resource = Resource::Kb(f.id);
+        if op
+            .tx
+            .capabilities_on(boss, &resource)?
+            .iter()
+            .any(|c| c.level >= level)
+        {
+            continue;
+        }
+        let cap = NewCapability {
+            holder: boss,
+            resource,
+            level,
+            delegatable: true,
+            scope: Some(boss.root()),
+            derived_from: None,
+            granted_by: None,
+            origin: CapOrigin::Handover,
+            created_at: op.now,
+        };
+        let id = op.tx.insert_capability(&cap)?;
+        op.events.push(Event::CapabilityGranted {
+            capability: id,
+            holder: boss,
+            resource: cap.resource,
+        });
+    }
+    Ok(())
 }

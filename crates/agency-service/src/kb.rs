@@ -67,6 +67,11 @@ impl Service {
                     f.kind.as_str()
                 )));
             }
+            if f.kind.immutable() {
+                return Err(ServiceError::invalid(format!(
+                    "failed to write KB file {file}: it is a message body, which never changes once sent; send a new message instead"
+                )));
+            }
             file_at_level(tx, &caller, file, Level::Write, "write")?;
             check_base(tx, &f, base_version, &base_hash)?;
             Ok((caller, f))
@@ -305,10 +310,16 @@ pub(crate) fn create_document(
     if let Caller::Handler { row: h, .. } = caller {
         // The creator keeps Write for as long as it works on its root
         // outcome; finishing that outcome revokes it like any scoped grant.
+        // A message body is immutable: its sender keeps Read (delegatable,
+        // so that delivery can derive the recipient's Read from it).
         let cap = NewCapability {
             holder: h.id,
             resource: Resource::Kb(id),
-            level: Level::Write,
+            level: if kind.immutable() {
+                Level::Read
+            } else {
+                Level::Write
+            },
             delegatable: true,
             scope: Some(h.id.root()),
             derived_from: None,

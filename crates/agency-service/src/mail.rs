@@ -1,14 +1,17 @@
 //! Mail: a message is a KB file plus an envelope. Sending is checked against
 //! the handler tree (boss <-> direct underling, user <-> root, self, and the
 //! user's direct intervention); deferred messages wait durably in the store
-//! until `deliver_due`. Delivery grants the recipient Read on the body and
-//! makes sure it has an open Process Inbox outcome; acknowledging the last
-//! message completes that outcome.
+//! until `deliver_due`, which checks them again. Delivery gives the recipient
+//! Read on the body derived from the sender's delegatable capability (issue
+//! 9 item 2) and makes sure it has an open Process Inbox outcome;
+//! acknowledging the last message completes that outcome. Message bodies
+//! are immutable: their sender keeps Read, not Write.
 
 use agency_core::access::FileKind;
+use agency_core::capability::{AttachAccess, GrantRefusal, attach_access};
 use agency_core::{
-    FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Principal, Resource,
-    StatusChange, Timestamp,
+    FileId, HandlerId, HeldCap, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Principal,
+    Resource, StatusChange, Timestamp,
 };
 use agency_store::{CapOrigin, HandlerStatus, MessageRow, NewCapability, OutcomeRow, Tx};
 
@@ -16,10 +19,10 @@ use crate::Result;
 use crate::access::{file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::system_cap;
+use crate::handlers::{log, system_cap};
 use crate::kb::create_document;
 use crate::outcomes::{finish_outcome, insert_outcome};
-use crate::render::{Author, SYSTEM_ACTION};
+use crate::render::{Author, SYSTEM_ACTION, render_audit_log_file};
 use crate::service::{Caller, Op, Service, authenticate};
 use crate::views::{MailBody, MessageView};
 
@@ -80,6 +83,12 @@ impl Service {
             check_may_send(tx, &caller, to)?;
             if let MailBody::File { file, .. } = body {
                 file_at_level(tx, &caller, *file, Level::Read, "attach")?;
+                if let Err(r) = attach_grant(tx, caller.party(), to, *file, Timestamp(0))? {
+                    return Err(ServiceError::denied(format!(
+                        "failed to attach KB file {file} to mail for {}: they cannot read it, and {r}; ask your boss for a delegatable capability on it",
+                        party(to)
+                    )));
+                }
             }
             Ok(caller)
         };
@@ -127,6 +136,13 @@ impl Service {
                 let due = op.tx.due_messages(now, 256)?;
                 let mut ids = Vec::with_capacity(due.len());
                 for m in due {
+                    // Checked again now, not only when it was sent: the
+                    // sender may have lost the right to write to the
+                    // recipient or to pass the attached file on.
+                    if let Some(why) = undeliverable(op.tx, &m)? {
+                        drop_undeliverable(op, &m, &why)?;
+                        continue;
+                    }
                     deliver(op, &m)?;
                     ids.push(m.id);
                 }
@@ -342,50 +358,157 @@ pub(crate) fn system_mail(
 }
 
 fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
+    // Senders were checked before the message was stored (and deferred
+    // mail again when due), so a refusal here is a broken invariant, and
+    // failing the transaction leaves the store as it was.
+    let grant = attach_grant(op.tx, m.from, m.to, m.file, op.now)?.map_err(|r| {
+        ServiceError::denied(format!(
+            "failed to deliver message {} to {}: {r}",
+            m.id,
+            party(m.to)
+        ))
+    })?;
     op.tx.set_delivered(m.id, op.now)?;
     if let MailTarget::Handler(h) = m.to {
-        // The recipient gains Read on the body unless it can already read it.
-        let holder = op.tx.handler(h)?;
-        if let (Some(row), Some(file)) = (holder, op.tx.file(m.file)?) {
-            let caller = Caller::Handler {
-                row: row.clone(),
-                agent: agency_core::AgentId(uuid::Uuid::nil()),
-            };
-            if kb_level(op.tx, &caller, &file)?.is_none_or(|l| l < Level::Read) {
-                let cap = NewCapability {
-                    holder: h,
-                    resource: Resource::Kb(m.file),
-                    level: Level::Read,
-                    delegatable: false,
-                    scope: Some(h.root()),
-                    // Not derived from the sender's capability: what was sent
-                    // stays readable when the sender's outcome finishes.
-                    derived_from: None,
-                    granted_by: match m.from {
-                        MailTarget::Handler(s) => Some(s),
-                        MailTarget::User => None,
-                    },
-                    origin: CapOrigin::Mail,
-                    created_at: op.now,
-                };
-                let cap_id = op.tx.insert_capability(&cap)?;
-                op.events.push(Event::CapabilityGranted {
-                    capability: cap_id,
-                    holder: h,
-                    resource: cap.resource,
-                });
-            }
-            if row.status == HandlerStatus::Active {
-                // New mail is new information: a stalled handler may run again.
-                op.tx.clear_stalled(h)?;
-                ensure_process_inbox(op, h)?;
-            }
+        if let Some(cap) = grant {
+            let cap_id = op.tx.insert_capability(&cap)?;
+            op.events.push(Event::CapabilityGranted {
+                capability: cap_id,
+                holder: h,
+                resource: cap.resource,
+            });
+        }
+        if let Some(row) = op.tx.handler(h)?
+            && row.status == HandlerStatus::Active
+        {
+            // New mail is new information: a stalled handler may run again.
+            op.tx.clear_stalled(h)?;
+            ensure_process_inbox(op, h)?;
         }
     }
     op.events.push(Event::MessageDelivered {
         message: m.id,
         to: m.to,
     });
+    Ok(())
+}
+
+/// The Read capability delivering `file` from `from` to `to` gives the
+/// recipient (issue 9 item 2), `Ok(None)` when it needs none (it can read
+/// the file already, or it is the user), or why the sender may not pass the
+/// file on. From a handler the capability is derived from the sender's own,
+/// so revoking or finishing that source revokes it; from the user it is
+/// derived from nothing, the user being the source of every capability.
+fn attach_grant(
+    tx: &mut dyn Tx,
+    from: MailTarget,
+    to: MailTarget,
+    file: FileId,
+    now: Timestamp,
+) -> Result<std::result::Result<Option<NewCapability>, GrantRefusal>> {
+    let MailTarget::Handler(h) = to else {
+        return Ok(Ok(None));
+    };
+    let (Some(row), Some(f)) = (tx.handler(h)?, tx.file(file)?) else {
+        return Err(ServiceError::not_found("KB file", file));
+    };
+    let recipient = Caller::Handler {
+        row,
+        agent: agency_core::AgentId(uuid::Uuid::nil()),
+    };
+    let reads = kb_level(tx, &recipient, &f)?.is_some_and(|l| l >= Level::Read);
+    let resource = Resource::Kb(file);
+    let (derived_from, granted_by) = match from {
+        MailTarget::User if reads => return Ok(Ok(None)),
+        MailTarget::User => (None, None),
+        MailTarget::Handler(s) => {
+            let held: Vec<HeldCap> = tx
+                .capabilities_on(s, &resource)?
+                .iter()
+                .map(|c| HeldCap {
+                    id: c.id,
+                    level: c.level,
+                    delegatable: c.delegatable,
+                    scope: c.scope,
+                })
+                .collect();
+            match attach_access(&resource, reads, &held) {
+                Ok(AttachAccess::AlreadyReadable) => return Ok(Ok(None)),
+                Ok(AttachAccess::Derive(src)) => (Some(src.id), Some(s)),
+                Err(r) => return Ok(Err(r)),
+            }
+        }
+    };
+    Ok(Ok(Some(NewCapability {
+        holder: h,
+        resource,
+        level: Level::Read,
+        delegatable: false,
+        scope: Some(h.root()),
+        derived_from,
+        granted_by,
+        origin: CapOrigin::Mail,
+        created_at: now,
+    })))
+}
+
+/// Why a deferred message that fell due may not be delivered any more, if
+/// so: its sender was retired, lost the right to write to the recipient,
+/// or may no longer pass the attached file on.
+fn undeliverable(tx: &mut dyn Tx, m: &MessageRow) -> Result<Option<String>> {
+    if let MailTarget::Handler(s) = m.from {
+        let active = tx
+            .handler(s)?
+            .is_some_and(|r| r.status == HandlerStatus::Active);
+        if !active {
+            return Ok(Some(format!(
+                "its sender, handler {s}, was deactivated before it fell due"
+            )));
+        }
+        if m.to != m.from && tx.capabilities_on(s, &Resource::Mail(m.to))?.is_empty() {
+            return Ok(Some(format!(
+                "handler {s} may no longer write to {}",
+                party(m.to)
+            )));
+        }
+    }
+    Ok(attach_grant(tx, m.from, m.to, m.file, Timestamp(0))?
+        .err()
+        .map(|r| {
+            format!(
+                "{r}, so {} could not be given the attached file",
+                party(m.to)
+            )
+        }))
+}
+
+/// Close a deferred message that failed its delivery check: it leaves the
+/// queue without reaching any inbox (marked delivered and acknowledged at
+/// the same instant, granting nothing), and the sender, if still active,
+/// is told in its audit log and by a notice to itself.
+fn drop_undeliverable(op: &mut Op<'_>, m: &MessageRow, why: &str) -> Result<()> {
+    op.tx.set_delivered(m.id, op.now)?;
+    op.tx.set_acked(m.id, op.now)?;
+    let MailTarget::Handler(s) = m.from else {
+        return Ok(());
+    };
+    let note = format!(
+        "deferred message {} to {} was not delivered: {why}",
+        m.id,
+        party(m.to)
+    );
+    log(op, s, None, note.clone())?;
+    render_audit_log_file(op, s, Author::default())?;
+    if let Some(row) = op.tx.handler(s)?
+        && row.status == HandlerStatus::Active
+    {
+        let sender = Caller::Handler {
+            row,
+            agent: agency_core::AgentId(uuid::Uuid::nil()),
+        };
+        let subject = format!("Not delivered: {}", m.subject);
+        system_mail(op, &sender, MailTarget::Handler(s), &subject, &note)?;
+    }
     Ok(())
 }
 

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeSet;
 
+use agency_core::capability::{GrantScopeFacts, grant_scope};
 use agency_core::{
-    CapabilityId, HandlerId, HeldCap, Level, Principal, Resource, choose_grant_source,
+    CapabilityId, HandlerId, HeldCap, Level, OutcomeId, Principal, Resource, choose_grant_source,
 };
-use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability, RevokeSelector};
+use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability, RevokeSelector, Tx};
 
 use crate::Result;
-use crate::access::file_at_level;
+use crate::access::{file_at_level, visible_outcome};
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::handlers::log;
@@ -28,9 +29,24 @@ impl Service {
         grantee: HandlerId,
         req: &GrantRequest,
     ) -> Result<CapabilityId> {
+        self.grant_for(who, grantee, req, None)
+    }
+
+    /// Grant for a named outcome (issue 9 item 4): the grantee's root when
+    /// `outcome` is `None`, else an unfinished outcome at or below it. The
+    /// grant, and everything later derived from it, is revoked when that
+    /// outcome finishes: a boss escalating for an underling's outcome
+    /// names it, so the capability it obtains to pass down ends with it.
+    pub fn grant_for(
+        &self,
+        who: Principal,
+        grantee: HandlerId,
+        req: &GrantRequest,
+        outcome: Option<OutcomeId>,
+    ) -> Result<CapabilityId> {
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
-            grant_in(op, &caller, grantee, req)
+            grant_in(op, &caller, grantee, req, outcome)
         })
     }
 
@@ -168,6 +184,7 @@ pub(crate) fn grant_in(
     caller: &Caller,
     grantee: HandlerId,
     req: &GrantRequest,
+    outcome: Option<OutcomeId>,
 ) -> Result<CapabilityId> {
     let g = op
         .tx
@@ -219,12 +236,13 @@ pub(crate) fn grant_in(
             (Some(source.id), Some(row.id), CapOrigin::Grant)
         }
     };
+    let scope = grant_scope_in(op.tx, caller, grantee, req, outcome)?;
     let cap = NewCapability {
         holder: grantee,
         resource: req.resource.clone(),
         level: req.level,
         delegatable: req.delegatable,
-        scope: Some(grantee.root()),
+        scope: Some(scope),
         derived_from,
         granted_by,
         origin,
@@ -237,4 +255,39 @@ pub(crate) fn grant_in(
         resource: cap.resource,
     });
     Ok(id)
+}
+
+/// The outcome a grant is scoped to (`agency_core::capability::grant_scope`
+/// decides from the facts gathered here). An outcome the caller cannot see
+/// is `NotFound`, like a missing one.
+fn grant_scope_in(
+    tx: &mut dyn Tx,
+    caller: &Caller,
+    grantee: HandlerId,
+    req: &GrantRequest,
+    outcome: Option<OutcomeId>,
+) -> Result<OutcomeId> {
+    let facts = match outcome {
+        None => GrantScopeFacts {
+            grantee_root: grantee.root(),
+            requested: None,
+            in_grantee_subtree: true,
+            finished: false,
+        },
+        Some(o) => {
+            let (row, _) = visible_outcome(tx, caller, o)?;
+            GrantScopeFacts {
+                grantee_root: grantee.root(),
+                requested: Some(o),
+                in_grantee_subtree: tx.is_descendant_or_self(o, grantee.root())?,
+                finished: row.status.is_finished(),
+            }
+        }
+    };
+    grant_scope(facts).map_err(|r| {
+        ServiceError::invalid(format!(
+            "failed to grant {} {} to handler {grantee}: {r}",
+            req.level, req.resource
+        ))
+    })
 }

@@ -159,6 +159,9 @@ pub enum CapOrigin {
     Mail,
     /// Made by Agency from the handler tree (mail between boss and underling).
     System,
+    /// Passed to the boss that retired a subtree: its handlers' work product
+    /// (issue 9 item 3), scoped to the boss's own root.
+    Handover,
 }
 
 impl CapOrigin {
@@ -169,6 +172,7 @@ impl CapOrigin {
             CapOrigin::Creator => "creator",
             CapOrigin::Mail => "mail",
             CapOrigin::System => "system",
+            CapOrigin::Handover => "handover",
         }
     }
 
@@ -179,6 +183,7 @@ impl CapOrigin {
             CapOrigin::Creator,
             CapOrigin::Mail,
             CapOrigin::System,
+            CapOrigin::Handover,
         ]
         .into_iter()
         .find(|o| o.as_str() == s)

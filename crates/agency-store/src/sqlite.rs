@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v3.sql"),
     include_str!("sqlite/schema_v4_secrets.sql"),
     include_str!("sqlite/schema_v4_logging.sql"),
+    include_str!("sqlite/schema_v4_caps.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

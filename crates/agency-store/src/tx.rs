@@ -48,6 +48,10 @@ pub trait Tx {
         after: Option<FileId>,
         limit: usize,
     ) -> R<Vec<KbCandidate>>;
+    /// The work product of a set of handlers, ordered by id: documents and
+    /// message bodies they created, message bodies delivered to them, and
+    /// the state documents and audit logs they own.
+    fn work_product(&mut self, handlers: &[HandlerId]) -> R<Vec<FileRow>>;
 
     // ---- Outcomes --------------------------------------------------------
 

@@ -36,8 +36,9 @@ const PERMISSIONS_LIST: &str = "List your handler's live capabilities: the resou
 Takes no arguments.";
 
 const PERMISSIONS_GRANT: &str = "Grant a capability to one of your direct underlings. You must hold a delegatable capability on the resource at least at the level you grant (you may grant a lower level). \
-The grant is derived from yours and scoped to the outcome delegated to the underling: it is revoked when that outcome finishes or your own capability is revoked. Mail permissions cannot be granted. \
-Returns the new capability's id. Errors: permission_denied (not your direct underling, not held, not delegatable, level too high), not_found, invalid_input (bad resource id).";
+The grant is derived from yours and scoped to the outcome it is for: by default the outcome delegated to the underling, or name `outcome` (that outcome or one below it, not finished). It is revoked when that outcome finishes or your own capability is revoked. \
+When you obtained a capability from your boss for an underling's outcome (escalation), your boss names that outcome and you pass it on: it ends at every level when that outcome finishes. Mail permissions cannot be granted. \
+Returns the new capability's id. Errors: permission_denied (not your direct underling, not held, not delegatable, level too high), not_found, invalid_input (bad resource id, outcome outside the underling's area or finished).";
 
 const DELEGATE: &str = "Delegate an outcome you are responsible for (open or blocked, not your own root) to a new underling handler, which gets an agent to work on it. \
 The new handler's UUID is the outcome's UUID; it and its descendants you were responsible for move to it. You and it may then mail each other. \
@@ -65,6 +66,8 @@ pub(super) struct GrantArgs {
     level: LevelArg,
     /// Whether the underling may grant it on to its own underlings (default false).
     delegatable: Option<bool>,
+    /// UUID of the outcome the grant is for: the underling's root outcome (the default) or an outcome below it. The grant ends when that outcome finishes.
+    outcome: Option<String>,
 }
 
 /// One capability to grant in a delegation.
@@ -109,7 +112,8 @@ fn permissions_grant(call: &Call, a: GrantArgs) -> ToolResult {
         level: a.level.into(),
         delegatable: a.delegatable.unwrap_or(false),
     };
-    let cap = call.svc.grant(call.who(), grantee, &req)?;
+    let outcome: Option<OutcomeId> = args::opt_id("outcome", a.outcome.as_deref())?;
+    let cap = call.svc.grant_for(call.who(), grantee, &req, outcome)?;
     Ok(json!({ "capability": cap, "handler": grantee }))
 }
 

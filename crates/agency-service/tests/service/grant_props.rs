@@ -99,7 +99,11 @@ pub(crate) fn check_invariants(env: &Env) -> Result<(), TestCaseError> {
         } else {
             prop_assert!(matches!(
                 c.origin,
-                CapOrigin::User | CapOrigin::Creator | CapOrigin::Mail | CapOrigin::System
+                CapOrigin::User
+                    | CapOrigin::Creator
+                    | CapOrigin::Mail
+                    | CapOrigin::System
+                    | CapOrigin::Handover
             ));
         }
         if let Some(scope) = c.scope {

@@ -3,6 +3,8 @@
 //! statuses), KB capabilities (with derivation and scope) and the
 //! predicates saying who may do what. Written from the seed and the
 //! decisions in ARCHITECTURE.md; it calls none of agency-core's rules.
+//! Issue 9 items 2-4 (mail-derived Read, retirement handover, outcome-scoped
+//! grants) are the functions at the end, after `finish`.
 
 use std::collections::BTreeSet;
 
@@ -57,6 +59,8 @@ pub(crate) struct MCap {
 #[derive(Debug, Clone)]
 pub(crate) struct MFile {
     pub(crate) id: FileId,
+    /// The handler that created it.
+    pub(crate) creator: usize,
     pub(crate) version: i64,
     pub(crate) content: Vec<u8>,
 }
@@ -185,5 +189,62 @@ impl Model {
         {
             self.retire(u);
         }
+    }
+}
+
+// ---- Issue 9 items 2-4 ----------------------------------------------------
+
+impl Model {
+    /// Item 2: attaching `f` to mail from `h` to `t`. The sender must read
+    /// it; unless the recipient can read it already, the sender must hold a
+    /// delegatable capability of at least Read to derive the recipient's
+    /// Read from. Returns the eligible sources (empty when none is needed).
+    pub(crate) fn attach(&self, h: usize, t: usize, f: usize) -> Option<Vec<CapabilityId>> {
+        let reads = |x: usize| self.level(x, f).is_some_and(|l| l >= Level::Read);
+        if !reads(h) {
+            return None;
+        }
+        if reads(t) {
+            return Some(Vec::new());
+        }
+        let sources = self.grant_sources(h, f, Level::Read);
+        (!sources.is_empty()).then_some(sources)
+    }
+
+    /// Item 4: a grant to `u` may be for its root or an unfinished outcome
+    /// below it.
+    pub(crate) fn may_scope_grant(&self, u: usize, o: usize) -> bool {
+        self.descendants_or_self(self.handlers[u].root).contains(&o)
+            && !self.outcomes[o].status.finished()
+    }
+
+    /// Every handler below `top` by boss links, whatever its status.
+    pub(crate) fn handler_tree(&self, top: usize) -> BTreeSet<usize> {
+        let mut tree = BTreeSet::from([top]);
+        loop {
+            let before = tree.len();
+            for (i, h) in self.handlers.iter().enumerate() {
+                if h.boss.is_some_and(|b| tree.contains(&b)) {
+                    tree.insert(i);
+                }
+            }
+            if tree.len() == before {
+                return tree;
+            }
+        }
+    }
+
+    /// Item 3: the files `top`'s boss must be handed when `top`'s subtree
+    /// retires (after its capabilities were revoked): every document a
+    /// handler of the subtree (retiring now or earlier) created, at Write,
+    /// unless the boss holds Write on it already. Returns (boss, files).
+    pub(crate) fn handover(&self, top: usize) -> Option<(usize, Vec<usize>)> {
+        let boss = self.handlers[top].boss?;
+        let tree = self.handler_tree(top);
+        let files = (0..self.files.len())
+            .filter(|&f| tree.contains(&self.files[f].creator))
+            .filter(|&f| self.level(boss, f) != Some(Level::Write))
+            .collect();
+        Some((boss, files))
     }
 }

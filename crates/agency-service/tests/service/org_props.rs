@@ -1,9 +1,11 @@
 //! Property: random organisations under random agent operations (KB
 //! create / read / write, grant, delegate, outcome create / block / unblock
 //! / complete / close / request completion, mail with and without an
-//! attached file, force-stop), each by a random handler's agent, are
-//! allowed exactly when an independent model of seed 000's rules allows
-//! them. Checked op by op; at the end every (handler, file) read is checked
+//! attached file, force-stop, grant for a named outcome), each by a random
+//! handler's agent, are allowed exactly when an independent model of seed
+//! 000's rules allows them; mail-derived Read, the handover at retirement
+//! and outcome-scoped grants (issue 9 items 2-4) are checked against the
+//! model too. Checked op by op; at the end every (handler, file) read is checked
 //! against the model's level.
 //!
 //! The model below is written from the seed (and the decisions recorded in
@@ -25,6 +27,11 @@ use proptest::prelude::*;
 
 use crate::org_model::{MCap, MFile, MHandler, MOutcome, Model, St};
 use crate::support::Env;
+
+// Issue 9 items 2-4: the runner's checks of outcome-scoped grants and the
+// retirement handover, and a fixed story through them.
+#[path = "org_props_issue9.rs"]
+mod issue9;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -78,6 +85,15 @@ enum Op {
         h: usize,
         t: usize,
     },
+    /// Issue 9 item 4: a grant for a named outcome.
+    GrantFor {
+        h: usize,
+        u: usize,
+        f: usize,
+        level: u8,
+        delegatable: bool,
+        o: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -97,6 +113,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => i().prop_map(|h| Op::RequestCompletion { h }),
         3 => (i(), i(), proptest::option::of(i())).prop_map(|(h, t, attach)| Op::Mail { h, t, attach }),
         1 => (i(), i()).prop_map(|(h, t)| Op::Stop { h, t }),
+        3 => (i(), i(), i(), lvl(), any::<bool>(), i())
+            .prop_map(|(h, u, f, level, delegatable, o)| Op::GrantFor { h, u, f, level, delegatable, o }),
     ]
 }
 
@@ -230,6 +248,7 @@ impl Run {
                 self.check(op, true, &r)?;
                 self.m.files.push(MFile {
                     id: r.unwrap(),
+                    creator: h,
                     version: 1,
                     content,
                 });
@@ -455,7 +474,14 @@ impl Run {
                 };
                 self.check(op, allowed, &r)?;
                 if r.is_ok() {
+                    let retiring = self
+                        .m
+                        .handler_of_root(o)
+                        .filter(|&u| self.m.handlers[u].active);
                     self.m.finish(o, close);
+                    if let Some(u) = retiring {
+                        self.check_handover(u)?;
+                    }
                 }
             }
             Op::RequestCompletion { h } => {
@@ -479,8 +505,12 @@ impl Run {
                 let t = t % nh;
                 let attach = attach.filter(|_| nf > 0).map(|f| f % nf);
                 let mut allowed = self.m.may_mail(h, t);
+                let mut sources = Vec::new();
                 if let Some(f) = attach {
-                    allowed &= self.m.level(h, f).is_some_and(|l| l >= Level::Read);
+                    match self.m.attach(h, t, f) {
+                        Some(s) => sources = s,
+                        None => allowed = false,
+                    }
                 }
                 let body = match attach {
                     Some(f) => MailBody::File {
@@ -506,8 +536,10 @@ impl Run {
                     let added = self.adopt_new_caps(t, f);
                     prop_assert_eq!(added.len(), usize::from(!could_read));
                     if let Some(c) = self.m.caps.iter().find(|c| added.contains(&c.id)) {
+                        // Item 2: derived from a capability the sender
+                        // could delegate, so it ends when that one does.
                         prop_assert!(c.level == Level::Read && !c.delegatable);
-                        prop_assert!(c.derived_from.is_none());
+                        prop_assert!(c.derived_from.is_some_and(|d| sources.contains(&d)));
                         prop_assert_eq!(c.scope, self.m.handlers[t].root);
                     }
                 }
@@ -529,8 +561,17 @@ impl Run {
                             o.responsible = h;
                         }
                     }
+                    self.check_handover(t)?;
                 }
             }
+            Op::GrantFor {
+                h,
+                u,
+                f,
+                level: l,
+                delegatable,
+                o,
+            } => self.grant_for(op, h, u, f, level(l), delegatable, o)?,
         }
         Ok(())
     }

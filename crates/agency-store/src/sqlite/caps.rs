@@ -155,3 +155,32 @@ fn list_text<T: std::fmt::Display>(items: &[T]) -> String {
         shown.join(", ")
     }
 }
+
+/// The files a retiring subtree hands to its boss: documents and message
+/// bodies its handlers created, message bodies delivered to them, and their
+/// state documents and audit logs. Outcome files are left out: they follow
+/// outcome visibility, not capabilities.
+pub(crate) fn work_product(c: &Connection, handlers: &[HandlerId]) -> R<Vec<FileRow>> {
+    query_rows(
+        c,
+        concat!(
+            "WITH hs(h) AS (SELECT value FROM json_each(?1)),
+                  ids(id) AS (
+                    SELECT f.id FROM files f JOIN hs ON f.created_by = hs.h
+                     WHERE f.kind IN ('document', 'message')
+                    UNION
+                    SELECT m.file FROM messages m JOIN hs ON m.to_party = hs.h
+                     JOIN files f ON f.id = m.file
+                     WHERE m.delivered_at IS NOT NULL AND f.kind = 'message'
+                    UNION
+                    SELECT f.id FROM files f JOIN hs ON f.owner = hs.h
+                  )
+             SELECT ",
+            file_cols!(),
+            " FROM files WHERE id IN (SELECT id FROM ids) ORDER BY id"
+        ),
+        [json_list(handlers, true)],
+        || format!("list the work product of {}", list_text(handlers)),
+        file_row,
+    )
+}

@@ -64,6 +64,9 @@ impl Tx for SqliteTx<'_> {
     ) -> R<Vec<KbCandidate>> {
         kb::kb_candidates(self.conn, handler, terms, after, limit)
     }
+    fn work_product(&mut self, handlers: &[HandlerId]) -> R<Vec<FileRow>> {
+        caps::work_product(self.conn, handlers)
+    }
 
     // ---- Outcomes --------------------------------------------------------
 
