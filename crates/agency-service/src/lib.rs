@@ -21,6 +21,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod pages;
 mod permissions;
 mod read_audit;
 mod render;

@@ -21,6 +21,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod pages;
 mod runs;
 mod tokens;
 mod tx;
