@@ -25,6 +25,22 @@ pub struct Limits {
     pub max_reason_chars: usize,
     /// Most rows a listing returns in one call.
     pub max_list: usize,
+    /// Most bytes of variable-length text (bodies, descriptions, summaries,
+    /// details) one listing returns; the rest follows on the next page.
+    #[serde(default = "default_page_bytes")]
+    pub max_page_bytes: usize,
+    /// Largest message body an inbox page carries inline; a larger body is
+    /// returned as a reference to read with `kb_read`.
+    #[serde(default = "default_inline_bytes")]
+    pub max_inline_bytes: usize,
+}
+
+fn default_page_bytes() -> usize {
+    256 * 1024
+}
+
+fn default_inline_bytes() -> usize {
+    64 * 1024
 }
 
 impl Default for Limits {
@@ -35,6 +51,8 @@ impl Default for Limits {
             max_description_chars: 20_000,
             max_reason_chars: 20_000,
             max_list: 1000,
+            max_page_bytes: default_page_bytes(),
+            max_inline_bytes: default_inline_bytes(),
         }
     }
 }

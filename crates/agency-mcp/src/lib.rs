@@ -56,6 +56,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "outcome_view",
     "outcome_ancestors",
     "outcome_subtree",
+    "outcome_history",
     "outcome_create",
     "outcome_update",
     "outcome_complete",

@@ -31,26 +31,16 @@ impl Service {
         })
     }
 
-    /// A handler's audit log entries, oldest first: the handler itself, its
-    /// boss, or the user. `None` means the caller's own handler.
+    /// The first page of a handler's audit log entries, oldest first: the
+    /// handler itself, its boss, or the user. `None` means the caller's own
+    /// handler. Page through the rest with `audit_read_page`.
     pub fn audit_read(
         &self,
         who: Principal,
         handler: Option<HandlerId>,
     ) -> Result<Vec<LogEntryRow>> {
-        self.read(|tx| {
-            let caller = authenticate(tx, who)?;
-            let id = caller.named_or_own(handler, "read the audit log")?;
-            let h = visible_handler(tx, &caller, id)?;
-            if let Some(own) = caller.handler()
-                && h.id != own
-                && h.boss != Some(own)
-            {
-                // Visible (the boss) but not its log to read.
-                return Err(crate::ServiceError::not_found("handler", id));
-            }
-            Ok(tx.log_entries(id)?)
-        })
+        let page = self.audit_read_page(who, handler, None, None)?;
+        Ok(page.items.into_iter().map(|e| e.entry).collect())
     }
 
     /// Read a handler's state document (own, an underling's, or any for the

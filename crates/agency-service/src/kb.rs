@@ -17,7 +17,7 @@ use crate::error::ServiceError;
 use crate::events::Event;
 use crate::render::{Author, append_version, create_file};
 use crate::service::{Caller, Op, Service, authenticate};
-use crate::views::{FileContent, FileInfo, KbAuditRow as AuditRow, VersionInfo};
+use crate::views::{FileContent, FileInfo, KbAuditRow as AuditRow, Page, VersionInfo};
 
 impl Service {
     /// Create a document; the creating handler gets delegatable Write on it,
@@ -142,13 +142,11 @@ impl Service {
         })
     }
 
-    /// Every version of a file the caller may read, oldest first.
+    /// The first `limits.max_list` versions of a file the caller may read,
+    /// oldest first; page through the rest with `kb_history_page`.
     pub fn kb_history(&self, who: Principal, file: FileId) -> Result<Vec<VersionInfo>> {
-        self.read(|tx| {
-            let caller = authenticate(tx, who)?;
-            file_at_level(tx, &caller, file, Level::Read, "view the history of")?;
-            Ok(tx.versions(file)?.into_iter().map(version_info).collect())
-        })
+        let all = Some(self.cfg.limits.max_list);
+        Ok(self.kb_history_page(who, file, None, all)?.items)
     }
 
     /// A file's access log (who read and wrote it, when), for callers with
@@ -176,7 +174,30 @@ impl Service {
         after: Option<FileId>,
         limit: Option<usize>,
     ) -> Result<Vec<FileInfo>> {
+        Ok(self.kb_list_page(who, after, limit)?.items)
+    }
+
+    /// `kb_list` with the cursor of the next page: a page ends at `limit`
+    /// files or `limits.max_page_bytes` of descriptions.
+    pub fn kb_list_page(
+        &self,
+        who: Principal,
+        after: Option<FileId>,
+        limit: Option<usize>,
+    ) -> Result<Page<FileInfo, FileId>> {
         self.visible_files(who, &[], Level::Read, after, limit)
+    }
+
+    /// `kb_browse` with the cursor of the next page (as `kb_list_page`).
+    pub fn kb_browse_page(
+        &self,
+        who: Principal,
+        query: &str,
+        after: Option<FileId>,
+        limit: Option<usize>,
+    ) -> Result<Page<FileInfo, FileId>> {
+        let terms = search_terms(query)?;
+        self.visible_files(who, &terms, Level::None, after, limit)
     }
 
     /// Search descriptions of every file the caller knows of (at least
@@ -188,8 +209,7 @@ impl Service {
         after: Option<FileId>,
         limit: Option<usize>,
     ) -> Result<Vec<FileInfo>> {
-        let terms = search_terms(query)?;
-        self.visible_files(who, &terms, Level::None, after, limit)
+        Ok(self.kb_browse_page(who, query, after, limit)?.items)
     }
 
     fn visible_files(
@@ -199,11 +219,17 @@ impl Service {
         min: Level,
         after: Option<FileId>,
         limit: Option<usize>,
-    ) -> Result<Vec<FileInfo>> {
+    ) -> Result<Page<FileInfo, FileId>> {
         let limit = self.cfg.limits.page(limit);
+        let budget = self.cfg.limits.max_page_bytes;
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let mut out = Vec::new();
+            let mut bytes = 0usize;
+            let full = |out: Vec<FileInfo>| {
+                let next = out.last().map(|f: &FileInfo| f.id);
+                Ok(Page { items: out, next })
+            };
             let mut cursor = after;
             // Candidates may be filtered out by the access rule, so fetch
             // pages until the caller's page is full or candidates run out.
@@ -235,6 +261,12 @@ impl Service {
                         }),
                     };
                     if let Some(level) = level.filter(|l| *l >= min) {
+                        // Descriptions may be long: the page also ends at
+                        // its byte budget (always holding at least one file).
+                        bytes += 256 + c.file.description.len();
+                        if !out.is_empty() && bytes > budget {
+                            return full(out);
+                        }
                         out.push(FileInfo {
                             id: c.file.id,
                             kind: c.file.kind,
@@ -243,12 +275,15 @@ impl Service {
                             latest_version: c.file.latest_version,
                         });
                         if out.len() == limit {
-                            return Ok(out);
+                            return full(out);
                         }
                     }
                 }
                 if exhausted {
-                    return Ok(out);
+                    return Ok(Page {
+                        items: out,
+                        next: None,
+                    });
                 }
             }
         })
@@ -358,7 +393,7 @@ fn check_base(tx: &mut dyn Tx, f: &FileRow, base_version: i64, base_hash: &BlobI
     Ok(())
 }
 
-fn version_info(v: agency_store::VersionRow) -> VersionInfo {
+pub(crate) fn version_info(v: agency_store::VersionRow) -> VersionInfo {
     VersionInfo {
         file: v.file,
         version: v.version,

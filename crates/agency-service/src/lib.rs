@@ -22,6 +22,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod pages;
 mod permissions;
 mod processes;
 mod read_audit;

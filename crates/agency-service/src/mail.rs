@@ -173,21 +173,10 @@ impl Service {
         self.read(|tx| Ok(tx.next_due()?))
     }
 
-    /// Delivered, unacknowledged messages to the caller, with their bodies.
+    /// The first page of the caller's delivered, unacknowledged messages,
+    /// with the bodies that fit the page's budget (see `mail_inbox_page`).
     pub fn mail_inbox(&self, who: Principal, limit: Option<usize>) -> Result<Vec<MessageView>> {
-        let limit = self.cfg.limits.page(limit);
-        let rows = self.read(|tx| {
-            let caller = authenticate(tx, who)?;
-            Ok(tx.inbox(caller.party(), limit)?)
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for m in rows {
-            // Reading the body goes through the KB, so it is access-checked
-            // and lands in the body file's audit log like any read.
-            let body = self.kb_read(who, m.file).ok().map(|c| c.text());
-            out.push(view(m, body));
-        }
-        Ok(out)
+        Ok(self.mail_inbox_page(who, None, limit)?.items)
     }
 
     /// Acknowledge processed messages (only their recipient may). When the
@@ -239,15 +228,7 @@ impl Service {
     /// Messages the caller sent, newest first, with delivery and
     /// acknowledgement times.
     pub fn mail_sent(&self, who: Principal, limit: Option<usize>) -> Result<Vec<MessageView>> {
-        let limit = self.cfg.limits.page(limit);
-        self.read(|tx| {
-            let caller = authenticate(tx, who)?;
-            Ok(tx
-                .outbox(caller.party(), limit)?
-                .into_iter()
-                .map(|m| view(m, None))
-                .collect())
-        })
+        Ok(self.mail_sent_page(who, None, limit)?.items)
     }
 
     /// One message's envelope, for its sender or recipient.
@@ -553,7 +534,7 @@ fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
     Ok(())
 }
 
-fn view(m: MessageRow, body: Option<String>) -> MessageView {
+pub(crate) fn view(m: MessageRow, body: Option<String>) -> MessageView {
     MessageView {
         id: m.id,
         from: m.from,
@@ -565,6 +546,8 @@ fn view(m: MessageRow, body: Option<String>) -> MessageView {
         delivered_at: m.delivered_at,
         acked_at: m.acked_at,
         body,
+        body_size: None,
+        body_truncated: false,
     }
 }
 

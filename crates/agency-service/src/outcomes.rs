@@ -24,6 +24,9 @@ const MAX_PARENTS: usize = 32;
 /// Most "why?" chains returned by `outcome_ancestors`.
 const MAX_CHAINS: usize = 64;
 
+/// History events `outcome_view` returns (the newest ones).
+const VIEW_HISTORY: usize = 50;
+
 impl Service {
     /// Create an outcome under one or more parents the caller is responsible
     /// for; the caller becomes its responsible handler.
@@ -277,7 +280,20 @@ impl Service {
             let handler = tx
                 .handler(agency_core::HandlerId::from_root(id))?
                 .map(|h| h.id);
-            let history = tx.outcome_events(id)?;
+            // The newest events within the page budget; the whole history
+            // pages with `outcome_history`.
+            let history_total = tx.outcome_event_count(id)?;
+            let mut history = Vec::new();
+            let mut bytes = 0usize;
+            let latest = tx.outcome_events_latest(id, VIEW_HISTORY)?;
+            for (_, e) in latest.into_iter().rev() {
+                bytes += 256 + e.detail.len();
+                if !history.is_empty() && bytes > self.cfg.limits.max_page_bytes {
+                    break;
+                }
+                history.push(e);
+            }
+            history.reverse();
             Ok(OutcomeView {
                 outcome: o,
                 access,
@@ -285,6 +301,7 @@ impl Service {
                 children,
                 handler,
                 history,
+                history_total,
             })
         })
     }
@@ -448,6 +465,10 @@ pub(crate) fn finish_outcome(
     op.tx.update_outcome(&o)?;
     outcome_event(op, o.id, a, o.status.as_str(), rationale.to_owned())?;
     render_outcome_file(op, o.id, a)?;
+    // Parents list their children as not finished or finished.
+    for p in op.tx.parents(o.id)? {
+        render_outcome_file(op, p, a)?;
+    }
     op.events.push(Event::OutcomeStatusChanged {
         outcome: o.id,
         responsible: o.responsible,

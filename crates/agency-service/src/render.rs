@@ -1,9 +1,16 @@
 //! Writing the KB files Agency maintains itself: each outcome's Markdown
 //! rendering and each handler's audit log, a new version on every change.
 //! Blobs are written (durably) before the version row that points at them.
+//!
+//! Each version is bounded (issue 9 item 10): only the newest history
+//! events, log entries and children are read and rendered (with counts of
+//! the rest), so the bytes stored per event do not grow with the history.
 
 use agency_core::access::FileKind;
-use agency_core::render::{HistoryLine, LogLine, OutcomeDoc, render_audit_log, render_outcome};
+use agency_core::render::{
+    FINISHED_CHILDREN_SHOWN, HISTORY_SHOWN, HistoryLine, LOG_ENTRIES_SHOWN, LogLine,
+    OPEN_CHILDREN_SHOWN, OutcomeDoc, PARENTS_SHOWN, render_audit_log_tail, render_outcome,
+};
 use agency_core::{AgentId, FileId, HandlerId, OutcomeId};
 use agency_store::{FileRow, KbAction, KbAuditRow, OutcomeEventRow, VersionRow};
 
@@ -121,13 +128,18 @@ pub(crate) fn render_outcome_file(op: &mut Op<'_>, id: OutcomeId, author: Author
         .tx
         .outcome(id)?
         .ok_or_else(|| ServiceError::not_found("outcome", id))?;
-    let parents = op.tx.parents(id)?;
-    let children = op.tx.children(id)?;
+    let mut parents = op.tx.parents(id)?;
+    let parents_total = parents.len();
+    parents.truncate(PARENTS_SHOWN);
+    let (open_total, finished_total) = op.tx.child_counts(id)?;
+    let open_children = op.tx.children_by_state(id, false, OPEN_CHILDREN_SHOWN)?;
+    let finished_children = op.tx.children_by_state(id, true, FINISHED_CHILDREN_SHOWN)?;
+    let history_total = op.tx.outcome_event_count(id)?;
     let history: Vec<HistoryLine> = op
         .tx
-        .outcome_events(id)?
+        .outcome_events_latest(id, HISTORY_SHOWN)?
         .iter()
-        .map(|e| HistoryLine {
+        .map(|(_, e)| HistoryLine {
             at: e.at,
             actor: actor_label(e),
             action: e.action.clone(),
@@ -143,8 +155,13 @@ pub(crate) fn render_outcome_file(op: &mut Op<'_>, id: OutcomeId, author: Author
         priority: o.priority,
         perpetual: o.perpetual,
         parents: &parents,
-        children: &children,
+        parents_total,
+        open_children: &open_children,
+        open_total: count(open_total),
+        finished_children: &finished_children,
+        finished_total: count(finished_total),
         history: &history,
+        history_total: count(history_total),
     });
     let description = format!("Outcome: {}", o.title);
     match op.tx.file(id.file())? {
@@ -185,21 +202,26 @@ pub(crate) fn render_audit_log_file(
         .outcome(handler.root())?
         .map(|o| o.title)
         .unwrap_or_default();
+    let total = count(op.tx.log_entry_count(handler)?);
     let lines: Vec<LogLine> = op
         .tx
-        .log_entries(handler)?
+        .log_entries_latest(handler, LOG_ENTRIES_SHOWN)?
         .into_iter()
-        .map(|e| LogLine {
+        .map(|(_, e)| LogLine {
             at: e.at,
             agent: e.agent,
             summary: e.summary,
         })
         .collect();
-    let text = render_audit_log(&title, &lines);
+    let text = render_audit_log_tail(&title, &lines, total.saturating_sub(lines.len()));
     let f = op
         .tx
         .file(h.audit_log)?
         .ok_or_else(|| ServiceError::not_found("KB file", h.audit_log))?;
     append_version(op, f.id, f.latest_version, text.as_bytes(), author)?;
     Ok(())
+}
+
+fn count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
 }

@@ -90,7 +90,13 @@ pub struct OutcomeView {
     pub children: Vec<OutcomeBrief>,
     /// The handler whose root this outcome is, if it was delegated.
     pub handler: Option<HandlerId>,
+    /// The newest events (oldest first, at most
+    /// `agency_core::render::HISTORY_SHOWN` and the page byte budget);
+    /// page through all of them with `outcome_history`.
     pub history: Vec<OutcomeEventRow>,
+    /// How many events the whole history holds.
+    #[serde(default)]
+    pub history_total: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,8 +199,14 @@ pub struct MessageView {
     pub deliver_at: Timestamp,
     pub delivered_at: Option<Timestamp>,
     pub acked_at: Option<Timestamp>,
-    /// The body, for inbox reads.
+    /// The body, for inbox reads, when it fits the page's inline budget.
     pub body: Option<String>,
+    /// The body's size in bytes (inbox reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_size: Option<i64>,
+    /// The body was too large to carry inline: read `file` with `kb_read`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub body_truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,4 +221,28 @@ pub struct HandlerView {
     pub inbox_depth: i64,
     pub live_agent: Option<AgentId>,
     pub has_work: bool,
+}
+
+/// One page of a listing bounded in rows and bytes (see `pages.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page<T, C> {
+    pub items: Vec<T>,
+    /// Pass as `after` to get the next page; `None` when this is the last.
+    pub next: Option<C>,
+}
+
+/// An outcome history event with its sequence number (a paging cursor).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub event: OutcomeEventRow,
+}
+
+/// A handler audit log entry with its sequence number (a paging cursor).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub entry: LogEntryRow,
 }

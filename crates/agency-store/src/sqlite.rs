@@ -21,6 +21,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod pages;
 mod processes;
 mod run_logs;
 mod runs;

@@ -206,4 +206,71 @@ pub trait Tx {
     fn put_agent_process(&mut self, r: &AgentProcessRow) -> R<()>;
     /// The process groups recorded for agents still live, by agent.
     fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>>;
+
+    // ---- Bounded pages (see sqlite/pages.rs) --------------------------------
+
+    /// How many events an outcome's history holds.
+    fn outcome_event_count(&mut self, id: OutcomeId) -> R<i64>;
+    /// Up to `limit` history events after the one with sequence number
+    /// `after` (from the start when `None`), oldest first, each with its
+    /// sequence number (the cursor of the next page).
+    fn outcome_events_after(
+        &mut self,
+        id: OutcomeId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<(i64, OutcomeEventRow)>>;
+    /// The newest `limit` history events, oldest first.
+    fn outcome_events_latest(
+        &mut self,
+        id: OutcomeId,
+        limit: usize,
+    ) -> R<Vec<(i64, OutcomeEventRow)>>;
+    /// How many entries a handler's audit log holds.
+    fn log_entry_count(&mut self, handler: HandlerId) -> R<i64>;
+    /// Up to `limit` audit log entries after sequence number `after`,
+    /// oldest first.
+    fn log_entries_after(
+        &mut self,
+        handler: HandlerId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<(i64, LogEntryRow)>>;
+    /// The newest `limit` audit log entries, oldest first.
+    fn log_entries_latest(
+        &mut self,
+        handler: HandlerId,
+        limit: usize,
+    ) -> R<Vec<(i64, LogEntryRow)>>;
+    /// (children not finished, finished children) of an outcome.
+    fn child_counts(&mut self, id: OutcomeId) -> R<(i64, i64)>;
+    /// Children not finished (oldest first) or finished (most recently
+    /// changed first), at most `limit`.
+    fn children_by_state(
+        &mut self,
+        id: OutcomeId,
+        finished: bool,
+        limit: usize,
+    ) -> R<Vec<OutcomeId>>;
+    /// Versions after `after` (from 1 when `None`), oldest first.
+    fn versions_after(
+        &mut self,
+        file: FileId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<VersionRow>>;
+    /// Like `inbox`, starting after the message `after`.
+    fn inbox_after(
+        &mut self,
+        to: MailTarget,
+        after: Option<MessageId>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>>;
+    /// Like `outbox` (newest first), starting after the message `before`.
+    fn outbox_before(
+        &mut self,
+        from: MailTarget,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>>;
 }

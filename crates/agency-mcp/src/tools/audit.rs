@@ -17,7 +17,7 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
     vec![
         tool("state_read", STATE_READ, Effect::Read, state_read),
         tool("state_write", STATE_WRITE, Effect::Write, state_write),
-        tool("audit_read", AUDIT_READ, Effect::Read, audit_read),
+        tool("audit_read", AUDIT_READ, Effect::Read, audit_read_paged),
         tool("audit_submit", AUDIT_SUBMIT, Effect::Write, audit_submit),
     ]
 }
@@ -31,6 +31,7 @@ Compare-and-set like kb_write: pass the `base_version` and `base_hash` from stat
 Content is exactly one of `content` (inline text) or `path` (a file in your workspace). Errors: conflict, invalid_input, invalid_path.";
 
 const AUDIT_READ: &str = "Read a handler's audit log entries, oldest first: your own by default, or a direct underling's (to review its work). \
+A page holds at most `limit` entries and about 256 KiB; pass the returned `next_after` as `after` for the next page (absent on the last). The audit log file shows only the newest entries. \
 Errors: not_found for a handler whose log you may not read.";
 
 const AUDIT_SUBMIT: &str = "Append a summary of what you did in this session to your handler's audit log (your boss reads it). \
@@ -77,13 +78,33 @@ fn state_write(call: &Call, a: StateWriteArgs) -> ToolResult {
     )
 }
 
-fn audit_read(call: &Call, a: OptionalHandlerArgs) -> ToolResult {
-    let handler: Option<HandlerId> = args::opt_id("handler", a.handler.as_deref())?;
-    let entries = call.svc.audit_read(call.who(), handler)?;
-    Ok(json!({ "handler": handler.unwrap_or(call.identity.handler), "entries": entries }))
-}
-
 fn audit_submit(call: &Call, a: SubmitArgs) -> ToolResult {
     call.svc.audit_submit(call.who(), &a.summary)?;
     Ok(json!({ "submitted": true }))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AuditReadArgs {
+    /// UUID of the handler (default: your own).
+    handler: Option<String>,
+    /// Continue after this entry (the `next_after` of the previous page).
+    after: Option<i64>,
+    /// Most entries to return (default 200, at most 1000).
+    limit: Option<u32>,
+}
+
+fn audit_read_paged(call: &Call, a: AuditReadArgs) -> ToolResult {
+    let handler: Option<HandlerId> = args::opt_id("handler", a.handler.as_deref())?;
+    let page = call
+        .svc
+        .audit_read_page(call.who(), handler, a.after, args::limit(a.limit))?;
+    let mut out = json!({
+        "handler": handler.unwrap_or(call.identity.handler),
+        "entries": page.items,
+    });
+    if let Some(next) = page.next {
+        out["next_after"] = json!(next);
+    }
+    Ok(out)
 }

@@ -29,6 +29,12 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
             outcome_subtree,
         ),
         tool(
+            "outcome_history",
+            OUTCOME_HISTORY,
+            Effect::Read,
+            outcome_history,
+        ),
+        tool(
             "outcome_create",
             OUTCOME_CREATE,
             Effect::Write,
@@ -61,7 +67,11 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
     ]
 }
 
-const OUTCOME_VIEW: &str = "Show one outcome: title, description, status (and its reason), priority, responsible handler, what you may do with it, its immediate parents and children that you can see, the handler it was delegated to, and its history. \
+const OUTCOME_HISTORY: &str = "Page through an outcome's whole history, oldest first: who did what and when, with each event's full detail. \
+A page holds at most `limit` events and about 256 KiB; pass the returned `next_after` as `after` for the next page (absent on the last). \
+Errors: not_found if the outcome does not exist or is outside your area.";
+
+const OUTCOME_VIEW: &str = "Show one outcome: title, description, status (and its reason), priority, responsible handler, what you may do with it, its immediate parents and children that you can see, the handler it was delegated to, and its newest history events (`history_total` counts all; page through them with outcome_history). \
 You can see outcomes in your area (your root outcome's descendants and their \"why?\" chain). Errors: not_found if it does not exist or is outside your area.";
 
 const OUTCOME_ANCESTORS: &str = "List every \"why?\" chain from an outcome up to a root, each chain ordered from the outcome upwards (at most 64 chains). \
@@ -235,4 +245,27 @@ fn outcome_request_completion(call: &Call, a: RequestCompletionArgs) -> ToolResu
             .svc
             .outcome_request_completion(call.who(), &a.summary)?,
     )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HistoryArgs {
+    /// UUID of the outcome.
+    outcome: String,
+    /// Continue after this event (the `next_after` of the previous page).
+    after: Option<i64>,
+    /// Most events to return (default 200, at most 1000).
+    limit: Option<u32>,
+}
+
+fn outcome_history(call: &Call, a: HistoryArgs) -> ToolResult {
+    let id: OutcomeId = args::id("outcome", &a.outcome)?;
+    let page = call
+        .svc
+        .outcome_history(call.who(), id, a.after, args::limit(a.limit))?;
+    let mut out = json!({ "outcome": id, "events": page.items });
+    if let Some(next) = page.next {
+        out["next_after"] = json!(next);
+    }
+    Ok(out)
 }

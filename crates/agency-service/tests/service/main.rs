@@ -6,6 +6,7 @@
 
 mod support;
 
+mod bounded;
 mod concurrency;
 mod crash;
 mod dag_props;

@@ -9,7 +9,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes, processes, run_logs, runs, tokens};
+use super::{caps, handlers, kb, mail, outcomes, pages, processes, run_logs, runs, tokens};
 use crate::blob::BlobId;
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
@@ -291,5 +291,79 @@ impl Tx for SqliteTx<'_> {
     }
     fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>> {
         processes::live_agent_processes(self.conn)
+    }
+
+    // ---- Bounded pages ----------------------------------------------------
+
+    fn outcome_event_count(&mut self, id: OutcomeId) -> R<i64> {
+        pages::outcome_event_count(self.conn, id)
+    }
+    fn outcome_events_after(
+        &mut self,
+        id: OutcomeId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<(i64, OutcomeEventRow)>> {
+        pages::outcome_events_after(self.conn, id, after, limit)
+    }
+    fn outcome_events_latest(
+        &mut self,
+        id: OutcomeId,
+        limit: usize,
+    ) -> R<Vec<(i64, OutcomeEventRow)>> {
+        pages::outcome_events_latest(self.conn, id, limit)
+    }
+    fn log_entry_count(&mut self, handler: HandlerId) -> R<i64> {
+        pages::log_entry_count(self.conn, handler)
+    }
+    fn log_entries_after(
+        &mut self,
+        handler: HandlerId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<(i64, LogEntryRow)>> {
+        pages::log_entries_after(self.conn, handler, after, limit)
+    }
+    fn log_entries_latest(
+        &mut self,
+        handler: HandlerId,
+        limit: usize,
+    ) -> R<Vec<(i64, LogEntryRow)>> {
+        pages::log_entries_latest(self.conn, handler, limit)
+    }
+    fn child_counts(&mut self, id: OutcomeId) -> R<(i64, i64)> {
+        pages::child_counts(self.conn, id)
+    }
+    fn children_by_state(
+        &mut self,
+        id: OutcomeId,
+        finished: bool,
+        limit: usize,
+    ) -> R<Vec<OutcomeId>> {
+        pages::children_by_state(self.conn, id, finished, limit)
+    }
+    fn versions_after(
+        &mut self,
+        file: FileId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> R<Vec<VersionRow>> {
+        pages::versions_after(self.conn, file, after, limit)
+    }
+    fn inbox_after(
+        &mut self,
+        to: MailTarget,
+        after: Option<MessageId>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>> {
+        pages::inbox_after(self.conn, to, after, limit)
+    }
+    fn outbox_before(
+        &mut self,
+        from: MailTarget,
+        before: Option<MessageId>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>> {
+        pages::outbox_before(self.conn, from, before, limit)
     }
 }
