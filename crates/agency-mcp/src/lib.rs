@@ -62,6 +62,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "outcome_complete",
     "outcome_close",
     "outcome_request_completion",
+    "outcome_reopen",
     "mail_send",
     "mail_send_deferred",
     "mail_inbox",

@@ -1,5 +1,6 @@
 //! Outcome tools: view the DAG around an outcome, create and update
-//! outcomes, finish them, and request completion of one's own root.
+//! outcomes, finish and reopen them, and request completion of one's own
+//! root.
 
 use agency_core::{OutcomeId, OutcomeStatus};
 use agency_service::{NewOutcome, OutcomeUpdate};
@@ -64,6 +65,12 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
             Effect::Write,
             outcome_request_completion,
         ),
+        tool(
+            "outcome_reopen",
+            OUTCOME_REOPEN,
+            Effect::Write,
+            outcome_reopen,
+        ),
     ]
 }
 
@@ -74,10 +81,10 @@ Errors: not_found if the outcome does not exist or is outside your area.";
 const OUTCOME_VIEW: &str = "Show one outcome: title, description, status (and its reason), priority, responsible handler, what you may do with it, its immediate parents and children that you can see, the handler it was delegated to, and its newest history events (`history_total` counts all; page through them with outcome_history). \
 You can see outcomes in your area (your root outcome's descendants and their \"why?\" chain). Errors: not_found if it does not exist or is outside your area.";
 
-const OUTCOME_ANCESTORS: &str = "List every \"why?\" chain from an outcome up to a root, each chain ordered from the outcome upwards (at most 64 chains). \
+const OUTCOME_ANCESTORS: &str = "List every \"why?\" chain from an outcome up to a root, each chain ordered from the outcome upwards (at most 64 chains); only chains made of outcomes you can see are listed. \
 Use it to understand why work exists before changing it. Errors: not_found if the outcome does not exist or is outside your area.";
 
-const OUTCOME_SUBTREE: &str = "List an outcome and its descendants (how it is being achieved) with the parent-child edges between them; `truncated` is true when more exist than `limit`. \
+const OUTCOME_SUBTREE: &str = "List an outcome and those of its descendants you can see (how it is being achieved) with the parent-child edges between them; from above your root outcome that is the chain down to your root and your own subtree; `truncated` is true when more exist than `limit`. \
 Errors: not_found if the outcome does not exist or is outside your area.";
 
 const OUTCOME_CREATE: &str = "Create an outcome (a result to achieve) under one or more parent outcomes that you are responsible for; you become responsible for it. \
@@ -89,16 +96,21 @@ const OUTCOME_UPDATE: &str = "Change an outcome you may write (one you are respo
 Your own root outcome is your boss's, but you may set its status (only) to \"blocked\" while you wait on an underling — you then get no new agent until mail arrives — and back to \"open\". \
 Returns the updated outcome. Errors: permission_denied, not_found, invalid_input (illegal status change, cycle, a finished outcome).";
 
-const OUTCOME_COMPLETE: &str = "Mark an outcome you may write as accomplished, with a rationale. This cannot be undone: every capability scoped to it is revoked, and if it is the root outcome of an underling handler, that handler and everything below it are retired and their agents stopped. \
+const OUTCOME_COMPLETE: &str = "Mark an outcome you may write as accomplished, with a rationale. Every capability scoped to it is revoked, and if it is the root outcome of an underling handler, that handler and everything below it are retired and their agents stopped. \
+Revoked capabilities and retired handlers stay so, even if the outcome is later reopened (outcome_reopen). \
 Your own root outcome cannot be completed by you: use outcome_request_completion. A Process Inbox outcome completes only once every message is acknowledged. \
 Errors: permission_denied, not_found, invalid_input (already finished, perpetual root, unacknowledged mail, empty rationale).";
 
-const OUTCOME_CLOSE: &str = "Close an outcome you may write as disproven or abandoned, with a rationale recorded in its file. Same effects as outcome_complete (capabilities revoked, an underling whose root it is retired); cannot be undone. \
+const OUTCOME_CLOSE: &str = "Close an outcome you may write as disproven or abandoned, with a rationale recorded in its file. Same effects as outcome_complete (capabilities revoked, an underling whose root it is retired); outcome_reopen sets it back to open. \
 Errors: permission_denied, not_found, invalid_input (already finished, perpetual root, empty rationale).";
 
 const OUTCOME_REQUEST_COMPLETION: &str = "Tell your boss that your root outcome is accomplished: its status becomes awaiting_verification and your boss (or the user) gets a message with your summary to verify it. \
 Only your boss can then complete it, or set it back to open with what is missing. Write your state document first. \
 Errors: invalid_input (completion already requested, the perpetual root outcome, empty summary).";
+
+const OUTCOME_REOPEN: &str = "Set a completed or closed outcome back to open, with a rationale recorded in its history: one you completed or closed yourself (not your own root), or the root outcome of an underling handler you completed or closed. \
+If that underling has retired, you become responsible again for its root and for the open work below it: redo it, or delegate it again (that brings the handler back, with only the capabilities you grant anew). \
+Returns the outcome, its status and its responsible handler. Errors: permission_denied, not_found, invalid_input (not finished, a Process Inbox outcome, empty rationale).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -162,6 +174,15 @@ pub(super) struct FinishArgs {
     /// UUID of the outcome.
     outcome: String,
     /// Why it is finished: what was achieved, or why it is abandoned.
+    rationale: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReopenArgs {
+    /// UUID of the completed or closed outcome.
+    outcome: String,
+    /// Why it is not finished after all: what is missing or wrong.
     rationale: String,
 }
 
@@ -268,4 +289,9 @@ fn outcome_history(call: &Call, a: HistoryArgs) -> ToolResult {
         out["next_after"] = json!(next);
     }
     Ok(out)
+}
+
+fn outcome_reopen(call: &Call, a: ReopenArgs) -> ToolResult {
+    let id: OutcomeId = args::id("outcome", &a.outcome)?;
+    json(&call.svc.outcome_reopen(call.who(), id, &a.rationale)?)
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fuzz;
+mod reopen;
 mod repos;
 mod support;
 

@@ -1,11 +1,12 @@
 //! Property: random organisations under random agent operations (KB
 //! create / read / write, grant, delegate, outcome create / block / unblock
-//! / complete / close / request completion, mail with and without an
-//! attached file, force-stop, grant for a named outcome), each by a random
-//! handler's agent, are allowed exactly when an independent model of seed
-//! 000's rules allows them; mail-derived Read, the handover at retirement
-//! and outcome-scoped grants (issue 9 items 2-4) are checked against the
-//! model too. Checked op by op; at the end every (handler, file) read is checked
+//! / complete / close / request completion / reopen, mail with and without
+//! an attached file, force-stop, grant for a named outcome, and the subtree
+//! and "why?" chains a handler is shown), each by a random handler's agent,
+//! are allowed exactly when an independent model of seed 000's rules allows
+//! them; mail-derived Read, the handover at retirement and outcome-scoped
+//! grants (issue 9 items 2-4) are checked against the model too. Checked op
+//! by op; at the end every (handler, file) read is checked
 //! against the model's level.
 //!
 //! The model below is written from the seed (and the decisions recorded in
@@ -32,6 +33,7 @@ use crate::support::Env;
 // retirement handover, and a fixed story through them.
 #[path = "org_props_issue9.rs"]
 mod issue9;
+mod walks;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -94,6 +96,19 @@ enum Op {
         delegatable: bool,
         o: usize,
     },
+    // Issue 9 items 1 and 13 (walks.rs).
+    Subtree {
+        h: usize,
+        o: usize,
+    },
+    Ancestors {
+        h: usize,
+        o: usize,
+    },
+    Reopen {
+        h: usize,
+        o: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -115,6 +130,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (i(), i()).prop_map(|(h, t)| Op::Stop { h, t }),
         3 => (i(), i(), i(), lvl(), any::<bool>(), i())
             .prop_map(|(h, u, f, level, delegatable, o)| Op::GrantFor { h, u, f, level, delegatable, o }),
+        2 => (i(), i()).prop_map(|(h, o)| Op::Subtree { h, o }),
+        2 => (i(), i()).prop_map(|(h, o)| Op::Ancestors { h, o }),
+        2 => (i(), i()).prop_map(|(h, o)| Op::Reopen { h, o }),
     ]
 }
 
@@ -572,6 +590,9 @@ impl Run {
                 delegatable,
                 o,
             } => self.grant_for(op, h, u, f, level(l), delegatable, o)?,
+            Op::Subtree { h, o } => self.step_subtree(op, h, o)?,
+            Op::Ancestors { h, o } => self.step_ancestors(op, h, o)?,
+            Op::Reopen { h, o } => self.step_reopen(op, h, o)?,
         }
         Ok(())
     }
@@ -725,4 +746,56 @@ fn the_org_model_sees_both_answers() {
     ];
     let stats = run(&ops).unwrap();
     assert!(stats.allowed >= 12 && stats.denied >= 8, "{stats:?}");
+}
+
+/// Issue 9 items 1 and 13 through the same runner: a sibling's work stays
+/// out of every walk, a second parent outside the area hides its chain,
+/// and reopening follows who could finish, handing a retired handler's
+/// root back to its boss.
+#[test]
+fn the_org_model_decides_walks_and_reopening() {
+    use Op::*;
+    let c = |h, p, p2| Create { h, p, p2 };
+    let ops = [
+        c(0, 0, None),    // o1
+        c(0, 0, None),    // o2
+        c(0, 1, Some(2)), // o3 below both
+        Delegate {
+            h: 0,
+            o: 1,
+            grant: None,
+        }, // h1: o1 and o3 (o3's second parent o2 stays the root's)
+        Delegate {
+            h: 0,
+            o: 2,
+            grant: None,
+        }, // h2: o2 (o3 is below it too)
+        c(1, 1, None),    // o4, h1's
+        c(2, 2, None),    // o5, h2's
+        Subtree { h: 1, o: 0 },
+        Subtree { h: 2, o: 0 },
+        Ancestors { h: 1, o: 3 },
+        Ancestors { h: 2, o: 3 },
+        Subtree { h: 1, o: 5 },   // not_found
+        Ancestors { h: 1, o: 5 }, // not_found
+        Finish {
+            h: 1,
+            o: 4,
+            close: false,
+        },
+        Reopen { h: 0, o: 4 }, // not the root handler's to reopen
+        Reopen { h: 1, o: 4 }, // h1's own work
+        Reopen { h: 1, o: 4 }, // open already
+        Finish {
+            h: 0,
+            o: 1,
+            close: true,
+        }, // retires h1
+        Reopen { h: 2, o: 1 }, // not h2's
+        Reopen { h: 0, o: 1 }, // the boss: responsible again for o1, o3, o4
+        Subtree { h: 0, o: 1 },
+        Reopen { h: 0, o: 0 }, // the perpetual root was never finished
+    ];
+    let stats = run(&ops).unwrap();
+    assert!(stats.allowed >= 14 && stats.denied >= 6, "{stats:?}");
 }
