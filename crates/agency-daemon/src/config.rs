@@ -344,6 +344,9 @@ max_file_bytes = 8388608
 # mint`); "command": run [agents.command] for each agent, with its token,
 # MCP URL and prompt in AGENCY_TOKEN, AGENCY_MCP_URL, AGENCY_PROMPT_FILE;
 # "builtin": [agents.builtin]; "claude-code": [agents.claude_code].
+# Every agent starts from an empty environment: PATH, LANG, LC_*, TZ, a
+# HOME and TMPDIR of its own, and what its runtime needs (below); nothing
+# else of the daemon's environment reaches it.
 runtime = "none"
 # Most agents alive at once; waiting handlers are served first come, first served.
 max_concurrent = 4
@@ -372,7 +375,7 @@ args = []
 api = "anthropic"          # or "openai" (OpenAI, Ollama, vLLM, llama.cpp server)
 base_url = ""              # e.g. "https://api.anthropic.com" or "http://127.0.0.1:11434"
 model = ""
-api_key_env = ""           # name of the environment variable holding the key
+api_key_env = ""           # the daemon's variable holding the key (the one passed on)
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
@@ -384,6 +387,7 @@ max_output_tokens = 8192
 program = "claude"
 model = ""                 # passed as --model when set
 max_turns = 50             # passed as --max-turns when above 0
+api_key_env = ""           # the daemon's variable given to it as ANTHROPIC_API_KEY
 [agents.claude_code.env]   # extra environment, e.g.
 # ANTHROPIC_API_KEY = "sk-…"
 # ANTHROPIC_BASE_URL = "https://api.anthropic.com"

@@ -79,6 +79,8 @@ pub struct Story {
     pub home: PathBuf,
     serve: Child,
     deadline: Instant,
+    /// Extra variables of the daemon's environment (kept for a restart).
+    env: Vec<(String, String)>,
 }
 
 impl Story {
@@ -112,6 +114,10 @@ impl Story {
             home,
             serve,
             deadline,
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         }
     }
 
@@ -221,6 +227,7 @@ impl Story {
         self.serve = Command::new(BIN)
             .arg("serve")
             .env("AGENCY_HOME", &self.home)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
