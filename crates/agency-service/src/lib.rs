@@ -15,6 +15,7 @@ mod access;
 mod agents;
 mod audit;
 mod clock;
+mod declared;
 mod error;
 mod events;
 mod handlers;
@@ -30,6 +31,7 @@ mod tokens;
 mod views;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use declared::Declared;
 pub use error::ServiceError;
 pub use events::Event;
 pub use runs::{RunOutcome, RunReport};

@@ -28,6 +28,7 @@ impl Service {
         grantee: HandlerId,
         req: &GrantRequest,
     ) -> Result<CapabilityId> {
+        self.check_declared(&req.resource, matches!(who, Principal::User))?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             grant_in(op, &caller, grantee, req)
