@@ -2,14 +2,14 @@
 Python MCP client. The `agency` binary comes from AGENCY_BIN (scripts/test.sh
 builds it) or target/debug/agency."""
 
+import http.client
 import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -18,6 +18,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def agency_bin() -> str:
     return os.environ.get("AGENCY_BIN") or str(ROOT / "target" / "debug" / "agency")
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket (the daemon's `daemon.sock`)."""
+
+    def __init__(self, path: str):
+        super().__init__("localhost", timeout=30)
+        self.socket_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
 
 
 class Daemon:
@@ -32,16 +45,18 @@ class Daemon:
         return f"http://{self.addr}/mcp"
 
     def rest(self, method: str, path: str, body=None, token=None):
+        """The admin REST API, served only on the home's Unix socket."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"http://{self.addr}{path}", data=data, method=method)
-        req.add_header("Authorization", f"Bearer {token or self.admin}")
+        headers = {"Authorization": f"Bearer {token or self.admin}"}
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
+        conn = UnixHTTPConnection(str(self.home / "daemon.sock"))
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read() or b"null")
+        finally:
+            conn.close()
 
     def mint(self, handler: str, workspace: str | None = None) -> dict:
         body = {"handler": handler}

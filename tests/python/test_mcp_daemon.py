@@ -161,8 +161,7 @@ def test_tools_and_rules_through_the_python_client(daemon, tmp_path):
 
 def test_foreign_host_and_origin_are_refused(daemon):
     for header, value in [("Host", "evil.example"), ("Origin", "http://evil.example")]:
-        req = urllib.request.Request(f"http://{daemon.addr}/v1/status")
-        req.add_header("Authorization", f"Bearer {daemon.admin}")
+        req = urllib.request.Request(daemon.mcp_url, data=b"{}", method="POST")
         req.add_header(header, value)
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=10)

@@ -150,23 +150,27 @@ async fn daemon_rss(bin: &Path, home: &Home) -> Result<u64> {
         .context("failed to start agency serve")?;
     let pid = child.id().context("failed to read the daemon's pid")?;
     let deadline = Instant::now() + Duration::from_secs(120);
-    let info = loop {
-        if let Ok(Some(info)) = home.daemon_info() {
-            break info;
+    loop {
+        if let Ok(Some(_)) = home.daemon_info() {
+            break;
         }
         if Instant::now() > deadline {
             bail!("agency serve did not start within 120 s");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    }
     let token = home
         .admin_token()
         .context("failed to read the admin token")?;
-    let client = reqwest::Client::new();
+    // The admin API is served on the home's Unix socket only.
+    let client = reqwest::Client::builder()
+        .unix_socket(home.admin_socket_path())
+        .build()
+        .context("failed to build the REST client")?;
     for _ in 0..20 {
         for path in ["status", "handlers", "outcomes", "inbox", "agents"] {
             let r = client
-                .get(format!("http://{}/v1/{path}", info.addr))
+                .get(format!("http://localhost/v1/{path}"))
                 .bearer_auth(&token)
                 .send()
                 .await

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
@@ -46,6 +47,18 @@ pub enum Command {
     /// Exits 0 when the daemon answers; prints "not running" and exits 1
     /// when no daemon is running for the home.
     Status,
+
+    /// Stop the running daemon gracefully and wait until it has stopped.
+    ///
+    /// Its agents get their grace period (kill_grace_ms) to save state,
+    /// in-flight requests finish, then it exits 0. SIGTERM or SIGINT to
+    /// `agency serve` does the same; `agency stop` stops a handler, not
+    /// the daemon.
+    Shutdown,
+
+    /// The MCP tools agents use, with their arguments (JSON Schema with
+    /// `--json`). Needs no daemon.
+    Tools,
 
     /// Send a message to the root handler.
     Send(SendArgs),
@@ -130,7 +143,8 @@ pub enum Command {
 
     /// Serve the scripted model server (Anthropic Messages and
     /// OpenAI-compatible chat completions) on 127.0.0.1, for offline runs
-    /// and tests, until SIGINT or SIGTERM.
+    /// and tests, until SIGINT or SIGTERM. `--help-format` explains the
+    /// script.
     ModelServer(ModelServerArgs),
 }
 
@@ -143,9 +157,12 @@ pub struct AgentArgs {
 
 #[derive(Debug, Args)]
 pub struct ModelServerArgs {
-    /// The JSON script of scenarios (see the agency-testkit crate docs).
+    /// The JSON script of scenarios (`--help-format` describes it).
+    #[arg(long, required_unless_present = "help_format")]
+    pub script: Option<PathBuf>,
+    /// Print the script format with an example, and exit.
     #[arg(long)]
-    pub script: PathBuf,
+    pub help_format: bool,
     /// Port on 127.0.0.1; 0 picks a free one (printed on stdout).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -153,8 +170,8 @@ pub struct ModelServerArgs {
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// The message text.
-    pub text: String,
+    #[command(flatten)]
+    pub body: TextArgs,
     /// A subject line (default: derived from the text).
     #[arg(long)]
     pub subject: Option<String>,
@@ -163,12 +180,25 @@ pub struct SendArgs {
 #[derive(Debug, Args)]
 pub struct TellArgs {
     /// Handler id or unique prefix.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub handler: String,
-    /// The message text.
-    pub text: String,
+    #[command(flatten)]
+    pub body: TextArgs,
     /// A subject line (default: derived from the text).
     #[arg(long)]
     pub subject: Option<String>,
+}
+
+/// A message's text: an argument, standard input (`-`), or a file (the
+/// OS limits one argument to 128 KiB; a file or a pipe has no such limit).
+#[derive(Debug, Args)]
+pub struct TextArgs {
+    /// The message text; `-` reads it from standard input.
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Read the message text from this file instead.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -181,7 +211,7 @@ pub struct InboxArgs {
 #[derive(Debug, Args)]
 pub struct OutcomesArgs {
     /// Start from this outcome instead of the root handler's root.
-    #[arg(long, value_name = "OUTCOME")]
+    #[arg(long, value_name = "OUTCOME", value_parser = NonEmptyStringValueParser::new())]
     pub root: Option<String>,
     /// At most this many outcomes.
     #[arg(long, default_value_t = 10_000)]
@@ -193,6 +223,7 @@ pub enum OutcomeCommand {
     /// An outcome's details, parents, children and history.
     Show {
         /// Outcome id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
 }
@@ -211,6 +242,7 @@ pub enum KbCommand {
     /// Print a file's content.
     Cat {
         /// File id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
         /// This version instead of the latest.
         #[arg(long)]
@@ -219,6 +251,7 @@ pub enum KbCommand {
     /// A file's version history, newest first.
     Log {
         /// File id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
 }
@@ -226,6 +259,7 @@ pub enum KbCommand {
 #[derive(Debug, Args)]
 pub struct HandlerArg {
     /// Handler id or unique prefix.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub handler: String,
 }
 
@@ -235,7 +269,7 @@ pub enum TokenCommand {
     /// The token is printed once, alone on stdout.
     Mint {
         /// Handler id or unique prefix.
-        #[arg(long)]
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
         handler: String,
         /// The client's working directory, where the `path` arguments of
         /// MCP tools resolve (made absolute; must exist).
@@ -245,6 +279,7 @@ pub enum TokenCommand {
     /// Revoke an agent's token; the agent ends with it.
     Revoke {
         /// Agent id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
         agent: String,
     },
 }
@@ -252,8 +287,10 @@ pub enum TokenCommand {
 #[derive(Debug, Args)]
 pub struct GrantArgs {
     /// The handler (id or unique prefix).
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub handler: String,
     /// KIND:KEY, where KIND is kb, mcp_server or repo.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub resource: String,
     /// none, read or write.
     pub level: String,
@@ -265,6 +302,7 @@ pub struct GrantArgs {
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
     /// The capability's number.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub capability: String,
 }
 
@@ -281,6 +319,76 @@ pub struct McpStdioArgs {
     pub token_file: PathBuf,
 }
 
+/// Subcommands for which the global `--home` or `--json` mean nothing:
+/// hidden from their help, and refused if given (see [`refuse_meaningless`]).
+const NO_HOME: &[&str] = &["model-server", "agent", "mcp-launch", "tools"];
+const NO_JSON: &[&str] = &[
+    "model-server",
+    "agent",
+    "mcp-launch",
+    "mcp-stdio",
+    "serve",
+    "demo",
+];
+
+/// The command line as clap builds it, with the global options hidden
+/// where they mean nothing and the demo's `--home` described as what it
+/// is (a new directory, not `$AGENCY_HOME`). A subcommand that already has
+/// an argument with a global's id does not get the global copied in, so
+/// each gets its own (hidden, or reworded) copy here, in place.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let global = |id: &str| {
+        cmd.get_arguments()
+            .find(|a| a.get_id() == id)
+            .cloned()
+            .map(|a| a.global(false))
+    };
+    let (Some(home), Some(json)) = (global("home"), global("json")) else {
+        return cmd;
+    };
+    cmd.mut_subcommands(|c| {
+        let name = c.get_name().to_owned();
+        let mut c = c;
+        if NO_HOME.contains(&name.as_str()) {
+            c = c.arg(home.clone().hide(true));
+        } else if name == "demo" {
+            c = c.arg(home.clone().help(
+                "A new directory to play the demo in [default: a fresh temporary directory; never $AGENCY_HOME]",
+            ));
+        }
+        if NO_JSON.contains(&name.as_str()) {
+            c = c.arg(json.clone().hide(true));
+        }
+        c
+    })
+}
+
+/// Parse the process's arguments; a global option given to a subcommand
+/// where it means nothing is a usage error (exit 2).
+pub fn parse() -> Cli {
+    use clap::FromArgMatches;
+    let mut cmd = command();
+    let matches = cmd.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((name, _)) = matches.subcommand() {
+        for (flag, set, list) in [
+            ("--home", cli.home.is_some(), NO_HOME),
+            ("--json", cli.json, NO_JSON),
+        ] {
+            if set && list.contains(&name) {
+                cmd.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} means nothing for `agency {name}`; leave it out"),
+                )
+                .exit();
+            }
+        }
+    }
+    cli
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -290,5 +398,6 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }

@@ -1,6 +1,11 @@
-//! The REST client: finds the home's running daemon from `daemon.json`,
-//! sends the admin token, and turns the API's error JSON into a typed
-//! error. Every command except `init` and `serve` goes through here.
+//! The REST client: speaks HTTP to the home's daemon over its Unix socket
+//! (`daemon.sock`, checked first), sends the admin token, and turns the
+//! API's error JSON into a typed error. Every command except `init` and
+//! `serve` goes through here.
+//!
+//! The admin token never travels over TCP: a stale `daemon.json` after a
+//! crash may name a port another user's process now holds, while the
+//! socket is a file in a home only its owner can write.
 
 use std::fmt;
 use std::time::Duration;
@@ -99,15 +104,29 @@ pub struct Client {
 }
 
 impl Client {
-    /// Locate the daemon of `home` (not yet contacting it).
+    /// Locate the daemon of `home` (not yet contacting it): its admin
+    /// socket, after checking that only the home's owner could have made
+    /// it.
     pub fn new(home: &Home) -> Result<Client> {
-        let base = daemon_base(home)?;
+        if !home.exists() {
+            return Err(agency_daemon::DaemonError::NoHome(home.dir().to_owned()).into());
+        }
+        let socket = home
+            .checked_admin_socket()?
+            .ok_or_else(|| no_daemon(home))?;
         let token = home.admin_token()?;
+        let http = Http::builder()
+            .unix_socket(socket)
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(None)
+            .build()
+            .context("failed to build the HTTP client")?;
         Ok(Client {
             home: home.clone(),
-            base,
+            // The host is only the `Host` header: the socket is the address.
+            base: Url::parse("http://localhost/").context("failed to make the daemon's URL")?,
             token,
-            http: http_client()?,
+            http,
         })
     }
 
@@ -136,11 +155,14 @@ impl Client {
     fn send(&self, req: RequestBuilder) -> Result<Value> {
         let resp = match req.bearer_auth(&self.token).send() {
             Ok(r) => r,
-            // A stale daemon.json after a crash: nothing listens there.
+            // A socket left by a crashed daemon: nothing listens there.
             Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
             Err(e) => {
                 return Err(e).with_context(|| {
-                    format!("failed to reach the Agency daemon at {}", self.base)
+                    format!(
+                        "failed to reach the Agency daemon at {}",
+                        self.home.admin_socket_path().display()
+                    )
                 });
             }
         };

@@ -10,6 +10,7 @@ mod mail;
 mod org;
 mod runtime;
 mod tokens;
+mod tools;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -46,6 +47,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::McpLaunch(a) = &cli.command {
         return launch::mcp_launch(&a.name);
     }
+    // Neither does the tool list, nor the model server.
+    if let Command::Tools = &cli.command {
+        return tools::tools(cli.json);
+    }
+    if let Command::ModelServer(a) = &cli.command {
+        return runtime::model_server(a);
+    }
     let home = Home::resolve(cli.home)?;
     let ctx = Ctx {
         home,
@@ -55,8 +63,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Init => daemon::init(&ctx),
         Command::Serve => daemon::serve(&ctx),
         Command::Status => daemon::status(&ctx),
-        Command::Send(a) => mail::send(&ctx, None, &a.text, a.subject),
-        Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.text, a.subject),
+        Command::Shutdown => daemon::shutdown(&ctx),
+        Command::Send(a) => mail::send(&ctx, None, &a.body, a.subject),
+        Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.body, a.subject),
         Command::Inbox(a) => mail::inbox(&ctx, a.ack),
         Command::Handlers => org::handlers(&ctx),
         Command::Outcomes(a) => org::outcomes(&ctx, a.root.as_deref(), a.limit),
@@ -78,7 +87,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
         Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),
-        Command::ModelServer(a) => runtime::model_server(&a.script, a.port),
+        Command::ModelServer(_) | Command::Tools => {
+            unreachable!("handled before the home is resolved")
+        }
         Command::Demo => unreachable!("handled before the home is resolved"),
     }
 }
@@ -95,7 +106,7 @@ pub fn emit(text: &str) -> Result<()> {
 /// `--json` output: pretty-printed, one document.
 pub fn emit_json(v: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(v).context("failed to format JSON")?;
-    emit(&format!("{text}\n"))
+    emit(&format!("{}\n", crate::safe_text::json(&text)))
 }
 
 /// Print the API's JSON under `--json`, else decode it and render it.

@@ -9,20 +9,20 @@ mod cli;
 mod client;
 mod commands;
 mod output;
+mod safe_text;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match commands::run(cli) {
         Ok(code) => code,
         // A reader that stopped reading (`agency kb ls | head`) is not a
         // failure worth a message.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors may quote text an agent wrote (a title, a reason).
+            eprintln!("error: {}", safe_text::block(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

@@ -15,10 +15,19 @@ use comfy_table::{ContentArrangement, Table, presets};
 
 pub use agency_daemon::api::{AgentsView, StatusView};
 
+mod hints;
+pub use hints::{no_runtime_hint, tools};
+
 /// A borderless table, columns two spaces apart, no trailing blanks (so
 /// snapshots and `diff`s of the output stay clean). Never wraps: a pipe
-/// gets whole lines.
+/// gets whole lines. Every cell is one line with its control characters
+/// made visible (`safe_text::line`): cells hold text agents wrote.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let rows = rows.into_iter().map(|r| {
+        r.iter()
+            .map(|c| crate::safe_text::line(c))
+            .collect::<Vec<_>>()
+    });
     let mut t = Table::new();
     t.load_preset(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled);
@@ -131,17 +140,39 @@ pub fn status(s: &StatusView) -> String {
         vec!["pid".into(), s.pid.to_string()],
         vec!["home".into(), s.home.clone()],
         vec!["version".into(), s.version.clone()],
+        vec![
+            "agent runtime".into(),
+            match s.runtime.as_str() {
+                "none" => "none (no agent will answer mail)".to_owned(),
+                r => r.to_owned(),
+            },
+        ],
         vec!["root handler".into(), or_dash(s.root_handler)],
         vec![
             "active handlers".into(),
             s.counts.handlers_active.to_string(),
         ],
+        vec![
+            "stalled handlers".into(),
+            s.counts.handlers_stalled.to_string(),
+        ],
         vec!["live agents".into(), s.counts.agents_live.to_string()],
         vec!["open outcomes".into(), s.counts.outcomes_open.to_string()],
         vec!["KB files".into(), s.counts.files.to_string()],
     ];
-    table(&[], rows)
+    let mut out = table(&[], rows);
+    if let Some(hint) = no_runtime_hint(s) {
+        out.push('\n');
+        out.push_str(&hint);
+    }
+    if s.counts.handlers_stalled > 0 {
+        out.push_str(STALLED_NOTE);
+    }
+    out
 }
+
+/// How a handler leaves the stalled state (said under tables that show one).
+const STALLED_NOTE: &str = "\nA stalled handler gets no agent until it has new mail: write to it with guidance\n(`agency tell <handler> …`), or stop it (`agency stop <handler>`); see `agency audit <handler>`.\n";
 
 pub fn not_running(home: &str) -> String {
     format!(
@@ -170,7 +201,10 @@ pub fn handlers(list: &[HandlerView]) -> String {
             let h = by_id.get(&line.id)?;
             Some(vec![
                 format!("{}{}", line.prefix, h.id),
-                h.status.as_str().to_owned(),
+                match (&h.stalled, h.status.as_str()) {
+                    (Some(_), "active") => "stalled".to_owned(),
+                    (_, s) => s.to_owned(),
+                },
                 or_dash(h.live_agent),
                 h.inbox_depth.to_string(),
                 yes_no(h.has_work).to_owned(),
@@ -178,10 +212,14 @@ pub fn handlers(list: &[HandlerView]) -> String {
             ])
         })
         .collect();
-    table(
+    let mut out = table(
         &["HANDLER", "STATUS", "AGENT", "INBOX", "WORK", "TITLE"],
         rows,
-    )
+    );
+    if list.iter().any(|h| h.stalled.is_some()) {
+        out.push_str(STALLED_NOTE);
+    }
+    out
 }
 
 /// Children first by priority (highest first), then title, then id.
@@ -263,8 +301,13 @@ fn brief_rows(v: &[OutcomeBrief]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Multi-line text (a body, a description) indented by two spaces, its
+/// control characters made visible: every line starts indented, so a body
+/// cannot forge a line of the CLI's own output (split on `\n` only; a `\r`
+/// is shown as `\u{d}`).
 fn indent(text: &str) -> String {
-    text.lines()
+    crate::safe_text::block(text)
+        .lines()
         .map(|l| {
             if l.is_empty() {
                 "\n".to_owned()
@@ -355,12 +398,16 @@ pub fn agents(v: &AgentsView) -> String {
             .cmp(&a.started_at)
             .then_with(|| a.id.cmp(&b.id))
     });
+    let mut cut = false;
     let rows = list
         .iter()
         .map(|a| {
             let state = match (&a.ended_at, &a.end_reason) {
                 (None, _) => "live".to_owned(),
-                (Some(_), Some(r)) => format!("ended ({r})"),
+                (Some(_), Some(r)) => {
+                    cut |= r.chars().count() > hints::MAX_CELL;
+                    format!("ended ({})", hints::truncate(r))
+                }
                 (Some(_), None) => "ended".to_owned(),
             };
             vec![
@@ -372,7 +419,11 @@ pub fn agents(v: &AgentsView) -> String {
             ]
         })
         .collect();
-    table(&["AGENT", "HANDLER", "STATE", "STARTED", "ENDED"], rows)
+    let mut out = table(&["AGENT", "HANDLER", "STATE", "STARTED", "ENDED"], rows);
+    if cut {
+        out.push_str("(long end reasons are cut; `agency agents --json` shows them whole)\n");
+    }
+    out
 }
 
 /// KB files grouped by kind, then by description (ids are random, so the
@@ -672,6 +723,7 @@ mod tests {
             inbox_depth: 0,
             live_agent: None,
             has_work: false,
+            stalled: None,
         };
         let text = handlers(&[
             h(3, Some(1), "child b"),
@@ -680,6 +732,35 @@ mod tests {
             h(4, Some(2), "grandchild"),
         ]);
         assert_eq!(text, HANDLER_TREE);
+    }
+
+    #[test]
+    fn issue14_item14_long_end_reasons_are_cut_in_the_agents_table() {
+        let id = |n: u128| uuid::Uuid::from_u128(n);
+        let v = AgentsView {
+            live: vec![],
+            recent: vec![AgentRow {
+                id: agency_core::AgentId(id(1)),
+                handler: agency_core::HandlerId(id(2)),
+                started_at: Timestamp(0),
+                ended_at: Some(Timestamp(1)),
+                end_reason: Some(format!("failed: model API error: {}", "x".repeat(300))),
+            }],
+        };
+        let text = agents(&v);
+        assert!(text.lines().all(|l| l.chars().count() < 200), "{text}");
+        assert!(text.contains("…)"), "{text}");
+        assert!(text.contains("agency agents --json"), "{text}");
+    }
+
+    #[test]
+    fn issue9_item8_table_cells_and_bodies_show_controls_visibly() {
+        let t = table(&["A"], vec![vec!["x\u{1b}[2J\ry\u{202e}".into()]]);
+        assert_eq!(t, "A\nx\\u{1b}[2J\\u{d}y\\u{202e}\n");
+        assert_eq!(
+            indent("a\rb\n\u{1b}]52;c;x\u{7}"),
+            "  a\\u{d}b\n  \\u{1b}]52;c;x\\u{7}\n"
+        );
     }
 
     #[test]

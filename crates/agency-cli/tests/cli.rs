@@ -211,18 +211,25 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     root handler  [UUID]
     ");
 
-    assert_snapshot!(home.ok(&["status"]), @"
-    daemon           running
-    address          http://[ADDR]
-    pid              [PID]
-    home             [TMP]/home
-    version          0.1.0
-    root handler     [UUID]
-    active handlers  1
-    live agents      0
-    open outcomes    1
-    KB files         3
-    ");
+    assert_snapshot!(home.ok(&["status"]), @r#"
+    daemon            running
+    address           http://[ADDR]
+    pid               [PID]
+    home              [TMP]/home
+    version           0.1.0
+    agent runtime     none (no agent will answer mail)
+    root handler      [UUID]
+    active handlers   1
+    stalled handlers  0
+    live agents       0
+    open outcomes     1
+    KB files          3
+
+    note: no agent will answer: agents.runtime is "none" in [TMP]/home/agency.toml, so the daemon starts no agents.
+    Set runtime = "builtin" (an LLM API; see [agents.builtin]), "claude-code" or "command" under [agents]
+    and restart the daemon (README.md, "Offline quickstart", needs no API key), or attach an MCP client
+    with `agency token mint`.
+    "#);
     assert_snapshot!(home.ok(&["send", "hello"]), @"sent message [UUID] to handler [UUID]");
     assert_snapshot!(home.ok(&["handlers"]), @"
     HANDLER                               STATUS  AGENT  INBOX  WORK  TITLE

@@ -15,6 +15,10 @@ pub struct StatusView {
     pub pid: u32,
     pub root_handler: Option<HandlerId>,
     pub counts: StoreCounts,
+    /// `agents.runtime`: `none` means no agent is ever started, so nothing
+    /// answers mail until one is configured.
+    #[serde(default)]
+    pub runtime: String,
 }
 
 /// `GET /v1/agents`.

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("failed to {action} {}: {source}", path.display())]
+    #[error("failed to {action} {}: {cause}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// In the message, not `#[source]`: printed once, however the
+        /// error is printed (`{e}` or the chain with `{e:#}`).
+        cause: std::io::Error,
     },
     #[error("failed to read configuration {}: {message}", path.display())]
     Config { path: PathBuf, message: String },
@@ -23,11 +24,12 @@ pub enum DaemonError {
         addr: String,
         pid: u32,
     },
-    #[error("failed to listen on {addr}: {source}")]
+    #[error("failed to listen on {addr}: {cause}")]
     Listen {
         addr: String,
-        #[source]
-        source: std::io::Error,
+        /// In the message, not `#[source]`: printed once, however the
+        /// error is printed (`{e}` or the chain with `{e:#}`).
+        cause: std::io::Error,
     },
     #[error(transparent)]
     Secret(#[from] crate::secrets::SecretError),
@@ -46,7 +48,7 @@ impl DaemonError {
         DaemonError::Io {
             action,
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 }

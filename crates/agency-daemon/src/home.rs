@@ -8,10 +8,11 @@
 //! blobs/         content-addressed KB contents
 //! admin.token    the user's bearer token for the REST API (0600)
 //! daemon.json    {"addr": "127.0.0.1:PORT", "pid": N} while serving
+//! daemon.sock    the REST API (`/v1`), a Unix socket (0600) while serving
 //! daemon.lock    held (flock) by the running daemon
 //! ```
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -84,6 +85,52 @@ impl Home {
     pub fn daemon_info_path(&self) -> PathBuf {
         self.dir.join("daemon.json")
     }
+    /// The Unix socket that serves `/v1`. The admin API is reachable only
+    /// here: a file in a home only its owner can write, so the CLI cannot
+    /// send the admin token to a stranger's listener (a stale `daemon.json`
+    /// naming a port someone else now holds).
+    pub fn admin_socket_path(&self) -> PathBuf {
+        self.dir.join("daemon.sock")
+    }
+
+    /// The admin socket, checked before the admin token is sent through
+    /// it: `None` when there is none (no daemon); an error when the home
+    /// or the socket could have been put there by another user (the home
+    /// writable by group or others, the socket not a socket or not owned
+    /// by the home's owner).
+    pub fn checked_admin_socket(&self) -> Result<Option<PathBuf>, DaemonError> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let path = self.admin_socket_path();
+        let dir = fs::metadata(&self.dir).map_err(|e| DaemonError::io("inspect", &self.dir, e))?;
+        if dir.mode() & 0o022 != 0 {
+            return Err(DaemonError::Config {
+                path: self.dir.clone(),
+                message: "the Agency home is writable by other users, so its daemon socket cannot be trusted; run `chmod 700` on it".to_owned(),
+            });
+        }
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(DaemonError::io("inspect", &path, e)),
+        };
+        if !meta.file_type().is_socket() || meta.uid() != dir.uid() {
+            return Err(DaemonError::Config {
+                path,
+                message: "this is not the home daemon's socket (not a socket, or owned by another user); stop whatever made it and remove it".to_owned(),
+            });
+        }
+        Ok(Some(path))
+    }
+
+    /// Whether a daemon holds this home's lock (is running, or still
+    /// stopping). Taking the lock to find out releases it at once.
+    pub fn daemon_holds_lock(&self) -> bool {
+        let Ok(f) = File::options().write(true).open(self.lock_path()) else {
+            return false;
+        };
+        f.try_lock().is_err()
+    }
+
     pub(crate) fn lock_path(&self) -> PathBuf {
         self.dir.join("daemon.lock")
     }
@@ -192,6 +239,7 @@ impl Home {
 
     pub(crate) fn remove_daemon_info(&self) {
         let _ = fs::remove_file(self.daemon_info_path());
+        let _ = fs::remove_file(self.admin_socket_path());
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Agency daemon: one process per home that owns the store and serves
-//! MCP to agents (`/mcp`, per-agent bearer tokens) and the REST API to the
-//! user's CLI (`/v1`, the admin token), on 127.0.0.1 only.
+//! MCP to agents (`/mcp`, per-agent bearer tokens, on 127.0.0.1) and the
+//! REST API to the user's CLI (`/v1`, the admin token, on the Unix socket
+//! `daemon.sock` in the home only).
 //!
 //! The daemon authenticates callers and hands their `Principal` to the
 //! service layer; it decides no permission itself. It also runs agents

@@ -1,7 +1,9 @@
 //! The REST API under `/v1`: everything the user can do, as JSON, with the
-//! admin token. Each route is one service call as `Principal::User`; the
-//! CLI uses nothing else. Errors are `{"error": {"kind", "message"}}` with
-//! a status that matches the kind.
+//! admin token, served on the home's Unix socket only. Each route is one
+//! service call as `Principal::User`; the CLI uses nothing else. Errors are
+//! `{"error": {"kind", "message"}}` with a status that matches the kind,
+//! including the ones axum's extractors produce (a body too large, JSON
+//! that does not parse).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,8 +24,13 @@ use crate::server::AppState;
 
 const USER: Principal = Principal::User;
 
-pub(crate) fn routes() -> Router<Arc<AppState>> {
+/// The routes; request bodies are bounded like MCP's (room for the largest
+/// file `limits.max_file_bytes` allows, JSON-escaped), so a message the
+/// service would accept is never refused by the transport.
+pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
+    let max_body = agency_mcp::max_request_bytes(max_file_bytes);
     Router::new()
+        .route("/v1/shutdown", post(shutdown))
         .route("/v1/status", get(status))
         .route("/v1/mail", post(send))
         .route("/v1/inbox", get(inbox))
@@ -47,6 +54,59 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/tokens", post(mint))
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                plain_errors_as_json(req, next, max_body, max_file_bytes)
+            },
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+}
+
+/// axum's extractors answer bad bodies with plain text ("Failed to buffer
+/// the request body: length limit exceeded"); give them Agency's error
+/// JSON and wording instead.
+async fn plain_errors_as_json(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+    max_body: usize,
+    max_file_bytes: usize,
+) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let plain = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    if !plain || !status.is_client_error() {
+        return resp;
+    }
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return error(
+            status,
+            "invalid_input",
+            &format!(
+                "failed to read the request: its body is larger than {max_body} bytes, the limit that follows from limits.max_file_bytes = {max_file_bytes} in agency.toml; send less, or raise that limit"
+            ),
+        );
+    }
+    let text = axum::body::to_bytes(resp.into_body(), 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    error(
+        status,
+        "invalid_input",
+        &format!("failed to read the request: {}", text.trim()),
+    )
+}
+
+/// `POST /v1/shutdown`: stop the daemon gracefully (agents get the
+/// supervisor's grace, in-flight requests finish). The answer comes first.
+async fn shutdown(State(st): State<Arc<AppState>>) -> Response {
+    st.shutdown_requested.notify_one();
+    axum::Json(serde_json::json!({ "shutting_down": true, "pid": std::process::id() }))
+        .into_response()
 }
 
 /// Run a blocking service call off the async runtime and answer with its
@@ -101,8 +161,10 @@ fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
 
 async fn status(State(st): State<Arc<AppState>>) -> Response {
     let (home, addr) = (st.home.display().to_string(), st.addr.to_string());
+    let runtime = st.runtime.clone();
     call(&st, move |svc| {
         Ok(StatusView {
+            runtime,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             home,
             addr,

@@ -1,6 +1,8 @@
 //! Starting and stopping the daemon: the lock that makes it one per home,
-//! the listener on 127.0.0.1, the routes (`/v1` REST, `/mcp`) behind their
-//! guards, the address file for the CLI, and graceful shutdown.
+//! the listeners (`/mcp` and the MCP launcher on 127.0.0.1 for agents; the
+//! admin REST API `/v1` on the home's Unix socket `daemon.sock` only),
+//! their guards, the address file, and graceful shutdown (on a signal or
+//! `POST /v1/shutdown`).
 
 use std::fs::File;
 use std::future::Future;
@@ -13,7 +15,7 @@ use agency_service::Service;
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::serve::ListenerExt;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::activity::Activity;
@@ -39,6 +41,10 @@ pub(crate) struct AppState {
     pub nonces: Arc<launch::LaunchNonces>,
     /// Forwards `/mcp-proxy` requests to HTTP MCP servers.
     pub proxy_client: reqwest::Client,
+    /// `agents.runtime` from the configuration (`none` when no agent runs).
+    pub runtime: String,
+    /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
+    pub shutdown_requested: Arc<Notify>,
 }
 
 /// A running daemon (in this process).
@@ -49,6 +55,9 @@ pub struct Daemon {
     svc: Arc<Service>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
+    admin_shutdown: Option<oneshot::Sender<()>>,
+    admin_server: Option<JoinHandle<std::io::Result<()>>>,
+    shutdown_requested: Arc<Notify>,
     mail: JoinHandle<()>,
     supervisor: Option<Supervisor>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
@@ -98,13 +107,17 @@ impl Daemon {
         };
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         let svc = Arc::new(home.open_service()?);
+        svc.set_declared(agency_service::Declared {
+            mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
+            repos: cfg.repos.keys().cloned().collect(),
+        });
         {
             let svc = svc.clone();
             tokio::task::spawn_blocking(move || svc.bootstrap())
                 .await
                 .map_err(|e| DaemonError::Listen {
                     addr: "bootstrap".into(),
-                    source: std::io::Error::other(e),
+                    cause: std::io::Error::other(e),
                 })??;
         }
         let want = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.server.port));
@@ -113,17 +126,20 @@ impl Daemon {
                 .await
                 .map_err(|e| DaemonError::Listen {
                     addr: want.to_string(),
-                    source: e,
+                    cause: e,
                 })?;
         let addr = listener.local_addr().map_err(|e| DaemonError::Listen {
             addr: want.to_string(),
-            source: e,
+            cause: e,
         })?;
         let activity = Arc::new(Activity::default());
         let nonces = Arc::new(launch::LaunchNonces::default());
+        let shutdown_requested = Arc::new(Notify::new());
         let state = Arc::new(AppState {
             nonces: nonces.clone(),
             proxy_client: crate::mcp_proxy::client()?,
+            runtime: cfg.agents.runtime.clone(),
+            shutdown_requested: shutdown_requested.clone(),
             activity: activity.clone(),
             svc: svc.clone(),
             admin_hash: blake3::hash(admin.as_bytes()),
@@ -131,9 +147,14 @@ impl Daemon {
             home: home.dir().to_owned(),
             servers: servers.clone(),
         });
-        let v1 = rest::routes()
+        let admin_listener = bind_admin_socket(home)?;
+        // Still behind the admin token: the socket's mode and the home's
+        // are the first wall, the token the second.
+        let v1 = rest::routes(cfg.limits.max_file_bytes)
             .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
-            .with_state(state.clone());
+            .with_state(state.clone())
+            .fallback(not_found)
+            .layer(crate::logging::http_trace_layer());
         let mcp_shutdown = agency_mcp::CancellationToken::new();
         let mcp = agency_mcp::router_with(
             svc.clone(),
@@ -150,20 +171,10 @@ impl Daemon {
         .merge(launch::routes().with_state(state.clone()))
         .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
         // An unknown path is a 404 for everyone, not a token complaint from
-        // whichever guard's router supplied the fallback.
-        let app = v1
-            .merge(mcp)
-            .fallback(|req: axum::extract::Request| async move {
-                http_auth::error(
-                    StatusCode::NOT_FOUND,
-                    "not_found",
-                    &format!(
-                        "failed to find {} {}: no such route",
-                        req.method(),
-                        req.uri().path()
-                    ),
-                )
-            })
+        // whichever guard's router supplied the fallback. `/v1` is not on
+        // TCP at all: a 404 here too.
+        let app = mcp
+            .fallback(not_found)
             .layer(from_fn_with_state(state.clone(), http_auth::loopback_only))
             // Outermost: every request gets its span, refused ones too.
             .layer(crate::logging::http_trace_layer());
@@ -177,6 +188,14 @@ impl Daemon {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async {
                     let _ = rx.await;
+                })
+                .await
+        });
+        let (admin_tx, admin_rx) = oneshot::channel::<()>();
+        let admin_server = tokio::spawn(async move {
+            axum::serve(admin_listener, v1)
+                .with_graceful_shutdown(async {
+                    let _ = admin_rx.await;
                 })
                 .await
         });
@@ -240,6 +259,9 @@ impl Daemon {
             svc,
             shutdown: Some(tx),
             server: Some(server),
+            admin_shutdown: Some(admin_tx),
+            admin_server: Some(admin_server),
+            shutdown_requested,
             mail,
             supervisor,
             _lock: lock,
@@ -254,6 +276,14 @@ impl Daemon {
         &self.svc
     }
 
+    /// Completes when the user asked the daemon to stop (`agency
+    /// shutdown`, `POST /v1/shutdown`); the owner then calls [`stop`].
+    ///
+    /// [`stop`]: Daemon::stop
+    pub async fn shutdown_requested(&self) {
+        self.shutdown_requested.notified().await;
+    }
+
     /// Stop accepting, finish in-flight requests, remove `daemon.json`.
     pub async fn stop(mut self) -> Result<(), DaemonError> {
         // Agents first: their processes are stopped while the server still
@@ -264,6 +294,9 @@ impl Daemon {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        if let Some(tx) = self.admin_shutdown.take() {
+            let _ = tx.send(());
+        }
         self.mcp_shutdown.cancel();
         self.mail.abort();
         if let Some(server) = self.server.take() {
@@ -271,21 +304,59 @@ impl Daemon {
             // would otherwise hold shutdown open.
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
         }
+        if let Some(server) = self.admin_server.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
         self.home.remove_daemon_info();
         Ok(())
     }
 }
 
-/// Run the daemon until `shutdown` completes.
+/// Run the daemon until `shutdown` completes or the user asks it to stop.
 pub async fn serve(
     home: &Home,
     shutdown: impl Future<Output = ()>,
 ) -> Result<SocketAddr, DaemonError> {
     let daemon = Daemon::start(home).await?;
     let addr = daemon.addr();
-    shutdown.await;
+    tokio::select! {
+        () = shutdown => {}
+        () = daemon.shutdown_requested() => {}
+    }
     daemon.stop().await?;
     Ok(addr)
+}
+
+async fn not_found(req: axum::extract::Request) -> axum::response::Response {
+    http_auth::error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        &format!(
+            "failed to find {} {}: no such route",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+/// Bind `daemon.sock` in the home, readable and writable by its owner only.
+/// A file left there is a previous daemon's (this one holds the home's
+/// lock), so it is replaced.
+fn bind_admin_socket(home: &Home) -> Result<tokio::net::UnixListener, DaemonError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = home.admin_socket_path();
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(DaemonError::io("remove the stale socket", &path, e)),
+    }
+    let listener = tokio::net::UnixListener::bind(&path).map_err(|e| DaemonError::Listen {
+        addr: path.display().to_string(),
+        cause: e,
+    })?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| DaemonError::io("restrict permissions of", &path, e))?;
+    Ok(listener)
 }
 
 /// Deliver deferred mail when it falls due: sleep until the next due time,

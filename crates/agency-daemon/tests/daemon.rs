@@ -1,6 +1,7 @@
-//! The daemon in-process on port 0: guards (admin token, loopback Host and
-//! Origin), one daemon per home, the address file, and REST calls mapped to
-//! service calls with typed error statuses.
+//! The daemon in-process on port 0: guards (admin token on the Unix
+//! socket, loopback Host and Origin on TCP), one daemon per home, the
+//! address file, and REST calls mapped to service calls with typed error
+//! statuses.
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,6 +14,8 @@ struct Fixture {
     daemon: Daemon,
     admin: String,
     http: reqwest::Client,
+    /// Speaks HTTP over the home's `daemon.sock`, where `/v1` is served.
+    v1: reqwest::Client,
 }
 
 impl Fixture {
@@ -24,10 +27,14 @@ impl Fixture {
         let admin = home.admin_token().unwrap();
         Fixture {
             _dir: dir,
-            home,
             daemon,
             admin,
             http: reqwest::Client::new(),
+            v1: reqwest::Client::builder()
+                .unix_socket(home.admin_socket_path())
+                .build()
+                .unwrap(),
+            home,
         }
     }
 
@@ -35,10 +42,15 @@ impl Fixture {
         format!("http://{}{path}", self.daemon.addr())
     }
 
+    /// A URL for the admin socket (the host is only the `Host` header).
+    fn v1_url(&self, path: &str) -> String {
+        format!("http://localhost{path}")
+    }
+
     async fn get(&self, path: &str) -> (u16, Value) {
         let r = self
-            .http
-            .get(self.url(path))
+            .v1
+            .get(self.v1_url(path))
             .bearer_auth(&self.admin)
             .send()
             .await
@@ -48,8 +60,8 @@ impl Fixture {
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let r = self
-            .http
-            .post(self.url(path))
+            .v1
+            .post(self.v1_url(path))
             .bearer_auth(&self.admin)
             .json(&body)
             .send()
@@ -66,22 +78,29 @@ async fn guards_and_rest_round_trip() {
     let info = f.home.daemon_info().unwrap().unwrap();
     assert_eq!(info.addr, f.daemon.addr());
 
-    // No token, a wrong token, an agent's token: 401 on /v1.
-    let r = f.http.get(f.url("/v1/status")).send().await.unwrap();
+    // No token, a wrong token: 401 on /v1, even on the socket.
+    let r = f.v1.get(f.v1_url("/v1/status")).send().await.unwrap();
     assert_eq!(r.status(), 401);
-    let r = f
-        .http
-        .get(f.url("/v1/status"))
-        .bearer_auth("agency_admin_wrong")
-        .send()
-        .await
-        .unwrap();
+    let r =
+        f.v1.get(f.v1_url("/v1/status"))
+            .bearer_auth("agency_admin_wrong")
+            .send()
+            .await
+            .unwrap();
     assert_eq!(r.status(), 401);
-    // A foreign Host or Origin: 403, even with the right token.
+    // On TCP there is no /v1 at all: the admin token is never sent there.
     let r = f
         .http
         .get(f.url("/v1/status"))
         .bearer_auth(&f.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // A foreign Host or Origin on TCP: 403.
+    let r = f
+        .http
+        .post(f.url("/mcp"))
         .header("Host", "evil.example")
         .send()
         .await
@@ -89,8 +108,7 @@ async fn guards_and_rest_round_trip() {
     assert_eq!(r.status(), 403);
     let r = f
         .http
-        .get(f.url("/v1/status"))
-        .bearer_auth(&f.admin)
+        .post(f.url("/mcp"))
         .header("Origin", "http://evil.example")
         .send()
         .await
@@ -155,13 +173,12 @@ async fn guards_and_rest_round_trip() {
         none.headers().get("www-authenticate").is_none(),
         "no OAuth discovery hints"
     );
-    let r = f
-        .http
-        .delete(f.url(&format!("/v1/tokens/{}", minted["agent"].as_str().unwrap())))
-        .bearer_auth(&f.admin)
-        .send()
-        .await
-        .unwrap();
+    let r =
+        f.v1.delete(f.v1_url(&format!("/v1/tokens/{}", minted["agent"].as_str().unwrap())))
+            .bearer_auth(&f.admin)
+            .send()
+            .await
+            .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(mcp(Some(&token)).await.unwrap().status(), 401);
     // The admin token is not an agent token.
@@ -304,7 +321,38 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
         assert_eq!(req.send().await.unwrap().status().as_u16(), 404);
     }
 
-    grant("ghost");
+    // The daemon's service refuses a grant on an undeclared server
+    // (issue 14 item 4), naming the declared ones to the user.
+    let refused = svc
+        .grant(
+            agency_core::Principal::User,
+            root,
+            &agency_service::GrantRequest {
+                resource: agency_core::Resource::McpServer("ghost".into()),
+                level: agency_core::Level::Read,
+                delegatable: false,
+            },
+        )
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "failed to grant mcp_server:ghost: no such server in agency.toml (declared: echo, web)"
+    );
+    // Held but no longer declared (granted while it was, then removed
+    // from agency.toml): a service that was never told the names stands
+    // in for that history.
+    home.open_service()
+        .unwrap()
+        .grant(
+            agency_core::Principal::User,
+            root,
+            &agency_service::GrantRequest {
+                resource: agency_core::Resource::McpServer("ghost".into()),
+                level: agency_core::Level::Read,
+                delegatable: false,
+            },
+        )
+        .unwrap();
     let (status, body) = launch("ghost", Some(token.clone())).await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(launch("bad%20name", Some(token)).await.0, 403);

@@ -122,6 +122,31 @@ pub fn router(svc: Arc<Service>) -> axum::Router {
     router_with(svc, RouterOptions::default())
 }
 
+/// One MCP tool as agents are offered it, for `agency tools`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the tool's arguments.
+    pub input_schema: serde_json::Value,
+}
+
+/// Every tool of the router, by name: the same table the MCP server
+/// serves, so the list cannot drift from what agents see.
+pub fn tool_list() -> Vec<ToolInfo> {
+    let mut list: Vec<ToolInfo> = tools::router()
+        .list_all()
+        .into_iter()
+        .map(|t| ToolInfo {
+            name: t.name.to_string(),
+            description: t.description.as_deref().unwrap_or_default().to_owned(),
+            input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+        })
+        .collect();
+    list.sort_by(|a, b| a.name.cmp(&b.name));
+    list
+}
+
 /// [`router`] with explicit options (shutdown token, allowed hosts, session
 /// idle timeout).
 pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
@@ -153,8 +178,9 @@ pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
 /// The largest HTTP request body accepted: room for the largest inline
 /// content the service accepts, JSON-escaped, so that an oversized file is
 /// refused by the service with a message the agent can read rather than by
-/// the transport with a bare 413.
-fn max_request_bytes(max_file_bytes: usize) -> usize {
+/// the transport with a bare 413. The daemon's REST API uses the same
+/// bound, so one configured limit holds everywhere.
+pub fn max_request_bytes(max_file_bytes: usize) -> usize {
     const FLOOR: usize = 4 * 1024 * 1024;
     max_file_bytes
         .saturating_mul(2)

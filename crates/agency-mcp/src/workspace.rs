@@ -54,17 +54,19 @@ pub enum PathError {
         "failed to read path {path:?}: the file was replaced while it was being read; try again once nothing is changing it"
     )]
     Changed { path: String },
-    #[error("failed to read path {path:?}: {source}")]
+    #[error("failed to read path {path:?}: {cause}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        /// In the message, not `#[source]`: printed once, however the
+        /// error is printed (`{e}` or the chain with `{e:#}`).
+        cause: std::io::Error,
     },
-    #[error("failed to use your workspace {workspace}: {source}")]
+    #[error("failed to use your workspace {workspace}: {cause}")]
     Workspace {
         workspace: String,
-        #[source]
-        source: std::io::Error,
+        /// In the message, not `#[source]`: printed once, however the
+        /// error is printed (`{e}` or the chain with `{e:#}`).
+        cause: std::io::Error,
     },
 }
 
@@ -89,7 +91,7 @@ pub fn read_in_workspace(
     check_size(path, meta.len(), max)?;
     let io = |source| PathError::Io {
         path: path.to_owned(),
-        source,
+        cause: source,
     };
     // O_NOFOLLOW: the canonical path's last component is no symlink, so one
     // appearing now is a swap. O_NONBLOCK: a FIFO swapped in must not hang
@@ -147,7 +149,7 @@ fn resolve(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathErro
         .canonicalize()
         .map_err(|source| PathError::Workspace {
             workspace: ws_name(),
-            source,
+            cause: source,
         })?;
     let candidate = if p.is_absolute() {
         // The workspace may be named through a symlink (e.g. /tmp): accept
@@ -171,7 +173,7 @@ fn resolve(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathErro
         } else {
             PathError::Io {
                 path: owned(),
-                source,
+                cause: source,
             }
         }
     })?;
@@ -180,7 +182,7 @@ fn resolve(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathErro
     }
     let meta = std::fs::metadata(&real).map_err(|source| PathError::Io {
         path: owned(),
-        source,
+        cause: source,
     })?;
     if meta.is_dir() {
         return Err(PathError::Directory { path: owned() });

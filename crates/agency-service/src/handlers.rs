@@ -271,6 +271,7 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
     let inbox_depth = tx.inbox_count(MailTarget::Handler(h.id))?;
     let live_agent = tx.live_agents_of(&[h.id])?.first().map(|a| a.id);
     let has_work = tx.has_work(h.id)?;
+    let stalled = tx.stalled(h.id)?.map(|(_, reason)| reason);
     Ok(HandlerView {
         id: h.id,
         boss: h.boss,
@@ -281,6 +282,7 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
         inbox_depth,
         live_agent,
         has_work,
+        stalled,
     })
 }
 

@@ -16,6 +16,7 @@ mod agents;
 mod area;
 mod audit;
 mod clock;
+mod declared;
 mod error;
 mod events;
 mod handlers;
@@ -35,6 +36,7 @@ mod tokens;
 mod views;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use declared::Declared;
 pub use error::ServiceError;
 pub use events::Event;
 pub use reopen::ReopenReport;

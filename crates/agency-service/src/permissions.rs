@@ -44,6 +44,7 @@ impl Service {
         req: &GrantRequest,
         outcome: Option<OutcomeId>,
     ) -> Result<CapabilityId> {
+        self.check_declared(&req.resource, matches!(who, Principal::User))?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             grant_in(op, &caller, grantee, req, outcome)

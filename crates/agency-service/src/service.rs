@@ -28,6 +28,8 @@ pub struct Service {
     pub(crate) cfg: ServiceConfig,
     events: broadcast::Sender<Event>,
     pub(crate) read_audit: ReadAudit,
+    /// Names the configuration declares, once the daemon says (`declared.rs`).
+    pub(crate) declared: std::sync::OnceLock<crate::declared::Declared>,
 }
 
 /// The state of one write transaction in progress.
@@ -110,6 +112,7 @@ impl Service {
             cfg,
             events,
             read_audit,
+            declared: std::sync::OnceLock::new(),
         }
     }
 

@@ -221,6 +221,10 @@ pub struct HandlerView {
     pub inbox_depth: i64,
     pub live_agent: Option<AgentId>,
     pub has_work: bool,
+    /// Why the handler is marked stalled, if it is: no agent is started
+    /// for it until new mail arrives (or it is force-stopped).
+    #[serde(default)]
+    pub stalled: Option<String>,
 }
 
 /// One page of a listing bounded in rows and bytes (see `pages.rs`).

@@ -215,7 +215,7 @@ fn io(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {
     StoreError::Io {
         action,
         path: path.to_owned(),
-        source,
+        cause: source,
     }
 }
 

@@ -16,12 +16,13 @@ pub enum StoreError {
     #[error("failed to {op}: {message}")]
     Unique { op: String, message: String },
 
-    #[error("failed to {action} {}: {source}", path.display())]
+    #[error("failed to {action} {}: {cause}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// In the message, not `#[source]`: printed once, however the
+        /// error is printed (`{e}` or the chain with `{e:#}`).
+        cause: std::io::Error,
     },
 
     /// A stored value could not be decoded into its type.

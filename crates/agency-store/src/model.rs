@@ -294,6 +294,10 @@ pub struct StoreCounts {
     pub outcomes_open: i64,
     pub agents_live: i64,
     pub files: i64,
+    /// Active handlers marked stalled (no agent is started for them until
+    /// new mail arrives).
+    #[serde(default)]
+    pub handlers_stalled: i64,
 }
 
 /// An agent's bearer token, stored by hash only.

@@ -89,6 +89,7 @@ pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
         let got = tokio::select! {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",
+            () = daemon.shutdown_requested() => "agency shutdown",
         };
         eprintln!("Agency daemon shutting down ({got})");
         daemon.stop().await?;
@@ -131,6 +132,33 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
     } else {
         let s: StatusView = decode(v, "status")?;
         emit(&output::status(&s))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ask the daemon to stop and wait until it has (its lock on the home is
+/// released). Exit 0 when it stopped; 1 when none was running.
+pub fn shutdown(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let answer = c.post(c.url(&["shutdown"]), &json!({}))?;
+    let pid = answer.get("pid").and_then(Value::as_u64).unwrap_or(0);
+    eprintln!(
+        "stopping the Agency daemon (pid {pid}): its agents get their grace period to save state"
+    );
+    // Agents' grace (kill_grace_ms) plus the server's own 5 s, with room.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while ctx.home.daemon_holds_lock() {
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "failed to see the daemon (pid {pid}) stop within 120 s; it may still be stopping its agents: check with `agency status`, or send it SIGKILL"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if ctx.json {
+        emit_json(&json!({ "stopped": true, "pid": pid }))?;
+    } else {
+        emit(&format!("Agency daemon stopped (pid {pid})\n"))?;
     }
     Ok(ExitCode::SUCCESS)
 }

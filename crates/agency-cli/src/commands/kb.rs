@@ -50,7 +50,9 @@ pub fn ls(ctx: &Ctx) -> Result<ExitCode> {
 }
 
 /// Print the content exactly as stored (no newline added), so
-/// `agency kb cat X > f` round-trips text files.
+/// `agency kb cat X > f` round-trips text files. On a terminal, control
+/// characters are made visible instead: an agent may have written them to
+/// attack the terminal (`safe_text`).
 pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::File, id)?;
@@ -64,6 +66,10 @@ pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let f: FileText = decode(v, "KB file")?;
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        emit(&crate::safe_text::block(&f.text))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if f.binary {
         // Exact bytes, so `agency kb cat X > f` round-trips binary files too.
         std::io::Write::write_all(&mut std::io::stdout().lock(), &f.bytes())

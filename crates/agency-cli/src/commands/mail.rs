@@ -2,21 +2,48 @@
 
 use std::process::ExitCode;
 
+use std::io::Read;
+
 use agency_service::MessageView;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::{Ctx, emit, emit_json};
-use crate::client::{IdKind, decode};
-use crate::output;
+use crate::cli::TextArgs;
+use crate::client::{Client, IdKind, decode};
+use crate::output::{self, StatusView};
 
-/// Send `text` to a handler (`None`: the root handler).
+/// The message text from the argument, standard input (`-`) or `--file`.
+fn message_text(body: &TextArgs) -> Result<String> {
+    match (&body.text, &body.file) {
+        (_, Some(path)) => std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "failed to read the message text from {} (it must be UTF-8 text)",
+                path.display()
+            )
+        }),
+        (Some(t), None) if t == "-" => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context(
+                "failed to read the message text from standard input (it must be UTF-8 text)",
+            )?;
+            Ok(text)
+        }
+        (Some(t), None) => Ok(t.clone()),
+        // clap requires one of the two.
+        (None, None) => anyhow::bail!("failed to send: give the text, `-` or --file PATH"),
+    }
+}
+
+/// Send a message to a handler (`None`: the root handler).
 pub fn send(
     ctx: &Ctx,
     handler: Option<&str>,
-    text: &str,
+    body: &TextArgs,
     subject: Option<String>,
 ) -> Result<ExitCode> {
+    let text = message_text(body)?;
+    let text = text.as_str();
     let c = ctx.client()?;
     let to = match handler {
         Some(h) => c.resolve(IdKind::Handler, h)?,
@@ -41,7 +68,17 @@ pub fn send(
             field("to")
         ))?;
     }
+    if let Some(hint) = no_agent_hint(&c) {
+        eprint!("{hint}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A note for stderr when no agent will ever pick a message up (the
+/// daemon runs no agents). Best effort: a failed status call adds nothing.
+fn no_agent_hint(c: &Client) -> Option<String> {
+    let s: StatusView = decode(c.get(c.url(&["status"])).ok()?, "status").ok()?;
+    output::no_runtime_hint(&s)
 }
 
 /// Show the inbox; with `ack`, acknowledge exactly the messages shown (not

@@ -48,7 +48,41 @@ pub fn agent(config: &Path) -> Result<ExitCode> {
     ))
 }
 
-pub fn model_server(script: &Path, port: u16) -> Result<ExitCode> {
+/// The script format, from the one place it is written: the testkit
+/// crate's documentation (its "Script format" section).
+const TESTKIT_DOCS: &str = include_str!("../../../agency-testkit/src/lib.rs");
+
+pub fn script_format() -> String {
+    let doc: Vec<&str> = TESTKIT_DOCS
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
+    let start = doc.iter().position(|l| *l == "# Script format");
+    let end = doc.iter().position(|l| *l == "# Streaming shapes");
+    match (start, end) {
+        (Some(s), Some(e)) if s < e => {
+            doc[s..e]
+                .iter()
+                .filter(|l| !l.starts_with("```"))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+                + "\n"
+        }
+        _ => "See the agency-testkit crate documentation.\n".to_owned(),
+    }
+}
+
+pub fn model_server(a: &crate::cli::ModelServerArgs) -> Result<ExitCode> {
+    if a.help_format {
+        super::emit(&script_format())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (Some(script), port) = (&a.script, a.port) else {
+        anyhow::bail!("failed to start the model server: give --script FILE");
+    };
     let script = agency_testkit::Script::load(script)?;
     runtime()?.block_on(async {
         let server = agency_testkit::ModelServer::start_on(script, port)

@@ -58,7 +58,7 @@ impl BlobStore for FailingBlobs {
             return Err(StoreError::Io {
                 action: "write temporary blob file",
                 path: self.inner.root().join("tmp/x"),
-                source: std::io::Error::from_raw_os_error(28), // ENOSPC
+                cause: std::io::Error::from_raw_os_error(28), // ENOSPC
             });
         }
         self.inner.put(content)

@@ -285,7 +285,9 @@ pub(crate) fn counts(c: &Connection) -> R<StoreCounts> {
         "SELECT (SELECT COUNT(*) FROM handlers WHERE status = 'active'),
                 (SELECT COUNT(*) FROM outcomes WHERE status = 'open'),
                 (SELECT COUNT(*) FROM agents WHERE ended_at IS NULL),
-                (SELECT COUNT(*) FROM files)",
+                (SELECT COUNT(*) FROM files),
+                (SELECT COUNT(*) FROM handler_stalls s JOIN handlers h ON h.id = s.handler
+                  WHERE h.status = 'active')",
         [],
         || "count handlers, outcomes, agents and files".to_owned(),
         |r| {
@@ -294,6 +296,7 @@ pub(crate) fn counts(c: &Connection) -> R<StoreCounts> {
                 outcomes_open: col(r, 1, "count")?,
                 agents_live: col(r, 2, "count")?,
                 files: col(r, 3, "count")?,
+                handlers_stalled: col(r, 4, "count")?,
             })
         },
     )

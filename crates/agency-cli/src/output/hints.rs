@@ -1,0 +1,119 @@
+//! Output added for a new user's first hour: the MCP tool list, the note
+//! that no agent will answer, and cell truncation for long texts.
+
+use agency_mcp::ToolInfo;
+use serde_json::Value;
+
+use super::{StatusView, table};
+
+/// The widest a free-text table cell may be (in characters) before it is
+/// cut with `…`; `--json` has the whole text.
+pub const MAX_CELL: usize = 60;
+
+/// `s` cut to [`MAX_CELL`] characters, ending in `…` when cut.
+pub fn truncate(s: &str) -> String {
+    match s.char_indices().nth(MAX_CELL - 1) {
+        Some((i, _)) if s.chars().count() > MAX_CELL => format!("{}…", &s[..i]),
+        _ => s.to_owned(),
+    }
+}
+
+/// Said by `status`, `send` and `tell` when the daemon starts no agents:
+/// mail then waits forever unless an MCP client is attached by hand.
+pub fn no_runtime_hint(s: &StatusView) -> Option<String> {
+    (s.runtime == "none").then(|| {
+        format!(
+            "note: no agent will answer: agents.runtime is \"none\" in {home}/agency.toml, so the daemon starts no agents.\n\
+             Set runtime = \"builtin\" (an LLM API; see [agents.builtin]), \"claude-code\" or \"command\" under [agents]\n\
+             and restart the daemon (README.md, \"Offline quickstart\", needs no API key), or attach an MCP client\n\
+             with `agency token mint`.\n",
+            home = s.home
+        )
+    })
+}
+
+/// Each tool: its name and description, then its arguments (name, type,
+/// whether required, description).
+pub fn tools(list: &[ToolInfo]) -> String {
+    let mut out = String::new();
+    for (i, t) in list.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{}\n", t.name));
+        for l in t.description.lines() {
+            out.push_str(&format!("  {l}\n"));
+        }
+        let required: Vec<&str> = t.input_schema["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let rows: Vec<Vec<String>> = t.input_schema["properties"]
+            .as_object()
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(name, p)| {
+                        vec![
+                            name.clone(),
+                            type_of(p),
+                            if required.contains(&name.as_str()) {
+                                "required".to_owned()
+                            } else {
+                                "optional".to_owned()
+                            },
+                            p["description"].as_str().unwrap_or_default().to_owned(),
+                        ]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if rows.is_empty() {
+            out.push_str("  (no arguments)\n");
+        } else {
+            for l in table(&[], rows).lines() {
+                out.push_str(&format!("    {l}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// A short type for a property's schema: `string`, `integer|null`,
+/// `array of string`, or `any`.
+fn type_of(p: &Value) -> String {
+    match &p["type"] {
+        Value::String(t) if t == "array" => match type_of(&p["items"]).as_str() {
+            "any" => "array".to_owned(),
+            item => format!("array of {item}"),
+        },
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if p.get("anyOf").is_some() || p.get("oneOf").is_some() => {
+            let alts = p.get("anyOf").or_else(|| p.get("oneOf"));
+            alts.and_then(Value::as_array)
+                .map(|a| a.iter().map(type_of).collect::<Vec<_>>().join("|"))
+                .unwrap_or_else(|| "any".to_owned())
+        }
+        _ => "any".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_cuts_long_text_only() {
+        assert_eq!(truncate("short"), "short");
+        let long = "é".repeat(200);
+        let cut = truncate(&long);
+        assert_eq!(cut.chars().count(), MAX_CELL);
+        assert!(cut.ends_with('…'));
+        assert_eq!(truncate(&"x".repeat(MAX_CELL)), "x".repeat(MAX_CELL));
+    }
+}

@@ -1,0 +1,64 @@
+//! The extra MCP servers and repos the configuration declares. A grant on
+//! a name the configuration does not declare would only make the daemon
+//! warn at every spawn, so it is refused, naming the declared ones. The
+//! daemon tells the service the names at start; a service that was never
+//! told (tests, `agency init`) checks nothing.
+
+use std::collections::BTreeSet;
+
+use agency_core::Resource;
+
+use crate::{Result, Service, ServiceError};
+
+/// The names declared in `[mcp_servers]` and `[repos]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    pub mcp_servers: BTreeSet<String>,
+    pub repos: BTreeSet<String>,
+}
+
+impl Service {
+    /// Daemon: the names the configuration declares (set once, at start;
+    /// later calls are ignored, as the configuration is read once).
+    pub fn set_declared(&self, declared: Declared) {
+        let _ = self.declared.set(declared);
+    }
+
+    /// Refuse a grant on an MCP server or repo the configuration does not
+    /// declare. Only the user is told which names are declared: an agent
+    /// learns nothing about servers it holds no capability on.
+    pub(crate) fn check_declared(&self, resource: &Resource, to_user: bool) -> Result<()> {
+        let Some(d) = self.declared.get() else {
+            return Ok(());
+        };
+        let (kind, what, name, names) = match resource {
+            Resource::McpServer(n) => ("mcp_server", "server", n, &d.mcp_servers),
+            Resource::Repo(n) => ("repo", "repo", n, &d.repos),
+            Resource::Kb(_) | Resource::Mail(_) => return Ok(()),
+        };
+        if names.contains(name) {
+            return Ok(());
+        }
+        let section = if kind == "repo" {
+            "repos"
+        } else {
+            "mcp_servers"
+        };
+        if !to_user {
+            return Err(ServiceError::invalid(format!(
+                "failed to grant {kind}:{name}: no such {what} in agency.toml"
+            )));
+        }
+        let list = if names.is_empty() {
+            format!("none are declared; add [{section}.{name}] first")
+        } else {
+            format!(
+                "declared: {}",
+                names.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
+        };
+        Err(ServiceError::invalid(format!(
+            "failed to grant {kind}:{name}: no such {what} in agency.toml ({list})"
+        )))
+    }
+}
