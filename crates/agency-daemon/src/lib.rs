@@ -20,6 +20,7 @@ pub mod mcp_servers;
 mod process;
 mod repos;
 mod rest;
+mod retention;
 pub mod runtime;
 pub mod secrets;
 mod server;
@@ -27,7 +28,7 @@ mod supervisor;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig,
-    ServerConfig,
+    RetentionConfig, ServerConfig,
 };
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};

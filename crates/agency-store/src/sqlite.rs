@@ -21,6 +21,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod outcomes;
+mod retention;
 mod runs;
 mod tokens;
 mod tx;
@@ -45,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v1.sql"),
     include_str!("sqlite/schema_v2.sql"),
     include_str!("sqlite/schema_v3.sql"),
+    include_str!("sqlite/schema_v4_quotas.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

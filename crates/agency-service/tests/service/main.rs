@@ -17,5 +17,7 @@ mod mail;
 mod org_model;
 mod org_props;
 mod outcomes;
+mod quotas;
+mod retention;
 mod story;
 mod tokens;
