@@ -91,6 +91,13 @@ pub enum Command {
     /// missing or corrupt.
     Fsck,
 
+    /// Apply the retention policy now (`[retention]` in agency.toml; the
+    /// daemon also does it every `gc_interval_hours`): remove acknowledged
+    /// mail past `acked_mail_days` with bodies nothing else needs, and
+    /// blobs no version points at. Never removes anything a live
+    /// capability or a file version needs. Prints what it removed.
+    Gc(GcArgs),
+
     /// A handler's audit log, oldest first.
     Audit(HandlerArg),
 
@@ -400,4 +407,11 @@ mod tests {
         Cli::command().debug_assert();
         super::command().debug_assert();
     }
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Change nothing; report what would be removed now.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -4,6 +4,7 @@
 
 mod daemon;
 mod demo;
+mod gc;
 mod kb;
 mod launch;
 mod mail;
@@ -80,6 +81,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
         Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),
         Command::Fsck => kb::fsck(&ctx),
+        Command::Gc(a) => gc::run(&ctx, a.dry_run),
         Command::Token(TokenCommand::Mint { handler, workspace }) => {
             tokens::mint(&ctx, &handler, workspace.as_deref())
         }

@@ -33,6 +33,19 @@ pub struct Limits {
     /// returned as a reference to read with `kb_read`.
     #[serde(default = "default_inline_bytes")]
     pub max_inline_bytes: usize,
+    // Quotas: what a handler's agents cannot exceed (the user is not bound
+    // by them); each refusal is a `quota` error naming the key to raise.
+    /// Deferred messages a handler has scheduled that are not yet delivered.
+    pub max_pending_deferred_per_handler: usize,
+    /// Outcomes a handler has created (ever: outcomes are never deleted).
+    pub max_outcomes_per_handler: usize,
+    /// KB documents a handler has created (mail bodies are not counted).
+    pub max_kb_files_per_handler: usize,
+    /// Active handlers in any subtree of the handler tree, its root
+    /// handler's included (which bounds the whole organisation).
+    pub max_handlers_per_subtree: usize,
+    /// How many levels below the root handler a handler may be created.
+    pub max_delegation_depth: usize,
 }
 
 fn default_page_bytes() -> usize {
@@ -53,6 +66,11 @@ impl Default for Limits {
             max_list: 1000,
             max_page_bytes: default_page_bytes(),
             max_inline_bytes: default_inline_bytes(),
+            max_pending_deferred_per_handler: 1_000,
+            max_outcomes_per_handler: 10_000,
+            max_kb_files_per_handler: 10_000,
+            max_handlers_per_subtree: 1_000,
+            max_delegation_depth: 32,
         }
     }
 }

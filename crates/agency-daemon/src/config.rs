@@ -16,6 +16,7 @@ use crate::secrets::SecretSource;
 pub struct Config {
     pub server: ServerConfig,
     pub limits: LimitsConfig,
+    pub retention: RetentionConfig,
     pub agents: AgentsConfig,
     /// Repositories agents may clone (`repo_clone`), by name: a URL or a
     /// local path. A handler needs a capability on `repo:NAME`.
@@ -95,12 +96,65 @@ pub struct ServerConfig {
 pub struct LimitsConfig {
     /// Largest KB file or message body accepted, in bytes.
     pub max_file_bytes: usize,
+    /// Quotas per handler (the user is not bound by them).
+    pub max_pending_deferred_per_handler: usize,
+    pub max_outcomes_per_handler: usize,
+    pub max_kb_files_per_handler: usize,
+    pub max_handlers_per_subtree: usize,
+    pub max_delegation_depth: usize,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
+        let l = Limits::default();
         LimitsConfig {
-            max_file_bytes: Limits::default().max_file_bytes,
+            max_file_bytes: l.max_file_bytes,
+            max_pending_deferred_per_handler: l.max_pending_deferred_per_handler,
+            max_outcomes_per_handler: l.max_outcomes_per_handler,
+            max_kb_files_per_handler: l.max_kb_files_per_handler,
+            max_handlers_per_subtree: l.max_handlers_per_subtree,
+            max_delegation_depth: l.max_delegation_depth,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The quota keys and values, for validation and messages.
+    fn quotas(&self) -> [(&'static str, usize); 5] {
+        [
+            (
+                "max_pending_deferred_per_handler",
+                self.max_pending_deferred_per_handler,
+            ),
+            ("max_outcomes_per_handler", self.max_outcomes_per_handler),
+            ("max_kb_files_per_handler", self.max_kb_files_per_handler),
+            ("max_handlers_per_subtree", self.max_handlers_per_subtree),
+            ("max_delegation_depth", self.max_delegation_depth),
+        ]
+    }
+}
+
+/// What `agency gc` and the automatic collection remove, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    /// Acknowledged mail is removed this many days after acknowledgement
+    /// (0: kept forever).
+    pub acked_mail_days: u32,
+    /// A blob no row points at is removed only this long after it was last
+    /// written.
+    pub blob_grace_minutes: u32,
+    /// The daemon collects garbage after start and then every this many
+    /// hours (0: only `agency gc`).
+    pub gc_interval_hours: u32,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            acked_mail_days: 30,
+            blob_grace_minutes: 60,
+            gc_interval_hours: 24,
         }
     }
 }
@@ -309,6 +363,19 @@ impl Config {
         if cfg.log.file_max_bytes < 4096 {
             return Err(bad("log.file_max_bytes must be at least 4096".to_owned()));
         }
+        for (key, value) in cfg.limits.quotas() {
+            if value == 0 || value > MAX_QUOTA {
+                return Err(bad(format!(
+                    "limits.{key} = {value} is out of range (1 to {MAX_QUOTA})"
+                )));
+            }
+        }
+        if cfg.retention.blob_grace_minutes == 0 {
+            return Err(bad(
+                "retention.blob_grace_minutes must be at least 1: a blob is written before the row that points at it commits"
+                    .to_owned(),
+            ));
+        }
         if cfg.agents.max_concurrent == 0 || cfg.agents.stall_after_exits == 0 {
             return Err(bad(
                 "agents.max_concurrent and agents.stall_after_exits must be at least 1".to_owned(),
@@ -318,12 +385,30 @@ impl Config {
     }
 
     pub fn limits(&self) -> Limits {
+        let l = &self.limits;
         Limits {
-            max_file_bytes: self.limits.max_file_bytes,
+            max_file_bytes: l.max_file_bytes,
+            max_pending_deferred_per_handler: l.max_pending_deferred_per_handler,
+            max_outcomes_per_handler: l.max_outcomes_per_handler,
+            max_kb_files_per_handler: l.max_kb_files_per_handler,
+            max_handlers_per_subtree: l.max_handlers_per_subtree,
+            max_delegation_depth: l.max_delegation_depth,
             ..Limits::default()
         }
     }
+
+    pub fn retention(&self) -> agency_service::Retention {
+        agency_service::Retention {
+            acked_mail_days: self.retention.acked_mail_days,
+            blob_grace: std::time::Duration::from_secs(
+                u64::from(self.retention.blob_grace_minutes) * 60,
+            ),
+        }
+    }
 }
+
+/// The largest value a quota may be set to (a billion: effectively none).
+const MAX_QUOTA: usize = 1_000_000_000;
 
 /// The commented configuration `agency init` writes.
 pub(crate) const TEMPLATE: &str = r#"# Agency configuration. Every key is optional; the values shown are the
@@ -338,6 +423,29 @@ port = 0
 [limits]
 # Largest Knowledge Base file or message body accepted, in bytes.
 max_file_bytes = 8388608
+# Quotas per handler, so that a runaway agent cannot fill the store or grow
+# the organisation without bound (the user is not bound by them). A refused
+# call fails with kind "quota" and names the key to raise here.
+# Deferred messages a handler has scheduled that are not yet delivered.
+max_pending_deferred_per_handler = 1000
+# Outcomes and KB documents a handler may create (ever).
+max_outcomes_per_handler = 10000
+max_kb_files_per_handler = 10000
+# Active handlers in any subtree (the root handler's subtree is the whole
+# organisation), and how many levels below the root a handler may be.
+max_handlers_per_subtree = 1000
+max_delegation_depth = 32
+
+[retention]
+# `agency gc` and the daemon's automatic collection remove acknowledged mail
+# this many days after acknowledgement (0: keep it forever), with its body
+# unless something else still needs it, and blobs no version points at.
+acked_mail_days = 30
+# An unreferenced blob is removed only this long after it was written.
+blob_grace_minutes = 60
+# Collect after the daemon starts and then every this many hours (0: only
+# when `agency gc` is run).
+gc_interval_hours = 24
 
 [agents]
 # "none": agents are not started (attach MCP clients with `agency token
@@ -445,6 +553,36 @@ mod tests {
     }
 
     #[test]
+    fn issue9_item11_quota_and_retention_keys_reach_the_service() {
+        let cfg = Config::parse(
+            Path::new("t"),
+            "[limits]\nmax_pending_deferred_per_handler = 1\nmax_outcomes_per_handler = 2\nmax_kb_files_per_handler = 3\nmax_handlers_per_subtree = 4\nmax_delegation_depth = 5\n[retention]\nacked_mail_days = 6\nblob_grace_minutes = 7\ngc_interval_hours = 8\n",
+        )
+        .unwrap();
+        let l = cfg.limits();
+        assert_eq!(
+            (
+                l.max_pending_deferred_per_handler,
+                l.max_outcomes_per_handler,
+                l.max_kb_files_per_handler,
+                l.max_handlers_per_subtree,
+                l.max_delegation_depth
+            ),
+            (1, 2, 3, 4, 5)
+        );
+        let r = cfg.retention();
+        assert_eq!(r.acked_mail_days, 6);
+        assert_eq!(r.blob_grace, std::time::Duration::from_secs(7 * 60));
+        assert_eq!(cfg.retention.gc_interval_hours, 8);
+        // The defaults are the service's.
+        assert_eq!(Config::default().limits(), Limits::default());
+        assert_eq!(
+            Config::default().retention(),
+            agency_service::Retention::default()
+        );
+    }
+
+    #[test]
     fn claude_code_config_parses() {
         let cfg = Config::parse(
             Path::new("t"),
@@ -465,6 +603,10 @@ mod tests {
         for bad in [
             "[server]\nprot = 1\n",
             "[limits]\nmax_file_bytes = 0\n",
+            "[limits]\nmax_outcomes_per_handler = 0\n",
+            "[limits]\nmax_delegation_depth = 1000000001\n",
+            "[retention]\nblob_grace_minutes = 0\n",
+            "[retention]\nacked_mail_dayz = 3\n",
             "server = 3",
             "[agents]\nruntime = \"magic\"\n",
             "[agents]\nruntime = \"command\"\n",
@@ -532,6 +674,8 @@ mod tests {
                 cc_program in word(),
                 env in proptest::collection::btree_map("[A-Z_]{1,8}", "\\PC{0,8}", 0..3),
                 repos in proptest::collection::btree_map(prop_oneof!["[a-z][a-z0-9-]{0,10}", "\\PC{0,12}"], "\\PC{0,12}", 0..3),
+                quotas in proptest::collection::vec(prop_oneof![Just(0usize), 1usize..=2000, MAX_QUOTA..=MAX_QUOTA + 1], 5),
+                retention in (any::<u32>(), prop_oneof![Just(0u32), 1u32..=100_000], any::<u32>()),
             ) -> Config {
                 let mut c = Config::default();
                 c.server.port = port;
@@ -548,6 +692,12 @@ mod tests {
                 c.agents.claude_code.program = cc_program;
                 c.agents.claude_code.env = env;
                 c.repos = repos;
+                c.limits.max_pending_deferred_per_handler = quotas[0];
+                c.limits.max_outcomes_per_handler = quotas[1];
+                c.limits.max_kb_files_per_handler = quotas[2];
+                c.limits.max_handlers_per_subtree = quotas[3];
+                c.limits.max_delegation_depth = quotas[4];
+                (c.retention.acked_mail_days, c.retention.blob_grace_minutes, c.retention.gc_interval_hours) = retention;
                 c
             }
         }
@@ -568,6 +718,16 @@ mod tests {
             };
             runtime_ok
                 && (1..=1 << 30).contains(&c.limits.max_file_bytes)
+                && [
+                    c.limits.max_pending_deferred_per_handler,
+                    c.limits.max_outcomes_per_handler,
+                    c.limits.max_kb_files_per_handler,
+                    c.limits.max_handlers_per_subtree,
+                    c.limits.max_delegation_depth,
+                ]
+                .iter()
+                .all(|q| (1..=1_000_000_000).contains(q))
+                && c.retention.blob_grace_minutes >= 1
                 && a.max_concurrent >= 1
                 && a.stall_after_exits >= 1
                 && c.repos

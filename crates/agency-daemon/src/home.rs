@@ -222,6 +222,7 @@ impl Home {
             Arc::new(SystemClock),
             ServiceConfig {
                 limits: cfg.limits(),
+                retention: cfg.retention(),
             },
         ))
     }

@@ -24,6 +24,7 @@ pub mod mcp_servers;
 mod process;
 mod repos;
 mod rest;
+mod retention;
 pub mod runtime;
 pub mod secrets;
 mod server;
@@ -31,7 +32,7 @@ mod supervisor;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,
-    ReposCacheConfig, ServerConfig,
+    ReposCacheConfig, RetentionConfig, ServerConfig,
 };
 pub use error::DaemonError;
 pub use home::{DaemonInfo, Home, InitReport};

@@ -51,6 +51,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/kb/{id}", get(kb_cat))
         .route("/v1/kb/{id}/history", get(kb_history))
         .route("/v1/fsck", post(fsck))
+        .route("/v1/gc", post(gc))
         .route("/v1/tokens", post(mint))
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
@@ -133,6 +134,11 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
         ServiceError::NotFound { .. } => StatusCode::NOT_FOUND,
         ServiceError::PermissionDenied(_) => StatusCode::FORBIDDEN,
         ServiceError::Conflict { .. } | ServiceError::AgentLive { .. } => StatusCode::CONFLICT,
+        // 403 as for a denied permission (and as Kubernetes answers an
+        // exceeded quota): the request is valid but refused by policy, and
+        // repeating it will not help until something changes. Not 429,
+        // which invites clients to retry after a delay.
+        ServiceError::Quota(_) => StatusCode::FORBIDDEN,
         ServiceError::InvalidInput(_) => StatusCode::BAD_REQUEST,
         ServiceError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -440,6 +446,18 @@ async fn fsck(State(st): State<Arc<AppState>>) -> Response {
     call(&st, |svc| svc.fsck()).await
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GcReq {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// Apply the retention policy now (`agency gc`).
+async fn gc(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<GcReq>) -> Response {
+    call(&st, move |svc| svc.gc(USER, req.dry_run)).await
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MintReq {
@@ -484,4 +502,15 @@ async fn resolve(
         Ok(serde_json::json!({ "id": svc.resolve_prefix(USER, kind, &prefix)? }))
     })
     .await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue9_item11_an_exceeded_quota_is_403_with_kind_quota() {
+        let r = service_error(&ServiceError::Quota("failed to create outcome: …".into()));
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    }
 }

@@ -59,6 +59,8 @@ pub struct Daemon {
     admin_server: Option<JoinHandle<std::io::Result<()>>>,
     shutdown_requested: Arc<Notify>,
     mail: JoinHandle<()>,
+    /// The periodic garbage collection (`None`: `gc_interval_hours = 0`).
+    gc: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
@@ -252,7 +254,9 @@ impl Daemon {
             pid: std::process::id(),
         })?;
         let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
+        let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
         Ok(Daemon {
+            gc,
             mcp_shutdown,
             addr,
             home: home.clone(),
@@ -299,6 +303,9 @@ impl Daemon {
         }
         self.mcp_shutdown.cancel();
         self.mail.abort();
+        if let Some(gc) = self.gc.take() {
+            gc.abort();
+        }
         if let Some(server) = self.server.take() {
             // In-flight requests get a grace period; long-lived SSE streams
             // would otherwise hold shutdown open.

@@ -358,3 +358,84 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
     assert_eq!(launch("bad%20name", Some(token)).await.0, 403);
     daemon.stop().await.unwrap();
 }
+
+/// Issue 9 item 11: the quotas and retention of `agency.toml` reach the
+/// service, `POST /v1/gc` runs the retention policy (a dry run changes
+/// nothing), and the daemon collects on its own after start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue9_item11_config_quotas_and_gc_over_rest_and_at_start() {
+    use agency_store::BlobStore as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path().join("home"));
+    home.init().unwrap();
+    std::fs::write(
+        home.config_path(),
+        "[limits]\nmax_kb_files_per_handler = 1\n[retention]\nblob_grace_minutes = 1\n",
+    )
+    .unwrap();
+    // An orphan blob (a write that failed before its row) from long ago.
+    let blobs = agency_store::FsBlobStore::open(home.blobs_dir()).unwrap();
+    let orphan = blobs.put(b"orphaned long ago").unwrap();
+    std::fs::File::open(blobs.path_of(&orphan))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    let daemon = Daemon::start(&home).await.unwrap();
+    let f = Fixture {
+        admin: home.admin_token().unwrap(),
+        _dir: dir,
+        home,
+        daemon,
+        http: reqwest::Client::new(),
+    };
+
+    // The configured quota binds an agent.
+    let svc = f.daemon.service().clone();
+    let e = tokio::task::spawn_blocking(move || {
+        let root = svc.root_handler().unwrap().unwrap();
+        let agent = svc.agent_start(root).unwrap();
+        let who = agency_core::Principal::agent(root, agent);
+        svc.kb_create(who, "one", b"1").unwrap();
+        svc.kb_create(who, "two", b"2").unwrap_err()
+    })
+    .await
+    .unwrap();
+    assert_eq!(e.kind(), "quota");
+    assert!(
+        e.to_string()
+            .contains("limits.max_kb_files_per_handler = 1 in agency.toml"),
+        "{e}"
+    );
+
+    // The daemon's collection after start removes the old orphan.
+    let mut collected = false;
+    for _ in 0..300 {
+        if !f
+            .home
+            .blobs_dir()
+            .join(&orphan.as_str()[7..9])
+            .join(&orphan.as_str()[9..])
+            .exists()
+        {
+            collected = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        collected,
+        "the daemon did not collect the orphan after start"
+    );
+
+    let (s, r) = f.post("/v1/gc", json!({"dry_run": true})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["dry_run"], true);
+    assert_eq!(r["blobs_removed"], 0);
+    let (s, r) = f.post("/v1/gc", json!({})).await;
+    assert_eq!((s, r["dry_run"].as_bool()), (200, Some(false)), "{r}");
+    let (s, fsck) = f.post("/v1/fsck", json!({})).await;
+    assert_eq!(s, 200);
+    assert_eq!(fsck["problems"], json!([]));
+    f.daemon.stop().await.unwrap();
+}

@@ -19,7 +19,8 @@ const STRUCTURED_MAX_BYTES: usize = 16 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ToolError {
     /// Machine-readable kind: the service's (`not_found`,
-    /// `permission_denied`, `conflict`, `invalid_input`, `internal`, …) or
+    /// `permission_denied`, `conflict`, `quota`, `invalid_input`,
+    /// `internal`, …) or
     /// `invalid_path` for workspace paths.
     pub kind: &'static str,
     pub message: String,

@@ -30,6 +30,10 @@ pub enum ServiceError {
     #[error("failed to start an agent for handler {handler}: agent {agent} is still live")]
     AgentLive { handler: String, agent: String },
 
+    /// A quota of `agency.toml` would be exceeded; the text names the key.
+    #[error("{0}")]
+    Quota(String),
+
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
 
@@ -60,6 +64,7 @@ impl ServiceError {
             ServiceError::PermissionDenied(_) => "permission_denied",
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::AgentLive { .. } => "agent_live",
+            ServiceError::Quota(_) => "quota",
             ServiceError::InvalidInput(_) => "invalid_input",
             ServiceError::Store(_) => "internal",
         }

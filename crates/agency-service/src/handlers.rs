@@ -103,6 +103,7 @@ impl Service {
                     if o.process_inbox { ", a Process Inbox outcome" } else { "" }
                 )));
             }
+            crate::quotas::check_new_handler(op.tx, &self.cfg.limits, boss, outcome)?;
             let u = HandlerId::from_root(outcome);
             let a = author(&caller);
             let reactivated = match op.tx.handler(u)? {

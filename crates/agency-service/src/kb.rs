@@ -27,11 +27,20 @@ impl Service {
         self.cfg
             .limits
             .check_content("the file content", content.len())?;
-        self.read(|tx| authenticate(tx, who).map(drop))?;
+        // The quota is checked before the blob is stored too, so a refused
+        // caller leaves nothing behind.
+        let check = |tx: &mut dyn Tx| -> Result<Caller> {
+            let caller = authenticate(tx, who)?;
+            if let Some(h) = caller.handler() {
+                crate::quotas::check_kb_files(tx, &self.cfg.limits, h)?;
+            }
+            Ok(caller)
+        };
+        self.read(|tx| check(tx).map(drop))?;
         self.blobs.put(content)?;
         let id = FileId::new_random();
         self.write(|op| {
-            let caller = authenticate(op.tx, who)?;
+            let caller = check(op.tx)?;
             create_document(op, &caller, id, FileKind::Document, description, content)?;
             Ok(id)
         })

@@ -81,6 +81,12 @@ impl Service {
         let precheck = |tx: &mut dyn Tx| -> Result<Caller> {
             let caller = authenticate(tx, who)?;
             check_may_send(tx, &caller, to)?;
+            // Only mail that will wait counts against the deferred quota.
+            if let (Some(h), Some(at)) = (caller.handler(), deliver_at)
+                && at > self.now()
+            {
+                crate::quotas::check_pending_deferred(tx, &self.cfg.limits, h)?;
+            }
             if let MailBody::File { file, .. } = body {
                 file_at_level(tx, &caller, *file, Level::Read, "attach")?;
                 if let Err(r) = attach_grant(tx, caller.party(), to, *file, Timestamp(0))? {

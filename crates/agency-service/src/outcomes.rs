@@ -38,6 +38,7 @@ impl Service {
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             let h = caller.require_handler("create an outcome")?.id;
+            crate::quotas::check_outcomes(op.tx, &self.cfg.limits, h)?;
             for p in &parents {
                 parent_outcome(op.tx, &caller, *p)?;
             }

@@ -97,7 +97,27 @@ fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) 
             }
         }
         if !batch.is_empty() {
-            let res = agency_store::write(store, |tx| tx.insert_kb_audit(&batch));
+            let res = agency_store::write(store, |tx| {
+                // `gc` may have removed a file (an expired message body)
+                // between a read and this commit: its record has nothing
+                // left to describe, and must not fail the whole batch.
+                let mut exists = std::collections::HashMap::new();
+                let mut rows = Vec::with_capacity(batch.len());
+                for r in &batch {
+                    let present = match exists.get(&r.file) {
+                        Some(p) => *p,
+                        None => {
+                            let p = tx.file(r.file)?.is_some();
+                            exists.insert(r.file, p);
+                            p
+                        }
+                    };
+                    if present {
+                        rows.push(r.clone());
+                    }
+                }
+                tx.insert_kb_audit(&rows)
+            });
             if res.is_err() {
                 failures.fetch_add(1, Ordering::SeqCst);
             }

@@ -17,6 +17,8 @@ use crate::read_audit::ReadAudit;
 #[derive(Debug, Clone, Default)]
 pub struct ServiceConfig {
     pub limits: Limits,
+    /// What `gc` removes, and when.
+    pub retention: crate::gc::Retention,
 }
 
 /// The operations of Agency over one store. Cheap to share behind an `Arc`.

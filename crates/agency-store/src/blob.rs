@@ -15,10 +15,11 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "fault-injection")]
-use std::sync::{Arc, RwLock};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +89,38 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     fn check(&self, id: &BlobId) -> Result<BlobCheck, StoreError>;
     /// Every blob present, in no particular order.
     fn list(&self) -> Result<Vec<BlobId>, StoreError>;
+
+    /// Garbage collection, one shard at a time (`shard` is the first byte
+    /// of the hash): the blobs of that shard last put before `before` (a
+    /// put of content already present counts as a put), in no particular
+    /// order, with their sizes. A store that cannot collect garbage says so.
+    fn list_put_before(
+        &self,
+        shard: u8,
+        before: SystemTime,
+    ) -> Result<Vec<(BlobId, u64)>, StoreError> {
+        let _ = (shard, before);
+        Err(StoreError::backend(
+            "list blobs for garbage collection",
+            "this blob store does not support garbage collection",
+        ))
+    }
+
+    /// Remove a blob if it was last put before `before`; returns the bytes
+    /// freed, or `None` if it was kept or absent. Serialised with `put`, so
+    /// a blob a put has just vouched for (whose row is about to be
+    /// committed) is never removed once that put returned.
+    fn remove_if_put_before(
+        &self,
+        id: &BlobId,
+        before: SystemTime,
+    ) -> Result<Option<u64>, StoreError> {
+        let _ = (id, before);
+        Err(StoreError::backend(
+            "remove a blob",
+            "this blob store does not support garbage collection",
+        ))
+    }
 }
 
 /// The steps of [`FsBlobStore::put`] that touch the disk, in order: the
@@ -135,6 +168,10 @@ pub struct FsBlobStore {
     /// put of one of them is done as soon as the file is seen. (The service
     /// puts each KB version twice, before and inside its transaction.)
     durable: Mutex<HashSet<BlobId>>,
+    /// Puts hold it shared, garbage collection's removals exclusively: a
+    /// removal never lands between a put's check that the blob exists (and
+    /// its refresh of the blob's time) and the put's return.
+    gc: RwLock<()>,
     #[cfg(feature = "fault-injection")]
     fault: FaultSlot,
 }
@@ -157,6 +194,7 @@ impl FsBlobStore {
             tmp,
             counter: AtomicU64::new(0),
             durable: Mutex::new(HashSet::new()),
+            gc: RwLock::new(()),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         })
@@ -221,6 +259,7 @@ fn io(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {
 
 impl BlobStore for FsBlobStore {
     fn put(&self, content: &[u8]) -> Result<BlobId, StoreError> {
+        let _gc = self.gc.read().unwrap_or_else(PoisonError::into_inner);
         let id = BlobId::of(content);
         let dest = self.path_of(&id);
         let dir = dest.parent().expect("blob paths have a parent");
@@ -231,6 +270,13 @@ impl BlobStore for FsBlobStore {
                 .map_err(|e| io("fsync blob directory", dir, e))
         };
         if dest.exists() {
+            // The blob may be an old orphan that garbage collection is
+            // about to remove; its modification time is its last put, so
+            // refresh it: the grace period then covers the commit of the
+            // row that this put is for.
+            File::open(&dest)
+                .and_then(|f| f.set_modified(SystemTime::now()))
+                .map_err(|e| io("refresh the time of blob", &dest, e))?;
             if self.is_known_durable(&id) {
                 return Ok(id);
             }
@@ -338,6 +384,63 @@ impl BlobStore for FsBlobStore {
             }
         }
         Ok(out)
+    }
+
+    fn list_put_before(
+        &self,
+        shard: u8,
+        before: SystemTime,
+    ) -> Result<Vec<(BlobId, u64)>, StoreError> {
+        let prefix = format!("{shard:02x}");
+        let dir = self.root.join(&prefix);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("list blob directory", &dir, e)),
+        };
+        let mut out = Vec::new();
+        for f in entries.flatten() {
+            let Some(id) = f
+                .file_name()
+                .to_str()
+                .and_then(|rest| BlobId::parse(&format!("{PREFIX}{prefix}{rest}")))
+            else {
+                continue;
+            };
+            // A blob whose time cannot be read is treated as fresh: kept.
+            if let Ok(meta) = f.metadata()
+                && meta.modified().is_ok_and(|t| t < before)
+            {
+                out.push((id, meta.len()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn remove_if_put_before(
+        &self,
+        id: &BlobId,
+        before: SystemTime,
+    ) -> Result<Option<u64>, StoreError> {
+        let _gc = self.gc.write().unwrap_or_else(PoisonError::into_inner);
+        let path = self.path_of(id);
+        let meta = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io("read the time of blob", &path, e)),
+        };
+        let modified = meta
+            .modified()
+            .map_err(|e| io("read the time of blob", &path, e))?;
+        if modified >= before {
+            return Ok(None);
+        }
+        fs::remove_file(&path).map_err(|e| io("remove blob", &path, e))?;
+        self.durable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        Ok(Some(meta.len()))
     }
 }
 

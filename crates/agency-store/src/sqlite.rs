@@ -23,6 +23,7 @@ mod mail;
 mod outcomes;
 mod pages;
 mod processes;
+mod retention;
 mod run_logs;
 mod runs;
 mod tokens;
@@ -51,6 +52,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v4_secrets.sql"),
     include_str!("sqlite/schema_v4_logging.sql"),
     include_str!("sqlite/schema_v4_caps.sql"),
+    include_str!("sqlite/schema_v4_quotas.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -7,6 +7,8 @@ use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
 };
 
+use agency_core::access::FileKind;
+
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::model::*;
@@ -273,4 +275,41 @@ pub trait Tx {
         before: Option<MessageId>,
         limit: usize,
     ) -> R<Vec<MessageRow>>;
+
+    // ---- Quotas and retention --------------------------------------------
+    //
+    // Counts stop at `limit`: a quota check costs at most that many index
+    // entries, never a scan.
+
+    /// Undelivered messages sent by `from`, counted up to `limit`.
+    fn pending_mail_from(&mut self, from: MailTarget, limit: usize) -> R<usize>;
+    /// Files of `kind` that `handler` created, counted up to `limit`.
+    fn files_created_by(&mut self, handler: HandlerId, kind: FileKind, limit: usize) -> R<usize>;
+    /// Outcomes `handler` created (their `created` history events), counted
+    /// up to `limit`.
+    fn outcomes_created_by(&mut self, handler: HandlerId, limit: usize) -> R<usize>;
+    /// Active handlers in the subtree of `id` (itself included if active),
+    /// counted up to `limit`.
+    fn active_subtree_size(&mut self, id: HandlerId, limit: usize) -> R<usize>;
+    /// Messages acknowledged before `before`, ordered by (acked_at, id),
+    /// after the cursor `after`, at most `limit`.
+    fn acked_messages_before(
+        &mut self,
+        before: Timestamp,
+        after: Option<(Timestamp, MessageId)>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>>;
+    fn delete_message(&mut self, id: MessageId) -> R<()>;
+    /// Delete every message whose body is `file`; returns how many.
+    fn delete_messages_carrying(&mut self, file: FileId) -> R<usize>;
+    /// Whether some message carrying `file` is unacknowledged or was
+    /// acknowledged at or after `before`.
+    fn file_in_unexpired_mail(&mut self, file: FileId, before: Timestamp) -> R<bool>;
+    /// Live capabilities anyone holds on `resource`, ordered by id.
+    fn live_capabilities_on(&mut self, resource: &Resource) -> R<Vec<CapabilityRow>>;
+    /// Delete a file with its versions and access log (no message may
+    /// still point at it).
+    fn delete_file(&mut self, id: FileId) -> R<()>;
+    /// The candidates some version row points at, in the order given.
+    fn referenced_blobs(&mut self, candidates: &[BlobId]) -> R<Vec<BlobId>>;
 }

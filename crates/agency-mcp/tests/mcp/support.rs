@@ -39,6 +39,7 @@ impl Agency {
             Arc::new(SystemClock),
             ServiceConfig {
                 limits: Limits::default(),
+                ..ServiceConfig::default()
             },
         ));
         let root = svc.bootstrap().expect("bootstrap");

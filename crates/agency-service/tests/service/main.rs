@@ -23,5 +23,7 @@ mod org_props;
 mod outcome_visibility;
 mod outcomes;
 mod reopen;
+mod quotas;
+mod retention;
 mod story;
 mod tokens;

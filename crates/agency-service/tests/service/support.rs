@@ -29,6 +29,15 @@ impl Env {
         Env::assemble(dir, store, blobs, clock, limits)
     }
 
+    /// An environment with a given service configuration (limits and
+    /// retention).
+    pub fn with_config(cfg: ServiceConfig) -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(T0));
+        let (store, blobs) = open_parts(dir.path());
+        Env::assemble_with(dir, store, blobs, clock, cfg)
+    }
+
     /// Build an environment around given (possibly wrapped) parts.
     pub fn assemble(
         dir: tempfile::TempDir,
@@ -37,12 +46,21 @@ impl Env {
         clock: Arc<ManualClock>,
         limits: Limits,
     ) -> Env {
-        let svc = Arc::new(Service::new(
-            store,
-            blobs,
-            clock.clone(),
-            ServiceConfig { limits },
-        ));
+        let cfg = ServiceConfig {
+            limits,
+            ..ServiceConfig::default()
+        };
+        Env::assemble_with(dir, store, blobs, clock, cfg)
+    }
+
+    pub fn assemble_with(
+        dir: tempfile::TempDir,
+        store: Arc<dyn Store>,
+        blobs: Arc<dyn BlobStore>,
+        clock: Arc<ManualClock>,
+        cfg: ServiceConfig,
+    ) -> Env {
+        let svc = Arc::new(Service::new(store, blobs, clock.clone(), cfg));
         let root = svc.bootstrap().expect("bootstrap");
         Env {
             dir,

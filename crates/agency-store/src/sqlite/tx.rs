@@ -4,12 +4,15 @@
 //! the transaction; each method is one call into the table module that owns
 //! the SQL, so the trait reads as a table of contents.
 
+use agency_core::access::FileKind;
 use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
 };
 use rusqlite::Connection;
 
-use super::{caps, handlers, kb, mail, outcomes, pages, processes, run_logs, runs, tokens};
+use super::{
+    caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens,
+};
 use crate::blob::BlobId;
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
@@ -365,5 +368,46 @@ impl Tx for SqliteTx<'_> {
         limit: usize,
     ) -> R<Vec<MessageRow>> {
         pages::outbox_before(self.conn, from, before, limit)
+    }
+
+    // ---- Quotas and retention --------------------------------------------
+
+    fn pending_mail_from(&mut self, from: MailTarget, limit: usize) -> R<usize> {
+        retention::pending_mail_from(self.conn, from, limit)
+    }
+    fn files_created_by(&mut self, handler: HandlerId, kind: FileKind, limit: usize) -> R<usize> {
+        retention::files_created_by(self.conn, handler, kind, limit)
+    }
+    fn outcomes_created_by(&mut self, handler: HandlerId, limit: usize) -> R<usize> {
+        retention::outcomes_created_by(self.conn, handler, limit)
+    }
+    fn active_subtree_size(&mut self, id: HandlerId, limit: usize) -> R<usize> {
+        retention::active_subtree_size(self.conn, id, limit)
+    }
+    fn acked_messages_before(
+        &mut self,
+        before: Timestamp,
+        after: Option<(Timestamp, MessageId)>,
+        limit: usize,
+    ) -> R<Vec<MessageRow>> {
+        retention::acked_messages_before(self.conn, before, after, limit)
+    }
+    fn delete_message(&mut self, id: MessageId) -> R<()> {
+        retention::delete_message(self.conn, id)
+    }
+    fn delete_messages_carrying(&mut self, file: FileId) -> R<usize> {
+        retention::delete_messages_carrying(self.conn, file)
+    }
+    fn file_in_unexpired_mail(&mut self, file: FileId, before: Timestamp) -> R<bool> {
+        retention::file_in_unexpired_mail(self.conn, file, before)
+    }
+    fn live_capabilities_on(&mut self, resource: &Resource) -> R<Vec<CapabilityRow>> {
+        retention::live_capabilities_on(self.conn, resource)
+    }
+    fn delete_file(&mut self, id: FileId) -> R<()> {
+        retention::delete_file(self.conn, id)
+    }
+    fn referenced_blobs(&mut self, candidates: &[BlobId]) -> R<Vec<BlobId>> {
+        retention::referenced_blobs(self.conn, candidates)
     }
 }

@@ -1,0 +1,246 @@
+//! Retention: `gc` removes what nothing needs any more, and nothing else.
+//!
+//! 1. Acknowledged mail past `acked_mail_days`: the envelope goes, and its
+//!    body file goes with it when the body is only the message's own: a
+//!    `message` file that no unexpired envelope carries and on which every
+//!    live capability exists only because of the message (the recipients'
+//!    Read gained through mail, the sender's creator capability). Those
+//!    capabilities are revoked (kept as revoked rows, for the audit trail).
+//!    A body anyone granted onward, or attached to a newer message, stays;
+//!    attached documents are never removed. Batches of [`BATCH`] messages,
+//!    each its own transaction, so the writer is never held for long.
+//! 2. Blobs no version row points at, last put more than `blob_grace` ago.
+//!    Caller content is put before the row that points at it commits; a
+//!    put of content already present refreshes the blob's time, and the
+//!    blob store serialises removals with puts, so a blob whose row is being
+//!    committed is always younger than the grace period and kept. Versions
+//!    are never removed: every version of a file that exists stays readable
+//!    (`kb_read_version`), the newest above all.
+//!
+//! Nothing else is ever removed: outcomes, handlers, audit logs, state
+//! documents, runs and documents stay. Afterwards fsck is clean (no row
+//! points at a missing blob), which the tests check.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use agency_core::access::FileKind;
+use agency_core::{FileId, MessageId, Principal, Resource, Timestamp};
+use agency_store::{BlobId, CapOrigin, RevokeSelector, Tx};
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::events::Event;
+use crate::service::{Service, authenticate};
+
+/// Messages expired per transaction.
+const BATCH: usize = 256;
+/// Blobs checked against the version rows per read transaction.
+const BLOB_CHUNK: usize = 512;
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// What `gc` keeps and for how long (`[retention]` in `agency.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// Acknowledged mail is removed this many days after acknowledgement;
+    /// 0 keeps it forever.
+    pub acked_mail_days: u32,
+    /// A blob no row points at is removed only when it was last put longer
+    /// ago than this (a write puts its blob before its row commits).
+    pub blob_grace: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            acked_mail_days: 30,
+            blob_grace: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What one `gc` run removed (or, for a dry run, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    pub dry_run: bool,
+    /// Mail acknowledged before this was expired (`None`: mail is kept).
+    pub mail_acked_before: Option<Timestamp>,
+    pub messages_removed: u64,
+    pub bodies_removed: u64,
+    /// Bodies of expired messages kept because something else needs them
+    /// (a capability granted onward, an unexpired message carrying them).
+    pub bodies_kept: u64,
+    pub capabilities_revoked: u64,
+    /// Unreferenced blobs removed (a dry run counts those unreferenced now;
+    /// bodies it would remove free their blobs only in a real run).
+    pub blobs_removed: u64,
+    pub bytes_freed: u64,
+}
+
+impl Service {
+    /// Apply the retention policy (user only). `dry_run` changes nothing
+    /// and reports what a run would remove now.
+    pub fn gc(&self, who: Principal, dry_run: bool) -> Result<GcReport> {
+        let caller = self.read(|tx| authenticate(tx, who))?;
+        if !caller.is_user() {
+            return Err(ServiceError::denied(
+                "failed to collect garbage: only the user may run gc",
+            ));
+        }
+        let mut report = GcReport {
+            dry_run,
+            ..GcReport::default()
+        };
+        let days = self.cfg.retention.acked_mail_days;
+        if days > 0 {
+            let before = Timestamp(
+                self.now()
+                    .0
+                    .saturating_sub(i64::from(days).saturating_mul(DAY_MS)),
+            );
+            report.mail_acked_before = Some(before);
+            // Reads of bodies queued before now must land before their
+            // files may go (later ones are dropped by the audit thread).
+            self.flush_read_audit()?;
+            self.expire_mail(before, dry_run, &mut report)?;
+        }
+        self.sweep_blobs(dry_run, &mut report)?;
+        Ok(report)
+    }
+
+    fn expire_mail(&self, before: Timestamp, dry_run: bool, report: &mut GcReport) -> Result<()> {
+        let mut cursor: Option<(Timestamp, MessageId)> = None;
+        // A dry run removes nothing, so a body carried by several expired
+        // messages would be met again: count it once.
+        let mut counted: BTreeSet<FileId> = BTreeSet::new();
+        loop {
+            let mut step = |tx: &mut dyn Tx,
+                            now: Timestamp,
+                            events: &mut Vec<Event>|
+             -> Result<(usize, GcReport)> {
+                let mut r = GcReport::default();
+                let rows = tx.acked_messages_before(before, cursor, BATCH)?;
+                let mut files = BTreeSet::new();
+                for m in &rows {
+                    if !dry_run {
+                        tx.delete_message(m.id)?;
+                    }
+                    r.messages_removed += 1;
+                    files.insert(m.file);
+                }
+                if let Some(last) = rows.last() {
+                    cursor = Some((last.acked_at.unwrap_or(before), last.id));
+                }
+                for f in files {
+                    if dry_run && !counted.insert(f) {
+                        continue;
+                    }
+                    expire_body(tx, f, before, now, dry_run, &mut r, events)?;
+                }
+                Ok((rows.len(), r))
+            };
+            let (n, r) = if dry_run {
+                let now = self.now();
+                self.read(|tx| step(tx, now, &mut Vec::new()))?
+            } else {
+                self.write(|op| {
+                    let mut events = Vec::new();
+                    let out = step(op.tx, op.now, &mut events)?;
+                    op.events.extend(events);
+                    Ok(out)
+                })?
+            };
+            report.messages_removed += r.messages_removed;
+            report.bodies_removed += r.bodies_removed;
+            report.bodies_kept += r.bodies_kept;
+            report.capabilities_revoked += r.capabilities_revoked;
+            if n < BATCH {
+                return Ok(());
+            }
+        }
+    }
+
+    fn sweep_blobs(&self, dry_run: bool, report: &mut GcReport) -> Result<()> {
+        // The cutoff is fixed before any row is read: a row committed after
+        // the snapshot below had its blob put after the cutoff.
+        let cutoff = SystemTime::now()
+            .checked_sub(self.cfg.retention.blob_grace)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        for shard in 0..=u8::MAX {
+            let candidates = self.blobs.list_put_before(shard, cutoff)?;
+            for chunk in candidates.chunks(BLOB_CHUNK) {
+                let ids: Vec<BlobId> = chunk.iter().map(|(id, _)| id.clone()).collect();
+                let used: BTreeSet<BlobId> = self
+                    .read(|tx| Ok(tx.referenced_blobs(&ids)?))?
+                    .into_iter()
+                    .collect();
+                for (id, size) in chunk.iter().filter(|(id, _)| !used.contains(id)) {
+                    let freed = if dry_run {
+                        Some(*size)
+                    } else {
+                        self.blobs.remove_if_put_before(id, cutoff)?
+                    };
+                    if let Some(n) = freed {
+                        report.blobs_removed += 1;
+                        report.bytes_freed += n;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Remove the body `file` of expired mail if it is only the messages' own.
+fn expire_body(
+    tx: &mut dyn Tx,
+    file: FileId,
+    before: Timestamp,
+    now: Timestamp,
+    dry_run: bool,
+    r: &mut GcReport,
+    events: &mut Vec<Event>,
+) -> Result<()> {
+    let Some(f) = tx.file(file)? else {
+        return Ok(());
+    };
+    if f.kind != FileKind::Message {
+        // An attached document lives on its own.
+        return Ok(());
+    }
+    if tx.file_in_unexpired_mail(file, before)? {
+        r.bodies_kept += 1;
+        return Ok(());
+    }
+    let caps = tx.live_capabilities_on(&Resource::Kb(file))?;
+    let own = caps.iter().all(|c| match c.origin {
+        CapOrigin::Mail => true,
+        CapOrigin::Creator => Some(c.holder) == f.created_by,
+        CapOrigin::User | CapOrigin::Grant | CapOrigin::System => false,
+    });
+    if !own {
+        r.bodies_kept += 1;
+        return Ok(());
+    }
+    r.bodies_removed += 1;
+    if dry_run {
+        r.capabilities_revoked += caps.len() as u64;
+        return Ok(());
+    }
+    // Every envelope still carrying it is expired too (checked above).
+    r.messages_removed += tx.delete_messages_carrying(file)? as u64;
+    if !caps.is_empty() {
+        let ids = caps.iter().map(|c| c.id).collect();
+        for c in tx.revoke(&RevokeSelector::Ids(ids), now)? {
+            r.capabilities_revoked += 1;
+            events.push(Event::CapabilityRevoked {
+                capability: c.id,
+                holder: c.holder,
+                resource: c.resource,
+            });
+        }
+    }
+    tx.delete_file(file)?;
+    Ok(())
+}
