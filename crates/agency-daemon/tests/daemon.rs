@@ -385,9 +385,13 @@ async fn issue9_item11_config_quotas_and_gc_over_rest_and_at_start() {
     let f = Fixture {
         admin: home.admin_token().unwrap(),
         _dir: dir,
-        home,
         daemon,
         http: reqwest::Client::new(),
+        v1: reqwest::Client::builder()
+            .unix_socket(home.admin_socket_path())
+            .build()
+            .unwrap(),
+        home,
     };
 
     // The configured quota binds an agent.

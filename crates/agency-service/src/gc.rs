@@ -217,7 +217,9 @@ fn expire_body(
     let own = caps.iter().all(|c| match c.origin {
         CapOrigin::Mail => true,
         CapOrigin::Creator => Some(c.holder) == f.created_by,
-        CapOrigin::User | CapOrigin::Grant | CapOrigin::System => false,
+        // A retired subtree's work product handed to its boss is the
+        // boss's to keep, like anything granted onward.
+        CapOrigin::User | CapOrigin::Grant | CapOrigin::System | CapOrigin::Handover => false,
     });
     if !own {
         r.bodies_kept += 1;
