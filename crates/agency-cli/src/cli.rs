@@ -80,6 +80,12 @@ pub enum Command {
     #[command(subcommand)]
     Outcome(OutcomeCommand),
 
+    /// Set a completed or closed outcome back to open, with a rationale
+    /// kept in its history. Its responsible handler is told by mail; if
+    /// that handler has retired, the nearest active boss above it becomes
+    /// responsible again (the retired handler is not revived).
+    Reopen(ReopenArgs),
+
     /// Live and recent agents.
     Agents(AgentsArgs),
 
@@ -317,6 +323,15 @@ pub struct RevokeArgs {
 pub struct McpLaunchArgs {
     /// The server's name in `[mcp_servers]` of agency.toml.
     pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReopenArgs {
+    /// Outcome id or unique prefix.
+    pub outcome: String,
+    /// Why it is not finished after all (recorded in its history).
+    #[arg(long)]
+    pub rationale: String,
 }
 
 #[derive(Debug, Args)]

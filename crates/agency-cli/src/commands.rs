@@ -9,6 +9,7 @@ mod kb;
 mod launch;
 mod mail;
 mod org;
+mod reopen;
 mod runtime;
 mod tokens;
 mod tools;
@@ -71,6 +72,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Handlers => org::handlers(&ctx),
         Command::Outcomes(a) => org::outcomes(&ctx, a.root.as_deref(), a.limit),
         Command::Outcome(OutcomeCommand::Show { id }) => org::outcome_show(&ctx, &id),
+        Command::Reopen(a) => reopen::reopen(&ctx, &a.outcome, &a.rationale),
         Command::Agents(a) => org::agents(&ctx, a.limit),
         Command::Audit(a) => org::audit(&ctx, &a.handler),
         Command::Stop(a) => org::stop(&ctx, &a.handler),

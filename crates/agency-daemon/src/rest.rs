@@ -46,6 +46,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/capabilities/{id}", delete(revoke_capability))
         .route("/v1/outcomes", get(outcomes))
         .route("/v1/outcomes/{id}", get(outcome))
+        .route("/v1/outcomes/{id}/reopen", post(reopen_outcome))
         .route("/v1/agents", get(agents))
         .route("/v1/kb", get(kb_list))
         .route("/v1/kb/{id}", get(kb_cat))
@@ -500,6 +501,25 @@ async fn resolve(
     };
     Ok(call(&st, move |svc| {
         Ok(serde_json::json!({ "id": svc.resolve_prefix(USER, kind, &prefix)? }))
+    })
+    .await)
+}
+
+/// The user reopens a completed or closed outcome: `{"rationale": "…"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReopenBody {
+    rationale: String,
+}
+
+async fn reopen_outcome(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    axum::Json(body): axum::Json<ReopenBody>,
+) -> Answer {
+    let id: OutcomeId = parse("outcome", &id)?;
+    Ok(call(&st, move |svc| {
+        svc.outcome_reopen(USER, id, &body.rationale)
     })
     .await)
 }

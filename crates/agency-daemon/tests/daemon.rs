@@ -443,3 +443,43 @@ async fn issue9_item11_config_quotas_and_gc_over_rest_and_at_start() {
     assert_eq!(fsck["problems"], json!([]));
     f.daemon.stop().await.unwrap();
 }
+
+/// Issue 9 item 13: `POST /v1/outcomes/{id}/reopen` is the user's
+/// `outcome_reopen`, with the service's refusals as typed errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_reopens_a_finished_outcome_over_rest() {
+    use agency_core::Principal;
+    let f = Fixture::start().await;
+    let svc = f.daemon.service().clone();
+    let root = svc.root_handler().unwrap().unwrap();
+    let agent = Principal::agent(root, svc.agent_start(root).unwrap());
+    let new = agency_service::NewOutcome {
+        title: "Paint the fence".into(),
+        parents: vec![root.root()],
+        ..Default::default()
+    };
+    let o = svc.outcome_create(agent, &new).unwrap();
+    let path = format!("/v1/outcomes/{o}/reopen");
+    let (s, e) = f.post(&path, json!({"rationale": "again"})).await;
+    assert_eq!(s, 400, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("failed to reopen outcome {o}")),
+        "{e}"
+    );
+    svc.outcome_complete(agent, o, "painted").unwrap();
+    let (s, _) = f.post(&path, json!({"rationale": "x", "extra": 1})).await;
+    assert!((400..500).contains(&s), "{s}");
+    let (s, r) = f.post(&path, json!({"rationale": "it rained"})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["status"], "open");
+    assert_eq!(r["responsible"], root.to_string());
+    let (_, view) = f.get(&format!("/v1/outcomes/{o}")).await;
+    assert_eq!(
+        view["history"].as_array().unwrap().last().unwrap()["action"],
+        "reopened"
+    );
+    f.daemon.stop().await.unwrap();
+}
