@@ -310,6 +310,11 @@ pub struct GrantArgs {
     /// Whether the handler may pass it on to its underlings.
     #[arg(long)]
     pub delegatable: bool,
+    /// The outcome the grant is for (id or unique prefix): the handler's
+    /// root outcome by default, or one below it; the grant ends when that
+    /// outcome finishes.
+    #[arg(long)]
+    pub outcome: Option<String>,
 }
 
 #[derive(Debug, Args)]

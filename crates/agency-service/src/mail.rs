@@ -396,9 +396,12 @@ fn attach_grant(
     let MailTarget::Handler(h) = to else {
         return Ok(Ok(None));
     };
-    let (Some(row), Some(f)) = (tx.handler(h)?, tx.file(file)?) else {
-        return Err(ServiceError::not_found("KB file", file));
-    };
+    let row = tx
+        .handler(h)?
+        .ok_or_else(|| ServiceError::not_found("handler", h))?;
+    let f = tx
+        .file(file)?
+        .ok_or_else(|| ServiceError::not_found("KB file", file))?;
     let recipient = Caller::Handler {
         row,
         agent: agency_core::AgentId(uuid::Uuid::nil()),

@@ -1,5 +1,6 @@
 //! Capabilities: grant (derived from the granter's own, restricted at
-//! will, scoped to the grantee's root outcome) and listing.
+//! will, scoped to the outcome it is for: the grantee's root or an outcome
+//! below it) and listing.
 
 use std::collections::BTreeSet;
 

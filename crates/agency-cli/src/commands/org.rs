@@ -85,9 +85,12 @@ pub fn grant(ctx: &Ctx, a: &crate::cli::GrantArgs) -> Result<ExitCode> {
     } else {
         key.to_owned()
     };
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "kind": kind, "key": key, "level": a.level, "delegatable": a.delegatable,
     });
+    if let Some(o) = &a.outcome {
+        body["outcome"] = serde_json::Value::String(c.resolve(IdKind::Outcome, o)?);
+    }
     let v = c.post(c.url(&["handlers", &id, "capabilities"]), &body)?;
     show(ctx, v, "grant", |g: &serde_json::Value| {
         format!(

@@ -118,6 +118,9 @@ fn assert_boss_has_the_work_product(
         assert_eq!(view.status, HandlerStatus::Deactivated);
         let state = svc.kb_read(pb, view.state_doc).unwrap();
         assert_eq!(state.content, format!("state of {who}").as_bytes());
+        // Also through the handler-level operations, below direct underlings.
+        assert_eq!(svc.state_read(pb, Some(h)).unwrap().content, state.content);
+        assert!(!svc.audit_read(pb, Some(h)).unwrap().is_empty());
         let log = svc.kb_read(pb, view.audit_log).unwrap();
         assert!(
             String::from_utf8_lossy(&log.content).contains("retired")
