@@ -265,6 +265,61 @@ fn truncate(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    /// Issue 9 item 6: neither the prompt nor the first message is an
+    /// argument (every local user reads argv with `ps`), and the command
+    /// starts from a cleared environment.
+    #[test]
+    fn issue9_item6_prompt_and_message_are_files_not_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            handler: agency_core::HandlerId::new_random(),
+            agent: agency_core::AgentId::new_random(),
+            token: "agt_secret_token".into(),
+            mcp_url: "http://127.0.0.1:1/mcp".into(),
+            workspace: dir.path().join("workspace"),
+            run_dir: dir.path().to_owned(),
+            system_prompt: "SYSTEM PROMPT TEXT".into(),
+            initial_message: "FIRST MESSAGE TEXT".into(),
+            mcp_servers: vec![],
+            launcher: "/opt/agency".into(),
+            launch_nonces: Default::default(),
+        };
+        let rt = ClaudeCodeRuntime {
+            cfg: ClaudeCodeConfig::default(),
+        };
+        let cmd = rt.command(&spec).unwrap();
+        let args: Vec<String> = cmd
+            .as_std()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = args.join(" ");
+        assert!(!joined.contains("SYSTEM PROMPT TEXT"), "{joined}");
+        assert!(!joined.contains("FIRST MESSAGE TEXT"), "{joined}");
+        assert!(!joined.contains("agt_secret_token"), "{joined}");
+        let at = args
+            .iter()
+            .position(|a| a == "--append-system-prompt-file")
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&args[at + 1]).unwrap(),
+            "SYSTEM PROMPT TEXT"
+        );
+        let envs: Vec<_> = cmd.as_std().get_envs().collect();
+        let message = envs
+            .iter()
+            .find(|(k, _)| *k == "AGENCY_MESSAGE_FILE")
+            .and_then(|(_, v)| *v)
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(message).unwrap(),
+            "FIRST MESSAGE TEXT"
+        );
+        // Only what we set: HOME is the agent's own.
+        let home = envs.iter().find(|(k, _)| *k == "HOME").unwrap().1.unwrap();
+        assert!(Path::new(home).starts_with(dir.path()));
+    }
+
     const INIT_OK: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"s","tools":["mcp__agency__mail_inbox"],"mcp_servers":[{"name":"agency","status":"connected"}],"model":"scripted"}"#;
     const ASSISTANT_TOOLS: &str = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"mcp__agency__mail_inbox","input":{}},{"type":"tool_use","id":"toolu_2","name":"Bash","input":{"command":"ls"}}]}}"#;
     const ASSISTANT_TOOL2: &str = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_3","name":"mcp__agency__mail_ack","input":{"messages":["m"]}}]}}"#;

@@ -450,7 +450,8 @@ gc_interval_hours = 24
 [agents]
 # "none": agents are not started (attach MCP clients with `agency token
 # mint`); "command": run [agents.command] for each agent, with its token,
-# MCP URL and prompt in AGENCY_TOKEN, AGENCY_MCP_URL, AGENCY_PROMPT_FILE;
+# MCP URL, prompt and first message in AGENCY_TOKEN, AGENCY_MCP_URL,
+# AGENCY_PROMPT_FILE, AGENCY_MESSAGE_FILE (MCP configuration: AGENCY_MCP_CONFIG);
 # "builtin": [agents.builtin]; "claude-code": [agents.claude_code].
 # Every agent starts from an empty environment: PATH, LANG, LC_*, TZ, a
 # HOME and TMPDIR of its own, and what its runtime needs (below); nothing

@@ -101,7 +101,7 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
             return;
         }
     };
-    let groups: Vec<u32> = rows
+    let mut groups: Vec<u32> = rows
         .iter()
         .filter_map(|r| {
             let pgid = u32::try_from(r.pgid).ok()?;
@@ -115,6 +115,9 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
             })
         })
         .collect();
+    groups.extend(unrecorded_groups(svc, &rows));
+    groups.sort_unstable();
+    groups.dedup();
     for g in &groups {
         signal_group(*g, Signal::SIGTERM);
     }
@@ -125,6 +128,42 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
     for g in groups {
         signal_group(g, Signal::SIGKILL);
     }
+}
+
+/// The groups of processes carrying the mark of a live agent whose group
+/// was never recorded (the daemon died between the spawn and the record):
+/// found by their `AGENCY_AGENT` variable, never the daemon's own group.
+fn unrecorded_groups(
+    svc: &agency_service::Service,
+    rows: &[agency_store::AgentProcessRow],
+) -> Vec<u32> {
+    let recorded: std::collections::HashSet<_> = rows.iter().map(|r| r.agent).collect();
+    let marks: std::collections::HashSet<Vec<u8>> = svc
+        .agents_live(agency_core::Principal::User)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| !recorded.contains(&a.id))
+        .map(|a| format!("AGENCY_AGENT={}", a.id).into_bytes())
+        .collect();
+    if marks.is_empty() {
+        return Vec::new();
+    }
+    let own = nix::unistd::getpgrp().as_raw();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            env.split(|b| *b == 0)
+                .any(|kv| marks.contains(kv))
+                .then(|| stat_of(pid).map(|(g, _)| g))
+                .flatten()
+        })
+        .filter(|g| i32::try_from(*g).is_ok_and(|g| g > 1 && g != own))
+        .collect()
 }
 
 #[cfg(test)]

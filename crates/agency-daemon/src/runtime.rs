@@ -53,10 +53,23 @@ impl std::fmt::Debug for SpawnSpec {
 }
 
 /// The variables an agent process (and an extra MCP server) takes from its
-/// parent's environment: what programs need to be found and to format
-/// text, nothing that could be a credential. `PATH` is the daemon's own, so
-/// that the agent finds the programs the user has installed.
-pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ"];
+/// parent's environment: what programs need to be found, to format text
+/// and to trust the local certificate authorities (paths to public
+/// certificates), nothing that could be a credential. `PATH` is the
+/// daemon's own, so that the agent finds the programs the user has
+/// installed. (Proxy variables may carry a password in their URL: give
+/// them explicitly, e.g. in `agents.claude_code.env`.)
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+];
 
 /// Used when the daemon itself has no `PATH`.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
