@@ -14,6 +14,7 @@
 //! between exec and recording its start time.
 
 mod agents;
+mod growth;
 mod latency;
 mod populate;
 mod report;
@@ -39,7 +40,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-6); the others are listed as
+    /// Run only these items (comma separated, 1-7); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -73,7 +74,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 6] = [
+    let items: [Item; 7] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -84,6 +85,7 @@ fn main() -> Result<()> {
         (4, "4. Scheduling latency", |c| util::block(sched::run(c))),
         (5, "5. Scale", |c| util::block(scale::run(c))),
         (6, "6. Many agents", |c| util::block(agents::run(c))),
+        (7, "7. Storage per event", growth::run),
     ];
     let _guard = rt.enter();
     for (n, title, f) in items {

@@ -292,6 +292,10 @@ fn the_user_drives_a_daemon_from_the_command_line() {
 
     ## How (children)
 
+    1 in all: 1 not finished, 0 finished.
+
+    Not finished:
+
     - kb://[UUID]
 
     ## History
@@ -300,7 +304,7 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     ");
     assert_snapshot!(home.ok(&["kb", "log", root8]), @"
     VERSION  CREATED                   SIZE  BY           HASH
-    2        [TIME]  428   user/Agency  [HASH]
+    2        [TIME]  482   user/Agency  [HASH]
     1        [TIME]  391   user/Agency  [HASH]
     ");
     assert_snapshot!(home.ok(&["audit", root8]), @"

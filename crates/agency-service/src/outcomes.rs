@@ -372,7 +372,7 @@ impl Service {
         id: OutcomeId,
         limit: Option<usize>,
     ) -> Result<Subtree> {
-        let limit = limit.unwrap_or(1000).clamp(1, 100_000);
+        let limit = limit.unwrap_or(1000).clamp(1, 10_000);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             visible_outcome(tx, &caller, id)?;

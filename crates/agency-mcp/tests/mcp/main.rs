@@ -91,6 +91,13 @@ async fn kb_round_trip_and_stale_write() {
     assert_eq!(old["content"], "dig, plant, water");
     let history = ok(&call(&c, "kb_history", json!({ "file": file })).await);
     assert_eq!(history["versions"].as_array().unwrap().len(), 2);
+    assert!(history.get("next_after").is_none(), "{history}");
+    // Paged: one version, then the cursor for the rest.
+    let first = ok(&call(&c, "kb_history", json!({ "file": file, "limit": 1 })).await);
+    assert_eq!(first["versions"][0]["version"], 1);
+    assert_eq!(first["next_after"], 1);
+    let rest = ok(&call(&c, "kb_history", json!({ "file": file, "after": 1 })).await);
+    assert_eq!(rest["versions"][0]["version"], 2);
     let listed = ok(&call(&c, "kb_list", json!({})).await);
     assert!(
         listed["files"]
@@ -262,6 +269,62 @@ async fn state_audit_and_permissions() {
             .iter()
             .any(|e| e["summary"] == "wrote my state")
     );
+    // issue 9 item 9: the log pages with a cursor (each entry's `seq`).
+    ok(&call(&c, "audit_submit", json!({"summary": "and then some"})).await);
+    let mut summaries = Vec::new();
+    let mut args = json!({ "limit": 1 });
+    loop {
+        let page = ok(&call(&c, "audit_read", args.clone()).await);
+        let entries = page["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{page}");
+        summaries.push(entries[0]["summary"].as_str().unwrap().to_owned());
+        match page.get("next_after") {
+            Some(n) => args = json!({ "limit": 1, "after": n }),
+            None => break,
+        }
+    }
+    assert_eq!(
+        summaries.len(),
+        log["entries"].as_array().unwrap().len() + 1
+    );
+    assert_eq!(summaries.last().unwrap(), "and then some");
+    // The outcome history pages the same way.
+    let made = ok(&call(
+        &c,
+        "outcome_create",
+        json!({"title": "Paged", "parents": [a.root.to_string()]}),
+    )
+    .await);
+    let root = made["outcome"].as_str().unwrap().to_owned();
+    for p in [1, 2] {
+        ok(&call(
+            &c,
+            "outcome_update",
+            json!({"outcome": root, "priority": p}),
+        )
+        .await);
+    }
+    let all = ok(&call(&c, "outcome_history", json!({ "outcome": root })).await);
+    let events = all["events"].as_array().unwrap();
+    assert!(
+        !events.is_empty() && all.get("next_after").is_none(),
+        "{all}"
+    );
+    let one = ok(&call(
+        &c,
+        "outcome_history",
+        json!({ "outcome": root, "limit": 1 }),
+    )
+    .await);
+    assert_eq!(one["events"][0], events[0]);
+    assert_eq!(events.len(), 3, "{all}");
+    let next = ok(&call(
+        &c,
+        "outcome_history",
+        json!({ "outcome": root, "after": one["next_after"] }),
+    )
+    .await);
+    assert_eq!(next["events"][0], events[1]);
 
     let caps = ok(&call(&c, "permissions_list", json!({})).await);
     assert!(!caps["capabilities"].as_array().unwrap().is_empty());
