@@ -6,6 +6,7 @@ mod daemon;
 mod demo;
 mod kb;
 mod launch;
+mod logs;
 mod mail;
 mod org;
 mod runtime;
@@ -75,6 +76,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             tokens::mint(&ctx, &handler, workspace.as_deref())
         }
         Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
+        Command::Logs(a) => logs::logs(&ctx, &a.run),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
         Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),

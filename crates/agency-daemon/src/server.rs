@@ -221,6 +221,7 @@ impl Daemon {
             pid: std::process::id(),
         })?;
         let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
+        tracing::info!(%addr, home = %home.dir().display(), "daemon listening");
         Ok(Daemon {
             mcp_shutdown,
             addr,
