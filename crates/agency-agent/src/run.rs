@@ -237,10 +237,7 @@ async fn drive(
                 tools.extend(specs);
             }
             Err(message) => {
-                eprintln!(
-                    "agent: failed to start MCP server {}: {message}",
-                    server.name
-                );
+                tracing::warn!(server = %server.name, error = %message, "failed to start an MCP server");
                 t.event(
                     "mcp_server_failed",
                     json!({ "name": server.name, "error": message }),

@@ -128,6 +128,12 @@ pub enum Command {
     #[command(subcommand)]
     Token(TokenCommand),
 
+    /// The captured stdout/stderr of an agent run (the agent's id, or a
+    /// prefix of it, from `agency agents`), kept bounded: the first and
+    /// the last part, the cut marked. Control characters are shown
+    /// escaped, never sent to the terminal.
+    Logs(LogsArgs),
+
     /// Bridge stdio to the daemon's MCP endpoint, for MCP clients that only
     /// speak stdio: newline-delimited JSON-RPC on stdin and stdout.
     ///
@@ -315,6 +321,12 @@ pub struct GrantArgs {
     /// outcome finishes.
     #[arg(long)]
     pub outcome: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The run's agent id (or a unique prefix).
+    pub run: String,
 }
 
 #[derive(Debug, Args)]

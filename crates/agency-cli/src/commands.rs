@@ -7,6 +7,7 @@ mod demo;
 mod gc;
 mod kb;
 mod launch;
+mod logs;
 mod mail;
 mod org;
 mod reopen;
@@ -88,6 +89,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             tokens::mint(&ctx, &handler, workspace.as_deref())
         }
         Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
+        Command::Logs(a) => logs::logs(&ctx, &a.run),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
         Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),

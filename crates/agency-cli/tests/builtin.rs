@@ -10,7 +10,7 @@ mod agent_story;
 
 use std::time::Duration;
 
-use agent_story::{BIN, SCRIPT, Story};
+use agent_story::{BIN, SCRIPT, Story, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_root_handlers_builtin_agent_answers_the_user() {
@@ -23,6 +23,12 @@ async fn the_root_handlers_builtin_agent_answers_the_user() {
     let story = Story::start(&cfg, Duration::from_secs(60)).await;
     let (reply, agent) = story.ask_and_wait().await;
     assert_eq!(agent["end_reason"], "completed");
+    // The agent's stderr is kept with its run (issue 9 item 16).
+    let log = json(&story.home, &["logs", agent["id"].as_str().unwrap()]);
+    assert!(
+        log["text"].as_str().unwrap().contains("agent ended: "),
+        "{log}"
+    );
     let requests = model.requests();
     assert_eq!(requests.len(), 6, "{requests:?}");
     assert!(requests.iter().all(|r| r.status == 200));

@@ -15,7 +15,7 @@ mod agent_story;
 
 use std::time::Duration;
 
-use agent_story::{SCRIPT, Story, claude_bin};
+use agent_story::{SCRIPT, Story, claude_bin, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_root_handlers_claude_code_agent_answers_the_user() {
@@ -32,6 +32,17 @@ async fn the_root_handlers_claude_code_agent_answers_the_user() {
     // "completed" comes from the transcript: MCP connected, a successful
     // result without is_error.
     assert_eq!(agent["end_reason"], "completed", "{agent}");
+    // Its stderr is kept with the run (issue 9 item 16); stdout, the
+    // transcript parsed above, is not mixed into it.
+    let log = json(&story.home, &["logs", agent["id"].as_str().unwrap()]);
+    assert_eq!(log["captured"], true, "{log}");
+    assert!(
+        !log["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"type\":\"system\""),
+        "{log}"
+    );
     // Claude Code may send side requests of its own (they get the
     // fallback); the conversation itself is the six scripted turns, with
     // Agency's tools offered under Claude Code's MCP spelling.

@@ -13,8 +13,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::task::JoinHandle;
+use std::io::{PipeReader, PipeWriter, Read};
 
 /// The bounded buffer of one run's output.
 #[derive(Debug)]
@@ -110,54 +109,55 @@ fn redacted(mut bytes: Vec<u8>, redact: &[&str]) -> Vec<u8> {
     bytes
 }
 
-/// The capture of a running agent: readers of its stdout and stderr
-/// feeding one bounded buffer.
+/// The capture of a running agent: one pipe that is both its stdout and
+/// its stderr (so lines keep the order they were written in, as on a
+/// terminal), read on a thread of its own into one bounded buffer.
 #[derive(Debug)]
 pub(crate) struct LogCapture {
     buf: Arc<Mutex<Capture>>,
-    readers: Vec<JoinHandle<()>>,
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+/// The pipe an agent writes to: give `writer` (and a clone) to the child
+/// as stdout and stderr, then start the capture on `reader`.
+pub(crate) fn pipe() -> std::io::Result<(PipeReader, PipeWriter, PipeWriter)> {
+    let (reader, writer) = std::io::pipe()?;
+    let writer2 = writer.try_clone()?;
+    Ok((reader, writer, writer2))
 }
 
 impl LogCapture {
-    pub fn start(
-        streams: Vec<Box<dyn AsyncRead + Send + Unpin>>,
-        head_max: usize,
-        tail_max: usize,
-    ) -> LogCapture {
+    pub fn start(mut reader: PipeReader, head_max: usize, tail_max: usize) -> LogCapture {
         let buf = Arc::new(Mutex::new(Capture::new(head_max, tail_max)));
-        let readers = streams
-            .into_iter()
-            .map(|mut s| {
-                let buf = buf.clone();
-                tokio::spawn(async move {
-                    let mut chunk = vec![0u8; 16 << 10];
-                    loop {
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .push(&chunk[..n]),
-                        }
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let shared = buf.clone();
+        // A plain thread: the read blocks until the last holder of the
+        // pipe's write end (the agent, its children) is gone.
+        let _ = std::thread::Builder::new()
+            .name("agent-log".to_owned())
+            .spawn(move || {
+                let mut chunk = vec![0u8; 16 << 10];
+                loop {
+                    match reader.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => shared
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(&chunk[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
                     }
-                })
-            })
-            .collect();
-        LogCapture { buf, readers }
+                }
+                let _ = tx.send(());
+            });
+        LogCapture { buf, done }
     }
 
     /// After the agent's process group is gone: wait (up to `wait`) for
-    /// the pipes to drain, then return what was kept. A process that
-    /// escaped the group may hold a pipe open; it does not hold up the
-    /// run's end.
+    /// the pipe to drain, then return what was kept. A process that escaped
+    /// the group may hold the pipe open; it does not hold up the run's end.
     pub async fn finish(self, wait: Duration, redact: &[&str]) -> Vec<u8> {
-        let deadline = tokio::time::Instant::now() + wait;
-        for r in self.readers {
-            let abort = r.abort_handle();
-            if tokio::time::timeout_at(deadline, r).await.is_err() {
-                abort.abort();
-            }
-        }
+        let _ = tokio::time::timeout(wait, self.done).await;
         self.buf
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -56,6 +56,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/tokens", post(mint))
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
+        .route("/v1/runs/{agent}/log", get(run_log))
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)
@@ -119,7 +120,10 @@ where
     F: FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
 {
     let svc = st.svc.clone();
-    match tokio::task::spawn_blocking(move || f(&svc)).await {
+    // The request's span follows the call onto the blocking thread, so the
+    // service operation's span nests under it in the log.
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(|| f(&svc))).await {
         Ok(Ok(v)) => axum::Json(v).into_response(),
         Ok(Err(e)) => service_error(&e),
         Err(_) => error(
@@ -473,6 +477,12 @@ async fn mint(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<MintR
         svc.token_mint(USER, h, req.workspace.as_deref())
     })
     .await)
+}
+
+/// An agent run's captured stdout/stderr (`agency logs`).
+async fn run_log(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
+    let a: AgentId = parse("agent", &agent)?;
+    Ok(call(&st, move |svc| svc.agent_run_log(USER, a)).await)
 }
 
 async fn revoke(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {

@@ -254,6 +254,7 @@ impl Daemon {
             pid: std::process::id(),
         })?;
         let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
+        tracing::info!(%addr, home = %home.dir().display(), "daemon listening");
         let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
         Ok(Daemon {
             gc,

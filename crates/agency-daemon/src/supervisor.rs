@@ -383,19 +383,26 @@ impl State {
         let _ = self
             .blocking(move |s| s.agent_record_spawn(agent, &runtime_name, &prompt_hash))
             .await;
+        let mut log_reader = None;
         let child = self
             .runtime
             .command(&spec)
             .map_err(|e| SpawnError::Io(e.to_string()))
             .and_then(|mut cmd| {
+                let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
+                    SpawnError::Io(format!(
+                        "failed to make the pipe for the agent's output: {e}"
+                    ))
+                })?;
+                log_reader = Some(reader);
                 // A group of its own: stopping the agent reaches every process
                 // it started. (process_group(0), not setsid in pre_exec, which
                 // forces a slow fork in a large daemon.) Its output is
                 // captured for the run record (agent_log.rs).
                 cmd.process_group(0)
                     .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
+                    .stdout(out)
+                    .stderr(err)
                     .kill_on_drop(false);
                 cmd.spawn().map_err(|e| {
                     SpawnError::Io(format!(
@@ -420,6 +427,15 @@ impl State {
             }
         };
         let pgid = child.id().unwrap_or(0);
+        // The command (and with it our copies of the pipe's write end) is
+        // gone: the capture sees the end of output when the agent's are.
+        let log = log_reader.map(|r| {
+            LogCapture::start(
+                r,
+                self.log.agent_log_head_bytes,
+                self.log.agent_log_tail_bytes,
+            )
+        });
         // Recorded so that a daemon restarted after a crash can stop the
         // group (the leader's start time guards against a reused pid).
         if let Some(started) = crate::process::start_time(pgid) {
@@ -430,18 +446,6 @@ impl State {
                 tracing::warn!(agent = %agent, "failed to record the process group of agent {agent}: {e}");
             }
         }
-        let mut streams: Vec<Box<dyn tokio::io::AsyncRead + Send + Unpin>> = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            streams.push(Box::new(out));
-        }
-        if let Some(err) = child.stderr.take() {
-            streams.push(Box::new(err));
-        }
-        let log = LogCapture::start(
-            streams,
-            self.log.agent_log_head_bytes,
-            self.log.agent_log_tail_bytes,
-        );
         tracing::info!(handler = %h, agent = %agent, runtime = self.runtime.name(), pid = pgid, "agent started");
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -465,7 +469,7 @@ impl State {
                 spec,
                 stop_reason: None,
                 config_restart: false,
-                log: Some(log),
+                log,
             },
         );
         Ok(())

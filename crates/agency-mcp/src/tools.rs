@@ -97,17 +97,33 @@ where
         Ok(a) => a,
         Err(e) => return Ok(into_call_result(Err(e)).into()),
     };
+    // One span per tool call, with who called (ids only: never a token),
+    // carried onto the blocking thread so the service's operation spans
+    // nest under it in the daemon's log.
+    let span = tracing::info_span!(
+        "tool",
+        name = %name,
+        handler = %identity.handler,
+        agent = %identity.agent,
+    );
     let call = Call {
         svc,
         identity,
         repos: ctx.service.repos(),
     };
-    let outcome = match tokio::task::spawn_blocking(move || body(&call, args)).await {
-        Ok(outcome) => outcome,
-        Err(e) => Err(ToolError::internal(format!(
-            "failed to run tool {name}: {e}"
-        ))),
-    };
+    let inner = span.clone();
+    let outcome =
+        match tokio::task::spawn_blocking(move || inner.in_scope(|| body(&call, args))).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(ToolError::internal(format!(
+                "failed to run tool {name}: {e}"
+            ))),
+        };
+    span.in_scope(|| match &outcome {
+        Ok(_) => tracing::debug!("tool call succeeded"),
+        Err(e) if e.kind == "internal" => tracing::warn!(error = %e.message, "tool call failed"),
+        Err(e) => tracing::debug!(kind = e.kind, "tool call refused"),
+    });
     Ok(into_call_result(outcome).into())
 }
 

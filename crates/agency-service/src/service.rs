@@ -189,7 +189,7 @@ impl Service {
 /// (`agency_service::kb::<impl …Service>::kb_read::{{closure}}`), so one
 /// place names them all.
 fn op_span(closure: &'static str, kind: &'static str) -> tracing::Span {
-    tracing::info_span!("op", name = op_name(closure), kind)
+    tracing::info_span!("op", name = %op_name(closure), kind = %kind)
 }
 
 fn op_name(closure: &'static str) -> &'static str {
@@ -232,5 +232,24 @@ pub(crate) fn authenticate(tx: &mut dyn Tx, who: Principal) -> Result<Caller> {
             }
             Ok(Caller::Handler { row: h, agent })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::op_name;
+
+    #[test]
+    fn operations_are_named_after_their_method() {
+        assert_eq!(
+            op_name(
+                "agency_service::kb::<impl agency_service::service::Service>::kb_read::{{closure}}"
+            ),
+            "kb_read"
+        );
+        assert_eq!(
+            op_name("agency_service::mail::send::{{closure}}::{{closure}}"),
+            "send"
+        );
     }
 }

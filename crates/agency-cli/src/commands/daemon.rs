@@ -80,6 +80,9 @@ pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
             signal(SignalKind::interrupt()).context("failed to install the SIGINT handler")?;
         let mut term =
             signal(SignalKind::terminate()).context("failed to install the SIGTERM handler")?;
+        // The daemon's log file (logs/daemon.log), before anything can
+        // go wrong worth logging.
+        agency_daemon::logging::init(&ctx.home)?;
         let daemon = Daemon::start(&ctx.home).await?;
         eprintln!(
             "Agency daemon listening on http://{} (home {})",
@@ -92,6 +95,7 @@ pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
             () = daemon.shutdown_requested() => "agency shutdown",
         };
         eprintln!("Agency daemon shutting down ({got})");
+        tracing::info!(signal = got, "shutting down");
         daemon.stop().await?;
         anyhow::Ok(())
     });

@@ -31,6 +31,17 @@ async fn stop_signal() {
 }
 
 pub fn agent(config: &Path) -> Result<ExitCode> {
+    // The agent's warnings (an MCP server that failed to start, …) go to
+    // stderr, which the daemon keeps with the run (`agency logs RUN`).
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| tracing_subscriber::EnvFilter::builder().parse(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
     let cfg = agency_agent::load_config(config)?;
     let summary = runtime()?.block_on(agency_agent::run_with(&cfg, None, stop_signal()))?;
     eprintln!(
