@@ -45,6 +45,7 @@ pub enum IdKind {
     Outcome,
     File,
     Agent,
+    Message,
 }
 
 impl IdKind {
@@ -54,6 +55,7 @@ impl IdKind {
             IdKind::Outcome => "outcome",
             IdKind::File => "file",
             IdKind::Agent => "agent",
+            IdKind::Message => "message",
         }
     }
 }

@@ -9,6 +9,8 @@ mod cli;
 mod client;
 mod commands;
 mod output;
+mod records;
+mod replay;
 
 use std::process::ExitCode;
 

@@ -20,6 +20,7 @@ pub mod mcp_servers;
 mod process;
 mod repos;
 mod rest;
+mod rest_records;
 pub mod runtime;
 pub mod secrets;
 mod server;

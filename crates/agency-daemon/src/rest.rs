@@ -20,7 +20,7 @@ use crate::api::{AgentsView, FileText, StatusView};
 use crate::http_auth::error;
 use crate::server::AppState;
 
-const USER: Principal = Principal::User;
+pub(crate) const USER: Principal = Principal::User;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -47,11 +47,12 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/tokens", post(mint))
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
+        .merge(crate::rest_records::routes())
 }
 
 /// Run a blocking service call off the async runtime and answer with its
 /// JSON or its error.
-async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
+pub(crate) async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
 where
     T: Serialize + Send + 'static,
     F: FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
@@ -81,7 +82,7 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
 
 /// A request the REST layer itself refuses (an id that is not a UUID, an
 /// unknown kind) before any service call.
-struct BadRequest(String);
+pub(crate) struct BadRequest(String);
 
 impl IntoResponse for BadRequest {
     fn into_response(self) -> Response {
@@ -89,9 +90,9 @@ impl IntoResponse for BadRequest {
     }
 }
 
-type Answer = Result<Response, BadRequest>;
+pub(crate) type Answer = Result<Response, BadRequest>;
 
-fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
+pub(crate) fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
     s.parse().map_err(|_| {
         BadRequest(format!(
             "failed to parse {what} id {s:?}: give a full UUID (the CLI resolves prefixes)"

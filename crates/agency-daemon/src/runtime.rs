@@ -84,7 +84,8 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
 
 /// A configured command: the agent's token, MCP URL and prompt reach it in
 /// the environment (`AGENCY_TOKEN`, `AGENCY_MCP_URL`, `AGENCY_PROMPT_FILE`,
-/// `AGENCY_HANDLER`, `AGENCY_AGENT`), and its whole MCP configuration
+/// `AGENCY_MESSAGE_FILE` (the first message), `AGENCY_HANDLER`,
+/// `AGENCY_AGENT`), and its whole MCP configuration
 /// (Agency's server and the extra ones) in the file `AGENCY_MCP_CONFIG`
 /// names. Used for custom agents and in tests.
 #[derive(Debug, Clone)]
@@ -105,9 +106,13 @@ impl Runtime for CommandRuntime {
             "mcp.json",
             spec.mcp_config().to_string().as_bytes(),
         )?;
+        // The first user message (what is waiting, how the previous agent
+        // ended), as the other runtimes get it.
+        let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .current_dir(&spec.workspace)
+            .env("AGENCY_MESSAGE_FILE", message)
             .env("AGENCY_TOKEN", &spec.token)
             .env("AGENCY_MCP_URL", &spec.mcp_url)
             .env("AGENCY_PROMPT_FILE", prompt)

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v1.sql"),
     include_str!("sqlite/schema_v2.sql"),
     include_str!("sqlite/schema_v3.sql"),
+    include_str!("sqlite/schema_v4_reach.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fuzz;
+mod records;
 mod repos;
 mod support;
 

@@ -17,5 +17,6 @@ mod mail;
 mod org_model;
 mod org_props;
 mod outcomes;
+mod runs;
 mod story;
 mod tokens;
