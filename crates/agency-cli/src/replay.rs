@@ -82,6 +82,15 @@ fn compact(v: &Value) -> String {
     }
 }
 
+/// " at TS" for an event's timestamp, or nothing when it has none.
+fn at(ts: &str) -> String {
+    if ts.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", line(ts))
+    }
+}
+
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -135,8 +144,8 @@ fn builtin_event(out: &mut String, ev: &Value) {
         "run_start" => {
             let _ = writeln!(
                 out,
-                "run started {} — model {} ({})",
-                line(ts),
+                "run started{} — model {} ({})",
+                at(ts),
                 line(str_of(ev, "model")),
                 line(str_of(ev, "api"))
             );
@@ -206,8 +215,8 @@ fn builtin_event(out: &mut String, ev: &Value) {
             let ended = ev.get("ended").map(compact).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "\nrun ended {}: {} ({} turns, {} tool calls, {} input / {} output tokens)",
-                line(ts),
+                "\nrun ended{}: {} ({} turns, {} tool calls, {} input / {} output tokens)",
+                at(ts),
                 line(&ended),
                 ev.get("turns").map(compact).unwrap_or_default(),
                 ev.get("tool_calls").map(compact).unwrap_or_default(),
@@ -359,8 +368,9 @@ mod tests {
         assert!(r.contains("→ mail_inbox {\"limit\":5}"), "{r}");
         assert!(r.contains("← mail_inbox ok"), "{r}");
         assert!(r.contains("(600 more characters)"), "{r}");
+        assert!(r.contains("run started at 2026-01-01T00:00:00Z"), "{r}");
         assert!(
-            r.contains("run ended") && r.contains("\"completed\""),
+            r.contains("run ended: completed (1 turns, 1 tool calls"),
             "{r}"
         );
     }
