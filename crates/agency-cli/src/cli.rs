@@ -124,6 +124,22 @@ pub enum Command {
     /// told to save its state and is restarted with the new set.
     Revoke(RevokeArgs),
 
+    /// Mail receipts: `agency mail status <message>`.
+    #[command(subcommand)]
+    Mail(MailCommand),
+
+    /// Agent runs, newest first: when each started and ended, how it
+    /// ended (abnormal ends are named), exit status, tool calls, tokens.
+    Runs(RunsArgs),
+
+    /// One agent run in full (runtime, prompt version and hash, usage).
+    Run(RunArg),
+
+    /// A readable replay of a run's transcript: turns, the model's text,
+    /// tool calls with their arguments, results cut short. With `--json`,
+    /// the raw events, one JSON object per line.
+    Transcript(RunArg),
+
     /// Bearer tokens for external MCP clients.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -235,6 +251,10 @@ pub struct OutcomesArgs {
     /// At most this many outcomes.
     #[arg(long, default_value_t = 10_000)]
     pub limit: usize,
+    /// Instead of the tree, list the outcomes this handler is
+    /// responsible for (id or unique prefix).
+    #[arg(long, value_name = "HANDLER", conflicts_with = "root")]
+    pub of: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -273,6 +293,39 @@ pub enum KbCommand {
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
+    /// A file's access log: who read, created and wrote it, and when,
+    /// newest first.
+    Audit {
+        /// File id or unique prefix (or kb://UUID).
+        id: String,
+        /// At most this many entries.
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MailCommand {
+    /// A message's receipt: sent, delivered (or when due), acknowledged.
+    Status {
+        /// Message id or unique prefix.
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only this handler's runs (id or unique prefix).
+    pub handler: Option<String>,
+    /// At most this many runs.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArg {
+    /// The run's agent id or unique prefix.
+    pub run: String,
 }
 
 #[derive(Debug, Args)]

@@ -50,6 +50,7 @@ pub enum IdKind {
     Outcome,
     File,
     Agent,
+    Message,
 }
 
 impl IdKind {
@@ -59,6 +60,7 @@ impl IdKind {
             IdKind::Outcome => "outcome",
             IdKind::File => "file",
             IdKind::Agent => "agent",
+            IdKind::Message => "message",
         }
     }
 }

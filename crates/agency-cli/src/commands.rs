@@ -11,6 +11,7 @@ mod logs;
 mod mail;
 mod org;
 mod reopen;
+mod records;
 mod runtime;
 mod tokens;
 mod tools;
@@ -24,7 +25,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::cli::{Cli, Command, KbCommand, OutcomeCommand, TokenCommand};
+use crate::cli::{Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand};
 use crate::client::{Client, decode};
 
 /// What every command gets: the home and the output mode.
@@ -71,7 +72,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.body, a.subject),
         Command::Inbox(a) => mail::inbox(&ctx, a.ack),
         Command::Handlers => org::handlers(&ctx),
-        Command::Outcomes(a) => org::outcomes(&ctx, a.root.as_deref(), a.limit),
+        Command::Outcomes(a) => match &a.of {
+            Some(h) => records::handler_outcomes(&ctx, h),
+            None => org::outcomes(&ctx, a.root.as_deref(), a.limit),
+        },
         Command::Outcome(OutcomeCommand::Show { id }) => org::outcome_show(&ctx, &id),
         Command::Reopen(a) => reopen::reopen(&ctx, &a.outcome, &a.rationale),
         Command::Agents(a) => org::agents(&ctx, a.limit),
@@ -83,6 +87,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Kb(KbCommand::Ls) => kb::ls(&ctx),
         Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
         Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),
+        Command::Kb(KbCommand::Audit { id, limit }) => records::kb_audit(&ctx, &id, limit),
+        Command::Mail(MailCommand::Status { id }) => records::mail_status(&ctx, &id),
+        Command::Runs(a) => records::runs(&ctx, a.handler.as_deref(), a.limit),
+        Command::Run(a) => records::run(&ctx, &a.run),
+        Command::Transcript(a) => records::transcript(&ctx, &a.run),
         Command::Fsck => kb::fsck(&ctx),
         Command::Gc(a) => gc::run(&ctx, a.dry_run),
         Command::Token(TokenCommand::Mint { handler, workspace }) => {

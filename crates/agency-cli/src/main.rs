@@ -10,6 +10,8 @@ mod client;
 mod commands;
 mod output;
 mod safe_text;
+mod records;
+mod replay;
 
 use std::process::ExitCode;
 

@@ -213,14 +213,22 @@ pub fn handlers(list: &[HandlerView]) -> String {
         })
         .collect();
     let mut out = table(
-        &["HANDLER", "STATUS", "AGENT", "INBOX", "WORK", "TITLE"],
+        &["HANDLER", "STATUS", "AGENT", "UNACKED", "WORK", "TITLE"],
         rows,
     );
+    // Unacknowledged mail keeps restarting a handler's agents (each new
+    // one sees the same messages): say so where the count is shown.
+    if list.iter().any(|h| h.inbox_depth > 0) {
+        out.push_str(UNACKED_NOTE);
+    }
     if list.iter().any(|h| h.stalled.is_some()) {
         out.push_str(STALLED_NOTE);
     }
     out
 }
+
+/// Printed under the handler tree when some handler has unacknowledged mail.
+pub const UNACKED_NOTE: &str = "\nUNACKED: delivered messages not yet acknowledged. While a handler has any, Agency\nstarts a new agent for it whenever none is running, and each new agent reads them\nagain; an agent acknowledges a message with mail_ack once it has processed it.\n";
 
 /// Children first by priority (highest first), then title, then id.
 fn sort_briefs(v: &mut [&OutcomeBrief]) {
@@ -712,7 +720,7 @@ mod tests {
     }
 
     #[test]
-    fn handler_tree_nests_underlings_below_their_boss() {
+    fn issue14_item12_handler_tree_shows_unacknowledged_mail() {
         let h = |id: u128, boss: Option<u128>, title: &str| HandlerView {
             id: agency_core::HandlerId(uuid::Uuid::from_u128(id)),
             boss: boss.map(|b| agency_core::HandlerId(uuid::Uuid::from_u128(b))),
@@ -732,6 +740,14 @@ mod tests {
             h(4, Some(2), "grandchild"),
         ]);
         assert_eq!(text, HANDLER_TREE);
+        assert!(!text.contains("UNACKED:"));
+        // Unacknowledged mail is shown, with what it does.
+        let text = handlers(&[HandlerView {
+            inbox_depth: 3,
+            ..h(1, None, "root")
+        }]);
+        assert!(text.contains("  3        no"), "{text}");
+        assert!(text.ends_with(UNACKED_NOTE), "{text}");
     }
 
     #[test]
@@ -788,10 +804,10 @@ OUTCOME                                       STATUS  PRIORITY  RESPONSIBLE     
 ";
 
     const HANDLER_TREE: &str = "\
-HANDLER                                       STATUS  AGENT  INBOX  WORK  TITLE
-00000000-0000-0000-0000-000000000001          active  -      0      no    root
-├── 00000000-0000-0000-0000-000000000002      active  -      0      no    child a
-│   └── 00000000-0000-0000-0000-000000000004  active  -      0      no    grandchild
-└── 00000000-0000-0000-0000-000000000003      active  -      0      no    child b
+HANDLER                                       STATUS  AGENT  UNACKED  WORK  TITLE
+00000000-0000-0000-0000-000000000001          active  -      0        no    root
+├── 00000000-0000-0000-0000-000000000002      active  -      0        no    child a
+│   └── 00000000-0000-0000-0000-000000000004  active  -      0        no    grandchild
+└── 00000000-0000-0000-0000-000000000003      active  -      0        no    child b
 ";
 }

@@ -232,8 +232,12 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     "#);
     assert_snapshot!(home.ok(&["send", "hello"]), @"sent message [UUID] to handler [UUID]");
     assert_snapshot!(home.ok(&["handlers"]), @"
-    HANDLER                               STATUS  AGENT  INBOX  WORK  TITLE
-    [UUID]  active  -      1      yes   Help the user accomplish all their work
+    HANDLER                               STATUS  AGENT  UNACKED  WORK  TITLE
+    [UUID]  active  -      1        yes   Help the user accomplish all their work
+
+    UNACKED: delivered messages not yet acknowledged. While a handler has any, Agency
+    starts a new agent for it whenever none is running, and each new agent reads them
+    again; an agent acknowledges a message with mail_ack once it has processed it.
     ");
     assert_snapshot!(home.ok(&["outcomes"]), @"
     OUTCOME                                   STATUS  PRIORITY  RESPONSIBLE                           TITLE

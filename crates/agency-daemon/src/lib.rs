@@ -25,6 +25,7 @@ mod process;
 mod repos;
 mod rest;
 mod retention;
+mod rest_records;
 pub mod runtime;
 pub mod secrets;
 mod server;

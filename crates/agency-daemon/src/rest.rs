@@ -22,7 +22,7 @@ use crate::api::{AgentsView, FileText, StatusView};
 use crate::http_auth::error;
 use crate::server::AppState;
 
-const USER: Principal = Principal::User;
+pub(crate) const USER: Principal = Principal::User;
 
 /// The routes; request bodies are bounded like MCP's (room for the largest
 /// file `limits.max_file_bytes` allows, JSON-escaped), so a message the
@@ -57,6 +57,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
         .route("/v1/runs/{agent}/log", get(run_log))
+        .merge(crate::rest_records::routes())
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)
@@ -114,7 +115,7 @@ async fn shutdown(State(st): State<Arc<AppState>>) -> Response {
 
 /// Run a blocking service call off the async runtime and answer with its
 /// JSON or its error.
-async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
+pub(crate) async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
 where
     T: Serialize + Send + 'static,
     F: FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
@@ -152,7 +153,7 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
 
 /// A request the REST layer itself refuses (an id that is not a UUID, an
 /// unknown kind) before any service call.
-struct BadRequest(String);
+pub(crate) struct BadRequest(String);
 
 impl IntoResponse for BadRequest {
     fn into_response(self) -> Response {
@@ -160,9 +161,9 @@ impl IntoResponse for BadRequest {
     }
 }
 
-type Answer = Result<Response, BadRequest>;
+pub(crate) type Answer = Result<Response, BadRequest>;
 
-fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
+pub(crate) fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
     s.parse().map_err(|_| {
         BadRequest(format!(
             "failed to parse {what} id {s:?}: give a full UUID (the CLI resolves prefixes)"

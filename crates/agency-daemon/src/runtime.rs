@@ -178,13 +178,15 @@ impl Runtime for CommandRuntime {
             "mcp.json",
             spec.mcp_config().to_string().as_bytes(),
         )?;
+        // The first user message (what is waiting, how the previous agent
+        // ended), as the other runtimes get it.
         let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
         let mut cmd = Command::new(&self.program);
         clean_env(&mut cmd, spec)?;
         cmd.args(&self.args)
             .current_dir(&spec.workspace)
-            .env("AGENCY_TOKEN", &spec.token)
             .env("AGENCY_MESSAGE_FILE", message)
+            .env("AGENCY_TOKEN", &spec.token)
             .env("AGENCY_MCP_URL", &spec.mcp_url)
             .env("AGENCY_PROMPT_FILE", prompt)
             .env("AGENCY_MCP_CONFIG", mcp)

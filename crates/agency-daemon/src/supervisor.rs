@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::prompt::{PromptFacts, agent_prompt};
+use agency_core::prompt::{PROMPT_VERSION, PromptFacts, agent_prompt, previous_run_note};
 use agency_core::{AgentId, HandlerId, MailTarget, Principal, Resource};
 use agency_service::{Event, RunReport, Service, ServiceError};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -328,7 +328,6 @@ impl State {
                 .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))?;
         }
         let ws = workspace.clone();
-        let abnormal = self.failures.get(&h).copied().unwrap_or(0) > 0;
         let started = self
             .blocking(move |s| {
                 let view = s.handler_view(Principal::User, h)?;
@@ -342,11 +341,18 @@ impl State {
                     root_title: &view.title,
                     state_doc: view.state_doc,
                     audit_log: view.audit_log,
-                    previous_ended_abnormally: abnormal.then_some("it exited without progress"),
                 });
                 let subjects = s.inbox_subjects(h, 20)?;
                 let granted = s.mcp_servers_granted(h)?;
-                Ok(Some((minted, prompt, first_message(&subjects), granted)))
+                // From the stored runs, not from this process's counters:
+                // a restart (reaped agents) must not make it forget.
+                let previous = s.previous_run_abnormal(h)?;
+                let mut first = first_message(&subjects);
+                if let Some(p) = previous {
+                    let note = previous_run_note(&format!("agent {}", p.agent), &p.ended_how);
+                    first = format!("{note}\n\n{first}");
+                }
+                Ok(Some((minted, prompt, first, granted)))
             })
             .await;
         let (minted, prompt, initial_message, granted) = match started {
@@ -381,7 +387,9 @@ impl State {
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
-            .blocking(move |s| s.agent_record_spawn(agent, &runtime_name, &prompt_hash))
+            .blocking(move |s| {
+                s.agent_record_spawn(agent, &runtime_name, &prompt_hash, PROMPT_VERSION)
+            })
             .await;
         let mut log_reader = None;
         let child = self
@@ -620,6 +628,10 @@ impl State {
         }
         if let Some(reason) = run.stop_reason.clone() {
             report.reason = reason;
+        } else if run.config_restart {
+            // It saved its state and exited as told: recorded as a restart,
+            // so the next agent knows why the previous one stopped.
+            report.reason = "restarted: its MCP servers changed".to_owned();
         }
         report.exit_status = status.map(i64::from);
         // A clean exit is still abnormal when the runtime saw the run fail

@@ -29,13 +29,24 @@ pub(crate) fn parse<A: DeserializeOwned>(
     })
 }
 
-/// Parse a UUID argument into its typed id.
+/// Parse a UUID argument into its typed id. A `kb://` prefix is accepted
+/// everywhere (agents copy links out of KB files, where UUIDs are written
+/// as `kb://UUID`).
 pub(crate) fn id<T: FromStr>(arg: &str, value: &str) -> Result<T, ToolError> {
-    value.trim().parse().map_err(|_| {
+    strip_kb_scheme(value).parse().map_err(|_| {
         ToolError::invalid(format!(
-            "failed to parse argument `{arg}` {value:?}: expected a UUID such as 123e4567-e89b-12d3-a456-426614174000"
+            "failed to parse argument `{arg}` {value:?}: expected a UUID such as 123e4567-e89b-12d3-a456-426614174000 (or kb://UUID)"
         ))
     })
+}
+
+/// `value` trimmed, without a leading `kb://` (any case).
+pub(crate) fn strip_kb_scheme(value: &str) -> &str {
+    let v = value.trim();
+    match v.get(..5) {
+        Some(p) if p.eq_ignore_ascii_case("kb://") => &v[5..],
+        _ => v,
+    }
 }
 
 /// Parse an optional UUID argument.
@@ -127,7 +138,11 @@ impl ResourceKindArg {
 
     /// The resource named by this kind and `resource_id`.
     pub fn resource(self, resource_id: &str) -> Result<Resource, ToolError> {
-        Resource::from_parts(self.as_str(), resource_id.trim())
+        let key = match self {
+            ResourceKindArg::Kb => strip_kb_scheme(resource_id),
+            _ => resource_id.trim(),
+        };
+        Resource::from_parts(self.as_str(), key)
             .map_err(|e| ToolError::invalid(format!("failed to parse argument `resource_id`: {e}")))
     }
 }
@@ -147,6 +162,25 @@ mod tests {
         let e = ids::<FileId>("messages", &["x".into()]).unwrap_err();
         assert!(e.message.contains("`messages[0]`"), "{}", e.message);
         assert!(id::<FileId>("file", " 123e4567-e89b-12d3-a456-426614174000 ").is_ok());
+    }
+
+    #[test]
+    fn issue9_item12_kb_links_are_accepted_wherever_a_uuid_is() {
+        let want: FileId = "123e4567-e89b-12d3-a456-426614174000".parse().unwrap();
+        for v in [
+            "kb://123e4567-e89b-12d3-a456-426614174000",
+            " KB://123e4567-e89b-12d3-a456-426614174000 ",
+        ] {
+            assert_eq!(id::<FileId>("file", v).unwrap(), want);
+            assert_eq!(ids::<FileId>("files", &[v.to_owned()]).unwrap(), vec![want]);
+        }
+        assert!(
+            ResourceKindArg::Kb
+                .resource("kb://123e4567-e89b-12d3-a456-426614174000")
+                .is_ok()
+        );
+        assert!(id::<FileId>("file", "kb://").is_err());
+        assert!(id::<FileId>("file", "kb:/123e4567-e89b-12d3-a456-426614174000").is_err());
     }
 
     #[test]

@@ -76,6 +76,11 @@ pub const TOOL_NAMES: &[&str] = &[
     "audit_read",
     "audit_submit",
     "repo_clone",
+    "mail_status",
+    "kb_audit",
+    "outcome_list",
+    "run_list",
+    "run_view",
 ];
 
 /// The daemon's repo cache, as the `repo_clone` tool sees it.

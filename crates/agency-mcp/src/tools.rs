@@ -13,7 +13,9 @@ mod kb;
 mod mail;
 mod outcomes;
 mod permissions;
+mod records;
 mod repos;
+mod runs;
 
 use std::sync::Arc;
 
@@ -153,6 +155,8 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(permissions::routes())
         .chain(audit::routes())
         .chain(repos::routes())
+        .chain(records::routes())
+        .chain(runs::routes())
     {
         router.add_route(route);
     }

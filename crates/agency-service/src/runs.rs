@@ -51,20 +51,15 @@ impl Service {
         agent: AgentId,
         runtime: &str,
         prompt_hash: &str,
+        prompt_version: u32,
     ) -> Result<()> {
         self.write(|op| {
             op.tx
                 .agent(agent)?
                 .ok_or_else(|| ServiceError::not_found("agent", agent))?;
             op.tx.put_agent_run(&AgentRunRow {
-                agent,
-                runtime: runtime.to_owned(),
-                prompt_hash: prompt_hash.to_owned(),
-                exit_status: None,
-                tool_calls: None,
-                input_tokens: None,
-                output_tokens: None,
-                transcript: None,
+                prompt_version: Some(i64::from(prompt_version)),
+                ..AgentRunRow::spawned(agent, runtime, prompt_hash)
             })?;
             Ok(())
         })
@@ -89,14 +84,15 @@ impl Service {
                 .tx
                 .agent(agent)?
                 .ok_or_else(|| ServiceError::not_found("agent", agent))?;
-            finish(op, &row, report, transcript.clone())?;
+            let outcome = RunOutcome {
+                made_progress: op.tx.agent_made_progress(agent)?,
+                has_work: op.tx.has_work(row.handler)?,
+            };
+            finish(op, &row, report, transcript.clone(), Some(outcome))?;
             if let Some(log) = &log {
                 op.tx.set_agent_run_log(agent, log)?;
             }
-            Ok(RunOutcome {
-                made_progress: op.tx.agent_made_progress(agent)?,
-                has_work: op.tx.has_work(row.handler)?,
-            })
+            Ok(outcome)
         })
     }
 
@@ -111,7 +107,7 @@ impl Service {
                     normal: false,
                     ..RunReport::default()
                 };
-                finish(op, a, &report, None)?;
+                finish(op, a, &report, None, None)?;
             }
             Ok(live)
         })
@@ -196,19 +192,19 @@ fn finish(
     row: &AgentRow,
     report: &RunReport,
     transcript: Option<agency_store::BlobId>,
+    outcome: Option<RunOutcome>,
 ) -> Result<()> {
     let ended = op.tx.end_agent(row.id, op.now, &report.reason)?;
     op.tx.revoke_tokens_of(row.id, op.now)?;
-    let mut run = op.tx.agent_run(row.id)?.unwrap_or(AgentRunRow {
-        agent: row.id,
-        runtime: "unknown".to_owned(),
-        prompt_hash: String::new(),
-        exit_status: None,
-        tool_calls: None,
-        input_tokens: None,
-        output_tokens: None,
-        transcript: None,
-    });
+    let mut run = op
+        .tx
+        .agent_run(row.id)?
+        .unwrap_or_else(|| AgentRunRow::spawned(row.id, "unknown", ""));
+    // Only the first end counts: a stale report about an agent already
+    // ended (e.g. reaped) must not rewrite how it ended.
+    if ended {
+        run.ended_how = crate::run_views::ended_how(report, outcome);
+    }
     run.exit_status = report.exit_status.or(run.exit_status);
     run.tool_calls = report.tool_calls.or(run.tool_calls);
     run.input_tokens = report.input_tokens.or(run.input_tokens);

@@ -349,4 +349,38 @@ pub struct AgentRunRow {
     pub output_tokens: Option<i64>,
     /// The transcript, kept in the blob store.
     pub transcript: Option<BlobId>,
+    /// `agency_core::prompt::PROMPT_VERSION` of the prompt it got.
+    #[serde(default)]
+    pub prompt_version: Option<i64>,
+    /// How the run ended when that was not normal (crashed, killed,
+    /// stalled, reaped, restarted for new MCP servers); `None` when it
+    /// ended normally or has not ended.
+    #[serde(default)]
+    pub ended_how: Option<String>,
+}
+
+impl AgentRunRow {
+    /// The record of a run just spawned: nothing about its end yet.
+    pub fn spawned(agent: AgentId, runtime: &str, prompt_hash: &str) -> AgentRunRow {
+        AgentRunRow {
+            agent,
+            runtime: runtime.to_owned(),
+            prompt_hash: prompt_hash.to_owned(),
+            exit_status: None,
+            tool_calls: None,
+            input_tokens: None,
+            output_tokens: None,
+            transcript: None,
+            prompt_version: None,
+            ended_how: None,
+        }
+    }
+}
+
+/// An agent with its run record (none for an attached MCP client, or a
+/// run the daemon never got to record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentWithRun {
+    pub agent: AgentRow,
+    pub run: Option<AgentRunRow>,
 }

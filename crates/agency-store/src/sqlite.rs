@@ -53,6 +53,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v4_logging.sql"),
     include_str!("sqlite/schema_v4_caps.sql"),
     include_str!("sqlite/schema_v4_quotas.sql"),
+    include_str!("sqlite/schema_v4_reach.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

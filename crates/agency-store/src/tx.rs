@@ -177,6 +177,16 @@ pub trait Tx {
     fn set_agent_run_log(&mut self, agent: AgentId, log: &BlobId) -> R<bool>;
     /// The blob of an agent run's captured output, if one was kept.
     fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>>;
+    /// Agents with their runs, newest first: of `handlers`, or of every
+    /// handler when `None`; only those started before `before`.
+    fn runs(
+        &mut self,
+        handlers: Option<&[HandlerId]>,
+        before: Option<Timestamp>,
+        limit: usize,
+    ) -> R<Vec<AgentWithRun>>;
+    /// The most recently ended agent of a handler, with its run.
+    fn last_ended_run(&mut self, handler: HandlerId) -> R<Option<AgentWithRun>>;
     /// Whether the agent created or wrote a KB file or changed an outcome.
     fn agent_made_progress(&mut self, agent: AgentId) -> R<bool>;
     /// Whether the agent submitted an audit summary.

@@ -6,6 +6,7 @@
 mod fuzz;
 mod grant_outcome;
 mod reopen;
+mod records;
 mod repos;
 mod support;
 

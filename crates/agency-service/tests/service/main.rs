@@ -26,5 +26,6 @@ mod quotas;
 mod reopen;
 mod retention;
 mod run_logs;
+mod runs;
 mod story;
 mod tokens;

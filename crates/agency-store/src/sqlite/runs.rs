@@ -7,15 +7,23 @@ use rusqlite::{Connection, params};
 use super::convert::*;
 use crate::blob::BlobId;
 use crate::error::StoreError;
-use crate::model::AgentRunRow;
+use crate::model::{AgentRunRow, AgentWithRun};
+
+/// The columns [`run_row`] reads, in order.
+macro_rules! run_cols {
+    () => {
+        "agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript, prompt_version, ended_how"
+    };
+}
 
 pub(crate) fn put_agent_run(c: &Connection, r: &AgentRunRow) -> R<()> {
     execute(
         c,
-        "INSERT INTO agent_runs (agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+        "INSERT INTO agent_runs (agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript,
+             prompt_version, ended_how)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (agent) DO UPDATE SET runtime = ?2, prompt_hash = ?3, exit_status = ?4, tool_calls = ?5,
-             input_tokens = ?6, output_tokens = ?7, transcript = ?8",
+             input_tokens = ?6, output_tokens = ?7, transcript = ?8, prompt_version = ?9, ended_how = ?10",
         params![
             r.agent.to_string(),
             r.runtime,
@@ -25,6 +33,8 @@ pub(crate) fn put_agent_run(c: &Connection, r: &AgentRunRow) -> R<()> {
             r.input_tokens,
             r.output_tokens,
             r.transcript.as_ref().map(BlobId::as_str),
+            r.prompt_version,
+            r.ended_how,
         ],
         || format!("record the run of agent {}", r.agent),
     )
@@ -34,25 +44,101 @@ pub(crate) fn put_agent_run(c: &Connection, r: &AgentRunRow) -> R<()> {
 pub(crate) fn agent_run(c: &Connection, agent: AgentId) -> R<Option<AgentRunRow>> {
     query_opt(
         c,
-        "SELECT agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript
-         FROM agent_runs WHERE agent = ?1",
+        concat!("SELECT ", run_cols!(), " FROM agent_runs WHERE agent = ?1"),
         [agent.to_string()],
         || format!("read the run of agent {agent}"),
-        |r| {
-            let transcript: Option<String> = col(r, 7, "run transcript")?;
-            Ok(AgentRunRow {
-                agent: col_id(r, 0, "run agent")?,
-                runtime: col(r, 1, "run runtime")?,
-                prompt_hash: col(r, 2, "run prompt hash")?,
-                exit_status: col(r, 3, "run exit status")?,
-                tool_calls: col(r, 4, "run tool calls")?,
-                input_tokens: col(r, 5, "run input tokens")?,
-                output_tokens: col(r, 6, "run output tokens")?,
-                transcript: transcript
-                    .map(|t| BlobId::parse(&t).ok_or_else(|| StoreError::corrupt("transcript blob id", t)))
-                    .transpose()?,
-            })
-        },
+        |r| run_row(r, 0),
+    )
+}
+
+/// A run record from the columns of [`run_cols`] starting at `at`; `None`
+/// when they are NULL (a LEFT JOIN that found no run).
+fn opt_run_row(r: &rusqlite::Row<'_>, at: usize) -> R<Option<AgentRunRow>> {
+    let agent: Option<String> = col(r, at, "run agent")?;
+    agent.map(|_| run_row(r, at)).transpose()
+}
+
+fn run_row(r: &rusqlite::Row<'_>, at: usize) -> R<AgentRunRow> {
+    let transcript: Option<String> = col(r, at + 7, "run transcript")?;
+    Ok(AgentRunRow {
+        agent: col_id(r, at, "run agent")?,
+        runtime: col(r, at + 1, "run runtime")?,
+        prompt_hash: col(r, at + 2, "run prompt hash")?,
+        exit_status: col(r, at + 3, "run exit status")?,
+        tool_calls: col(r, at + 4, "run tool calls")?,
+        input_tokens: col(r, at + 5, "run input tokens")?,
+        output_tokens: col(r, at + 6, "run output tokens")?,
+        transcript: transcript
+            .map(|t| BlobId::parse(&t).ok_or_else(|| StoreError::corrupt("transcript blob id", t)))
+            .transpose()?,
+        prompt_version: col(r, at + 8, "run prompt version")?,
+        ended_how: col(r, at + 9, "run ended how")?,
+    })
+}
+
+fn agent_with_run(r: &rusqlite::Row<'_>) -> R<AgentWithRun> {
+    Ok(AgentWithRun {
+        agent: agent_row(r)?,
+        run: opt_run_row(r, 5)?,
+    })
+}
+
+/// Agents with their runs, newest first: of the given handlers, or of
+/// every handler when `handlers` is `None`; only those started before
+/// `before` (paging: pass the last `started_at` seen).
+pub(crate) fn runs(
+    c: &Connection,
+    handlers: Option<&[HandlerId]>,
+    before: Option<Timestamp>,
+    n: usize,
+) -> R<Vec<AgentWithRun>> {
+    let before = before.map_or(i64::MAX, |t| t.0);
+    match handlers {
+        None => query_rows(
+            c,
+            concat!(
+                "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
+                "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
+                " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id WHERE a.started_at < ?1",
+                " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?2"
+            ),
+            params![before, limit(n)],
+            || "list agent runs".to_owned(),
+            agent_with_run,
+        ),
+        Some(hs) => query_rows(
+            c,
+            concat!(
+                "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
+                "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
+                " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id",
+                " WHERE a.handler IN (SELECT value FROM json_each(?1)) AND a.started_at < ?2",
+                " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?3"
+            ),
+            params![json_list(hs, true), before, limit(n)],
+            || format!("list the agent runs of {} handler(s)", hs.len()),
+            agent_with_run,
+        ),
+    }
+}
+
+/// The most recently ended agent of a handler, with its run.
+pub(crate) fn last_ended_run(c: &Connection, h: HandlerId) -> R<Option<AgentWithRun>> {
+    query_opt(
+        c,
+        concat!(
+            "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
+            "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
+            " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id",
+            " WHERE a.handler = ?1 AND a.ended_at IS NOT NULL",
+            // At most one agent of a handler is live at a time, so the
+            // newest one started that has ended is the previous one;
+            // rowid (insertion order) breaks ties within a millisecond.
+            " ORDER BY a.started_at DESC, a.rowid DESC LIMIT 1"
+        ),
+        [h.to_string()],
+        || format!("read the last run of handler {h}"),
+        agent_with_run,
     )
 }
 

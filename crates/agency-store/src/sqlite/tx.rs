@@ -250,6 +250,17 @@ impl Tx for SqliteTx<'_> {
     fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>> {
         run_logs::agent_run_log(self.conn, agent)
     }
+    fn runs(
+        &mut self,
+        handlers: Option<&[HandlerId]>,
+        before: Option<Timestamp>,
+        limit: usize,
+    ) -> R<Vec<AgentWithRun>> {
+        runs::runs(self.conn, handlers, before, limit)
+    }
+    fn last_ended_run(&mut self, handler: HandlerId) -> R<Option<AgentWithRun>> {
+        runs::last_ended_run(self.conn, handler)
+    }
     fn agent_made_progress(&mut self, agent: AgentId) -> R<bool> {
         runs::agent_made_progress(self.conn, agent)
     }

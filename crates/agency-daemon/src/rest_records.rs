@@ -1,0 +1,95 @@
+//! REST routes for records the user reads about the organisation's work:
+//! agent runs and their transcripts, mail receipts, a KB file's access log
+//! and the outcomes of one handler. Each route is one service call as the
+//! user (`rest.rs` holds the shared plumbing).
+
+use std::sync::Arc;
+
+use agency_core::{AgentId, FileId, HandlerId, MessageId, Timestamp};
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::routing::get;
+use serde::Deserialize;
+
+use crate::rest::{Answer, USER, call, parse};
+use crate::server::AppState;
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/v1/runs", get(runs))
+        .route("/v1/runs/{agent}", get(run))
+        .route("/v1/runs/{agent}/transcript", get(transcript))
+        .route("/v1/mail/{id}", get(mail_status))
+        .route("/v1/kb/{id}/audit", get(kb_audit))
+        .route("/v1/handlers/{id}/outcomes", get(handler_outcomes))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunsQuery {
+    handler: Option<String>,
+    /// Milliseconds since the epoch: only runs started before.
+    before: Option<i64>,
+    limit: Option<usize>,
+}
+
+async fn runs(State(st): State<Arc<AppState>>, Query(q): Query<RunsQuery>) -> Answer {
+    let handler: Option<HandlerId> = q
+        .handler
+        .as_deref()
+        .map(|h| parse("handler", h))
+        .transpose()?;
+    Ok(call(&st, move |svc| {
+        svc.runs(USER, handler, q.before.map(Timestamp), q.limit)
+    })
+    .await)
+}
+
+async fn run(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
+    let agent: AgentId = parse("agent", &agent)?;
+    Ok(call(&st, move |svc| svc.run(USER, agent)).await)
+}
+
+/// The transcript as JSON: `{"agent", "bytes", "events": [...]}`, one
+/// event per line of the runtime's JSONL (a line that is not JSON comes
+/// back as `{"unparsed": "<line>"}`, so nothing is dropped).
+async fn transcript(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
+    let agent: AgentId = parse("agent", &agent)?;
+    Ok(call(&st, move |svc| {
+        let bytes = svc.run_transcript(USER, agent)?;
+        let events: Vec<serde_json::Value> = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|_| serde_json::json!({ "unparsed": l }))
+            })
+            .collect();
+        Ok(serde_json::json!({ "agent": agent, "bytes": bytes.len(), "events": events }))
+    })
+    .await)
+}
+
+async fn mail_status(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: MessageId = parse("message", &id)?;
+    Ok(call(&st, move |svc| svc.mail_status(USER, id)).await)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitQuery {
+    limit: Option<usize>,
+}
+
+async fn kb_audit(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Query<LimitQuery>,
+) -> Answer {
+    let id: FileId = parse("KB file", &id)?;
+    Ok(call(&st, move |svc| svc.kb_audit(USER, id, q.limit)).await)
+}
+
+async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    Ok(call(&st, move |svc| svc.outcomes_of(USER, id)).await)
+}
