@@ -22,7 +22,7 @@ use reqwest::blocking::{Client as Http, RequestBuilder, Response};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::client::{self, daemon_base, http_client, no_daemon};
+use crate::client::{self, http_client, no_daemon};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -330,7 +330,7 @@ pub fn run(home: &Home, token_file: &Path) -> Result<ExitCode> {
             token_file.display()
         );
     }
-    let url = daemon_base(home)?
+    let url = client::live_daemon_base(home)?
         .join("mcp")
         .context("failed to make the MCP endpoint's URL")?;
     let mut headers = HeaderMap::new();

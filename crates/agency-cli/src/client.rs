@@ -65,16 +65,18 @@ impl IdKind {
     }
 }
 
-/// Find the home's daemon address, or say that none is running. Shared
-/// with the MCP bridge, which authenticates with an agent token instead.
-pub fn daemon_base(home: &Home) -> Result<Url> {
-    if !home.exists() {
-        // Reuse the daemon crate's wording ("run `agency init` first").
-        return Err(agency_daemon::DaemonError::NoHome(home.dir().to_owned()).into());
-    }
-    let info = home.daemon_info()?.ok_or_else(|| no_daemon(home))?;
-    Url::parse(&format!("http://{}/", info.addr))
-        .with_context(|| format!("failed to make a URL from the daemon address {}", info.addr))
+/// The running daemon's TCP address as the daemon itself reports it over
+/// the home's socket, not as a `daemon.json` (perhaps stale) claims it:
+/// the MCP bridge sends an agent token there.
+pub fn live_daemon_base(home: &Home) -> Result<Url> {
+    let c = Client::new(home)?;
+    let status = c.get(c.url(&["status"]))?;
+    let addr = status
+        .get("addr")
+        .and_then(Value::as_str)
+        .context("failed to find the daemon's address: its status has none")?;
+    Url::parse(&format!("http://{addr}/"))
+        .with_context(|| format!("failed to make a URL from the daemon address {addr}"))
 }
 
 pub fn no_daemon(home: &Home) -> anyhow::Error {

@@ -59,7 +59,8 @@ impl TestHome {
         let mut child = c.spawn().unwrap();
         if let Some(bytes) = stdin {
             let mut pipe = child.stdin.take().unwrap();
-            pipe.write_all(bytes).unwrap();
+            // A command that exits early closes the pipe: not our failure.
+            let _ = pipe.write_all(bytes);
         }
         let out = child.wait_with_output().unwrap();
         Run {
@@ -281,6 +282,14 @@ fn issue9_item7_a_stale_daemon_json_never_gets_the_admin_token() {
         let r = home.run(args);
         assert_eq!(r.code, 1, "{args:?}: {r:?}");
     }
+    // Nor does the MCP bridge send an agent token there.
+    let token_file = home.dir.with_file_name("agent.token");
+    std::fs::write(&token_file, "agency_0123\n").unwrap();
+    let r = home.run_with_stdin(
+        &["mcp-stdio", "--token-file", token_file.to_str().unwrap()],
+        Some(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n"),
+    );
+    assert_eq!(r.code, 1, "{r:?}");
     // A socket left behind by a crashed daemon: nobody listens.
     {
         let _stale = std::os::unix::net::UnixListener::bind(home.dir.join("daemon.sock")).unwrap();
@@ -293,6 +302,10 @@ fn issue9_item7_a_stale_daemon_json_never_gets_the_admin_token() {
     assert!(
         !got.contains(token),
         "the admin token reached a stranger: {got}"
+    );
+    assert!(
+        !got.contains("agency_0123"),
+        "an agent token reached a stranger: {got}"
     );
     assert!(got.is_empty(), "the CLI spoke to the TCP address: {got}");
 

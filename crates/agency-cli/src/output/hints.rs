@@ -108,6 +108,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn issue14_item14_long_end_reasons_are_cut_in_the_agents_table() {
+        let id = |n: u128| uuid::Uuid::from_u128(n);
+        let v = super::super::AgentsView {
+            live: vec![],
+            recent: vec![agency_service::AgentRow {
+                id: agency_core::AgentId(id(1)),
+                handler: agency_core::HandlerId(id(2)),
+                started_at: agency_core::Timestamp(0),
+                ended_at: Some(agency_core::Timestamp(1)),
+                end_reason: Some(format!("failed: model API error: {}", "x".repeat(300))),
+            }],
+        };
+        let text = super::super::agents(&v);
+        assert!(text.lines().all(|l| l.chars().count() < 200), "{text}");
+        assert!(text.contains("…)"), "{text}");
+        assert!(text.contains("agency agents --json"), "{text}");
+    }
+
+    #[test]
+    fn issue9_item8_table_cells_and_bodies_show_controls_visibly() {
+        let t = table(&["A"], vec![vec!["x\u{1b}[2J\ry\u{202e}".into()]]);
+        assert_eq!(t, "A\nx\\u{1b}[2J\\u{d}y\\u{202e}\n");
+        assert_eq!(
+            super::super::indent("a\rb\n\u{1b}]52;c;x\u{7}"),
+            "  a\\u{d}b\n  \\u{1b}]52;c;x\\u{7}\n"
+        );
+    }
+
+    #[test]
     fn truncate_cuts_long_text_only() {
         assert_eq!(truncate("short"), "short");
         let long = "é".repeat(200);
