@@ -467,6 +467,46 @@ mod tests {
     }
 
     #[test]
+    fn gc_lists_and_removes_only_blobs_put_before_the_cutoff() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FsBlobStore::open(dir.path()).unwrap();
+        let old = s.put(b"old").unwrap();
+        let young = s.put(b"young").unwrap();
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        File::open(s.path_of(&old))
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
+        let shard = |id: &BlobId| u8::from_str_radix(&id.hex()[..2], 16).unwrap();
+        assert_eq!(
+            s.list_put_before(shard(&old), cutoff).unwrap(),
+            vec![(old.clone(), 3)]
+        );
+        assert!(
+            !s.list_put_before(shard(&young), cutoff)
+                .unwrap()
+                .iter()
+                .any(|(id, _)| id == &young)
+        );
+        assert_eq!(s.remove_if_put_before(&young, cutoff).unwrap(), None);
+        // Putting the old content again refreshes it: it is no longer
+        // older than the cutoff, so it stays.
+        s.put(b"old").unwrap();
+        assert_eq!(s.remove_if_put_before(&old, cutoff).unwrap(), None);
+        File::open(s.path_of(&old))
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        assert_eq!(s.remove_if_put_before(&old, cutoff).unwrap(), Some(3));
+        assert_eq!(s.check(&old).unwrap(), BlobCheck::Missing);
+        assert_eq!(s.remove_if_put_before(&old, cutoff).unwrap(), None);
+        // A put after removal writes it anew.
+        s.put(b"old").unwrap();
+        assert_eq!(s.get(&old).unwrap(), b"old");
+    }
+
+    #[test]
     fn ids_are_validated() {
         let id = BlobId::of(b"x");
         assert_eq!(BlobId::parse(id.as_str()), Some(id.clone()));
