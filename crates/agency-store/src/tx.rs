@@ -320,6 +320,7 @@ pub trait Tx {
     /// Delete a file with its versions and access log (no message may
     /// still point at it).
     fn delete_file(&mut self, id: FileId) -> R<()>;
-    /// The candidates some version row points at, in the order given.
+    /// The candidates some version row or agent run (transcript, captured
+    /// output) points at, in the order given.
     fn referenced_blobs(&mut self, candidates: &[BlobId]) -> R<Vec<BlobId>>;
 }

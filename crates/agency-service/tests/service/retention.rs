@@ -405,3 +405,37 @@ fn issue9_item11_gc_beside_concurrent_writes_leaves_fsck_clean() {
     let fsck = env.svc.fsck().unwrap();
     assert!(fsck.is_clean(), "{fsck:?}");
 }
+
+/// A run's transcript and captured output are blobs no version points at:
+/// gc keeps them as long as the run record does (found at the merge of
+/// issue 9 items 11 and 16).
+#[test]
+fn issue9_item11_gc_keeps_run_transcripts_and_logs() {
+    let env = env();
+    let agent = env.svc.agent_start(env.root).unwrap();
+    env.svc
+        .agent_record_spawn(agent, "command", "hash", agency_core::prompt::PROMPT_VERSION)
+        .unwrap();
+    let report = agency_service::RunReport {
+        reason: "exited".into(),
+        transcript: Some(b"{\"turn\":1}\n".to_vec()),
+        log: Some(b"the run's own stderr\n".to_vec()),
+        ..agency_service::RunReport::default()
+    };
+    env.svc.agent_finish(agent, &report).unwrap();
+    age_all(&env);
+    let names = |env: &Env| {
+        let mut v: Vec<String> = blob_list(env).iter().map(|b| b.as_str().to_owned()).collect();
+        v.sort();
+        v
+    };
+    let before = names(&env);
+    let report = env.svc.gc(USER, false).unwrap();
+    assert_eq!(report.blobs_removed, 0, "{report:?}");
+    assert_eq!(names(&env), before);
+    assert_eq!(
+        env.svc.agent_run_log(USER, agent).unwrap().text,
+        "the run's own stderr\n"
+    );
+    assert!(env.svc.fsck().unwrap().is_clean());
+}

@@ -167,9 +167,14 @@ pub(crate) fn referenced_blobs(c: &Connection, candidates: &[BlobId]) -> R<Vec<B
     for b in candidates {
         let used: bool = query_value(
             c,
-            "SELECT EXISTS (SELECT 1 FROM versions WHERE hash = ?1)",
+            // A run's transcript and captured output are blobs too: gc must
+            // never take them from under a run record (indexed in the
+            // logging migration).
+            "SELECT EXISTS (SELECT 1 FROM versions WHERE hash = ?1)
+                 OR EXISTS (SELECT 1 FROM agent_runs WHERE transcript = ?1)
+                 OR EXISTS (SELECT 1 FROM agent_runs WHERE log = ?1)",
             [b.as_str()],
-            || format!("check whether a version points at blob {b}"),
+            || format!("check whether a version or a run points at blob {b}"),
         )?;
         if used {
             out.push(b.clone());
