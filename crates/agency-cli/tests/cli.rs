@@ -273,7 +273,7 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     assert_snapshot!(home.ok(&["kb", "ls"]), @"
     FILE                                  KIND       ACCESS  VERSION  DESCRIPTION
     [UUID]  audit_log  read    2        Audit log of handler [UUID]: Help the user accomplish all their work
-    [UUID]  message    write   1        Message from the user to handler [UUID]: hello
+    [UUID]  message    read    1        Message from the user to handler [UUID]: hello
     [UUID]  outcome    read    2        Outcome: Help the user accomplish all their work
     [UUID]  outcome    read    1        Outcome: Process inbox
     [UUID]  state      write   1        State document of handler [UUID]: Help the user accomplish all their work
