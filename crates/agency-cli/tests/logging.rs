@@ -144,6 +144,8 @@ fn issue9_item16_the_daemon_logs_requests_operations_and_rmcp_warnings_never_a_t
     ]);
     // rmcp's warning, which used to vanish.
     line(&["WARN", "rmcp", "MCP-Protocol-Version header does not match"]);
+    // The token check is an operation of that request.
+    line(&["http{method=POST path=/mcp}:op{name=token_authenticate kind=read}"]);
     // The refused MCP request is in the log too, without its headers.
     line(&["http{method=POST path=/mcp}", "status=4"]);
     let admin = std::fs::read_to_string(d.home.join("admin.token")).unwrap();

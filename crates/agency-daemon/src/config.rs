@@ -618,6 +618,10 @@ mod tests {
             "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = \"\"\n",
             "[agents.claude_code]\nmodle = \"x\"\n",
             "[agents.claude_code.env]\nA = 1\n",
+            "[repos_cache]\nfetch_timeout_secs = 0\n",
+            "[repos_cache]\nfetch_timeout = 5\n",
+            "[log]\nlevel = \"info,=[\"\n",
+            "[log]\nfile_max_bytes = 10\n",
         ] {
             let e = Config::parse(Path::new("/h/agency.toml"), bad)
                 .unwrap_err()

@@ -97,7 +97,10 @@ pub(crate) async fn agent_only(
         );
     };
     let svc = st.svc.clone();
-    let found = tokio::task::spawn_blocking(move || svc.token_authenticate(&token)).await;
+    // Under the request's span in the log (the token itself is never logged).
+    let span = tracing::Span::current();
+    let found =
+        tokio::task::spawn_blocking(move || span.in_scope(|| svc.token_authenticate(&token))).await;
     match found {
         Ok(Ok(id)) => {
             st.activity.touch(id.agent);
