@@ -129,6 +129,11 @@ impl Service {
             }
             outcome_event(op, id, a, "reopened", detail)?;
             render_outcome_file(op, id, a)?;
+            // Parents list their unfinished children apart from the
+            // finished ones (a bounded view): this one moved back.
+            for p in op.tx.parents(id)? {
+                render_outcome_file(op, p, a)?;
+            }
             op.events.push(Event::OutcomeStatusChanged {
                 outcome: id,
                 responsible: o.responsible,

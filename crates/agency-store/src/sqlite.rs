@@ -49,11 +49,11 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v1.sql"),
     include_str!("sqlite/schema_v2.sql"),
     include_str!("sqlite/schema_v3.sql"),
-    include_str!("sqlite/schema_v4_secrets.sql"),
-    include_str!("sqlite/schema_v4_logging.sql"),
-    include_str!("sqlite/schema_v4_caps.sql"),
-    include_str!("sqlite/schema_v4_quotas.sql"),
-    include_str!("sqlite/schema_v4_reach.sql"),
+    include_str!("sqlite/schema_v4.sql"),
+    include_str!("sqlite/schema_v5.sql"),
+    include_str!("sqlite/schema_v6.sql"),
+    include_str!("sqlite/schema_v7.sql"),
+    include_str!("sqlite/schema_v8.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -1,4 +1,4 @@
--- Migration 4 (reach): what a run record says besides usage — the prompt's
+-- Migration 8 (reach): what a run record says besides usage — the prompt's
 -- version, and how the run ended when that was not normal (the next agent
 -- of the handler is told, even after a daemon restart) — and the index
 -- that lists a handler's runs newest first.

@@ -1,4 +1,4 @@
--- Migration 4 (quotas): the indexes that let quotas be checked and
+-- Migration 7 (quotas): the indexes that let quotas be checked and
 -- retention be applied without scanning a table. Each quota count stops at
 -- the limit (LIMIT inside the count), so it costs at most that many index
 -- entries of one handler.
