@@ -9,9 +9,9 @@ mod cli;
 mod client;
 mod commands;
 mod output;
-mod safe_text;
 mod records;
 mod replay;
+mod safe_text;
 
 use std::process::ExitCode;
 

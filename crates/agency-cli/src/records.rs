@@ -2,13 +2,13 @@
 //! a message's receipt, a KB file's access log and a handler's outcomes.
 //! Pure functions from the API's data to a `String`, like `output.rs`;
 //! text an agent wrote (end reasons, subjects, titles) goes through the
-//! replay's sanitiser (`replay::line`).
+//! CLI's sanitiser (`safe_text::line`).
 
 use agency_core::MailTarget;
 use agency_service::{KbAuditRow, MessageView, OutcomeBrief, RunView};
 
 use crate::output::table;
-use crate::replay::line;
+use crate::safe_text::line;
 
 fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| v.to_string())

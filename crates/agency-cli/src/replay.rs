@@ -6,57 +6,20 @@
 //!
 //! Everything in a transcript may have been written by a prompt-injected
 //! agent or by a tool result it read, so every string goes through
-//! [`line`] or [`block`], which make control characters visible (an ESC
-//! could otherwise set the clipboard or forge lines in the user's
-//! terminal). These are local until the CLI's shared sanitiser
-//! (`safe_text`) is on main; they follow the same rule.
+//! `safe_text::line` or `safe_text::block`, which make control characters
+//! visible (an ESC could otherwise set the clipboard or forge lines in the
+//! user's terminal).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::safe_text::{block, line};
+
 /// How much of a tool result the replay shows.
 const RESULT_CHARS: usize = 400;
 /// How much of a tool call's arguments the replay shows.
 const ARGS_CHARS: usize = 600;
-
-/// Whether `c` must not reach the terminal as itself: C0/C1 controls, DEL,
-/// and format characters that change how surrounding text is displayed
-/// (bidi overrides and isolates, line/paragraph separators, zero-width).
-fn is_unsafe(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{061c}'
-                | '\u{feff}'
-        )
-}
-
-fn escape(out: &mut String, c: char) {
-    let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-}
-
-/// One line: every unsafe character, newlines included, made visible.
-pub fn line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if is_unsafe(c) {
-            escape(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Several lines: newlines kept, every other unsafe character (tabs
-/// included, `\r` above all) made visible.
-pub fn block(s: &str) -> String {
-    s.split('\n').map(line).collect::<Vec<_>>().join("\n")
-}
 
 /// `s` cut to at most `max` characters, saying how much was left out.
 fn cut(s: &str, max: usize) -> String {

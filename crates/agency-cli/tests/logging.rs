@@ -212,7 +212,7 @@ fn issue9_item16_agent_output_is_kept_with_its_run_bounded_redacted_and_shown_es
     // Both streams, in order; the flood cut in the middle, and marked.
     assert!(out.starts_with("hello from stdout\n"), "{out}");
     assert!(
-        out.contains("evil \\x1b]52;c;ZXZpbA==\\x07 \\x1b[2J done\n"),
+        out.contains("evil \\u{1b}]52;c;ZXZpbA==\\u{7} \\u{1b}[2J done\n"),
         "{out}"
     );
     assert!(

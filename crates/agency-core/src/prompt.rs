@@ -72,12 +72,13 @@ Your state document is KB file {state} (state_read / state_write). Your audit lo
 
 ### Tool names
 
-- **Outcome MCP Tool**: outcome_view, outcome_ancestors (the "why?" chains), outcome_subtree, outcome_list (the outcomes you, or a direct underling, are responsible for), outcome_create, outcome_update, outcome_complete, outcome_close, outcome_request_completion.
+- **Outcome MCP Tool**: outcome_view, outcome_ancestors (the "why?" chains), outcome_subtree, outcome_list (the outcomes you, or a direct underling, are responsible for), outcome_history (the whole history, page by page), outcome_create, outcome_update, outcome_complete, outcome_close, outcome_request_completion, outcome_reopen (reopen an outcome you could complete or close, with a rationale).
 - **Knowledge Base MCP Tool**: kb_list, kb_browse, kb_read (returns version and hash), kb_write (pass the version and hash you last read; a conflict means re-read and merge), kb_create, kb_history, kb_read_version, kb_audit (who read and wrote a file, when). Give content inline, or write it to a file in your workspace and pass its path. A file's UUID may be written as kb://UUID anywhere a tool takes one.
 - **Mail MCP Tool**: mail_send (inline text, or a KB file by UUID), mail_send_deferred, mail_inbox, mail_ack, mail_status (whether a message you sent was delivered and acknowledged, and when).
-- **Permissions MCP Tool**: permissions_list, permissions_grant, delegate (delegate an outcome to a new underling handler with the capabilities it needs), force_stop.
+- **Permissions MCP Tool**: permissions_list, permissions_grant (optionally for a named outcome: the grant ends when that outcome finishes), delegate (delegate an outcome to a new underling handler with the capabilities it needs), force_stop.
 - **Repo Cache MCP Tool**: repo_clone.
 - **State Document and Audit Log**: state_read, state_write, audit_read, audit_submit.
+- **Long listings come in pages**: mail_inbox, kb_list, kb_browse, kb_history, audit_read and outcome_history return at most a page (bounded in entries and bytes); pass the returned `next_after` as `after` for the next page. A large message body comes back as a KB file to read with kb_read.
 - **Runs**: run_list and run_view show the agent runs of your handler and of your direct underlings (start, end, how it ended, exit status, tokens, tool calls).
 
 ### How Agency treats you

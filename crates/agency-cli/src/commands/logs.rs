@@ -1,6 +1,6 @@
 //! `agency logs RUN`: the captured stdout/stderr of an agent run. The text
 //! is the agent's, so untrusted: every control character except newline and
-//! tab is printed escaped (`\x1b`, `\u{202e}`), so no terminal escape
+//! tab is printed escaped (`\u{1b}`, `\u{202e}`; `safe_text::block`), so no terminal escape
 //! (clipboard writes, cursor movement, forged lines) reaches the terminal.
 
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::{Ctx, emit, emit_json};
 use crate::client::{IdKind, decode};
+use crate::safe_text;
 
 pub fn logs(ctx: &Ctx, run: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
@@ -27,46 +28,11 @@ pub fn logs(ctx: &Ctx, run: &str) -> Result<ExitCode> {
     } else if log.text.is_empty() {
         eprintln!("run {agent} printed nothing");
     } else {
-        let mut text = visible(&log.text);
+        let mut text = safe_text::block(&log.text);
         if !text.ends_with('\n') {
             text.push('\n');
         }
         emit(&text)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `text` with every control character but `\n` and `\t` escaped, and the
-/// Unicode controls that reorder or hide text (bidi overrides, isolates)
-/// too.
-pub(crate) fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '\n' | '\t' => out.push(ch),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control()
-                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
-            {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::visible;
-
-    #[test]
-    fn control_characters_are_made_visible() {
-        assert_eq!(
-            visible("ok\tline\n\x1b]52;c;ZXZpbA==\x07\rforged\u{202e}\u{9b}"),
-            "ok\tline\n\\x1b]52;c;ZXZpbA==\\x07\\x0dforged\\u{202e}\\u{9b}"
-        );
-    }
 }

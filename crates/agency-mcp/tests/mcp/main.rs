@@ -5,8 +5,8 @@
 
 mod fuzz;
 mod grant_outcome;
-mod reopen;
 mod records;
+mod reopen;
 mod repos;
 mod support;
 

@@ -414,7 +414,12 @@ fn issue9_item11_gc_keeps_run_transcripts_and_logs() {
     let env = env();
     let agent = env.svc.agent_start(env.root).unwrap();
     env.svc
-        .agent_record_spawn(agent, "command", "hash", agency_core::prompt::PROMPT_VERSION)
+        .agent_record_spawn(
+            agent,
+            "command",
+            "hash",
+            agency_core::prompt::PROMPT_VERSION,
+        )
         .unwrap();
     let report = agency_service::RunReport {
         reason: "exited".into(),
@@ -425,7 +430,10 @@ fn issue9_item11_gc_keeps_run_transcripts_and_logs() {
     env.svc.agent_finish(agent, &report).unwrap();
     age_all(&env);
     let names = |env: &Env| {
-        let mut v: Vec<String> = blob_list(env).iter().map(|b| b.as_str().to_owned()).collect();
+        let mut v: Vec<String> = blob_list(env)
+            .iter()
+            .map(|b| b.as_str().to_owned())
+            .collect();
         v.sort();
         v
     };

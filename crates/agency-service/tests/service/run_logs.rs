@@ -18,8 +18,13 @@ fn issue9_item16_run_logs_are_kept_and_readable_only_by_the_user_and_the_own_han
 
     // A finished run of `ha`, with its output.
     let first = svc.agent_start(ha).unwrap();
-    svc.agent_record_spawn(first, "command", "hash", agency_core::prompt::PROMPT_VERSION)
-        .unwrap();
+    svc.agent_record_spawn(
+        first,
+        "command",
+        "hash",
+        agency_core::prompt::PROMPT_VERSION,
+    )
+    .unwrap();
     let report = RunReport {
         reason: "exited".into(),
         exit_status: Some(1),
