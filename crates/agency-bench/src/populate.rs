@@ -293,6 +293,7 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                         deliver_at: at,
                         delivered_at: Some(at),
                         acked_at: None,
+                        dropped_reason: None,
                     })?;
                 }
                 Ok::<_, StoreError>(())

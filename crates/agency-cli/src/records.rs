@@ -123,9 +123,13 @@ pub fn run(r: &RunView) -> String {
 
 /// A message's receipt: sent, delivered, acknowledged.
 pub fn receipt(m: &MessageView) -> String {
-    let delivered = match m.delivered_at {
-        Some(t) => t.to_string(),
-        None => format!("not yet (due {})", m.deliver_at),
+    let delivered = match (m.delivered_at, m.dropped_at) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(t)) => format!(
+            "never: dropped at {t}: {}",
+            line(m.dropped_reason.as_deref().unwrap_or("no reason recorded"))
+        ),
+        (None, None) => format!("not yet (due {})", m.deliver_at),
     };
     let acked = match (m.acked_at, m.delivered_at) {
         (Some(t), _) => t.to_string(),

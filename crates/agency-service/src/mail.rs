@@ -310,6 +310,7 @@ fn enqueue(
         deliver_at: deliver_at.unwrap_or(op.now).max(op.now),
         delivered_at: None,
         acked_at: None,
+        dropped_reason: None,
     };
     op.tx.insert_message(&m)?;
     if m.deliver_at <= op.now {
@@ -473,12 +474,11 @@ fn undeliverable(tx: &mut dyn Tx, m: &MessageRow) -> Result<Option<String>> {
 }
 
 /// Close a deferred message that failed its delivery check: it leaves the
-/// queue without reaching any inbox (marked delivered and acknowledged at
-/// the same instant, granting nothing), and the sender, if still active,
-/// is told in its audit log and by a notice to itself.
+/// queue without reaching any inbox (closed as dropped, with the reason,
+/// granting nothing; its receipt says so), and the sender, if still
+/// active, is told in its audit log and by a notice to itself.
 fn drop_undeliverable(op: &mut Op<'_>, m: &MessageRow, why: &str) -> Result<()> {
-    op.tx.set_delivered(m.id, op.now)?;
-    op.tx.set_acked(m.id, op.now)?;
+    op.tx.set_dropped(m.id, op.now, why)?;
     let MailTarget::Handler(s) = m.from else {
         return Ok(());
     };
@@ -552,8 +552,12 @@ pub(crate) fn view(m: MessageRow, body: Option<String>) -> MessageView {
         file: m.file,
         created_at: m.created_at,
         deliver_at: m.deliver_at,
-        delivered_at: m.delivered_at,
-        acked_at: m.acked_at,
+        // A dropped message was never delivered: its closing times are
+        // shown as `dropped_at`, not as a delivery.
+        delivered_at: m.delivered_at.filter(|_| m.dropped_reason.is_none()),
+        acked_at: m.acked_at.filter(|_| m.dropped_reason.is_none()),
+        dropped_at: m.delivered_at.filter(|_| m.dropped_reason.is_some()),
+        dropped_reason: m.dropped_reason,
         body,
         body_size: None,
         body_truncated: false,

@@ -199,6 +199,13 @@ pub struct MessageView {
     pub deliver_at: Timestamp,
     pub delivered_at: Option<Timestamp>,
     pub acked_at: Option<Timestamp>,
+    /// A deferred message that failed its delivery check when it fell due
+    /// (its sender lost the right to send it or to pass its attachment on)
+    /// was dropped then, for this reason, and never delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_reason: Option<String>,
     /// The body, for inbox reads, when it fits the page's inline budget.
     pub body: Option<String>,
     /// The body's size in bytes (inbox reads).

@@ -249,6 +249,11 @@ pub struct MessageRow {
     pub deliver_at: Timestamp,
     pub delivered_at: Option<Timestamp>,
     pub acked_at: Option<Timestamp>,
+    /// Why a deferred message was dropped when it fell due instead of being
+    /// delivered (its `delivered_at`/`acked_at` are then the time it was
+    /// dropped, which closes it; views show it as not delivered).
+    #[serde(default)]
+    pub dropped_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -54,6 +54,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v6.sql"),
     include_str!("sqlite/schema_v7.sql"),
     include_str!("sqlite/schema_v8.sql"),
+    include_str!("sqlite/schema_v9.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -136,6 +136,8 @@ pub trait Tx {
     fn message(&mut self, id: MessageId) -> R<Option<MessageRow>>;
     fn set_delivered(&mut self, id: MessageId, at: Timestamp) -> R<()>;
     fn set_acked(&mut self, id: MessageId, at: Timestamp) -> R<()>;
+    /// Close a deferred message that may not be delivered, with the reason.
+    fn set_dropped(&mut self, id: MessageId, at: Timestamp, reason: &str) -> R<()>;
     /// Undelivered messages with `deliver_at <= now`, ordered by
     /// (deliver_at, id), at most `limit`.
     fn due_messages(&mut self, now: Timestamp, limit: usize) -> R<Vec<MessageRow>>;

@@ -954,6 +954,7 @@ fn mail_scheduling_inbox_and_outbox() {
         deliver_at: Timestamp(deliver_at),
         delivered_at: None,
         acked_at: None,
+        dropped_reason: None,
     };
     wr(&store, |tx| {
         let reply = MessageRow {

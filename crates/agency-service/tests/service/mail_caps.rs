@@ -158,7 +158,18 @@ fn issue9_item2_a_deferred_message_is_checked_again_when_it_falls_due() {
     assert_kind(svc.kb_read(pa1, o.f), "not_found");
     // The message left the queue and the sender is told why.
     assert_eq!(svc.next_due().unwrap(), None);
-    assert!(svc.mail_status(pa, m).unwrap().acked_at.is_some());
+    // Its receipt says it was dropped, and why, never that it was
+    // delivered.
+    let receipt = svc.mail_status(pa, m).unwrap();
+    assert_eq!((receipt.delivered_at, receipt.acked_at), (None, None), "{receipt:?}");
+    assert_eq!(receipt.dropped_at, Some(o.env.svc.now()), "{receipt:?}");
+    assert!(
+        receipt
+            .dropped_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("could not be given the attached file")),
+        "{receipt:?}"
+    );
     let notice = svc.mail_inbox(pa, None).unwrap();
     assert_eq!(notice.len(), 1, "{notice:?}");
     assert!(notice[0].subject.starts_with("Not delivered"), "{notice:?}");

@@ -12,7 +12,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
         concat!(
             "INSERT INTO messages (",
             message_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         ),
         params![
             m.id.to_string(),
@@ -24,6 +24,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
             m.deliver_at.0,
             m.delivered_at.map(|t| t.0),
             m.acked_at.map(|t| t.0),
+            m.dropped_reason,
         ],
         || format!("insert message {}", m.id),
     )
@@ -46,6 +47,18 @@ pub(crate) fn set_delivered(c: &Connection, id: MessageId, at: Timestamp) -> R<(
         c,
         "UPDATE messages SET delivered_at = ?2 WHERE id = ?1",
         params![id.to_string(), at.0],
+        op,
+    )?;
+    require_row(n, op)
+}
+
+/// Close a deferred message without delivering it, keeping why.
+pub(crate) fn set_dropped(c: &Connection, id: MessageId, at: Timestamp, reason: &str) -> R<()> {
+    let op = || format!("mark message {id} dropped");
+    let n = execute(
+        c,
+        "UPDATE messages SET delivered_at = ?2, acked_at = ?2, dropped_reason = ?3 WHERE id = ?1",
+        params![id.to_string(), at.0, reason],
         op,
     )?;
     require_row(n, op)

@@ -190,6 +190,9 @@ impl Tx for SqliteTx<'_> {
     fn set_acked(&mut self, id: MessageId, at: Timestamp) -> R<()> {
         mail::set_acked(self.conn, id, at)
     }
+    fn set_dropped(&mut self, id: MessageId, at: Timestamp, reason: &str) -> R<()> {
+        mail::set_dropped(self.conn, id, at, reason)
+    }
     fn due_messages(&mut self, now: Timestamp, limit: usize) -> R<Vec<MessageRow>> {
         mail::due_messages(self.conn, now, limit)
     }
