@@ -161,7 +161,11 @@ fn issue9_item2_a_deferred_message_is_checked_again_when_it_falls_due() {
     // Its receipt says it was dropped, and why, never that it was
     // delivered.
     let receipt = svc.mail_status(pa, m).unwrap();
-    assert_eq!((receipt.delivered_at, receipt.acked_at), (None, None), "{receipt:?}");
+    assert_eq!(
+        (receipt.delivered_at, receipt.acked_at),
+        (None, None),
+        "{receipt:?}"
+    );
     assert_eq!(receipt.dropped_at, Some(o.env.svc.now()), "{receipt:?}");
     assert!(
         receipt
