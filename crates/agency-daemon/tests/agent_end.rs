@@ -5,48 +5,22 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+#[path = "common/fixture.rs"]
+mod fixture;
 
-use agency_core::{MailTarget, Principal};
-use agency_daemon::{Daemon, Home};
-use agency_service::MailBody;
+use std::time::Duration;
 
-async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use agency_core::Principal;
+use fixture::{command_agents, home_with_config, mail_from_user, pids_of, start, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue14_item1_revoking_an_attached_agent_starts_one_for_the_handler_with_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
-    std::fs::write(
-        home.config_path(),
-        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", \"exec sleep 300\"]\n",
-    )
-    .unwrap();
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (_dir, home) = home_with_config(&command_agents("", "exec sleep 300"));
+    let (daemon, svc, root) = start(&home).await;
     // An MCP client attaches as the root's agent; mail arrives while it is
     // there, so the supervisor starts nothing.
     let external = svc.token_mint(Principal::User, root, None).unwrap();
-    svc.mail_send(
-        Principal::User,
-        MailTarget::Handler(root),
-        &MailBody::Text {
-            subject: None,
-            text: "go".into(),
-        },
-    )
-    .unwrap();
+    mail_from_user(&svc, root, "go");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let live = svc.agents_live(Principal::User).unwrap();
     assert_eq!(live.len(), 1);
@@ -92,9 +66,5 @@ async fn issue14_item1_revoking_an_attached_agent_starts_one_for_the_handler_wit
 
 /// Whether a process carries this agent's mark in its environment.
 fn has_process(agent: agency_core::AgentId) -> bool {
-    let needle = format!("AGENCY_AGENT={agent}");
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-    })
+    !pids_of(agent).is_empty()
 }

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
 use agency_daemon::{Daemon, DaemonError, Home};
 use serde_json::{Value, json};
 
@@ -20,9 +23,12 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::new(dir.path().join("home"));
-        home.init().unwrap();
+        let (dir, home) = fixture::home();
+        Fixture::start_on(dir, home).await
+    }
+
+    /// The daemon started on `home` (kept alive with `dir`).
+    async fn start_on(dir: tempfile::TempDir, home: Home) -> Fixture {
         let daemon = Daemon::start(&home).await.unwrap();
         let admin = home.admin_token().unwrap();
         Fixture {
@@ -240,9 +246,7 @@ async fn deferred_mail_is_delivered_when_due_without_polling() {
 /// to the admin token, nor without a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_answers_only_agents_holding_the_servers_capability() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
+    let (dir, home) = fixture::home();
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
     std::fs::write(dir.path().join("key"), format!("{secret}\n")).unwrap();
     std::fs::write(
@@ -275,16 +279,7 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
         }
     };
     let grant = |name: &str| {
-        svc.grant(
-            agency_core::Principal::User,
-            root,
-            &agency_service::GrantRequest {
-                resource: agency_core::Resource::McpServer(name.into()),
-                level: agency_core::Level::Read,
-                delegatable: false,
-            },
-        )
-        .unwrap();
+        fixture::grant_mcp_server(&svc, root, name);
     };
 
     let (status, body) = launch("echo", Some(token.clone())).await;
@@ -327,11 +322,7 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
         .grant(
             agency_core::Principal::User,
             root,
-            &agency_service::GrantRequest {
-                resource: agency_core::Resource::McpServer("ghost".into()),
-                level: agency_core::Level::Read,
-                delegatable: false,
-            },
+            &fixture::mcp_server_read("ghost"),
         )
         .unwrap_err();
     assert_eq!(
@@ -346,11 +337,7 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
         .grant(
             agency_core::Principal::User,
             root,
-            &agency_service::GrantRequest {
-                resource: agency_core::Resource::McpServer("ghost".into()),
-                level: agency_core::Level::Read,
-                delegatable: false,
-            },
+            &fixture::mcp_server_read("ghost"),
         )
         .unwrap();
     let (status, body) = launch("ghost", Some(token.clone())).await;
@@ -366,14 +353,9 @@ async fn launch_answers_only_agents_holding_the_servers_capability() {
 async fn issue9_item11_config_quotas_and_gc_over_rest_and_at_start() {
     use agency_store::BlobStore as _;
 
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
-    std::fs::write(
-        home.config_path(),
+    let (dir, home) = fixture::home_with_config(
         "[limits]\nmax_kb_files_per_handler = 1\n[retention]\nblob_grace_minutes = 1\n",
-    )
-    .unwrap();
+    );
     // An orphan blob (a write that failed before its row) from long ago.
     let blobs = agency_store::FsBlobStore::open(home.blobs_dir()).unwrap();
     let orphan = blobs.put(b"orphaned long ago").unwrap();
@@ -381,18 +363,7 @@ async fn issue9_item11_config_quotas_and_gc_over_rest_and_at_start() {
         .unwrap()
         .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
         .unwrap();
-    let daemon = Daemon::start(&home).await.unwrap();
-    let f = Fixture {
-        admin: home.admin_token().unwrap(),
-        _dir: dir,
-        daemon,
-        http: reqwest::Client::new(),
-        v1: reqwest::Client::builder()
-            .unix_socket(home.admin_socket_path())
-            .build()
-            .unwrap(),
-        home,
-    };
+    let f = Fixture::start_on(dir, home).await;
 
     // The configured quota binds an agent.
     let svc = f.daemon.service().clone();

@@ -8,43 +8,44 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+#[path = "common/fixture.rs"]
+mod fixture;
 
-use agency_core::{AgentId, HandlerId, Level, MailTarget, Principal, Resource};
+use std::sync::{Arc, Mutex};
+
+use agency_core::{AgentId, HandlerId, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{GrantRequest, MailBody, NewOutcome, Service};
+use agency_service::Service;
+use fixture::{
+    command_agents, delegate_new, grant_mcp_server as grant, home, mail_from_user, start, wait_for,
+};
 use serde_json::Value;
 
 /// A home whose `command` agents copy their MCP configuration to
 /// `out/AGENT.json`, then wait; `extra` is appended to agency.toml.
 fn recording_home(extra: impl FnOnce(&std::path::Path) -> String) -> (tempfile::TempDir, Home) {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, home) = home();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
     let script = format!(
         "cp \"$AGENCY_MCP_CONFIG\" {:?}/\"$AGENCY_AGENT\".json; exec sleep 300",
         out.display().to_string()
     );
-    let cfg = format!(
-        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n{}",
-        extra(dir.path())
-    );
+    let cfg = format!("{}{}", command_agents("", &script), extra(dir.path()));
     std::fs::write(home.config_path(), cfg).unwrap();
     (dir, home)
 }
 
-async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// A recording home declaring the stdio servers `files` and `notes`, both
+/// given `secret` (from a file) in their environment.
+fn files_and_notes_home(secret: &str) -> (tempfile::TempDir, Home) {
+    recording_home(|d| {
+        std::fs::write(d.join("key"), secret).unwrap();
+        format!(
+            "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.files]\ncommand = \"mcp-files\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n[mcp_servers.notes]\ncommand = \"mcp-notes\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n",
+            d.join("key").display().to_string()
+        )
+    })
 }
 
 /// The MCP configuration the live agent of `h` was given.
@@ -60,19 +61,6 @@ async fn config_of(dir: &std::path::Path, svc: &Service, h: HandlerId) -> (Agent
         Some((a, serde_json::from_str(&text).ok()?))
     })
     .await
-}
-
-fn grant(svc: &Service, h: HandlerId, name: &str) -> agency_core::CapabilityId {
-    svc.grant(
-        Principal::User,
-        h,
-        &GrantRequest {
-            resource: Resource::McpServer(name.into()),
-            level: Level::Read,
-            delegatable: false,
-        },
-    )
-    .unwrap()
 }
 
 fn token_of(config: &Value) -> String {
@@ -110,28 +98,9 @@ async fn root_and_child(
     svc: &Service,
 ) -> ((AgentId, Value), (AgentId, Value)) {
     let root = svc.root_handler().unwrap().unwrap();
-    svc.mail_send(
-        Principal::User,
-        MailTarget::Handler(root),
-        &MailBody::Text {
-            subject: None,
-            text: "go".into(),
-        },
-    )
-    .unwrap();
+    mail_from_user(svc, root, "go");
     let (ra, rc) = config_of(dir, svc, root).await;
-    let r = Principal::agent(root, ra);
-    let o = svc
-        .outcome_create(
-            r,
-            &NewOutcome {
-                title: "Work".into(),
-                parents: vec![root.root()],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let child = svc.delegate(r, o, &[]).unwrap().handler;
+    let child = delegate_new(svc, Principal::agent(root, ra), root, "Work");
     let c = config_of(dir, svc, child).await;
     ((ra, rc), c)
 }
@@ -139,16 +108,8 @@ async fn root_and_child(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue9_item6_an_agent_token_alone_gets_no_secret_and_a_nonce_works_once() {
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
-    let (dir, home) = recording_home(|d| {
-        std::fs::write(d.join("key"), &secret).unwrap();
-        format!(
-            "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.files]\ncommand = \"mcp-files\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n[mcp_servers.notes]\ncommand = \"mcp-notes\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n",
-            d.join("key").display().to_string()
-        )
-    });
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (dir, home) = files_and_notes_home(&secret);
+    let (daemon, svc, root) = start(&home).await;
     grant(&svc, root, "files");
     grant(&svc, root, "notes");
     let ((_, config), (_, child_config)) = root_and_child(dir.path(), &svc).await;
@@ -193,16 +154,8 @@ async fn issue9_item6_an_agent_token_alone_gets_no_secret_and_a_nonce_works_once
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue9_item6_the_launcher_gets_the_secret_once_and_a_replay_is_refused() {
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
-    let (dir, home) = recording_home(|d| {
-        std::fs::write(d.join("key"), &secret).unwrap();
-        format!(
-            "[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.files]\ncommand = \"mcp-files\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n[mcp_servers.notes]\ncommand = \"mcp-notes\"\nenv = {{ KEY = \"${{secret:k}}\" }}\n",
-            d.join("key").display().to_string()
-        )
-    });
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (dir, home) = files_and_notes_home(&secret);
+    let (daemon, svc, root) = start(&home).await;
     grant(&svc, root, "files");
     let notes_cap = grant(&svc, root, "notes");
     let ((_, config), _) = root_and_child(dir.path(), &svc).await;
@@ -270,9 +223,7 @@ async fn issue9_item6_an_http_servers_secret_headers_stay_in_the_daemon() {
             d.join("key").display().to_string()
         )
     });
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (daemon, svc, root) = start(&home).await;
     grant(&svc, root, "remote");
     let ((_, config), (_, child_config)) = root_and_child(dir.path(), &svc).await;
     let token = token_of(&config);

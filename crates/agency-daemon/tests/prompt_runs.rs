@@ -7,48 +7,39 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use agency_core::prompt::{
     ADDITIONS_HEADING, PROMPT_VERSION, SEED_PROMPT, USER_AS_BOSS, sentences,
 };
-use agency_core::{AgentId, MailTarget, Principal};
+use agency_core::{AgentId, HandlerId, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::MailBody;
+use agency_service::Service;
+use fixture::{command_agents, home_with_config, mail_from_user, pids_of, start, wait_for};
 
 /// A home whose agents copy their prompt and first message to `out` and
 /// then sleep until stopped.
 fn recording_home(out: &Path) -> (tempfile::TempDir, Home) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
     let script = format!(
         "cp \"$AGENCY_PROMPT_FILE\" {out:?}/\"$AGENCY_AGENT\".prompt; cp \"$AGENCY_MESSAGE_FILE\" {out:?}/\"$AGENCY_AGENT\".msg; exec sleep 300"
     );
-    let cfg = format!(
-        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nstall_after_exits = 5\nrespawn_backoff_ms = 20\nkill_grace_ms = 300\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
-    );
-    std::fs::write(home.config_path(), cfg).unwrap();
-    (dir, home)
+    home_with_config(&command_agents(
+        "max_concurrent = 4\nstall_after_exits = 5\nrespawn_backoff_ms = 20\n",
+        &script,
+    ))
 }
 
-fn text(t: &str) -> MailBody {
-    MailBody::Text {
-        subject: None,
-        text: t.into(),
-    }
-}
-
-async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// A daemon on a recording home (writing to `out`) whose root has been
+/// mailed "go".
+async fn recording_daemon(out: &Path) -> (tempfile::TempDir, Daemon, Arc<Service>, HandlerId) {
+    let (dir, home) = recording_home(out);
+    let (daemon, svc, root) = start(&home).await;
+    mail_from_user(&svc, root, "go");
+    (dir, daemon, svc, root)
 }
 
 /// The recorded message of `agent`, once its script has copied it.
@@ -62,25 +53,7 @@ async fn message_of(out: &Path, agent: AgentId) -> String {
     .await
 }
 
-/// Pids of the processes whose environment names this agent.
-fn pids_of(agent: AgentId) -> Vec<i32> {
-    let needle = format!("AGENCY_AGENT={agent}");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-fn live_agent_other_than(svc: &agency_service::Service, not: Option<AgentId>) -> Option<AgentId> {
+fn live_agent_other_than(svc: &Service, not: Option<AgentId>) -> Option<AgentId> {
     svc.agents_live(Principal::User)
         .unwrap()
         .into_iter()
@@ -91,12 +64,7 @@ fn live_agent_other_than(svc: &agency_service::Service, not: Option<AgentId>) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue9_item15_every_sentence_of_the_seed_prompt_reaches_the_agent() {
     let out = tempfile::tempdir().unwrap();
-    let (_dir, home) = recording_home(out.path());
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    let (_dir, daemon, svc, root) = recording_daemon(out.path()).await;
     let agent = wait_for("an agent", || live_agent_other_than(&svc, None)).await;
     let path = out.path().join(format!("{agent}.prompt"));
     let prompt = wait_for("the prompt file", || {
@@ -144,18 +112,13 @@ async fn issue9_item15_every_sentence_of_the_seed_prompt_reaches_the_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue9_item14_next_agent_is_told_the_previous_was_killed() {
     let out = tempfile::tempdir().unwrap();
-    let (_dir, home) = recording_home(out.path());
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    let (_dir, daemon, svc, _root) = recording_daemon(out.path()).await;
     let first = wait_for("the first agent", || live_agent_other_than(&svc, None)).await;
     message_of(out.path(), first).await;
     // Crash it from outside (the OOM killer, a user's kill -9).
     for pid in pids_of(first) {
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
             nix::sys::signal::Signal::SIGKILL,
         );
     }
@@ -180,8 +143,7 @@ async fn issue9_item14_after_a_restart_the_next_agent_is_told_its_predecessor_wa
     let ghost = {
         let svc = home.open_service().unwrap();
         let root = svc.root_handler().unwrap().unwrap();
-        svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-            .unwrap();
+        mail_from_user(&svc, root, "go");
         let ghost = svc.agent_start(root).unwrap();
         svc.agent_record_spawn(ghost, "command", "h", PROMPT_VERSION)
             .unwrap();

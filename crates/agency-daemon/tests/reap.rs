@@ -9,12 +9,16 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, Principal};
-use agency_daemon::{Daemon, Home};
+use agency_daemon::Daemon;
+use fixture::{delegate_new, home_with_config};
 
 fn sleeper(mark: Option<AgentId>) -> Child {
     let mut cmd = Command::new("sleep");
@@ -50,10 +54,7 @@ async fn ended(child: &mut Child) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue14_item2_a_starting_daemon_stops_the_groups_its_predecessor_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
-    std::fs::write(home.config_path(), "[agents]\nkill_grace_ms = 300\n").unwrap();
+    let (_dir, home) = home_with_config("[agents]\nkill_grace_ms = 300\n");
     let (mut recorded, mut unrecorded, mut stranger, root) = {
         let svc = home.open_service().unwrap();
         svc.bootstrap().unwrap();
@@ -66,42 +67,12 @@ async fn issue14_item2_a_starting_daemon_stops_the_groups_its_predecessor_left()
             .unwrap();
         // Agent 2: the daemon died before recording the group; the process
         // carries the agent's mark.
-        let other = svc
-            .delegate(
-                Principal::agent(root, a1),
-                svc.outcome_create(
-                    Principal::agent(root, a1),
-                    &agency_service::NewOutcome {
-                        title: "Work".into(),
-                        parents: vec![root.root()],
-                        ..Default::default()
-                    },
-                )
-                .unwrap(),
-                &[],
-            )
-            .unwrap()
-            .handler;
+        let other = delegate_new(&svc, Principal::agent(root, a1), root, "Work");
         let a2 = svc.agent_start(other).unwrap();
         let unrecorded = sleeper(Some(a2));
         // Agent 3: its recorded pid now belongs to an unrelated process
         // (another start time, no mark).
-        let third = svc
-            .delegate(
-                Principal::agent(root, a1),
-                svc.outcome_create(
-                    Principal::agent(root, a1),
-                    &agency_service::NewOutcome {
-                        title: "More".into(),
-                        parents: vec![root.root()],
-                        ..Default::default()
-                    },
-                )
-                .unwrap(),
-                &[],
-            )
-            .unwrap()
-            .handler;
+        let third = delegate_new(&svc, Principal::agent(root, a1), root, "More");
         let a3 = svc.agent_start(third).unwrap();
         let stranger = sleeper(None);
         svc.agent_record_process(a3, stranger.id(), start_time(stranger.id()) + 1)

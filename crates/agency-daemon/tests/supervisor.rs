@@ -5,82 +5,34 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
 use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, MailTarget, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{MailBody, NewOutcome};
+use fixture::{
+    command_agents, delegate_new, grant_mcp_server, home, home_with_config, mail_from_user,
+    processes_of, start, text, wait_for,
+};
 
 fn home_with(script: &str) -> (tempfile::TempDir, Home) {
     home_with_extra(script, "")
 }
 
 fn home_with_extra(script: &str, extra: &str) -> (tempfile::TempDir, Home) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
-    let cfg = format!(
-        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nstall_after_exits = 3\nrespawn_backoff_ms = 20\nkill_grace_ms = 300\n{extra}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
-    );
-    std::fs::write(home.config_path(), cfg).unwrap();
-    (dir, home)
-}
-
-fn text(t: &str) -> MailBody {
-    MailBody::Text {
-        subject: None,
-        text: t.into(),
-    }
-}
-
-async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Process ids whose environment names this agent, and their groups.
-fn processes_of(agent: AgentId) -> Vec<(u32, u32)> {
-    let needle = format!("AGENCY_AGENT={agent}");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if !env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the ")" of the command name: state ppid pgrp …
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let pgrp = rest
-            .split_whitespace()
-            .nth(2)
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
-        out.push((pid, pgrp));
-    }
-    out
+    home_with_config(&command_agents(
+        &format!("max_concurrent = 4\nstall_after_exits = 3\nrespawn_backoff_ms = 20\n{extra}"),
+        script,
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_stop_leaves_no_process_in_the_agents_group() {
     let (_dir, home) = home_with("sleep 300 & sleep 300");
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    let (daemon, svc, root) = start(&home).await;
+    mail_from_user(&svc, root, "go");
     let root_agent = wait_for("the root's agent", || {
         svc.agents_live(Principal::User)
             .unwrap()
@@ -88,18 +40,7 @@ async fn force_stop_leaves_no_process_in_the_agents_group() {
             .map(|a| a.id)
     })
     .await;
-    let r = Principal::agent(root, root_agent);
-    let o = svc
-        .outcome_create(
-            r,
-            &NewOutcome {
-                title: "Work".into(),
-                parents: vec![root.root()],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let u = svc.delegate(r, o, &[]).unwrap().handler;
+    let u = delegate_new(&svc, Principal::agent(root, root_agent), root, "Work");
     let u_agent = wait_for("the underling's agent", || {
         svc.agents_live(Principal::User)
             .unwrap()
@@ -134,12 +75,9 @@ async fn force_stop_leaves_no_process_in_the_agents_group() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exits_without_progress_back_off_then_stall_and_tell_the_boss() {
     let (_dir, home) = home_with("exit 0");
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (daemon, svc, root) = start(&home).await;
     let started = Instant::now();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    mail_from_user(&svc, root, "go");
     wait_for("the stall", || svc.handler_stalled(root).unwrap()).await;
     // Three agents ran; the backoff between them (20 ms, then 40 ms) shows.
     let agents = svc.agents_recent(Principal::User, Some(10)).unwrap();
@@ -166,12 +104,7 @@ async fn exits_without_progress_back_off_then_stall_and_tell_the_boss() {
         3
     );
     // ...until new mail arrives.
-    svc.mail_send(
-        Principal::User,
-        MailTarget::Handler(root),
-        &text("try again"),
-    )
-    .unwrap();
+    mail_from_user(&svc, root, "try again");
     wait_for("a fourth agent", || {
         (svc.agents_recent(Principal::User, Some(10)).unwrap().len() >= 4).then_some(())
     })
@@ -181,9 +114,7 @@ async fn exits_without_progress_back_off_then_stall_and_tell_the_boss() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_reaps_agents_left_live_and_delivers_mail_that_fell_due() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path().join("home"));
-    home.init().unwrap();
+    let (_dir, home) = home();
     let (root, ghost) = {
         let svc = home.open_service().unwrap();
         let root = svc.root_handler().unwrap().unwrap();
@@ -220,12 +151,9 @@ async fn a_restart_reaps_agents_left_live_and_delivers_mail_that_fell_due() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_agent_is_stopped_as_stalled_and_its_group_emptied() {
     let (_dir, home) = home_with_extra("sleep 300 & sleep 300", "idle_timeout_ms = 400\n");
-    let daemon = Daemon::start(&home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (daemon, svc, root) = start(&home).await;
     let started = Instant::now();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    mail_from_user(&svc, root, "go");
     let agent = wait_for("an agent", || {
         svc.agents_live(Principal::User)
             .unwrap()
@@ -311,23 +239,6 @@ impl Recording {
     }
 }
 
-fn grant_mcp_server(
-    svc: &agency_service::Service,
-    h: agency_core::HandlerId,
-    name: &str,
-) -> agency_core::CapabilityId {
-    svc.grant(
-        Principal::User,
-        h,
-        &agency_service::GrantRequest {
-            resource: agency_core::Resource::McpServer(name.into()),
-            level: agency_core::Level::Read,
-            delegatable: false,
-        },
-    )
-    .unwrap()
-}
-
 fn server_names(config: &serde_json::Value) -> Vec<String> {
     config["mcpServers"]
         .as_object()
@@ -356,11 +267,8 @@ async fn a_capability_change_restarts_the_agent_with_the_new_mcp_config() {
             )
         },
     );
-    let daemon = Daemon::start(&rec.home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    let (daemon, svc, root) = start(&rec.home).await;
+    mail_from_user(&svc, root, "go");
     let first = rec.next_config(&svc, None).await;
     assert_eq!(server_names(&first.1), ["agency"]);
 
@@ -409,12 +317,9 @@ async fn a_revoked_mcp_server_restarts_the_agent_without_it() {
     let rec = Recording::new("config_restart_grace_ms = 200\n", |_| {
         "[mcp_servers.echo]\ncommand = \"echo-mcp\"\n".to_owned()
     });
-    let daemon = Daemon::start(&rec.home).await.unwrap();
-    let svc = daemon.service().clone();
-    let root = svc.root_handler().unwrap().unwrap();
+    let (daemon, svc, root) = start(&rec.home).await;
     let cap = grant_mcp_server(&svc, root, "echo");
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &text("go"))
-        .unwrap();
+    mail_from_user(&svc, root, "go");
     let (first, config) = rec.next_config(&svc, None).await;
     assert_eq!(server_names(&config), ["agency", "echo"]);
     assert_eq!(svc.revoke(Principal::User, cap).unwrap(), vec![cap]);
