@@ -4,174 +4,17 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/home.rs"]
+mod home;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use home::{TestHome, spawn_piped};
 use insta::assert_snapshot;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_agency");
-
-/// A temporary home (`<tmp>/home`; the daemon's log and token files go
-/// beside it).
-struct TestHome {
-    tmp: tempfile::TempDir,
-    dir: PathBuf,
-}
-
-impl TestHome {
-    fn new() -> TestHome {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("home");
-        TestHome { tmp, dir }
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.with_file_name("serve.log")
-    }
-
-    /// The binary with this home in `AGENCY_HOME` (and nothing else of the
-    /// caller's environment that could change its behaviour).
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .env("AGENCY_HOME", &self.dir)
-            .env("HOME", self.dir.with_file_name("user"))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let out = self.command(args).output().unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
-
-    /// Run and require exit 0; stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let r = self.run(args);
-        assert_eq!(
-            r.code, 0,
-            "agency {args:?} failed: {}{}",
-            r.stdout, r.stderr
-        );
-        r.stdout
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        serde_json::from_str(&self.ok(&a)).unwrap()
-    }
-
-    /// Start `agency serve` and wait (bounded) until it answers.
-    fn serve(&self) -> Daemon {
-        let log = std::fs::File::create(self.log_path()).unwrap();
-        let child = self
-            .command(&["serve"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let daemon = Daemon { child };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if self.dir.join("daemon.json").exists() && self.run(&["status"]).code == 0 {
-                return daemon;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the daemon did not start: {}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
-    }
-
-    /// Redactions for everything that differs between runs.
-    fn settings(&self) -> insta::Settings {
-        let mut s = insta::Settings::clone_current();
-        // The temporary directory holding the home, the log and tokens.
-        s.add_filter(&escape(&self.tmp.path().display().to_string()), "[TMP]");
-        s.add_filter(r"blake3:[0-9a-f]{64}", "[HASH]");
-        s.add_filter(r"agency_[0-9a-f]{64}", "[TOKEN]");
-        s.add_filter(
-            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-            "[UUID]",
-        );
-        s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]");
-        s.add_filter(r"127\.0\.0\.1:\d+", "[ADDR]");
-        s.add_filter(r"(pid\s+)\d+", "$1[PID]");
-        s
-    }
-}
-
-/// Regex-escape a path for an insta filter.
-fn escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
-            special.then_some('\\').into_iter().chain([c])
-        })
-        .collect()
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// The `agency serve` child; killed if a test fails before stopping it.
-struct Daemon {
-    child: Child,
-}
-
-impl Daemon {
-    /// SIGTERM, then wait (bounded) for a clean exit.
-    fn terminate(mut self) -> ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the daemon did not stop on SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 #[test]
 fn the_user_drives_a_daemon_from_the_command_line() {
@@ -480,12 +323,7 @@ fn a_refused_token_ends_the_bridge_with_exit_1() {
     let token_file = home.dir.with_file_name("token");
     std::fs::write(&token_file, "agency_0000\n").unwrap();
     let mut c = home.command(&["mcp-stdio", "--token-file", token_file.to_str().unwrap()]);
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&mut c);
     let mut stdin = child.stdin.take().unwrap();
     writeln!(
         stdin,

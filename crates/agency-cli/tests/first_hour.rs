@@ -5,174 +5,18 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{Read, Write};
+#[path = "common/home.rs"]
+mod home;
+
+use std::io::Read;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use home::TestHome;
 use insta::assert_snapshot;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_agency");
-
-struct TestHome {
-    tmp: tempfile::TempDir,
-    dir: PathBuf,
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl TestHome {
-    fn new() -> TestHome {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("home");
-        TestHome { tmp, dir }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .env("AGENCY_HOME", &self.dir)
-            .env("HOME", self.dir.with_file_name("user"))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        self.run_with_stdin(args, None)
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
-        let mut c = self.command(args);
-        c.stdout(Stdio::piped()).stderr(Stdio::piped());
-        if stdin.is_some() {
-            c.stdin(Stdio::piped());
-        }
-        let mut child = c.spawn().unwrap();
-        if let Some(bytes) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            // A command that exits early closes the pipe: not our failure.
-            let _ = pipe.write_all(bytes);
-        }
-        let out = child.wait_with_output().unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let r = self.run(args);
-        assert_eq!(r.code, 0, "agency {args:?}: {}{}", r.stdout, r.stderr);
-        r.stdout
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        serde_json::from_str(&self.ok(&a)).unwrap()
-    }
-
-    fn init_with(&self, config: &str) {
-        self.ok(&["init"]);
-        if !config.is_empty() {
-            std::fs::write(self.dir.join("agency.toml"), config).unwrap();
-        }
-    }
-
-    fn serve(&self) -> Serve {
-        let log = std::fs::File::create(self.dir.with_file_name("serve.log")).unwrap();
-        let child = self
-            .command(&["serve"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let serve = Serve { child };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.run(&["status"]).code != 0 {
-            assert!(Instant::now() < deadline, "the daemon did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        serve
-    }
-
-    fn root(&self) -> String {
-        self.json(&["status"])["root_handler"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    fn settings(&self) -> insta::Settings {
-        let mut s = insta::Settings::clone_current();
-        s.add_filter(
-            &regex_escape(&self.tmp.path().display().to_string()),
-            "[TMP]",
-        );
-        s.add_filter(
-            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-            "[UUID]",
-        );
-        s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]");
-        s.add_filter(r"127\.0\.0\.1:\d+", "[ADDR]");
-        s.add_filter(r"(pid\s+)\d+", "$1[PID]");
-        s
-    }
-
-    /// The daemon's service, for planting agent-written text: a token
-    /// minted for the root handler, used over MCP-less service calls is not
-    /// possible from here, so a minted external agent writes through MCP.
-    fn mint(&self, handler: &str) -> String {
-        self.ok(&["token", "mint", "--handler", handler])
-            .trim()
-            .to_owned()
-    }
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
-            special.then_some('\\').into_iter().chain([c])
-        })
-        .collect()
-}
-
-struct Serve {
-    child: Child,
-}
-
-impl Serve {
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "agency serve did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// One MCP tool call as an external agent (plain JSON over HTTP: the
 /// streamable HTTP transport answers a POST with JSON or one SSE event).

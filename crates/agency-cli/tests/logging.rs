@@ -10,10 +10,10 @@
 mod agent_story;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use agent_story::{BIN, agency, json};
+use agent_story::{agency, init_home, json, serve_command, terminate};
 use serde_json::Value;
 
 /// A daemon on a fresh home with `config` as its `agency.toml`, started
@@ -26,18 +26,10 @@ struct Served {
 
 impl Served {
     fn start(config: &str) -> Served {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let (code, _, err) = agency(&home, &["init"]);
-        assert_eq!(code, 0, "{err}");
-        std::fs::write(home.join("agency.toml"), config).unwrap();
+        let (tmp, home) = init_home(config);
         let stderr = std::fs::File::create(tmp.path().join("serve.stderr")).unwrap();
-        let serve = Command::new(BIN)
-            .arg("serve")
-            .env("AGENCY_HOME", &home)
+        let serve = serve_command(&home, stderr)
             .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(stderr)
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -59,12 +51,7 @@ impl Served {
     }
 
     fn stop(&mut self) {
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(self.serve.id().to_string())
-            .status()
-            .unwrap();
-        assert!(self.serve.wait().unwrap().success());
+        terminate(&mut self.serve);
     }
 
     fn daemon_log(&self) -> String {

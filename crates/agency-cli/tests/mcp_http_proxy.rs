@@ -11,12 +11,15 @@
 
 #[path = "common/agent_story.rs"]
 mod agent_story;
+#[path = "common/home.rs"]
+mod home;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_story::{Story, agency, json};
+use home::spawn_piped;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -86,12 +89,7 @@ async fn issue9_item6_an_http_server_is_reached_through_the_daemon_with_its_secr
     for (k, v) in entry["env"].as_object().unwrap() {
         launcher.env(k, v.as_str().unwrap());
     }
-    let mut child = launcher
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&mut launcher);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut call = |msg: serde_json::Value, answer: bool| -> Option<serde_json::Value> {

@@ -73,6 +73,37 @@ pub fn json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// A fresh home (`<tmp>/home`), initialised, with `config` as its
+/// `agency.toml`.
+pub fn init_home(config: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (code, _, err) = agency(&home, &["init"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(home.join("agency.toml"), config).unwrap();
+    (tmp, home)
+}
+
+/// `agency serve` on `home`, its stdout dropped and its stderr to `log`.
+pub fn serve_command(home: &Path, log: std::fs::File) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("serve")
+        .env("AGENCY_HOME", home)
+        .stdout(Stdio::null())
+        .stderr(log);
+    c
+}
+
+/// SIGTERM the daemon; it must exit cleanly.
+pub fn terminate(serve: &mut Child) {
+    Command::new("kill")
+        .arg("-TERM")
+        .arg(serve.id().to_string())
+        .status()
+        .unwrap();
+    assert!(serve.wait().unwrap().success());
+}
+
 /// A daemon serving a fresh home with the given extra configuration.
 pub struct Story {
     pub tmp: tempfile::TempDir,
@@ -90,18 +121,10 @@ impl Story {
 
     /// As `start`, with extra variables in the daemon's environment.
     pub async fn start_with_env(config: &str, timeout: Duration, env: &[(&str, &str)]) -> Story {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let (code, _, err) = agency(&home, &["init"]);
-        assert_eq!(code, 0, "{err}");
-        std::fs::write(home.join("agency.toml"), config).unwrap();
+        let (tmp, home) = init_home(config);
         let log = std::fs::File::create(tmp.path().join("serve.log")).unwrap();
-        let serve = Command::new(BIN)
-            .arg("serve")
-            .env("AGENCY_HOME", &home)
+        let serve = serve_command(&home, log)
             .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(log)
             .spawn()
             .unwrap();
         let deadline = Instant::now() + timeout;
@@ -196,12 +219,7 @@ impl Story {
 
     /// As `stop`, keeping the home for inspection.
     pub fn halt(&mut self) {
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(self.serve.id().to_string())
-            .status()
-            .unwrap();
-        assert!(self.serve.wait().unwrap().success());
+        terminate(&mut self.serve);
     }
 
     /// SIGKILL the daemon (a crash: it stops nothing), then start a new
@@ -224,12 +242,8 @@ impl Story {
             .append(true)
             .open(self.tmp.path().join("serve.log"))
             .unwrap();
-        self.serve = Command::new(BIN)
-            .arg("serve")
-            .env("AGENCY_HOME", &self.home)
+        self.serve = serve_command(&self.home, log)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(log)
             .spawn()
             .unwrap();
         while !self.home.join("daemon.json").exists() {
