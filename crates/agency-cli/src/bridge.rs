@@ -10,7 +10,7 @@
 //! request. `initialize` is the exception: its answer carries the session
 //! id and protocol version every later request needs, so it is awaited.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::ExitCode;
 use std::thread::JoinHandle;
@@ -81,10 +81,7 @@ fn write_message(msg: &Value) -> Result<()> {
 }
 
 fn write_line(line: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")
-        .and_then(|()| out.flush())
-        .context("failed to write to stdout")
+    crate::commands::write_stdout(format!("{line}\n").as_bytes())
 }
 
 /// A JSON-RPC error for a request whose answer never came, so the client

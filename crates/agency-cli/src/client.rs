@@ -145,22 +145,40 @@ impl Client {
     }
 
     pub fn get(&self, url: Url) -> Result<Value> {
-        self.send(self.http.get(url))
+        self.send(self.http.get(url), 0)
     }
 
     pub fn post(&self, url: Url, body: &impl Serialize) -> Result<Value> {
-        self.send(self.http.post(url).json(body))
+        let bytes = serde_json::to_vec(body).context("failed to encode the request as JSON")?;
+        let len = bytes.len();
+        let req = self
+            .http
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes);
+        self.send(req, len)
     }
 
     pub fn delete(&self, url: Url) -> Result<Value> {
-        self.send(self.http.delete(url))
+        self.send(self.http.delete(url), 0)
     }
 
-    fn send(&self, req: RequestBuilder) -> Result<Value> {
+    /// `body_len`: the request body's size, for the error when the daemon
+    /// refuses a body too large before reading all of it.
+    fn send(&self, req: RequestBuilder, body_len: usize) -> Result<Value> {
         let resp = match req.bearer_auth(&self.token).send() {
             Ok(r) => r,
             // A socket left by a crashed daemon: nothing listens there.
             Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
+            // The daemon answers a body over its limit before reading it
+            // all and closes the connection; the answer may be lost in the
+            // race with our write, so say what it almost certainly was.
+            Err(e) if body_len > 0 && closed_while_sending(&e) => {
+                anyhow::bail!(
+                    "failed to send the request to the Agency daemon at {}: it closed the connection before reading the whole body ({body_len} bytes), which it does when a body is larger than the limit that follows from limits.max_file_bytes in agency.toml; send less, or raise that limit",
+                    self.home.admin_socket_path().display()
+                );
+            }
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!(
@@ -230,6 +248,24 @@ fn excerpt(text: &str) -> String {
 /// Deserialize an API answer into a view type.
 pub fn decode<T: DeserializeOwned>(v: Value, what: &str) -> Result<T> {
     serde_json::from_value(v).with_context(|| format!("failed to decode the daemon's {what}"))
+}
+
+/// Whether a request failed because the peer closed the connection while
+/// we were still writing it (EPIPE or a reset).
+fn closed_while_sending(e: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            )
+        {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 #[cfg(test)]

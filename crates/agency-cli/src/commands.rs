@@ -112,10 +112,33 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 /// Write to stdout. Errors (a closed pipe) are returned, not panicked on
 /// as `println!` would.
 pub fn emit(text: &str) -> Result<()> {
+    write_stdout(text.as_bytes())
+}
+
+/// Our stdout was closed by its reader (`agency kb ls | head`): the one
+/// broken pipe that is not a failure. Only writes to stdout produce it, so
+/// a broken pipe anywhere else (the daemon's socket closing in the middle
+/// of a request) is still reported as the failure it is (issue 14 follow
+/// up: a refused 20 MiB `send` once exited 0 in silence).
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout was closed by its reader")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Write all of `bytes` to stdout and flush.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("failed to write to stdout")
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(e).context("failed to write to stdout"),
+    }
 }
 
 /// `--json` output: pretty-printed, one document.

@@ -20,19 +20,12 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         // A reader that stopped reading (`agency kb ls | head`) is not a
-        // failure worth a message.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // failure worth a message; any other broken pipe is.
+        Err(e) if e.downcast_ref::<commands::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(e) => {
             // Errors may quote text an agent wrote (a title, a reason).
             eprintln!("error: {}", safe_text::block(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

@@ -268,12 +268,24 @@ fn issue14_item3_rest_accepts_what_max_file_bytes_allows_and_says_why_not() {
     assert_eq!(r.code, 1);
     assert!(!r.stderr.contains("Failed to buffer"), "{r:?}");
     assert!(r.stderr.contains("8388608"), "{r:?}");
-    // Far over: refused by the transport, in Agency's words.
+    // Far over: refused by the transport, in Agency's words. The daemon
+    // answers before reading the whole body and closes the connection, so
+    // the CLI may lose that answer in the race with its own write (under
+    // load it once exited 0 in silence, taking the broken pipe on the
+    // socket for a closed stdout); then it says what happened instead.
     std::fs::write(&file, "z".repeat(20 << 20)).unwrap();
     let r = home.run(&["send", "--file", file.to_str().unwrap()]);
-    assert_eq!(r.code, 1);
-    let _redact = home.settings().bind_to_scope();
-    assert_snapshot!(r.stderr, @"error: failed to read the request: its body is larger than 17825792 bytes, the limit that follows from limits.max_file_bytes = 8388608 in agency.toml; send less, or raise that limit");
+    assert_eq!(r.code, 1, "{r:?}");
+    let answered = "error: failed to read the request: its body is larger than 17825792 bytes, the limit that follows from limits.max_file_bytes = 8388608 in agency.toml; send less, or raise that limit\n";
+    let lost = " bytes), which it does when a body is larger than the limit that follows from limits.max_file_bytes in agency.toml; send less, or raise that limit\n";
+    assert!(
+        r.stderr == answered
+            || (r
+                .stderr
+                .starts_with("error: failed to send the request to the Agency daemon at ")
+                && r.stderr.ends_with(lost)),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -72,8 +72,7 @@ pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
     }
     if f.binary {
         // Exact bytes, so `agency kb cat X > f` round-trips binary files too.
-        std::io::Write::write_all(&mut std::io::stdout().lock(), &f.bytes())
-            .map_err(|e| anyhow::anyhow!("failed to write the KB file to stdout: {e}"))?;
+        super::write_stdout(&f.bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     emit(&f.text)?;
