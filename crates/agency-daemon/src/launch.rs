@@ -78,6 +78,28 @@ impl LaunchNonces {
     }
 }
 
+/// The service's decision whether the calling agent's handler may use MCP
+/// server `name` now (a live capability), as the answer to send when not.
+/// Shared by `/launch` and `/mcp-proxy`: the daemon asks, never decides.
+pub(crate) async fn check_server(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+) -> Result<(), Response> {
+    let svc = st.svc.clone();
+    let who = Principal::agent(id.handler, id.agent);
+    let n = name.to_owned();
+    match tokio::task::spawn_blocking(move || svc.mcp_server_check(who, &n)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(service_error(&e)),
+        Err(_) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "failed to check the capability: the check was cancelled",
+        )),
+    }
+}
+
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/launch/{name}", post(launch))
@@ -109,20 +131,8 @@ async fn launch(
             ),
         );
     }
-    let svc = st.svc.clone();
-    let who = Principal::agent(id.handler, id.agent);
-    let n = name.clone();
-    let checked = tokio::task::spawn_blocking(move || svc.mcp_server_check(who, &n)).await;
-    match checked {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return service_error(&e),
-        Err(_) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "failed to check the capability: the check was cancelled",
-            );
-        }
+    if let Err(refused) = check_server(&st, &id, &name).await {
+        return refused;
     }
     match st.servers.resolve(&name) {
         None => error(

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::Principal;
 use agency_mcp::AgentIdentity;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -22,7 +21,6 @@ use axum::{Extension, Router};
 use crate::error::DaemonError;
 use crate::http_auth::error;
 use crate::mcp_servers::LaunchSpec;
-use crate::rest::service_error;
 use crate::server::AppState;
 
 /// Request headers an MCP client needs the server to see (streamable HTTP).
@@ -65,19 +63,8 @@ async fn proxy(
     Path(name): Path<String>,
     req: Request,
 ) -> Response {
-    let svc = st.svc.clone();
-    let who = Principal::agent(id.handler, id.agent);
-    let n = name.clone();
-    match tokio::task::spawn_blocking(move || svc.mcp_server_check(who, &n)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return service_error(&e),
-        Err(_) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "failed to check the capability: the check was cancelled",
-            );
-        }
+    if let Err(refused) = crate::launch::check_server(&st, &id, &name).await {
+        return refused;
     }
     let (url, configured) = match st.servers.resolve(&name) {
         None => {

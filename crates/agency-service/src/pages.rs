@@ -150,8 +150,9 @@ impl Service {
     }
 
     /// One page of a handler's audit log, oldest first, after entry `after`
-    /// (a sequence number from an earlier page): the handler itself, its
-    /// boss, or the user. `None` means the caller's own handler.
+    /// (a sequence number from an earlier page): for whoever may read the
+    /// log file (the handler, its boss, a boss it was handed over to at
+    /// retirement, the user). `None` means the caller's own handler.
     pub fn audit_read_page(
         &self,
         who: Principal,
