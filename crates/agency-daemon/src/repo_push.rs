@@ -169,7 +169,12 @@ pub(crate) fn push(
             None,
             &what,
         )
-        .map_err(failed)?;
+        .map_err(|_| {
+            PushError::Invalid(format!(
+                "branch {} of your clone does not name a commit",
+                req.branch
+            ))
+        })?;
     let pushed = Pushed { remote_ref, commit };
     record(&pushed).map_err(PushError::Refused)?;
     cache

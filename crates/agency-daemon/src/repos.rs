@@ -61,7 +61,7 @@ pub(crate) struct GitRepoCache {
     fetch_timeout: Duration,
     refresh_interval: Duration,
     /// The `git` program (a test substitutes a wrapper).
-    pub(crate) git: PathBuf,
+    git: PathBuf,
     /// How each agent's clone is read for a push (`repo_push.rs`).
     pub(crate) upload_packs: std::sync::Arc<UploadPacks>,
 }

@@ -6,13 +6,12 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use agency_core::git_ref::check_branch;
+use agency_service::{RepoPush, ServiceError};
 use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-
-use agency_core::git_ref::check_branch;
-use agency_service::{RepoPush, ServiceError};
 
 use crate::reply::{ToolError, ToolResult};
 use crate::server::AgencyMcp;
