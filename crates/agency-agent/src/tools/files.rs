@@ -89,10 +89,19 @@ pub(crate) fn write_file(ctx: &Ctx, input: &Value) -> Outcome {
     let path = ctx.resolve("path", a.str("path")?)?;
     let content = a.str("content")?;
     let shown = ctx.show(&path);
-    if path.is_dir() {
-        return Err(ToolError::refused(format!(
-            "failed to write {shown}: it is a directory"
-        )));
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_dir() => {
+            return Err(ToolError::refused(format!(
+                "failed to write {shown}: it is a directory"
+            )));
+        }
+        // A FIFO or a device: writing could block or do anything.
+        Ok(m) if !m.is_file() => {
+            return Err(ToolError::refused(format!(
+                "failed to write {shown}: it is not a regular file"
+            )));
+        }
+        _ => {}
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
@@ -252,6 +261,8 @@ mod tests {
         );
         let e = write_file(&ctx, &json!({"path": "a", "content": "x"})).unwrap_err();
         assert!(e.message.contains("is a directory"), "{e}");
+        let e = write_file(&ctx, &json!({"path": "/dev/null", "content": "x"})).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e}");
         let e = write_file(&ctx, &json!({"path": "x"})).unwrap_err();
         assert!(e.message.contains("missing argument `content`"), "{e}");
     }

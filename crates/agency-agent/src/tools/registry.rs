@@ -1,7 +1,7 @@
 //! The workspace tools as the loop sees them: their names, the
 //! descriptions and JSON Schemas the model is given, and the dispatch of a
-//! call to its implementation. File and search tools run on the blocking
-//! pool (their work is bounded); `bash` manages its own threads.
+//! call to its implementation. File and search tools run on a thread of
+//! their own; `bash` manages its own threads.
 
 use std::path::PathBuf;
 
@@ -92,11 +92,18 @@ impl Workspace {
                 };
                 let ctx = self.ctx.clone();
                 let input = input.clone();
-                match tokio::task::spawn_blocking(move || f(&ctx, &input)).await {
+                // A thread of its own rather than the runtime's blocking
+                // pool, whose shutdown waits for every task: a call stuck
+                // on a slow file system must not keep a stopped run alive.
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    let _ = tx.send(f(&ctx, &input));
+                });
+                match rx.await {
                     Ok(r) => r.map(|text| (text, false)),
-                    Err(e) => Err(ToolError {
+                    Err(_) => Err(ToolError {
                         kind: "internal",
-                        message: format!("failed to run tool {name}: {e}"),
+                        message: format!("failed to run tool {name}: its thread ended early"),
                     }),
                 }
             }
