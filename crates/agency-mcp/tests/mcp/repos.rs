@@ -22,6 +22,20 @@ impl RepoCache for FakeCache {
         std::fs::write(dest.join("README"), name).map_err(|e| e.to_string())?;
         Ok(format!("https://example.invalid/{name}.git"))
     }
+
+    fn push_repo(
+        &self,
+        req: &agency_mcp::PushRequest<'_>,
+        record: &mut dyn FnMut(&agency_mcp::Pushed) -> Result<(), String>,
+    ) -> Result<agency_mcp::Pushed, agency_mcp::PushError> {
+        self.0.lock().unwrap().push(format!("push {}", req.branch));
+        let pushed = agency_mcp::Pushed {
+            remote_ref: format!("refs/heads/agency/{}/{}", req.handler, req.remote_branch),
+            commit: "0".repeat(40),
+        };
+        record(&pushed).map_err(agency_mcp::PushError::Refused)?;
+        Ok(pushed)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
