@@ -224,6 +224,16 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     );
     // main is untouched.
     assert_eq!(git(&origin, &["show", "main:add.sh"]), ADD_SH);
+    // The user sees the push in the root's audit log.
+    let audit = json(&story.home, &["audit", &root[..8]]);
+    let commit = pushed["commit"].as_str().unwrap();
+    assert!(
+        audit.as_array().unwrap().iter().any(|e| e["summary"]
+            == format!(
+                "repo push: branch fix-add of repo calc (commit {commit}) to {remote_ref} on the repo's origin"
+            )),
+        "{audit}"
+    );
     assert_eq!(agent["end_reason"], "completed");
     let inbox = json(&story.home, &["inbox"]);
     let report = inbox
