@@ -134,6 +134,23 @@ pub struct AgentConfig {
     /// the model as `NAME__tool`.
     #[serde(default)]
     pub mcp_servers: Vec<StdioServer>,
+    /// The workspace tools offered to the model, from
+    /// [`WORKSPACE_TOOLS`](crate::WORKSPACE_TOOLS) (default: all of them;
+    /// empty: none, MCP tools only).
+    #[serde(default = "default_workspace_tools")]
+    pub workspace_tools: Vec<String>,
+    /// The directory the workspace tools work in: relative paths resolve
+    /// against it and `bash` runs there. Omitted: the current directory
+    /// when the run starts (the daemon starts the agent in its workspace).
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+}
+
+fn default_workspace_tools() -> Vec<String> {
+    crate::WORKSPACE_TOOLS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect()
 }
 
 /// One extra MCP server started as a child process.
@@ -204,6 +221,22 @@ impl AgentConfig {
         }
         if self.request_timeout_secs == 0 {
             return Err("`request_timeout_secs` must be at least 1".into());
+        }
+        for (i, t) in self.workspace_tools.iter().enumerate() {
+            if !crate::WORKSPACE_TOOLS.contains(&t.as_str()) {
+                return Err(format!(
+                    "`workspace_tools`: {t:?} is not one of {}",
+                    crate::WORKSPACE_TOOLS.join(", ")
+                ));
+            }
+            if self.workspace_tools[..i].contains(t) {
+                return Err(format!("`workspace_tools`: {t:?} appears twice"));
+            }
+        }
+        if let Some(w) = &self.workspace
+            && !w.is_absolute()
+        {
+            return Err("`workspace` must be an absolute path".into());
         }
         let mut seen = std::collections::HashSet::new();
         for s in &self.mcp_servers {
@@ -318,6 +351,8 @@ mod tests {
         assert_eq!(cfg.max_output_tokens, 8192);
         assert_eq!(cfg.request_timeout_secs, 300);
         assert_eq!(cfg.transcript_path, None);
+        assert_eq!(cfg.workspace_tools, crate::WORKSPACE_TOOLS);
+        assert_eq!(cfg.workspace, None);
     }
 
     #[test]
@@ -374,6 +409,21 @@ mod tests {
                 "timeout",
                 json!({"request_timeout_secs": 0}),
                 "`request_timeout_secs`",
+            ),
+            (
+                "unknown workspace tool",
+                json!({"workspace_tools": ["bash", "Bash"]}),
+                "\"Bash\" is not one of bash, read_file",
+            ),
+            (
+                "workspace tool twice",
+                json!({"workspace_tools": ["grep", "grep"]}),
+                "appears twice",
+            ),
+            (
+                "relative workspace",
+                json!({"workspace": "ws"}),
+                "`workspace` must be an absolute path",
             ),
         ];
         for (name, patch, needle) in cases {

@@ -23,6 +23,10 @@ pub enum AgentError {
     McpConnect { url: String, message: String },
     #[error("failed to list the tools of the MCP server at {url}: {message}")]
     McpListTools { url: String, message: String },
+    #[error("failed to find the workspace directory: {0}")]
+    Workspace(String),
+    #[error("failed to offer workspace tool {0}: an MCP server offers a tool of the same name")]
+    ToolClash(String),
     #[error("failed to call the model at {url}: {message}")]
     Model { url: String, message: String },
     #[error("failed to finish the run: stopped from outside (signal or shutdown)")]

@@ -1,5 +1,8 @@
 //! Agency's built-in agent runtime: the loop that runs ONE agent, an LLM
-//! conversation whose tools are Agency's MCP tools.
+//! conversation whose tools are Agency's MCP tools and the workspace tools
+//! the loop runs itself ([`WORKSPACE_TOOLS`]: `bash`, `read_file`,
+//! `write_file`, `edit_file`, `glob`, `grep`), which act in the workspace
+//! (the current directory at start, or `workspace`).
 //!
 //! The daemon's supervisor starts it as a subprocess (`agency agent
 //! --config FILE`), passing an [`AgentConfig`] JSON file and the secrets in
@@ -22,7 +25,8 @@
 //!
 //! A configuration file (every field is documented on [`AgentConfig`];
 //! `api_key_env`, `max_output_tokens`, `transcript_path`, `result_path`,
-//! `retry` and `request_timeout_secs` may be omitted):
+//! `retry`, `request_timeout_secs`, `mcp_servers`, `workspace_tools` and
+//! `workspace` may be omitted):
 //!
 //! ```json
 //! {
@@ -40,7 +44,8 @@
 //!   "transcript_path": "/home/me/.agency/run/A/transcript.jsonl",
 //!   "result_path": "/home/me/.agency/run/A/result.json",
 //!   "retry": {"max_attempts": 5, "initial_backoff_ms": 1000, "max_backoff_ms": 60000},
-//!   "request_timeout_secs": 300
+//!   "request_timeout_secs": 300,
+//!   "workspace_tools": ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 //! }
 //! ```
 //!
@@ -50,8 +55,9 @@
 //!
 //! Module map: `config` (the file), `sse` (event-stream parsing),
 //! `anthropic` / `openai` (request bodies and stream assembly), `client`
-//! (HTTP, retries, backoff), `mcp` (tools), `run` (the loop and limits),
-//! `transcript` (JSONL events, secret redaction), `summary` (the result).
+//! (HTTP, retries, backoff), `mcp` (MCP tools), `tools` (workspace tools),
+//! `run` (the loop and limits), `transcript` (JSONL events, secret
+//! redaction), `summary` (the result).
 
 mod anthropic;
 mod client;
@@ -63,9 +69,11 @@ mod openai;
 mod run;
 mod sse;
 mod summary;
+mod tools;
 mod transcript;
 
 pub use config::{AgentConfig, Api, RetryConfig, load_config};
 pub use error::AgentError;
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
+pub use tools::WORKSPACE_TOOLS;

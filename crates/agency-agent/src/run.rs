@@ -1,5 +1,5 @@
 //! The loop that runs one agent: connect to MCP, offer every tool to the
-//! model, execute the tool calls of each answer in order, and stop when an
+//! model (MCP tools and the workspace tools), execute the tool calls of each answer in order, and stop when an
 //! answer has none, or a limit has been reached and the model was given
 //! its chance to save its state.
 //!
@@ -14,6 +14,7 @@ use crate::error::AgentError;
 use crate::mcp::{Mcp, Sessions};
 use crate::model::{Message, Reply, Request, ToolCall, ToolResult, ToolSpec};
 use crate::summary::{Ended, RunSummary, now_rfc3339};
+use crate::tools::Workspace;
 use crate::transcript::{MAX_RECORDED_RESULT, Redactor, Transcript, truncate};
 
 /// The user message sent once a limit is reached.
@@ -245,15 +246,47 @@ async fn drive(
             }
         }
     }
-    let result = converse(cfg, &client, &mcp, &tools, t, s).await;
+    let result = match workspace(cfg, &tools) {
+        Ok(ws) => {
+            t.event(
+                "workspace_tools",
+                json!({ "workspace": ws.root(), "tools": ws.names() }),
+            );
+            tools.extend(ws.specs());
+            converse(cfg, &client, &mcp, &ws, &tools, t, s).await
+        }
+        Err(e) => Err(e),
+    };
     mcp.close().await;
     result
+}
+
+/// The workspace tools of the run, refused if an MCP tool has the name of
+/// one: the model would not know which it calls.
+fn workspace(cfg: &AgentConfig, mcp_tools: &[ToolSpec]) -> Result<Workspace, AgentError> {
+    let root = match &cfg.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().map_err(|e| AgentError::Workspace(e.to_string()))?,
+    };
+    // Commands must not see the run's secrets.
+    let hidden = cfg
+        .api_key_env
+        .iter()
+        .chain([&cfg.mcp_token_env])
+        .cloned()
+        .collect();
+    let ws = Workspace::new(root, &cfg.workspace_tools, hidden);
+    if let Some(clash) = mcp_tools.iter().find(|t| ws.offers(&t.name)) {
+        return Err(AgentError::ToolClash(clash.name.clone()));
+    }
+    Ok(ws)
 }
 
 async fn converse(
     cfg: &AgentConfig,
     client: &ModelClient,
     mcp: &Sessions,
+    ws: &Workspace,
     tools: &[ToolSpec],
     t: &mut Transcript,
     s: &mut RunSummary,
@@ -302,7 +335,7 @@ async fn converse(
         }
         let mut results = Vec::with_capacity(reply.tool_calls.len());
         for call in &reply.tool_calls {
-            results.push(call_tool(mcp, tools, call, s.turns, t, s).await);
+            results.push(call_tool(mcp, ws, tools, call, s.turns, t, s).await);
         }
         history.push(Message::ToolResults {
             results,
@@ -409,6 +442,7 @@ fn recorded_input(c: &ToolCall) -> Value {
 
 async fn call_tool(
     mcp: &Sessions,
+    ws: &Workspace,
     tools: &[ToolSpec],
     call: &ToolCall,
     turn: u32,
@@ -437,6 +471,12 @@ async fn call_tool(
             ),
             is_error: true,
         }
+    } else if ws.offers(&call.name) {
+        let mut outcome = ws.call(&call.name, &call.input).await;
+        // A command can print what the run's secrets protect (a parent's
+        // environment under /proc): the model gets the redacted text.
+        outcome.content = t.redact(&outcome.content);
+        outcome
     } else {
         mcp.call(&call.name, &call.input).await
     };
@@ -491,6 +531,37 @@ mod tests {
         let mut h = vec![Message::User("go".into())];
         add_notice(&mut h);
         assert_eq!(h[1], Message::User(LIMIT_NOTICE.into()));
+    }
+
+    #[test]
+    fn a_workspace_tool_named_like_an_mcp_tool_stops_the_run() {
+        let cfg: AgentConfig = serde_json::from_value(json!({
+            "api": "anthropic", "base_url": "http://127.0.0.1:9", "model": "m",
+            "api_key_env": "KEY", "max_turns": 1, "max_total_tokens": 1,
+            "mcp_url": "http://127.0.0.1:9/mcp", "mcp_token_env": "TOKEN",
+            "system_prompt": "", "initial_message": "go", "workspace": "/w",
+        }))
+        .unwrap();
+        let mcp = |name: &str| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({}),
+        };
+        let ws = workspace(&cfg, &[mcp("kb_read"), mcp("x__bash")]).unwrap();
+        assert_eq!(ws.root(), std::path::Path::new("/w"));
+        assert_eq!(ws.names().len(), crate::WORKSPACE_TOOLS.len());
+        assert_eq!(ws.hidden_env(), ["KEY", "TOKEN"]);
+        let e = workspace(&cfg, &[mcp("kb_read"), mcp("grep")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "failed to offer workspace tool grep: an MCP server offers a tool of the same name"
+        );
+        // Fewer tools offered, fewer possible clashes.
+        let cfg = AgentConfig {
+            workspace_tools: vec!["bash".into()],
+            ..cfg
+        };
+        assert!(workspace(&cfg, &[mcp("grep")]).is_ok());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! redactor every recorded string passes through.
 //!
 //! Each line is a JSON object with `ts` (RFC 3339, UTC), `event`, and the
-//! event's fields. Events: `run_start`, `mcp_connected`, `model_request`,
+//! event's fields. Events: `run_start`, `mcp_connected`,
+//! `mcp_server_connected`, `mcp_server_failed`, `workspace_tools` (the
+//! workspace directory and the workspace tools offered), `model_request`,
 //! `retry`, `model_reply`, `tool_call`, `tool_result`, `limit`, `error`,
 //! `run_end`.
 
@@ -135,6 +137,11 @@ impl Transcript {
                 message: e.to_string(),
             });
         }
+    }
+
+    /// `text` with the run's secrets removed.
+    pub fn redact(&self, text: &str) -> String {
+        self.redactor.redact(text)
     }
 
     /// The first write failure, if any.

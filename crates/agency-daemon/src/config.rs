@@ -236,6 +236,22 @@ pub struct BuiltinConfig {
     /// Input plus output tokens per agent before the same.
     pub max_total_tokens: u64,
     pub max_output_tokens: u32,
+    /// The workspace tools `agency agent` offers the model, from
+    /// [`BuiltinConfig::TOOLS`] (default: all; empty: MCP tools only).
+    pub tools: Vec<String>,
+}
+
+impl BuiltinConfig {
+    /// The built-in runtime's workspace tools (`agency_agent::WORKSPACE_TOOLS`;
+    /// a test of agency-agent checks that the two lists agree).
+    pub const TOOLS: &[&str] = &[
+        "bash",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "grep",
+    ];
 }
 
 impl Default for BuiltinConfig {
@@ -248,6 +264,10 @@ impl Default for BuiltinConfig {
             max_turns: 50,
             max_total_tokens: 1_000_000,
             max_output_tokens: 8192,
+            tools: BuiltinConfig::TOOLS
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
         }
     }
 }
@@ -329,6 +349,16 @@ impl Config {
                     return Err(bad(format!(
                         "agents.builtin.api = {:?} is not \"anthropic\" or \"openai\"",
                         b.api
+                    )));
+                }
+                if let Some(t) = b
+                    .tools
+                    .iter()
+                    .find(|t| !BuiltinConfig::TOOLS.contains(&t.as_str()))
+                {
+                    return Err(bad(format!(
+                        "agents.builtin.tools: {t:?} is not one of {}",
+                        BuiltinConfig::TOOLS.join(", ")
                     )));
                 }
             }
@@ -488,6 +518,8 @@ api_key_env = ""           # the daemon's variable holding the key (the one pass
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
+# The workspace tools it runs itself (in the agent's workspace); [] = none.
+tools = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
 # runtime = "claude-code": the Claude Code CLI, headless (`claude -p`), with
 # Agency's MCP server as its only tools. It runs with HOME set to a private
@@ -614,6 +646,7 @@ mod tests {
             "[agents]\nmax_concurrent = 0\n",
             "[agents]\nruntime = \"builtin\"\n",
             "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nbase_url = \"http://x\"\nmodel = \"m\"\napi = \"gemini\"\n",
+            "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nbase_url = \"http://x\"\nmodel = \"m\"\ntools = [\"Bash\"]\n",
             "[server]\nport = 70000\n",
             "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = \"\"\n",
             "[agents.claude_code]\nmodle = \"x\"\n",

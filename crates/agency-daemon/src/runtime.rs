@@ -246,6 +246,7 @@ impl Runtime for BuiltinRuntime {
             "transcript_path": spec.run_dir.join("transcript.jsonl"),
             "result_path": spec.run_dir.join("result.json"),
             "mcp_servers": servers,
+            "workspace_tools": b.tools,
         });
         let path = write_private(&spec.run_dir, "agent.json", config.to_string().as_bytes())?;
         let mut cmd = Command::new(&self.program);

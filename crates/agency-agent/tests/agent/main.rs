@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod support;
+mod workspace;
 
 use std::str::FromStr;
 
@@ -86,7 +87,10 @@ async fn kb_round_trip(api: Api, base_suffix: &str) {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs.iter().all(|r| r.status == 200 && r.stream), "{reqs:?}");
-    assert_eq!(reqs[0].tools.len(), agency_mcp::TOOL_NAMES.len());
+    assert_eq!(
+        reqs[0].tools.len(),
+        agency_mcp::TOOL_NAMES.len() + agency_agent::WORKSPACE_TOOLS.len()
+    );
     assert_eq!(reqs[1].tool_calls[0].input["file"], json!(file));
     server.shutdown().await;
     a.stop().await;
@@ -223,7 +227,7 @@ async fn the_notice_follows_the_tool_results_in_the_same_user_turn() {
     assert_eq!(body["max_tokens"], 1024);
     assert_eq!(
         body["tools"].as_array().unwrap().len(),
-        agency_mcp::TOOL_NAMES.len()
+        agency_mcp::TOOL_NAMES.len() + agency_agent::WORKSPACE_TOOLS.len()
     );
     assert!(body["tools"][0]["input_schema"].is_object());
 

@@ -84,6 +84,11 @@ impl Agency {
             },
             request_timeout_secs: 20,
             mcp_servers: Vec::new(),
+            workspace_tools: agency_agent::WORKSPACE_TOOLS
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
+            workspace: Some(self.dir.path().join("ws")),
         }
     }
 

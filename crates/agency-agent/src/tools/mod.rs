@@ -1,0 +1,13 @@
+//! The workspace tools `agency agent` runs itself (shell, files, search),
+//! offered to the model beside the MCP tools. One file per tool group;
+//! `registry` names them, describes them to the model and routes calls.
+
+mod common;
+mod files;
+mod globs;
+mod registry;
+mod search;
+mod shell;
+
+pub use registry::WORKSPACE_TOOLS;
+pub(crate) use registry::Workspace;
