@@ -38,7 +38,7 @@ const FIX_SCRIPT: &str = r#"{
       { "tool_calls": [ { "name": "Read", "input": { "file_path": "calc/add.sh" } } ] },
       { "tool_calls": [ { "name": "Edit", "input": { "file_path": "calc/add.sh", "old_string": "$1 - $2", "new_string": "$1 + $2" } } ] },
       { "tool_calls": [ { "name": "Bash", "input": { "command": "sh calc/test.sh", "description": "Run the repo's tests" } } ] },
-      { "tool_calls": [ { "name": "Bash", "input": { "command": "git -C calc -c user.name=Agent -c user.email=agent@example.invalid commit -q -am 'Fix add: it subtracted' && git -C calc rev-parse HEAD", "description": "Commit the fix" } } ] },
+      { "tool_calls": [ { "name": "Bash", "input": { "command": "git -C calc switch -q -c fix/add && git -C calc -c user.name=Agent -c user.email=agent@example.invalid commit -q -am 'Fix add: it subtracted' && git -C calc rev-parse HEAD", "description": "Commit the fix on a branch" } } ] },
       { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Fixed add in calc; tests pass." } } ] },
       { "text": "Done: add is fixed." }
     ]
