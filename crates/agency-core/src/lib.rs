@@ -9,6 +9,7 @@
 pub mod access;
 pub mod capability;
 pub mod dag;
+pub mod git_ref;
 pub mod ids;
 pub mod level;
 pub mod outcome;

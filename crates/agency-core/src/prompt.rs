@@ -14,7 +14,7 @@
 use crate::ids::{FileId, HandlerId};
 
 /// Bump when the seed copy or the additions change.
-pub const PROMPT_VERSION: u32 = 2;
+pub const PROMPT_VERSION: u32 = 3;
 
 /// Seed 000's "Agent Prompt", verbatim, with `{HANDLER_OUTCOME_UUID}` and
 /// `{BOSS_OUTCOME_UUID}` placeholders.
@@ -76,7 +76,7 @@ Your state document is KB file {state} (state_read / state_write). Your audit lo
 - **Knowledge Base MCP Tool**: kb_list, kb_browse, kb_read (returns version and hash), kb_write (pass the version and hash you last read; a conflict means re-read and merge), kb_create, kb_history, kb_read_version, kb_audit (who read and wrote a file, when). Give content inline, or write it to a file in your workspace and pass its path. A file's UUID may be written as kb://UUID anywhere a tool takes one.
 - **Mail MCP Tool**: mail_send (inline text, or a KB file by UUID), mail_send_deferred, mail_inbox, mail_ack, mail_status (whether a message you sent was delivered and acknowledged, and when).
 - **Permissions MCP Tool**: permissions_list, permissions_grant (optionally for a named outcome: the grant ends when that outcome finishes), delegate (delegate an outcome to a new underling handler with the capabilities it needs), force_stop.
-- **Repo Cache MCP Tool**: repo_clone.
+- **Repo Cache MCP Tool**: repo_clone (clone a repo into your workspace), repo_push (push a branch of your clone, committed first, to the repo's origin as agency/<your handler id>/<branch>; needs write on the repo; Agency holds the credentials).
 - **State Document and Audit Log**: state_read, state_write, audit_read, audit_submit.
 - **Long listings come in pages**: mail_inbox, kb_list, kb_browse, kb_history, audit_read and outcome_history return at most a page (bounded in entries and bytes); pass the returned `next_after` as `after` for the next page. A large message body comes back as a KB file to read with kb_read.
 - **Runs**: run_list and run_view show the agent runs of your handler and of your direct underlings (start, end, how it ended, exit status, tokens, tool calls).

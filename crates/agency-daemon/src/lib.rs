@@ -22,6 +22,7 @@ pub mod logging;
 mod mcp_proxy;
 pub mod mcp_servers;
 mod process;
+mod repo_push;
 mod repos;
 mod rest;
 mod rest_records;

@@ -9,7 +9,19 @@
 //! into the same mirror at once; clones of different repos do not wait for
 //! each other), and every `git` runs in a process group of its own with a
 //! deadline (`fetch_timeout_secs`): a remote that never answers costs one
-//! clone a clear error, not a blocking thread forever.
+//! clone a clear error, not a blocking thread forever. `git` gets the
+//! daemon's environment without its `GIT_*` variables, except those that
+//! say how to reach and authenticate to an origin (`KEEP_GIT_ENV`).
+//!
+//! A clone is made through git's transport (`--no-local`), not as a local
+//! copy: a local clone hardlinks the mirror's object files into the
+//! workspace, where an agent that may write its workspace could rewrite
+//! one and corrupt the mirror every later clone comes from. The transport
+//! also sends only reachable objects. The clone's `origin` is the repo's
+//! source without any password or token written in its URL.
+//!
+//! `repo_push` (`repo_push.rs`) brings an agent's commit into the mirror
+//! and pushes it from there.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -18,9 +30,27 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agency_mcp::RepoCache;
+use agency_mcp::{PushError, PushRequest, Pushed, RepoCache};
 
 use crate::config::ReposCacheConfig;
+use crate::repo_push::UploadPacks;
+
+/// The `GIT_*` variables of the daemon's environment that `git` keeps: how
+/// to reach and authenticate to an origin, and where the user's own git
+/// configuration is. Any other (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
+/// `GIT_CONFIG_PARAMETERS`, …) would redirect or reconfigure what we run.
+const KEEP_GIT_ENV: &[&str] = &[
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH_VARIANT",
+    "GIT_ASKPASS",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "GIT_PROXY_COMMAND",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+];
 
 #[derive(Debug)]
 pub(crate) struct GitRepoCache {
@@ -31,15 +61,17 @@ pub(crate) struct GitRepoCache {
     fetch_timeout: Duration,
     refresh_interval: Duration,
     /// The `git` program (a test substitutes a wrapper).
-    git: PathBuf,
+    pub(crate) git: PathBuf,
+    /// How each agent's clone is read for a push (`repo_push.rs`).
+    pub(crate) upload_packs: std::sync::Arc<UploadPacks>,
 }
 
 #[derive(Debug)]
-struct Repo {
-    source: String,
+pub(crate) struct Repo {
+    pub(crate) source: String,
     /// When this daemon last brought the mirror up to date. In memory only:
     /// a restarted daemon refreshes on its first clone, which is cheap.
-    fetched: Mutex<Option<Instant>>,
+    pub(crate) fetched: Mutex<Option<Instant>>,
 }
 
 impl GitRepoCache {
@@ -63,15 +95,34 @@ impl GitRepoCache {
             fetch_timeout: Duration::from_secs(settings.fetch_timeout_secs),
             refresh_interval: Duration::from_secs(settings.refresh_interval_secs),
             git: PathBuf::from("git"),
+            upload_packs: std::sync::Arc::default(),
         }
+    }
+
+    /// Repo `name`'s configuration.
+    pub(crate) fn repo(&self, name: &str) -> Option<&Repo> {
+        self.repos.get(name)
     }
 
     /// The mirror of `name`, created or refreshed as needed; holds only
     /// this repo's lock.
     fn mirror(&self, name: &str, repo: &Repo) -> Result<PathBuf, String> {
         let mut fetched = repo.fetched.lock().unwrap_or_else(|p| p.into_inner());
+        self.mirror_locked(name, repo, &mut fetched, true)
+    }
+
+    /// The mirror of `name`, made if missing and, when `refresh`, fetched
+    /// unless that was done recently. The caller holds the repo's lock,
+    /// whose guarded value is `fetched`.
+    pub(crate) fn mirror_locked(
+        &self,
+        name: &str,
+        repo: &Repo,
+        fetched: &mut Option<Instant>,
+        refresh: bool,
+    ) -> Result<PathBuf, String> {
         let mirror = self.dir.join(format!("{name}.git"));
-        let fresh = fetched.is_some_and(|at| at.elapsed() < self.refresh_interval);
+        let fresh = !refresh || fetched.is_some_and(|at| at.elapsed() < self.refresh_interval);
         if mirror.is_dir() && fresh {
             tracing::debug!(repo = name, "mirror fetched recently; not fetching");
             return Ok(mirror);
@@ -117,13 +168,32 @@ impl GitRepoCache {
 
     /// Run `git` with a deadline, in a process group of its own so that a
     /// timeout kills its helpers too (`git-remote-https`, `ssh`, …).
-    fn git(&self, args: &[&str], cwd: Option<&Path>, what: &str) -> Result<(), String> {
+    pub(crate) fn git(&self, args: &[&str], cwd: Option<&Path>, what: &str) -> Result<(), String> {
+        self.git_out(args, cwd, what).map(drop)
+    }
+
+    /// [`Self::git`], returning what git printed on stdout (the first 64 KiB).
+    pub(crate) fn git_out(
+        &self,
+        args: &[&str],
+        cwd: Option<&Path>,
+        what: &str,
+    ) -> Result<String, String> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(&self.git);
+        for (key, _) in std::env::vars_os() {
+            let name = key.to_string_lossy();
+            if name.starts_with("GIT_") && !KEEP_GIT_ENV.contains(&name.as_ref()) {
+                cmd.env_remove(&key);
+            }
+        }
         cmd.args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
+            // An upload-pack reading an agent's clone must not fetch missing
+            // objects from a promisor remote its configuration names.
+            .env("GIT_NO_LAZY_FETCH", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
         if let Some(d) = cwd {
@@ -132,14 +202,31 @@ impl GitRepoCache {
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("failed to {what}: failed to run git: {e}"))?;
-        // Read stderr on the side: a chatty git must not block on a full pipe.
-        let stderr = child.stderr.take().map(|mut err| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = err.by_ref().take(64 << 10).read_to_end(&mut buf);
-                buf
+        // Read both pipes on the side: a chatty git must not block on a
+        // full pipe.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            pipe.map(|mut p| {
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let _ = p.by_ref().take(64 << 10).read_to_end(&mut buf);
+                    // The rest is read and dropped, so git never blocks.
+                    let _ = std::io::copy(&mut p, &mut std::io::sink());
+                    buf
+                })
             })
-        });
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
         let deadline = Instant::now() + self.fetch_timeout;
         let status = loop {
             match child.try_wait() {
@@ -172,11 +259,15 @@ impl GitRepoCache {
             return Err(format!(
                 "failed to {what}: git {} failed: {err}",
                 args.iter()
-                    .find(|a| !a.starts_with('-') && !a.contains('/'))
+                    .find(|a| !a.starts_with('-') && !a.contains(['/', '=']))
                     .unwrap_or(&"")
             ));
         }
-        Ok(())
+        let out = stdout
+            .and_then(|h| h.join().ok())
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+            .unwrap_or_default();
+        Ok(out)
     }
 }
 
@@ -187,22 +278,58 @@ impl RepoCache for GitRepoCache {
         };
         let mirror = self.mirror(name, repo)?;
         let what = format!("clone repo {name}");
+        // `--no-local`: through git's transport, never hardlinks into the
+        // mirror (see the module doc).
         self.git(
-            &["clone", "--quiet", &path_str(&mirror)?, &path_str(dest)?],
+            &[
+                "clone",
+                "--quiet",
+                "--no-local",
+                "--end-of-options",
+                &path_str(&mirror)?,
+                &path_str(dest)?,
+            ],
             None,
             &what,
         )?;
-        // The clone's origin is the real source, so a push goes there.
-        self.git(
-            &["remote", "set-url", "origin", &repo.source],
-            Some(dest),
-            &what,
-        )?;
-        Ok(repo.source.clone())
+        // The clone's origin is the real source, so the agent sees where
+        // its work goes; it pushes through `repo_push`, never with the
+        // credentials a URL may carry.
+        let public = public_source(&repo.source);
+        self.git(&["remote", "set-url", "origin", &public], Some(dest), &what)?;
+        Ok(public)
+    }
+
+    fn push_repo(
+        &self,
+        req: &PushRequest<'_>,
+        record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
+    ) -> Result<Pushed, PushError> {
+        crate::repo_push::push(self, req, record)
     }
 }
 
-fn path_str(p: &Path) -> Result<String, String> {
+/// A repo's source as an agent may see it: a URL's password or token
+/// (`https://user:TOKEN@host/…`, `https://TOKEN@host/…`) removed. An SSH
+/// user name (`git@host:…`, `ssh://git@host/…`) is no secret and stays.
+pub(crate) fn public_source(source: &str) -> String {
+    let Some((scheme, rest)) = source.split_once("://") else {
+        return source.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return source.to_owned();
+    };
+    let keep_user = scheme.eq_ignore_ascii_case("ssh") || scheme.eq_ignore_ascii_case("git+ssh");
+    match userinfo.split_once(':') {
+        Some((user, _secret)) if keep_user => format!("{scheme}://{user}@{host}{path}"),
+        None if keep_user => source.to_owned(),
+        _ => format!("{scheme}://{host}{path}"),
+    }
+}
+
+pub(crate) fn path_str(p: &Path) -> Result<String, String> {
     p.to_str()
         .map(str::to_owned)
         .ok_or_else(|| format!("path {} is not UTF-8", p.display()))
@@ -210,13 +337,13 @@ fn path_str(p: &Path) -> Result<String, String> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::sync::mpsc;
 
     use super::*;
 
-    fn run(dir: &Path, args: &[&str]) {
+    pub(crate) fn run(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -229,7 +356,7 @@ mod tests {
         );
     }
 
-    fn commit(dir: &Path, text: &str) {
+    pub(crate) fn commit(dir: &Path, text: &str) {
         std::fs::write(dir.join("README"), text).unwrap();
         run(dir, &["add", "README"]);
         run(
@@ -248,7 +375,7 @@ mod tests {
     }
 
     /// A local origin repository with one commit ("one\n").
-    fn origin(root: &Path, name: &str) -> String {
+    pub(crate) fn origin(root: &Path, name: &str) -> String {
         let origin = root.join(name);
         std::fs::create_dir(&origin).unwrap();
         run(&origin, &["init", "--quiet", "-b", "main"]);
@@ -256,14 +383,14 @@ mod tests {
         origin.to_str().unwrap().to_owned()
     }
 
-    fn settings(timeout: u64, interval: u64) -> ReposCacheConfig {
+    pub(crate) fn settings(timeout: u64, interval: u64) -> ReposCacheConfig {
         ReposCacheConfig {
             fetch_timeout_secs: timeout,
             refresh_interval_secs: interval,
         }
     }
 
-    fn dest(root: &Path, ws: &str) -> PathBuf {
+    pub(crate) fn dest(root: &Path, ws: &str) -> PathBuf {
         let d = root.join(ws).join("repo");
         std::fs::create_dir_all(d.parent().unwrap()).unwrap();
         d
@@ -314,6 +441,82 @@ mod tests {
                 .unwrap_err()
                 .contains("no repo named nope")
         );
+    }
+
+    /// Every regular file under `dir`, by (device, inode).
+    fn inodes(dir: &Path) -> std::collections::BTreeSet<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = std::collections::BTreeSet::new();
+        let mut todo = vec![dir.to_owned()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let m = e.path().symlink_metadata().unwrap();
+                if m.is_dir() {
+                    todo.push(e.path());
+                } else if m.is_file() {
+                    out.insert((m.dev(), m.ino()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn issue10_item5_a_clone_shares_no_object_file_with_the_mirror() {
+        // A local clone would hardlink the mirror's objects into the
+        // workspace: an agent could chmod one and rewrite it, corrupting
+        // the mirror every later clone comes from.
+        let tmp = tempfile::tempdir().unwrap();
+        let src = origin(tmp.path(), "origin");
+        // Objects as loose files and as a pack, both of which a local
+        // clone would link.
+        commit(&tmp.path().join("origin"), "two\n");
+        run(&tmp.path().join("origin"), &["repack", "-q"]);
+        commit(&tmp.path().join("origin"), "three\n");
+        let cache = GitRepoCache::new(
+            tmp.path().join("repos"),
+            BTreeMap::from([("demo".to_owned(), src)]),
+            &settings(60, 0),
+        );
+        let d = dest(tmp.path(), "ws1");
+        cache.clone_repo("demo", &d).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.join("README")).unwrap(),
+            "three\n"
+        );
+        let mirror = inodes(&tmp.path().join("repos/demo.git/objects"));
+        let clone = inodes(&d.join(".git/objects"));
+        assert!(!mirror.is_empty() && !clone.is_empty());
+        assert!(
+            mirror.is_disjoint(&clone),
+            "the clone shares object files with the mirror"
+        );
+    }
+
+    #[test]
+    fn issue10_item5_a_clone_origin_carries_no_credentials() {
+        for (src, public) in [
+            (
+                "https://x-access-token:s3cret@github.com/o/r.git",
+                "https://github.com/o/r.git",
+            ),
+            (
+                "https://s3cret@github.com/o/r.git",
+                "https://github.com/o/r.git",
+            ),
+            ("http://u:p@127.0.0.1:8/r", "http://127.0.0.1:8/r"),
+            (
+                "ssh://git:pw@example.org/r.git",
+                "ssh://git@example.org/r.git",
+            ),
+            ("ssh://git@example.org/r.git", "ssh://git@example.org/r.git"),
+            ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+            ("https://github.com/o/r.git", "https://github.com/o/r.git"),
+            ("https://github.com/a@b", "https://github.com/a@b"),
+            ("/srv/repos/r.git", "/srv/repos/r.git"),
+        ] {
+            assert_eq!(public_source(src), public, "{src}");
+        }
     }
 
     #[test]

@@ -81,13 +81,69 @@ pub const TOOL_NAMES: &[&str] = &[
     "outcome_list",
     "run_list",
     "run_view",
+    "repo_push",
 ];
 
-/// The daemon's repo cache, as the `repo_clone` tool sees it.
+/// The daemon's repo cache, as the `repo_clone` and `repo_push` tools see
+/// it.
 pub trait RepoCache: Send + Sync + std::fmt::Debug {
     /// Clone repo `name` (refreshing its mirror first) into `dest`, a
     /// directory that does not exist yet; returns the repo's source.
     fn clone_repo(&self, name: &str, dest: &std::path::Path) -> Result<String, String>;
+
+    /// Push the commit of branch `req.branch` of the agent's clone to the
+    /// repo's origin as `agency/<handler>/<remote_branch>`. Once the commit
+    /// is known and before anything is sent to the origin, `record` is
+    /// called with what is about to be pushed: its refusal (the service's
+    /// second check, which also writes the audit record) stops the push.
+    fn push_repo(
+        &self,
+        req: &PushRequest<'_>,
+        record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
+    ) -> Result<Pushed, PushError>;
+}
+
+/// Why a push did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// The request or the clone is not acceptable (no such branch, not a
+    /// git clone, borrowed objects…): the agent can fix it.
+    #[error("{0}")]
+    Invalid(String),
+    /// `record` refused (its message is the refusal).
+    #[error("{0}")]
+    Refused(String),
+    /// git failed or timed out.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What `repo_push` asks the repo cache to push. Names are checked by the
+/// tool ([`agency_core::git_ref::check_branch`]) and again by the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushRequest<'a> {
+    /// The repo's name in `[repos]`.
+    pub repo: &'a str,
+    /// The handler whose prefix the push writes under, and its agent.
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    /// The agent's workspace (canonical) and the clone's directory in it
+    /// (canonical, inside the workspace).
+    pub workspace: &'a std::path::Path,
+    pub clone: &'a std::path::Path,
+    /// The local branch whose commit is pushed.
+    pub branch: &'a str,
+    /// The name under the handler's prefix on the origin.
+    pub remote_branch: &'a str,
+}
+
+/// A push: the ref written on the origin and the commit it now names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    /// `refs/heads/agency/<handler>/<remote_branch>`.
+    pub remote_ref: String,
+    /// The commit's hex object id.
+    pub commit: String,
 }
 
 /// Tunables of the MCP endpoint beyond the defaults [`router`] uses; build
@@ -105,7 +161,8 @@ pub struct RouterOptions {
     /// and starts a new session. Agents can sit in one LLM call for a long
     /// time, so the default is generous (one hour).
     pub session_idle: Duration,
-    /// The repo cache behind `repo_clone` (none: the tool says so).
+    /// The repo cache behind `repo_clone` and `repo_push` (none: the tools
+    /// say so).
     pub repos: Option<Arc<dyn RepoCache>>,
 }
 

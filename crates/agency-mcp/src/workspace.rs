@@ -68,6 +68,8 @@ pub enum PathError {
         /// error is printed (`{e}` or the chain with `{e:#}`).
         cause: std::io::Error,
     },
+    #[error("failed to use path {path:?}: it is not a directory; name a directory")]
+    NotDirectory { path: String },
 }
 
 /// Resolve `path` (relative to `workspace`, or absolute inside it) to the
@@ -76,6 +78,18 @@ pub enum PathError {
 /// file type) but reads no content.
 pub fn resolve_in_workspace(workspace: &Path, path: &str) -> Result<PathBuf, PathError> {
     resolve(workspace, path).map(|(p, _)| p)
+}
+
+/// Resolve `path` like [`resolve_in_workspace`], to an existing directory
+/// instead of a file (the workspace itself is one: `.`).
+pub fn resolve_dir_in_workspace(workspace: &Path, path: &str) -> Result<PathBuf, PathError> {
+    let (real, meta) = locate(workspace, path)?;
+    if !meta.is_dir() {
+        return Err(PathError::NotDirectory {
+            path: path.to_owned(),
+        });
+    }
+    Ok(real)
 }
 
 /// Read the file `path` names inside `workspace`, refusing anything
@@ -131,6 +145,20 @@ pub fn read_in_workspace(
 }
 
 fn resolve(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathError> {
+    let (real, meta) = locate(workspace, path)?;
+    let owned = || path.to_owned();
+    if meta.is_dir() {
+        return Err(PathError::Directory { path: owned() });
+    }
+    if !meta.is_file() {
+        return Err(PathError::NotRegular { path: owned() });
+    }
+    Ok((real, meta))
+}
+
+/// The canonical path `path` names inside the workspace, whatever it is,
+/// and its metadata.
+fn locate(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathError> {
     let owned = || path.to_owned();
     let ws_name = || workspace.display().to_string();
     if path.is_empty() {
@@ -184,12 +212,6 @@ fn resolve(workspace: &Path, path: &str) -> Result<(PathBuf, Metadata), PathErro
         path: owned(),
         cause: source,
     })?;
-    if meta.is_dir() {
-        return Err(PathError::Directory { path: owned() });
-    }
-    if !meta.is_file() {
-        return Err(PathError::NotRegular { path: owned() });
-    }
     Ok((real, meta))
 }
 
@@ -350,6 +372,24 @@ mod tests {
         let _sock = std::os::unix::net::UnixListener::bind(w.root.join("sock")).unwrap();
         let e = err(&w, "sock");
         assert!(matches!(e, PathError::NotRegular { .. }), "{e}");
+    }
+
+    #[test]
+    fn directories_resolve_with_the_same_confinement() {
+        let w = ws();
+        let canon = w.root.canonicalize().unwrap();
+        assert_eq!(
+            resolve_dir_in_workspace(&w.root, "d").unwrap(),
+            canon.join("d")
+        );
+        assert_eq!(resolve_dir_in_workspace(&w.root, ".").unwrap(), canon);
+        symlink("/etc", w.root.join("etc")).unwrap();
+        let dir = |p: &str| resolve_dir_in_workspace(&w.root, p).unwrap_err();
+        assert!(matches!(dir("etc"), PathError::SymlinkEscape { .. }));
+        assert!(matches!(dir("../ws"), PathError::ParentDir { .. }));
+        assert!(matches!(dir("/etc"), PathError::OutsideWorkspace { .. }));
+        assert!(matches!(dir("a.txt"), PathError::NotDirectory { .. }));
+        assert!(matches!(dir("nope"), PathError::NotFound { .. }));
     }
 
     #[test]

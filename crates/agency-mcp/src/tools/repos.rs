@@ -1,6 +1,8 @@
-//! The repo cache tool: clone a repository the handler holds a capability
+//! The repo cache tools: clone a repository the handler holds a capability
 //! on into the agent's workspace, from the daemon's local mirror (fast, and
-//! no repeated clones from the origin).
+//! no repeated clones from the origin); push a branch of such a clone back
+//! to the repo's origin under the handler's own prefix, with the daemon's
+//! credentials (the agent never holds them).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -9,18 +11,31 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use agency_core::git_ref::check_branch;
+use agency_service::{RepoPush, ServiceError};
+
 use crate::reply::{ToolError, ToolResult};
 use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
+use crate::workspace::resolve_dir_in_workspace;
+use crate::{PushError, PushRequest, Pushed};
 
 pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
-    vec![tool("repo_clone", REPO_CLONE, Effect::Write, repo_clone)]
+    vec![
+        tool("repo_clone", REPO_CLONE, Effect::Write, repo_clone),
+        tool("repo_push", REPO_PUSH, Effect::Write, repo_push),
+    ]
 }
 
 const REPO_CLONE: &str = "Clone a repository from Agency's repo cache into your workspace, to work on it there (your workspace is deleted when you stop: push or write results to the Knowledge Base). \
 `name` is the repo's name in Agency's configuration; `dest` is a new directory path relative to your workspace. \
 Allowed only for repos your handler holds a capability on (ask your boss to grant read on repo NAME). \
 Errors: permission_denied (no capability), invalid_path (dest outside the workspace or already there), invalid_input (unknown repo, no workspace), internal (git failed).";
+
+const REPO_PUSH: &str = "Push a branch of a clone in your workspace (made with repo_clone) to the repo's origin, where it becomes branch agency/<your handler id>/<remote_branch>: a prefix your handler owns (pushing again there replaces it, even without a fast-forward; nothing outside it can be written). Agency pushes with its own credentials; commit your work first. \
+`repo` is the repo's name in Agency's configuration; `path` the clone's directory relative to your workspace; `branch` the local branch to push; `remote_branch` the name under your prefix (default: `branch`). Branch names are plain names like \"fix/parser\" (no '..', no leading '-', no 'refs/'). Returns the ref written and the commit. \
+Allowed only for repos your handler holds write on (ask your boss to grant write on repo NAME). \
+Errors: permission_denied (no write capability), invalid_path (path outside the workspace or not a directory), invalid_input (bad branch name, unknown repo, not a git clone, branch missing, a clone borrowing objects from elsewhere), internal (git failed).";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +64,117 @@ fn repo_clone(call: &Call, a: RepoCloneArgs) -> ToolResult {
         .clone_repo(&a.name, &dest)
         .map_err(|e| ToolError::internal(format!("failed to clone repo {}: {e}", a.name)))?;
     Ok(json!({ "repo": a.name, "dest": a.dest, "source": source }))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RepoPushArgs {
+    /// The repository's name in Agency's configuration.
+    repo: String,
+    /// The clone's directory, relative to your workspace (e.g. "src/agency").
+    path: String,
+    /// The local branch whose commit is pushed.
+    branch: String,
+    /// The branch name under your prefix on the origin (default: `branch`).
+    #[serde(default)]
+    remote_branch: Option<String>,
+}
+
+fn repo_push(call: &Call, a: RepoPushArgs) -> ToolResult {
+    let Some(workspace) = call.identity.workspace.as_deref() else {
+        return Err(ToolError::invalid(
+            "this agent has no workspace to push from",
+        ));
+    };
+    let remote_branch = a.remote_branch.as_deref().unwrap_or(&a.branch);
+    check_branch("branch", &a.branch).map_err(|e| ToolError::invalid(e.0))?;
+    check_branch("remote_branch", remote_branch).map_err(|e| ToolError::invalid(e.0))?;
+    let clone = resolve_dir_in_workspace(workspace, &a.path)?;
+    let workspace = workspace.canonicalize().map_err(|e| {
+        ToolError::internal(format!(
+            "failed to use your workspace {}: {e}",
+            workspace.display()
+        ))
+    })?;
+    // Before the daemon reads anything of the clone.
+    call.svc.repo_push_check(call.who(), &a.repo)?;
+    let Some(repos) = call.repos.as_ref() else {
+        return Err(ToolError::invalid(format!(
+            "failed to push to repo {}: this Agency has no repo cache configured",
+            a.repo
+        )));
+    };
+    let req = PushRequest {
+        repo: &a.repo,
+        handler: call.identity.handler,
+        agent: call.identity.agent,
+        workspace: &workspace,
+        clone: &clone,
+        branch: &a.branch,
+        remote_branch,
+    };
+    // The service's second check and the audit record, once the commit is
+    // known; a refusal is kept to be returned with its own kind.
+    let mut refusal: Option<ServiceError> = None;
+    let mut recorded: Option<(String, String)> = None;
+    let result = repos.push_repo(&req, &mut |p: &Pushed| {
+        let record = RepoPush {
+            repo: &a.repo,
+            branch: &a.branch,
+            remote_ref: &p.remote_ref,
+            commit: &p.commit,
+        };
+        match call.svc.repo_push_record(call.who(), &record) {
+            Ok(()) => {
+                recorded = Some((p.remote_ref.clone(), p.commit.clone()));
+                Ok(())
+            }
+            Err(e) => {
+                let text = e.to_string();
+                refusal = Some(e);
+                Err(text)
+            }
+        }
+    });
+    let pushed = match result {
+        Ok(p) => p,
+        Err(e) => {
+            if let Some(refused) = refusal {
+                return Err(refused.into());
+            }
+            let message = format!("failed to push to repo {}: {e}", a.repo);
+            if let Some((remote_ref, commit)) = &recorded {
+                let record = RepoPush {
+                    repo: &a.repo,
+                    branch: &a.branch,
+                    remote_ref,
+                    commit,
+                };
+                // The audit log already says the push was made: say it failed.
+                if let Err(le) = call
+                    .svc
+                    .repo_push_failed(call.who(), &record, &e.to_string())
+                {
+                    tracing::warn!(error = %le, "failed to record a failed push");
+                }
+            }
+            return Err(match e {
+                PushError::Invalid(_) => ToolError::invalid(message),
+                PushError::Refused(_) | PushError::Failed(_) => ToolError::internal(message),
+            });
+        }
+    };
+    let remote_branch = pushed
+        .remote_ref
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&pushed.remote_ref);
+    Ok(json!({
+        "repo": a.repo,
+        "branch": a.branch,
+        "remote_branch": remote_branch,
+        "ref": pushed.remote_ref,
+        "commit": pushed.commit,
+    }))
 }
 
 /// A directory that does not exist yet, inside the workspace: relative, no

@@ -22,6 +22,20 @@ impl RepoCache for FakeCache {
         std::fs::write(dest.join("README"), name).map_err(|e| e.to_string())?;
         Ok(format!("https://example.invalid/{name}.git"))
     }
+
+    fn push_repo(
+        &self,
+        req: &agency_mcp::PushRequest<'_>,
+        record: &mut dyn FnMut(&agency_mcp::Pushed) -> Result<(), String>,
+    ) -> Result<agency_mcp::Pushed, agency_mcp::PushError> {
+        self.0.lock().unwrap().push(format!("push {}", req.branch));
+        let pushed = agency_mcp::Pushed {
+            remote_ref: format!("refs/heads/agency/{}/{}", req.handler, req.remote_branch),
+            commit: "0".repeat(40),
+        };
+        record(&pushed).map_err(agency_mcp::PushError::Refused)?;
+        Ok(pushed)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,5 +92,100 @@ async fn repo_clone_needs_a_capability_and_stays_in_the_workspace() {
     err(
         &call(&c, "repo_clone", json!({"name": "../x", "dest": "y"})).await,
         "[invalid_input]",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item5_repo_push_needs_write_checks_names_and_is_audited() {
+    let a = Agency::new();
+    let cache = Arc::new(FakeCache::default());
+    let app = router_with(
+        a.svc.clone(),
+        RouterOptions {
+            repos: Some(cache.clone()),
+            ..Default::default()
+        },
+    );
+    let server = serve_router(app, a.identity()).await;
+    let c = connect(&server.url).await.unwrap();
+    std::fs::create_dir(a.ws.join("clone")).unwrap();
+    let push = |branch: &str| json!({"repo": "agency", "path": "clone", "branch": branch});
+    let grant = |level| GrantRequest {
+        resource: Resource::Repo("agency".into()),
+        level,
+        delegatable: false,
+    };
+
+    // Read (enough to clone) does not push; the cache is never asked.
+    a.svc
+        .grant(Principal::User, a.root, &grant(Level::Read))
+        .unwrap();
+    let t = err(
+        &call(&c, "repo_push", push("work")).await,
+        "[permission_denied]",
+    );
+    assert!(t.contains("grant write on repo agency"), "{t}");
+    assert!(cache.0.lock().unwrap().is_empty());
+
+    a.svc
+        .grant(Principal::User, a.root, &grant(Level::Write))
+        .unwrap();
+    let done = ok(&call(&c, "repo_push", push("work")).await);
+    let prefix = format!("agency/{}", a.root);
+    assert_eq!(done["remote_branch"], format!("{prefix}/work"));
+    assert_eq!(done["ref"], format!("refs/heads/{prefix}/work"));
+    assert_eq!(done["commit"], "0".repeat(40));
+    let renamed = ok(&call(
+        &c,
+        "repo_push",
+        json!({"repo": "agency", "path": "clone", "branch": "work", "remote_branch": "fix/y"}),
+    )
+    .await);
+    assert_eq!(renamed["remote_branch"], format!("{prefix}/fix/y"));
+    let log = a.svc.audit_read(Principal::User, Some(a.root)).unwrap();
+    let pushes: Vec<_> = log
+        .iter()
+        .filter(|e| e.summary.starts_with("repo push:"))
+        .collect();
+    assert_eq!(pushes.len(), 2);
+    assert!(
+        pushes[0].summary.contains(&format!(
+            "branch work of repo agency (commit {}) to refs/heads/{prefix}/work",
+            "0".repeat(40)
+        )),
+        "{}",
+        pushes[0].summary
+    );
+    assert_eq!(pushes[0].agent, Some(a.agent));
+
+    // Names that would leave the prefix, and paths outside the workspace.
+    let calls = cache.0.lock().unwrap().len();
+    for bad in ["../main", "refs/heads/main", "-f", "x:main", "@{-1}", ""] {
+        err(&call(&c, "repo_push", push(bad)).await, "[invalid_input]");
+        err(
+            &call(
+                &c,
+                "repo_push",
+                json!({"repo": "agency", "path": "clone", "branch": "work", "remote_branch": bad}),
+            )
+            .await,
+            "[invalid_input]",
+        );
+    }
+    for path in ["../x", "/tmp", "etc", "notes.md", "missing"] {
+        err(
+            &call(
+                &c,
+                "repo_push",
+                json!({"repo": "agency", "path": path, "branch": "work"}),
+            )
+            .await,
+            "[invalid_path]",
+        );
+    }
+    assert_eq!(
+        cache.0.lock().unwrap().len(),
+        calls,
+        "none reached the cache"
     );
 }

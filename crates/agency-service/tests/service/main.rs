@@ -24,6 +24,7 @@ mod outcome_visibility;
 mod outcomes;
 mod quotas;
 mod reopen;
+mod repo_push;
 mod retention;
 mod run_logs;
 mod runs;

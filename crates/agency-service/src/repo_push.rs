@@ -1,0 +1,108 @@
+//! `repo_push`: who may have the daemon push a branch to a repo's origin
+//! (an agent whose handler holds Write on `repo:NAME`), and the audit
+//! record of each push in the handler's audit log.
+//!
+//! The daemon does the git work; the service is asked twice. First
+//! [`Service::repo_push_check`], before the daemon reads anything from the
+//! agent's clone. Then, once the commit to push is known and before it
+//! leaves for the origin, [`Service::repo_push_record`] checks again and
+//! writes the audit record in the same transaction: a push the record does
+//! not allow never happens, and no push happens without its record (a
+//! capability revoked meanwhile stops it; an agent stopped meanwhile too,
+//! since only a live agent authenticates). A push that then fails gets a
+//! second record saying so ([`Service::repo_push_failed`]).
+
+use agency_core::{Level, Principal, Resource};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::handlers::log;
+use crate::render::{Author, render_audit_log_file};
+use crate::service::{Caller, Service, authenticate};
+
+/// One push, as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoPush<'a> {
+    /// The repo's name in `[repos]`.
+    pub repo: &'a str,
+    /// The agent's local branch.
+    pub branch: &'a str,
+    /// The ref written on the origin (`refs/heads/agency/<handler>/…`).
+    pub remote_ref: &'a str,
+    /// The commit pushed (hex object id).
+    pub commit: &'a str,
+}
+
+/// How long a failure reason may be in the audit log.
+const MAX_FAILURE_CHARS: usize = 300;
+
+impl Service {
+    /// Whether the caller may push to repo `name`'s origin: an agent whose
+    /// handler holds a live capability of level Write on `repo:NAME`.
+    pub fn repo_push_check(&self, who: Principal, name: &str) -> Result<()> {
+        agency_core::validate::check_name("repo", name)?;
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            may_push(tx, &caller, name)
+        })
+    }
+
+    /// Check again and record a push about to be made, in one transaction:
+    /// an audit record in the caller's handler's audit log (repo, branch,
+    /// ref, commit), under the calling agent.
+    pub fn repo_push_record(&self, who: Principal, push: &RepoPush<'_>) -> Result<()> {
+        agency_core::validate::check_name("repo", push.repo)?;
+        self.write(|op| {
+            let caller = authenticate(op.tx, who)?;
+            may_push(op.tx, &caller, push.repo)?;
+            let h = caller.require_handler("push to a repo")?.id;
+            let summary = format!(
+                "repo push: branch {} of repo {} (commit {}) to {} on the repo's origin",
+                push.branch, push.repo, push.commit, push.remote_ref
+            );
+            log(op, h, caller.agent(), summary)?;
+            render_audit_log_file(
+                op,
+                h,
+                Author {
+                    handler: Some(h),
+                    agent: caller.agent(),
+                },
+            )
+        })
+    }
+
+    /// Record that a push recorded by [`Service::repo_push_record`] failed,
+    /// with why (cut to a few hundred characters).
+    pub fn repo_push_failed(&self, who: Principal, push: &RepoPush<'_>, why: &str) -> Result<()> {
+        let why: String = why.chars().take(MAX_FAILURE_CHARS).collect();
+        self.write(|op| {
+            let caller = authenticate(op.tx, who)?;
+            let h = caller.require_handler("push to a repo")?.id;
+            let summary = format!(
+                "repo push failed: branch {} of repo {} (commit {}) to {}: {why}",
+                push.branch, push.repo, push.commit, push.remote_ref
+            );
+            log(op, h, caller.agent(), summary)?;
+            render_audit_log_file(
+                op,
+                h,
+                Author {
+                    handler: Some(h),
+                    agent: caller.agent(),
+                },
+            )
+        })
+    }
+}
+
+fn may_push(tx: &mut dyn agency_store::Tx, caller: &Caller, name: &str) -> Result<()> {
+    let row = caller.require_handler("push to a repo")?;
+    let held = tx.capabilities_on(row.id, &Resource::Repo(name.to_owned()))?;
+    if held.iter().any(|c| c.level >= Level::Write) {
+        return Ok(());
+    }
+    Err(ServiceError::denied(format!(
+        "failed to push to repo {name}: pushing needs write on repo {name} (read only lets you clone); ask your boss to grant write on repo {name}"
+    )))
+}
