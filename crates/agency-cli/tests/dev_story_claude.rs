@@ -39,7 +39,8 @@ const FIX_SCRIPT: &str = r#"{
       { "tool_calls": [ { "name": "Edit", "input": { "file_path": "calc/add.sh", "old_string": "$1 - $2", "new_string": "$1 + $2" } } ] },
       { "tool_calls": [ { "name": "Bash", "input": { "command": "sh calc/test.sh", "description": "Run the repo's tests" } } ] },
       { "tool_calls": [ { "name": "Bash", "input": { "command": "git -C calc switch -q -c fix/add && git -C calc -c user.name=Agent -c user.email=agent@example.invalid commit -q -am 'Fix add: it subtracted' && git -C calc rev-parse HEAD", "description": "Commit the fix on a branch" } } ] },
-      { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Fixed add in calc; tests pass." } } ] },
+      { "tool_calls": [ { "name": "repo_push", "input": { "repo": "calc", "path": "calc", "branch": "fix/add" } } ] },
+      { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Fixed add in calc; tests pass; pushed {{result:/ref}}." } } ] },
       { "text": "Done: add is fixed." }
     ]
   }],
@@ -222,6 +223,7 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
             "Edit",
             "Bash",
             "Bash",
+            "mcp__agency__repo_push",
             "mcp__agency__audit_submit",
         ],
         "{calls:#?}"
@@ -229,7 +231,7 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     for c in &calls {
         assert!(!c.is_error, "{c:#?}");
     }
-    let [_, _, clone, read, edit, test, commit, _] = &calls[..] else {
+    let [_, _, clone, read, edit, test, commit, push, _] = &calls[..] else {
         unreachable!()
     };
     assert!(clone.result.contains("\"repo\":\"calc\""), "{clone:#?}");
@@ -244,6 +246,31 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     assert_eq!(
         commit.input["command"].as_str().unwrap().split(' ').next(),
         Some("git")
+    );
+
+    // From outside: the origin has the agent's commit under the root
+    // handler's prefix, with the fix; its main still has the bug.
+    let pushed_ref = format!("refs/heads/agency/{root}/fix/add");
+    assert!(push.result.contains(&pushed_ref), "{push:#?}");
+    assert_eq!(git(&origin, &["rev-parse", &pushed_ref]), head);
+    assert_eq!(
+        git(&origin, &["show", &format!("{pushed_ref}:add.sh")]) + "\n",
+        ADD_SH.replace("$1 - $2", "$1 + $2")
+    );
+    assert_eq!(
+        git(
+            &origin,
+            &["log", "-1", "--format=%an <%ae> %s", &pushed_ref]
+        ),
+        "Agent <agent@example.invalid> Fix add: it subtracted"
+    );
+    assert_eq!(git(&origin, &["show", "main:add.sh"]) + "\n", ADD_SH);
+    // The user sees the push in the handler's audit log.
+    let (code, audit, err) = agency(&story.home, &["audit", &root]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        audit.contains(&format!("(commit {head}) to {pushed_ref}")),
+        "{audit}"
     );
 
     // Claude Code was offered its developer tools next to Agency's, and
@@ -271,8 +298,6 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
             first.tools
         );
     }
-    // The origin is untouched so far: main still has the bug.
-    assert_eq!(git(&origin, &["show", "main:add.sh"]) + "\n", ADD_SH);
     story.stop();
     model.shutdown().await;
 }
