@@ -1,6 +1,7 @@
 //! The Claude Code runtime: `claude -p` (headless) with Agency's MCP server
-//! as its only MCP server and only allowed tools, its stream-json transcript
-//! read back after exit (DESIGN.md §3 lists the facts this relies on).
+//! as its only MCP server, the built-in tools of `agents.claude_code.tools`
+//! and no others, its stream-json transcript read back after exit
+//! (DESIGN.md §3 lists the facts this relies on).
 
 use std::path::Path;
 
@@ -16,9 +17,124 @@ use crate::runtime::{Runtime, SpawnSpec, clean_env, write_private};
 const SERVER: &str = crate::mcp_servers::AGENCY_SERVER;
 const TOOL_PREFIX: &str = "mcp__agency__";
 
+/// Claude Code's permission mode for agents: `dontAsk` runs the tools of
+/// `--allowedTools` and refuses every other call without a prompt.
+const PERMISSION_MODE: &str = "dontAsk";
+
+/// The built-in tools an agent gets by default: what a developer needs to
+/// read, search and change files and run commands (`TaskOutput`/`TaskStop`
+/// read and stop `Bash` commands run in the background). Left out:
+/// `WebFetch` and `WebSearch` (egress is the daemon's proxy's to grant, and
+/// `WebSearch` runs at the model provider, past it), `Task` (sub-agents that
+/// Agency neither schedules nor counts), and the session tools (cron,
+/// worktrees, skills, messages to other sessions) that make no sense in a
+/// one-shot `-p` run.
+pub const DEFAULT_TOOLS: &[&str] = &[
+    "Bash",
+    "Read",
+    "Edit",
+    "Write",
+    "Glob",
+    "Grep",
+    "NotebookEdit",
+    "TaskOutput",
+    "TaskStop",
+];
+
+/// The built-in tool names Claude Code 2.1 accepts in `--tools` (measured:
+/// the `tools` of its `init` event; `Agent` is an alias of `Task`). A name
+/// outside this list is allowed, since newer versions add tools, but the
+/// daemon warns about it at start: `--tools` drops names it does not know
+/// without a word.
+pub const KNOWN_TOOLS: &[&str] = &[
+    "Agent",
+    "Bash",
+    "CronCreate",
+    "CronDelete",
+    "CronList",
+    "Edit",
+    "EnterWorktree",
+    "ExitWorktree",
+    "Glob",
+    "Grep",
+    "NotebookEdit",
+    "Read",
+    "ReportFindings",
+    "ScheduleWakeup",
+    "SendMessage",
+    "Skill",
+    "Task",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskOutput",
+    "TaskStop",
+    "TaskUpdate",
+    "WebFetch",
+    "WebSearch",
+    "Workflow",
+    "Write",
+];
+
+/// Checks `agents.claude_code.tools`: plain tool names only (no permission
+/// rules such as `Bash(git *)`, which `--tools` does not take), no MCP
+/// tools (Agency's are always there, other servers come from
+/// `[mcp_servers]` and their capabilities), and no known name in the wrong
+/// case (`--tools bash` would silently give no tool at all).
+pub fn check_tools(tools: &[String]) -> Result<(), String> {
+    let known = || KNOWN_TOOLS.join(", ");
+    for name in tools {
+        if name.starts_with("mcp__") {
+            return Err(format!(
+                "agents.claude_code.tools: {name:?} is an MCP tool; Agency's tools are always allowed and other servers' come from [mcp_servers]"
+            ));
+        }
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "agents.claude_code.tools: {name:?} is not a tool name (give names such as \"Bash\", without rules; known: {})",
+                known()
+            ));
+        }
+        if let Some(k) = KNOWN_TOOLS
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(name) && **k != name)
+        {
+            return Err(format!(
+                "agents.claude_code.tools: {name:?} is not a tool name; tool names are case-sensitive: did you mean {k:?}?"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The names of `tools` this version of Agency does not know as Claude
+/// Code tools (warned about at start: a typo, or a newer tool).
+pub fn unknown_tools(tools: &[String]) -> Vec<&str> {
+    tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !KNOWN_TOOLS.contains(t))
+        .collect()
+}
+
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeRuntime {
     pub cfg: ClaudeCodeConfig,
+}
+
+impl ClaudeCodeRuntime {
+    /// The runtime for `cfg`, warning once about tool names Claude Code may
+    /// not know (it would leave them out without a word).
+    pub fn new(cfg: ClaudeCodeConfig) -> ClaudeCodeRuntime {
+        for name in unknown_tools(&cfg.tools) {
+            tracing::warn!(
+                tool = name,
+                known = %KNOWN_TOOLS.join(", "),
+                "agents.claude_code.tools names {name:?}, which is not a Claude Code tool Agency knows; if this Claude Code does not know it either, agents go without it"
+            );
+        }
+        ClaudeCodeRuntime { cfg }
+    }
 }
 
 impl Runtime for ClaudeCodeRuntime {
@@ -33,11 +149,13 @@ impl Runtime for ClaudeCodeRuntime {
             spec.mcp_config().to_string().as_bytes(),
         )?;
         // Agency's tools by name; an extra server's tools as a whole
-        // (`mcp__NAME` allows every tool of server NAME).
+        // (`mcp__NAME` allows every tool of server NAME); the configured
+        // built-in tools.
         let allowed: Vec<String> = agency_mcp::TOOL_NAMES
             .iter()
             .map(|t| format!("{TOOL_PREFIX}{t}"))
             .chain(spec.mcp_servers.iter().map(|n| format!("mcp__{n}")))
+            .chain(self.cfg.tools.iter().cloned())
             .collect();
         let program = if self.cfg.program.is_empty() {
             "claude"
@@ -63,8 +181,17 @@ impl Runtime for ClaudeCodeRuntime {
             .arg("--mcp-config")
             .arg(&mcp_path)
             .arg("--strict-mcp-config")
+            // The built-in tools the model is offered at all (an empty
+            // argument: none); the others do not exist for this run.
+            .arg("--tools")
+            .arg(self.cfg.tools.join(","))
             .arg("--allowedTools")
             .arg(allowed.join(","))
+            // Nothing stops for a permission prompt, which `-p` could not
+            // answer anyway: allowed tools run, anything else is refused.
+            // Confinement is the sandbox's, not Claude Code's path checks.
+            .arg("--permission-mode")
+            .arg(PERMISSION_MODE)
             .arg("--output-format")
             .arg("stream-json")
             .arg("--verbose");
@@ -268,31 +395,44 @@ mod tests {
     /// Issue 9 item 6: neither the prompt nor the first message is an
     /// argument (every local user reads argv with `ps`), and the command
     /// starts from a cleared environment.
-    #[test]
-    fn issue9_item6_prompt_and_message_are_files_not_arguments() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = SpawnSpec {
+    fn spec(dir: &Path) -> SpawnSpec {
+        SpawnSpec {
             handler: agency_core::HandlerId::new_random(),
             agent: agency_core::AgentId::new_random(),
             token: "agt_secret_token".into(),
             mcp_url: "http://127.0.0.1:1/mcp".into(),
-            workspace: dir.path().join("workspace"),
-            run_dir: dir.path().to_owned(),
+            workspace: dir.join("workspace"),
+            run_dir: dir.to_owned(),
             system_prompt: "SYSTEM PROMPT TEXT".into(),
             initial_message: "FIRST MESSAGE TEXT".into(),
             mcp_servers: vec![],
             launcher: "/opt/agency".into(),
             launch_nonces: Default::default(),
-        };
+        }
+    }
+
+    fn args_of(cmd: &Command) -> Vec<String> {
+        cmd.as_std()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The value after `flag` in `args`.
+    fn arg_after<'a>(args: &'a [String], flag: &str) -> &'a str {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        &args[at + 1]
+    }
+
+    #[test]
+    fn issue9_item6_prompt_and_message_are_files_not_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path());
         let rt = ClaudeCodeRuntime {
             cfg: ClaudeCodeConfig::default(),
         };
         let cmd = rt.command(&spec).unwrap();
-        let args: Vec<String> = cmd
-            .as_std()
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = args_of(&cmd);
         let joined = args.join(" ");
         assert!(!joined.contains("SYSTEM PROMPT TEXT"), "{joined}");
         assert!(!joined.contains("FIRST MESSAGE TEXT"), "{joined}");
@@ -318,6 +458,79 @@ mod tests {
         // Only what we set: HOME is the agent's own.
         let home = envs.iter().find(|(k, _)| *k == "HOME").unwrap().1.unwrap();
         assert!(Path::new(home).starts_with(dir.path()));
+    }
+
+    /// Issue 10 item 1: the configured built-in tools are the only ones
+    /// the model is offered (`--tools`), they and Agency's tools run without
+    /// a prompt (`--allowedTools`), and any other call is refused, not
+    /// asked about (`--permission-mode dontAsk`).
+    #[test]
+    fn issue10_item1_only_the_configured_builtin_tools_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = spec(dir.path());
+        spec.mcp_servers = vec!["echo".into()];
+        let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
+            tools: vec!["Read".into(), "Bash".into()],
+            ..ClaudeCodeConfig::default()
+        });
+        let args = args_of(&rt.command(&spec).unwrap());
+        assert_eq!(arg_after(&args, "--tools"), "Read,Bash");
+        let allowed: Vec<&str> = arg_after(&args, "--allowedTools").split(',').collect();
+        for t in ["Read", "Bash", "mcp__agency__mail_send", "mcp__echo"] {
+            assert!(allowed.contains(&t), "{t} in {allowed:?}");
+        }
+        assert!(!allowed.contains(&"Write"), "{allowed:?}");
+        assert_eq!(arg_after(&args, "--permission-mode"), "dontAsk");
+        assert!(args.contains(&"--strict-mcp-config".to_owned()));
+
+        // No built-in tool at all: an empty `--tools`, not a missing one
+        // (which would mean every tool).
+        let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
+            tools: vec![],
+            ..ClaudeCodeConfig::default()
+        });
+        let args = args_of(&rt.command(&spec).unwrap());
+        assert_eq!(arg_after(&args, "--tools"), "");
+
+        // The default: the developer's tools, never the web or sub-agents.
+        let args = args_of(
+            &ClaudeCodeRuntime::new(ClaudeCodeConfig::default())
+                .command(&spec)
+                .unwrap(),
+        );
+        let tools: Vec<&str> = arg_after(&args, "--tools").split(',').collect();
+        assert_eq!(tools, DEFAULT_TOOLS);
+        for t in ["Bash", "Read", "Edit", "Write", "Glob", "Grep"] {
+            assert!(tools.contains(&t), "{t}");
+        }
+        for t in ["WebFetch", "WebSearch", "Task", "Agent"] {
+            assert!(!tools.contains(&t), "{t}");
+        }
+    }
+
+    #[test]
+    fn tool_names_are_checked() {
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(check_tools(&names(DEFAULT_TOOLS)), Ok(()));
+        assert_eq!(check_tools(&names(KNOWN_TOOLS)), Ok(()));
+        assert_eq!(check_tools(&[]), Ok(()));
+        for (bad, says) in [
+            ("bash", "did you mean \"Bash\""),
+            ("Bash(git *)", "without rules"),
+            ("Read,Write", "is not a tool name"),
+            ("", "is not a tool name"),
+            ("mcp__agency__mail_send", "is an MCP tool"),
+            ("mcp__other", "is an MCP tool"),
+        ] {
+            let e = check_tools(&names(&["Read", bad])).unwrap_err();
+            assert!(e.starts_with("agents.claude_code.tools: "), "{e}");
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // A tool of a newer Claude Code is allowed, with a warning at start.
+        let newer = names(&["Read", "FutureTool"]);
+        assert_eq!(check_tools(&newer), Ok(()));
+        assert_eq!(unknown_tools(&newer), ["FutureTool"]);
+        assert!(unknown_tools(&names(DEFAULT_TOOLS)).is_empty());
     }
 
     const INIT_OK: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"s","tools":["mcp__agency__mail_inbox"],"mcp_servers":[{"name":"agency","status":"connected"}],"model":"scripted"}"#;

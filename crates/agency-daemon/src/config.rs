@@ -290,6 +290,10 @@ pub struct ClaudeCodeConfig {
     pub api_key_env: String,
     /// Passed as `--max-turns` when above 0.
     pub max_turns: u32,
+    /// Claude Code's built-in tools the agent may use besides Agency's MCP
+    /// tools (`--tools` and `--allowedTools`); every other built-in tool is
+    /// unavailable. Checked by [`crate::claude::check_tools`].
+    pub tools: Vec<String>,
 }
 
 impl Default for ClaudeCodeConfig {
@@ -300,6 +304,10 @@ impl Default for ClaudeCodeConfig {
             env: BTreeMap::new(),
             api_key_env: String::new(),
             max_turns: 50,
+            tools: crate::claude::DEFAULT_TOOLS
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
         }
     }
 }
@@ -375,6 +383,7 @@ impl Config {
             }
         }
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
+        crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;
@@ -522,13 +531,19 @@ max_output_tokens = 8192
 tools = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
 # runtime = "claude-code": the Claude Code CLI, headless (`claude -p`), with
-# Agency's MCP server as its only tools. It runs with HOME set to a private
-# directory, so give it its API settings here.
+# Agency's MCP server as its only MCP server. It runs with HOME set to a
+# private directory, so give it its API settings here.
 [agents.claude_code]
 program = "claude"
 model = ""                 # passed as --model when set
 max_turns = 50             # passed as --max-turns when above 0
 api_key_env = ""           # the daemon's variable given to it as ANTHROPIC_API_KEY
+# Claude Code's own tools the agent gets besides Agency's (exact names, as
+# Claude Code spells them); every other built-in tool is unavailable. Not
+# in the default: WebFetch and WebSearch (WebSearch runs at the model
+# provider, past Agency's egress rules), Task/Agent (sub-agents Agency does
+# not schedule or count). The tools are confined by the agent's sandbox.
+tools = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "TaskOutput", "TaskStop"]
 [agents.claude_code.env]   # extra environment, e.g.
 # ANTHROPIC_API_KEY = "sk-…"
 # ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -632,6 +647,28 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_tools_parse() {
+        let cfg = Config::parse(
+            Path::new("t"),
+            "[agents.claude_code]\ntools = [\"Read\", \"Grep\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.agents.claude_code.tools, ["Read", "Grep"]);
+        let cfg = Config::parse(Path::new("t"), "[agents.claude_code]\ntools = []\n").unwrap();
+        assert!(cfg.agents.claude_code.tools.is_empty());
+        let e = Config::parse(
+            Path::new("t"),
+            "[agents.claude_code]\ntools = [\"webfetch\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("agents.claude_code.tools") && e.contains("\"WebFetch\""),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bad_configs_are_refused_with_the_file_named() {
         for bad in [
             "[server]\nprot = 1\n",
@@ -655,6 +692,9 @@ mod tests {
             "[repos_cache]\nfetch_timeout = 5\n",
             "[log]\nlevel = \"info,=[\"\n",
             "[log]\nfile_max_bytes = 10\n",
+            "[agents.claude_code]\ntools = [\"bash\"]\n",
+            "[agents.claude_code]\ntools = [\"Bash(git *)\"]\n",
+            "[agents.claude_code]\ntools = \"Bash\"\n",
         ] {
             let e = Config::parse(Path::new("/h/agency.toml"), bad)
                 .unwrap_err()

@@ -228,9 +228,9 @@ impl Daemon {
                 program: agency_program.clone(),
                 cfg: cfg.agents.builtin.clone(),
             })),
-            "claude-code" => Some(Arc::new(ClaudeCodeRuntime {
-                cfg: cfg.agents.claude_code.clone(),
-            })),
+            "claude-code" => Some(Arc::new(ClaudeCodeRuntime::new(
+                cfg.agents.claude_code.clone(),
+            ))),
             _ => None,
         };
         let supervisor = runtime.map(|runtime| {
