@@ -113,7 +113,10 @@ pub enum Command {
 
     /// Grant a handler a capability, e.g. `agency grant <handler>
     /// mcp_server:github read` (an extra MCP server from agency.toml),
-    /// `repo:site read`, or `kb:<file-id> write`. Prints its id.
+    /// `repo:site read`, `kb:<file-id> write`, or `egress:api.github.com
+    /// read` (network access through Agency's proxy: HOST, `*.DOMAIN` for
+    /// its subdomains, `:PORT` for another port than 80 and 443). Prints
+    /// its id.
     Grant(GrantArgs),
 
     /// List a handler's live capabilities.
@@ -361,7 +364,7 @@ pub struct GrantArgs {
     /// The handler (id or unique prefix).
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub handler: String,
-    /// KIND:KEY, where KIND is kb, mcp_server or repo.
+    /// KIND:KEY, where KIND is kb, mcp_server, repo or egress.
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub resource: String,
     /// none, read or write.

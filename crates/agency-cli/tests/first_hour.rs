@@ -307,6 +307,25 @@ fn issue14_item4_grants_on_undeclared_servers_and_repos_are_refused() {
 }
 
 #[test]
+fn issue10_item4_egress_is_granted_by_pattern_from_the_command_line() {
+    let home = TestHome::new();
+    home.init_with("");
+    let _serve = home.serve();
+    let root = home.root();
+    home.ok(&["grant", &root, "egress:API.GitHub.com.", "read"]);
+    home.ok(&["grant", &root, "egress:[::1]:8080", "read"]);
+    let caps = home.ok(&["caps", &root]);
+    assert!(caps.contains("egress:api.github.com"), "{caps}");
+    assert!(caps.contains("egress:[::1]:8080"), "{caps}");
+    let r = home.run(&["grant", &root, "egress:https://api.github.com", "read"]);
+    assert_eq!(r.code, 1);
+    assert_snapshot!(r.stderr, @r#"error: failed to grant: failed to parse egress pattern "https://api.github.com": write the host without a scheme, e.g. api.github.com or api.github.com:8443"#);
+    let r = home.run(&["grant", &root, "egress:*", "read"]);
+    assert_eq!(r.code, 1);
+    assert_snapshot!(r.stderr, @r#"error: failed to grant: failed to parse egress pattern "*": a pattern for every host is not allowed; name the hosts, e.g. *.github.com"#);
+}
+
+#[test]
 fn issue14_item5_empty_ids_are_usage_errors() {
     let home = TestHome::new();
     home.init_with("");

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::egress::EgressPattern;
 use crate::ids::{CapabilityId, FileId, HandlerId, OutcomeId};
 use crate::level::Level;
 use crate::validate::{InvalidInput, check_name};
@@ -29,6 +30,9 @@ pub enum Resource {
     Repo(String),
     /// Permission to send mail to a target (created by the system only).
     Mail(MailTarget),
+    /// Network destinations reachable through the daemon's egress proxy:
+    /// an [`EgressPattern`] in canonical form (read = may connect).
+    Egress(String),
 }
 
 /// The resource kinds as stored.
@@ -39,6 +43,7 @@ pub enum ResourceKind {
     McpServer,
     Repo,
     Mail,
+    Egress,
 }
 
 impl ResourceKind {
@@ -48,6 +53,7 @@ impl ResourceKind {
             ResourceKind::McpServer => "mcp_server",
             ResourceKind::Repo => "repo",
             ResourceKind::Mail => "mail",
+            ResourceKind::Egress => "egress",
         }
     }
 }
@@ -59,6 +65,7 @@ impl Resource {
             Resource::McpServer(_) => ResourceKind::McpServer,
             Resource::Repo(_) => ResourceKind::Repo,
             Resource::Mail(_) => ResourceKind::Mail,
+            Resource::Egress(_) => ResourceKind::Egress,
         }
     }
 
@@ -66,7 +73,7 @@ impl Resource {
     pub fn key(&self) -> String {
         match self {
             Resource::Kb(f) => f.to_string(),
-            Resource::McpServer(n) | Resource::Repo(n) => n.clone(),
+            Resource::McpServer(n) | Resource::Repo(n) | Resource::Egress(n) => n.clone(),
             Resource::Mail(MailTarget::User) => "user".to_owned(),
             Resource::Mail(MailTarget::Handler(h)) => h.to_string(),
         }
@@ -93,8 +100,11 @@ impl Resource {
             "mail" => Ok(Resource::Mail(MailTarget::Handler(
                 key.parse().map_err(bad_id)?,
             ))),
+            // Normalised here, so that `API.example.com.` and
+            // `api.example.com` are one resource.
+            "egress" => Ok(Resource::Egress(EgressPattern::parse(key)?.to_string())),
             other => Err(InvalidInput(format!(
-                "unknown resource kind {other:?}: expected kb, mcp_server or repo"
+                "unknown resource kind {other:?}: expected kb, mcp_server, repo or egress"
             ))),
         }
     }
@@ -368,6 +378,7 @@ mod tests {
             Resource::Repo("agency".into()),
             Resource::Mail(MailTarget::User),
             Resource::Mail(MailTarget::Handler(h)),
+            Resource::Egress("*.github.com:22".into()),
         ] {
             assert_eq!(
                 Resource::from_parts(r.kind().as_str(), &r.key()).unwrap(),
@@ -376,5 +387,10 @@ mod tests {
         }
         assert!(Resource::from_parts("kb", "nope").is_err());
         assert!(Resource::from_parts("disk", "x").is_err());
+        assert_eq!(
+            Resource::from_parts("egress", "API.Example.com.").unwrap(),
+            Resource::Egress("api.example.com".into())
+        );
+        assert!(Resource::from_parts("egress", "https://example.com").is_err());
     }
 }

@@ -9,6 +9,7 @@
 pub mod access;
 pub mod capability;
 pub mod dag;
+pub mod egress;
 pub mod git_ref;
 pub mod ids;
 pub mod level;
@@ -23,6 +24,7 @@ pub use access::{KbFacts, OutcomeAccess, OutcomeFacts, kb_access, outcome_access
 pub use capability::{
     GrantRefusal, HeldCap, MailTarget, Resource, ResourceKind, choose_grant_source,
 };
+pub use egress::{EgressPattern, EgressTarget};
 pub use ids::{AgentId, CapabilityId, FileId, HandlerId, MessageId, OutcomeId};
 pub use level::Level;
 pub use outcome::{OutcomeStatus, StatusChange, check_status_change};

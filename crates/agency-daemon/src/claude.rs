@@ -408,6 +408,7 @@ mod tests {
             mcp_servers: vec![],
             launcher: "/opt/agency".into(),
             launch_nonces: Default::default(),
+            egress_proxy: Some("127.0.0.1:4242".parse().unwrap()),
         }
     }
 
@@ -458,6 +459,17 @@ mod tests {
         // Only what we set: HOME is the agent's own.
         let home = envs.iter().find(|(k, _)| *k == "HOME").unwrap().1.unwrap();
         assert!(Path::new(home).starts_with(dir.path()));
+        // Issue 10 item 4: the egress proxy, the token as its password.
+        let var = |name: &str| envs.iter().find(|(k, _)| *k == name).and_then(|(_, v)| *v);
+        for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            assert_eq!(
+                var(k).unwrap(),
+                "http://agent:agt_secret_token@127.0.0.1:4242",
+                "{k}"
+            );
+        }
+        assert_eq!(var("NO_PROXY").unwrap(), "127.0.0.1,localhost,::1");
+        assert_eq!(var("no_proxy").unwrap(), "127.0.0.1,localhost,::1");
     }
 
     /// Issue 10 item 1: the configured built-in tools are the only ones

@@ -14,6 +14,7 @@ mod agent_log;
 pub mod api;
 pub mod claude;
 mod config;
+pub mod egress;
 mod error;
 mod home;
 mod http_auth;

@@ -4,6 +4,7 @@
 //! group, workspace, token, waiting, killing).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use agency_core::{AgentId, HandlerId};
@@ -36,6 +37,9 @@ pub struct SpawnSpec {
     /// Per extra server, the single-use nonce its launcher presents to
     /// `POST /launch/NAME` (never logged).
     pub launch_nonces: BTreeMap<String, String>,
+    /// The daemon's egress proxy, given to the agent as `HTTP(S)_PROXY`
+    /// with its token as the password (`None`: no proxy variables).
+    pub egress_proxy: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -48,6 +52,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("workspace", &self.workspace)
             .field("run_dir", &self.run_dir)
             .field("mcp_servers", &self.mcp_servers)
+            .field("egress_proxy", &self.egress_proxy)
             .finish_non_exhaustive()
     }
 }
@@ -99,7 +104,31 @@ pub(crate) fn clean_env(cmd: &mut Command, spec: &SpawnSpec) -> Result<(), Daemo
     cmd.env("HOME", home)
         .env("TMPDIR", tmp)
         .env("AGENCY_AGENT", spec.agent.to_string());
+    if let Some(addr) = spec.egress_proxy {
+        for (k, v) in proxy_env(addr, &spec.token) {
+            cmd.env(k, v);
+        }
+    }
     Ok(())
+}
+
+/// Hosts agents reach directly, not through the egress proxy: the daemon's
+/// own listeners (MCP) are on loopback.
+pub const NO_PROXY: &str = "127.0.0.1,localhost,::1";
+
+/// The proxy variables an agent gets (issue 10 item 4): both spellings,
+/// as programs disagree on which they read (curl reads only the lowercase
+/// `http_proxy`). The agent's token is the proxy password: it is already
+/// the agent's, and it names the agent to the proxy.
+pub fn proxy_env(addr: SocketAddr, token: &str) -> Vec<(&'static str, String)> {
+    let url = format!("http://agent:{token}@{addr}");
+    let mut env: Vec<(&'static str, String)> =
+        ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
+            .into_iter()
+            .map(|k| (k, url.clone()))
+            .collect();
+    env.extend(["NO_PROXY", "no_proxy"].map(|k| (k, NO_PROXY.to_owned())));
+    env
 }
 
 impl SpawnSpec {

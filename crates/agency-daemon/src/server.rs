@@ -1,6 +1,7 @@
 //! Starting and stopping the daemon: the lock that makes it one per home,
 //! the listeners (`/mcp` and the MCP launcher on 127.0.0.1 for agents; the
-//! admin REST API `/v1` on the home's Unix socket `daemon.sock` only),
+//! admin REST API `/v1` on the home's Unix socket `daemon.sock` only; the
+//! egress proxy on 127.0.0.1),
 //! their guards, the address file, and graceful shutdown (on a signal or
 //! `POST /v1/shutdown`).
 
@@ -20,6 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
+use crate::egress::EgressProxy;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
 use crate::mcp_servers::McpServers;
@@ -62,6 +64,8 @@ pub struct Daemon {
     /// The periodic garbage collection (`None`: `gc_interval_hours = 0`).
     gc: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
+    /// The forward proxy agents reach the network through (`egress.rs`).
+    egress: Option<EgressProxy>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     // Held for the daemon's lifetime: a second daemon on the same home fails
@@ -112,6 +116,7 @@ impl Daemon {
         svc.set_declared(agency_service::Declared {
             mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
             repos: cfg.repos.keys().cloned().collect(),
+            model_endpoints: crate::egress::model_endpoints(&cfg.agents),
         });
         {
             let svc = svc.clone();
@@ -135,6 +140,7 @@ impl Daemon {
             cause: e,
         })?;
         let activity = Arc::new(Activity::default());
+        let egress = EgressProxy::start(svc.clone(), activity.clone()).await?;
         let nonces = Arc::new(launch::LaunchNonces::default());
         let shutdown_requested = Arc::new(Notify::new());
         let state = Arc::new(AppState {
@@ -246,6 +252,7 @@ impl Daemon {
                     launcher: agency_program.clone(),
                     nonces: nonces.clone(),
                     log: cfg.log.clone(),
+                    egress_proxy: egress.addr(),
                 },
             )
         });
@@ -269,6 +276,7 @@ impl Daemon {
             shutdown_requested,
             mail,
             supervisor,
+            egress: Some(egress),
             _lock: lock,
         })
     }
@@ -279,6 +287,12 @@ impl Daemon {
 
     pub fn service(&self) -> &Arc<Service> {
         &self.svc
+    }
+
+    /// The egress proxy's address (127.0.0.1, any port), which agents get
+    /// in `HTTP(S)_PROXY`.
+    pub fn egress_proxy_addr(&self) -> Option<SocketAddr> {
+        self.egress.as_ref().map(EgressProxy::addr)
     }
 
     /// Completes when the user asked the daemon to stop (`agency
@@ -295,6 +309,9 @@ impl Daemon {
         // answers, so an agent saving its state can finish its call.
         if let Some(sup) = self.supervisor.take() {
             sup.shutdown().await;
+        }
+        if let Some(egress) = self.egress.take() {
+            egress.stop().await;
         }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());

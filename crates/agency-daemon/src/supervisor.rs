@@ -17,6 +17,7 @@
 //! one without progress.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +88,9 @@ pub(crate) struct SupervisorSetup {
     pub nonces: Arc<LaunchNonces>,
     /// Bounds of each run's captured output.
     pub log: LogConfig,
+    /// The egress proxy (127.0.0.1): agents get it as `HTTP(S)_PROXY`; its
+    /// port is one the sandbox must let them connect to.
+    pub egress_proxy: SocketAddr,
 }
 
 /// Handle to the running dispatcher.
@@ -120,6 +124,7 @@ impl Supervisor {
             launcher: setup.launcher,
             nonces: setup.nonces,
             log: setup.log,
+            egress_proxy: setup.egress_proxy,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -197,6 +202,7 @@ struct State {
     launcher: PathBuf,
     nonces: Arc<LaunchNonces>,
     log: LogConfig,
+    egress_proxy: SocketAddr,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -384,6 +390,7 @@ impl State {
             mcp_servers,
             launcher: self.launcher.clone(),
             launch_nonces,
+            egress_proxy: Some(self.egress_proxy),
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self

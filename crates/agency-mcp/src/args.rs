@@ -125,6 +125,7 @@ pub(crate) enum ResourceKindArg {
     Kb,
     McpServer,
     Repo,
+    Egress,
 }
 
 impl ResourceKindArg {
@@ -133,6 +134,7 @@ impl ResourceKindArg {
             ResourceKindArg::Kb => "kb",
             ResourceKindArg::McpServer => "mcp_server",
             ResourceKindArg::Repo => "repo",
+            ResourceKindArg::Egress => "egress",
         }
     }
 
@@ -188,5 +190,14 @@ mod tests {
         assert!(ResourceKindArg::Kb.resource("not-a-uuid").is_err());
         assert!(ResourceKindArg::Repo.resource("agency").is_ok());
         assert!(ResourceKindArg::McpServer.resource("bad name!").is_err());
+        assert_eq!(
+            ResourceKindArg::Egress.resource(" *.GitHub.com ").unwrap(),
+            Resource::Egress("*.github.com".into())
+        );
+        assert!(
+            ResourceKindArg::Egress
+                .resource("https://github.com")
+                .is_err()
+        );
     }
 }

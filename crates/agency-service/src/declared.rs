@@ -15,6 +15,9 @@ use crate::{Result, Service, ServiceError};
 pub struct Declared {
     pub mcp_servers: BTreeSet<String>,
     pub repos: BTreeSet<String>,
+    /// The configured model endpoint(s) agents reach without an egress
+    /// capability until the model gateway exists (`egress.rs`).
+    pub model_endpoints: Vec<agency_core::EgressTarget>,
 }
 
 impl Service {
@@ -34,7 +37,7 @@ impl Service {
         let (kind, what, name, names) = match resource {
             Resource::McpServer(n) => ("mcp_server", "server", n, &d.mcp_servers),
             Resource::Repo(n) => ("repo", "repo", n, &d.repos),
-            Resource::Kb(_) | Resource::Mail(_) => return Ok(()),
+            Resource::Kb(_) | Resource::Mail(_) | Resource::Egress(_) => return Ok(()),
         };
         if names.contains(name) {
             return Ok(());

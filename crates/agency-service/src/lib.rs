@@ -17,6 +17,7 @@ mod area;
 mod audit;
 mod clock;
 mod declared;
+mod egress;
 mod error;
 mod events;
 mod gc;
@@ -41,6 +42,7 @@ mod views;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use declared::Declared;
+pub use egress::EgressDecision;
 pub use error::ServiceError;
 pub use events::Event;
 pub use gc::{GcReport, Retention};

@@ -218,9 +218,7 @@ pub(crate) fn grant_in(
                 // A file the granter cannot see does not exist for it.
                 file_at_level(op.tx, caller, *f, Level::None, "grant access to")?;
             }
-            let held: Vec<HeldCap> = op
-                .tx
-                .capabilities_on(row.id, &req.resource)?
+            let held: Vec<HeldCap> = crate::egress::grant_sources(op.tx, row.id, &req.resource)?
                 .iter()
                 .map(|c| HeldCap {
                     id: c.id,

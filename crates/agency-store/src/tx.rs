@@ -4,7 +4,8 @@
 //! (documented per method). "Live" capabilities are those not revoked.
 
 use agency_core::{
-    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource,
+    ResourceKind, Timestamp,
 };
 
 use agency_core::access::FileKind;
@@ -125,6 +126,13 @@ pub trait Tx {
     fn capabilities_on(&mut self, holder: HandlerId, resource: &Resource) -> R<Vec<CapabilityRow>>;
     /// Live capabilities `holder` has, ordered by id.
     fn capabilities_held(&mut self, holder: HandlerId) -> R<Vec<CapabilityRow>>;
+    /// Live capabilities `holder` has on resources of `kind`, ordered by
+    /// id (an egress check reads these, not every KB capability held).
+    fn capabilities_of_kind(
+        &mut self,
+        holder: HandlerId,
+        kind: ResourceKind,
+    ) -> R<Vec<CapabilityRow>>;
     /// Revoke the selected live capabilities and, transitively, every live
     /// capability derived from them; returns the rows revoked (with
     /// `revoked_at` set), ordered by id.

@@ -32,7 +32,7 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
     ]
 }
 
-const PERMISSIONS_LIST: &str = "List your handler's live capabilities: the resource (KB file, MCP server, repo, mail target), level (none/read/write), whether you may delegate it, the outcome it is scoped to (it ends when that outcome finishes) and where it came from. \
+const PERMISSIONS_LIST: &str = "List your handler's live capabilities: the resource (KB file, MCP server, repo, mail target, egress pattern), level (none/read/write), whether you may delegate it, the outcome it is scoped to (it ends when that outcome finishes) and where it came from. \
 Takes no arguments.";
 
 const PERMISSIONS_GRANT: &str = "Grant a capability to one of your direct underlings. You must hold a delegatable capability on the resource at least at the level you grant (you may grant a lower level). \
@@ -58,9 +58,9 @@ pub(super) struct NoArgs {}
 pub(super) struct GrantArgs {
     /// UUID of your direct underling handler to grant to.
     handler: String,
-    /// What kind of resource: "kb" (a KB file), "mcp_server" or "repo".
+    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo" or "egress" (network destinations through Agency's proxy).
     resource_kind: ResourceKindArg,
-    /// The resource: a KB file UUID, or the MCP server's or repo's configured name.
+    /// The resource: a KB file UUID, the MCP server's or repo's configured name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
     resource_id: String,
     /// "none" (may see the KB file's description only), "read" or "write".
     level: LevelArg,
@@ -74,9 +74,9 @@ pub(super) struct GrantArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CapabilityArg {
-    /// What kind of resource: "kb" (a KB file), "mcp_server" or "repo".
+    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo" or "egress" (network destinations through Agency's proxy).
     resource_kind: ResourceKindArg,
-    /// The resource: a KB file UUID, or the MCP server's or repo's configured name.
+    /// The resource: a KB file UUID, the MCP server's or repo's configured name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
     resource_id: String,
     /// "none" (may see the KB file's description only), "read" or "write".
     level: LevelArg,

@@ -10,6 +10,7 @@ mod bounded;
 mod concurrency;
 mod crash;
 mod dag_props;
+mod egress;
 mod escalation;
 mod faults_io;
 mod grant_props;

@@ -5,7 +5,7 @@
 //! derived from them at any depth; the UPDATE marks them all and RETURNING
 //! hands back exactly the rows it changed.
 
-use agency_core::{CapabilityId, HandlerId, Resource, Timestamp};
+use agency_core::{CapabilityId, HandlerId, Resource, ResourceKind, Timestamp};
 use rusqlite::{Connection, params};
 
 use super::convert::*;
@@ -79,6 +79,31 @@ pub(crate) fn capabilities_held(c: &Connection, holder: HandlerId) -> R<Vec<Capa
         ),
         [holder.to_string()],
         || format!("list the capabilities of handler {holder}"),
+        capability_row,
+    )
+}
+
+pub(crate) fn capabilities_of_kind(
+    c: &Connection,
+    holder: HandlerId,
+    kind: ResourceKind,
+) -> R<Vec<CapabilityRow>> {
+    query_rows(
+        c,
+        concat!(
+            "SELECT ",
+            capability_cols!(),
+            " FROM capabilities
+              WHERE holder = ?1 AND resource_kind = ?2 AND revoked_at IS NULL
+              ORDER BY id"
+        ),
+        params![holder.to_string(), kind.as_str()],
+        || {
+            format!(
+                "list the {} capabilities of handler {holder}",
+                kind.as_str()
+            )
+        },
         capability_row,
     )
 }

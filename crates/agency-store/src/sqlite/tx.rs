@@ -6,7 +6,8 @@
 
 use agency_core::access::FileKind;
 use agency_core::{
-    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource, Timestamp,
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Resource,
+    ResourceKind, Timestamp,
 };
 use rusqlite::Connection;
 
@@ -171,6 +172,13 @@ impl Tx for SqliteTx<'_> {
     }
     fn capabilities_held(&mut self, holder: HandlerId) -> R<Vec<CapabilityRow>> {
         caps::capabilities_held(self.conn, holder)
+    }
+    fn capabilities_of_kind(
+        &mut self,
+        holder: HandlerId,
+        kind: ResourceKind,
+    ) -> R<Vec<CapabilityRow>> {
+        caps::capabilities_of_kind(self.conn, holder, kind)
     }
     fn revoke(&mut self, selector: &RevokeSelector, at: Timestamp) -> R<Vec<CapabilityRow>> {
         caps::revoke(self.conn, selector, at)
