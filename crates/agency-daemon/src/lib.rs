@@ -14,6 +14,7 @@ mod agent_log;
 pub mod api;
 pub mod claude;
 mod config;
+mod confine;
 mod error;
 mod home;
 mod http_auth;
@@ -27,6 +28,7 @@ mod rest;
 mod rest_records;
 mod retention;
 pub mod runtime;
+pub mod sandbox_config;
 pub mod secrets;
 mod server;
 mod supervisor;
@@ -36,5 +38,6 @@ pub use config::{
     ReposCacheConfig, RetentionConfig, ServerConfig,
 };
 pub use error::DaemonError;
+pub use sandbox_config::SandboxConfig;
 pub use home::{DaemonInfo, Home, InitReport};
 pub use server::{Daemon, serve};

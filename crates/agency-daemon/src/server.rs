@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
+use crate::confine::Confiner;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
 use crate::mcp_servers::McpServers;
@@ -43,6 +44,8 @@ pub(crate) struct AppState {
     pub proxy_client: reqwest::Client,
     /// `agents.runtime` from the configuration (`none` when no agent runs).
     pub runtime: String,
+    /// Whether agents run confined: `on`, `off`, `unavailable: CAUSE`.
+    pub sandbox: String,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
 }
@@ -62,6 +65,10 @@ pub struct Daemon {
     /// The periodic garbage collection (`None`: `gc_interval_hours = 0`).
     gc: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
+    /// `on`, `off` or `unavailable: CAUSE` (see [`Daemon::sandbox`]).
+    sandbox: String,
+    /// Removes the daemon's cgroups at stop.
+    confiner: Arc<Confiner>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     // Held for the daemon's lifetime: a second daemon on the same home fails
@@ -134,6 +141,36 @@ impl Daemon {
             addr: want.to_string(),
             cause: e,
         })?;
+        let agency_program = if cfg.agents.agency_program.is_empty() {
+            std::env::current_exe()
+                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
+        } else {
+            PathBuf::from(&cfg.agents.agency_program)
+        };
+        // Probing the sandbox and opening the cgroups (which kills what a
+        // crashed daemon left in them) is blocking work.
+        let confiner = {
+            let (cfg, dir, program) = (cfg.clone(), home.dir().to_owned(), agency_program.clone());
+            let port = addr.port();
+            tokio::task::spawn_blocking(move || Confiner::start(&cfg, &dir, program, port))
+                .await
+                .map_err(|e| {
+                    DaemonError::io("open the cgroups of", home.dir(), std::io::Error::other(e))
+                })?
+        };
+        let sandbox = confiner.status();
+        match sandbox.as_str() {
+            "on" => {}
+            "off" => tracing::warn!(
+                "agents run UNCONFINED (agents.sandbox = \"off\" in {}): they can read this whole home, admin.token and agency.db included, and reach any address",
+                home.config_path().display()
+            ),
+            why => tracing::error!(
+                "no agent can start: the sandbox is {why}; fix the cause, or set agents.sandbox = \"off\" in {} to run agents unconfined",
+                home.config_path().display()
+            ),
+        }
+        let confiner = Arc::new(confiner);
         let activity = Arc::new(Activity::default());
         let nonces = Arc::new(launch::LaunchNonces::default());
         let shutdown_requested = Arc::new(Notify::new());
@@ -141,6 +178,7 @@ impl Daemon {
             nonces: nonces.clone(),
             proxy_client: crate::mcp_proxy::client()?,
             runtime: cfg.agents.runtime.clone(),
+            sandbox: sandbox.clone(),
             shutdown_requested: shutdown_requested.clone(),
             activity: activity.clone(),
             svc: svc.clone(),
@@ -213,12 +251,6 @@ impl Daemon {
             })
             .await;
         }
-        let agency_program = if cfg.agents.agency_program.is_empty() {
-            std::env::current_exe()
-                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
-        } else {
-            PathBuf::from(&cfg.agents.agency_program)
-        };
         let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
             "command" => Some(Arc::new(CommandRuntime {
                 program: cfg.agents.command.program.clone(),
@@ -246,6 +278,8 @@ impl Daemon {
                     launcher: agency_program.clone(),
                     nonces: nonces.clone(),
                     log: cfg.log.clone(),
+                    confiner: confiner.clone(),
+                    extra_connect_ports: Vec::new(),
                 },
             )
         });
@@ -269,6 +303,8 @@ impl Daemon {
             shutdown_requested,
             mail,
             supervisor,
+            sandbox,
+            confiner,
             _lock: lock,
         })
     }
@@ -279,6 +315,12 @@ impl Daemon {
 
     pub fn service(&self) -> &Arc<Service> {
         &self.svc
+    }
+
+    /// Whether agents run confined: `on`, `off` (`agents.sandbox = "off"`:
+    /// unconfined) or `unavailable: CAUSE` (none can start).
+    pub fn sandbox(&self) -> &str {
+        &self.sandbox
     }
 
     /// Completes when the user asked the daemon to stop (`agency
@@ -296,6 +338,8 @@ impl Daemon {
         if let Some(sup) = self.supervisor.take() {
             sup.shutdown().await;
         }
+        let confiner = self.confiner.clone();
+        let _ = tokio::task::spawn_blocking(move || confiner.shutdown()).await;
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
