@@ -27,7 +27,7 @@ use agency_testkit::sandbox::sandbox_toml;
 /// NAME CMD…` runs CMD and records `OK` or `DENIED` in `$O/NAME`.
 fn preamble(out: &Path) -> String {
     format!(
-        "O={:?}\nH=${{HOME%/run/*/run/home}}\nr() {{ n=$1; shift; if \"$@\" > \"$O/$n.out\" 2>&1; then echo OK > \"$O/$n\"; else echo DENIED > \"$O/$n\"; fi; }}\n",
+        "O={:?}\nexport H=${{HOME%/run/*/run/home}}\nr() {{ n=$1; shift; if \"$@\" > \"$O/$n.out\" 2>&1; then echo OK > \"$O/$n\"; else echo DENIED > \"$O/$n\"; fi; }}\n",
         out.display().to_string()
     )
 }
@@ -162,14 +162,14 @@ r config cat "$H/agency.toml"
 r list_home ls "$H"
 r other_run cat "$H/run/planted/run/token"
 r list_runs ls "$H/run"
-r write_home sh -c 'echo x > "$H/evil"'
+r write_home sh -c 'echo x > "$0/evil"' "$H"
 r write_elsewhere sh -c 'echo x > {stray:?}'
 r make_link ln -s "$H/admin.token" link
 r follow_link cat link
 r make_home_link ln -s "$H" homelink
 r follow_home_link cat homelink/admin.token
 r daemon_environ cat /proc/$PPID/environ
-r daemon_fds ls /proc/$PPID/fd
+r daemon_fd sh -c 'for f in /proc/$0/fd/*; do if [ "$(readlink "$f")" = "$1/agency.db" ]; then exec head -c 15 "$f"; fi; done; exit 1' "$PPID" "$H"
 r daemon_root cat /proc/$PPID/root$H/admin.token
 r signal_daemon kill -0 $PPID
 r other_port bash -c 'exec 3<>/dev/tcp/127.0.0.1/{other_port}'
@@ -208,7 +208,7 @@ exec sleep 300
         "follow_link",
         "follow_home_link",
         "daemon_environ",
-        "daemon_fds",
+        "daemon_fd",
         "daemon_root",
         "signal_daemon",
         "other_port",
@@ -239,14 +239,16 @@ exec sleep 300
 
 /// A fork bomb is bounded by `[sandbox] max_processes` (the agent's
 /// cgroup), and the daemon answers meanwhile. The bomb is a binary tree of
-/// sleeping shells, 511 processes unconfined, so the test cannot take the
-/// machine down if the limit is missing.
+/// sleeping shells (each starts a `sleep`, then two subtrees, then waits),
+/// about 1,500 processes unconfined, so the test cannot take the machine
+/// down if the limit is missing; the agent's own shell stays out of it,
+/// so a failed fork does not end the agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item6_a_fork_bomb_is_bounded_and_the_daemon_stays_responsive() {
     const LIMIT: usize = 24;
     let out = tempfile::tempdir().unwrap();
     let script = format!(
-        "{pre}echo started > \"$O/started\"\nb() {{ if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; sleep 120; }}\nb 8\n",
+        "{pre}echo started > \"$O/started\"\nb() {{ sleep 120 & if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; wait; }}\n(b 8) &\nexec sleep 300\n",
         pre = preamble(out.path())
     );
     let story = Story::start(
@@ -388,15 +390,19 @@ async fn issue10_item3_an_extra_mcp_server_is_confined_with_its_agent() {
     let server = format!(
         "H=${{HOME%/run/*/run/home}}; if cat \"$H/admin.token\" > {o:?}/server.out 2>&1; then echo OK > {o:?}/server; else echo DENIED > {o:?}/server; fi"
     );
-    let launch = r#"import json, os, subprocess
+    std::fs::write(
+        out.path().join("launch.py"),
+        r#"import json, os, subprocess
 entry = json.load(open(os.environ["AGENCY_MCP_CONFIG"]))["mcpServers"]["probe"]
 env = dict(os.environ)
 env.update(entry["env"])
-subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEVNULL, timeout=60)"#;
+subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEVNULL, timeout=60)
+"#,
+    )
+    .unwrap();
     let script = format!(
-        "{pre}python3 -c {launch:?} > \"$O/launch.out\" 2>&1\necho done > \"$O/done\"\nexec sleep 300\n",
+        "{pre}python3 \"$O/launch.py\" > \"$O/launch.out\" 2>&1\necho done > \"$O/done\"\nexec sleep 300\n",
         pre = preamble(out.path()),
-        launch = launch,
     );
     let more = format!(
         "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", {server:?}]\n"
