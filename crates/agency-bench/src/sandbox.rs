@@ -77,13 +77,20 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let plain = write_policy(dir.path(), "plain.json", &policy(dir.path(), Vec::new()))?;
     let name = format!("agency-bench-{}", std::process::id());
-    let cgroups = Cgroups::open(&name).with_context(|| format!("failed to open the cgroups {name}"))?;
+    let cgroups =
+        Cgroups::open(&name).with_context(|| format!("failed to open the cgroups {name}"))?;
     let (mut bare, mut sandboxed, mut with_cgroup) = (Vec::new(), Vec::new(), Vec::new());
     let t = Path::new(TRUE).as_os_str();
     for i in 0..samples {
         // Interleaved, so that drift in the machine's load hits all three.
         bare.push(run(Path::new(TRUE), &[]).await?);
-        let args = ["sandbox-exec".as_ref(), "--policy".as_ref(), plain.as_os_str(), "--".as_ref(), t];
+        let args = [
+            "sandbox-exec".as_ref(),
+            "--policy".as_ref(),
+            plain.as_os_str(),
+            "--".as_ref(),
+            t,
+        ];
         sandboxed.push(run(&agency, &args).await?);
         let t0 = Instant::now();
         let cg = cgroups
@@ -94,7 +101,13 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
             "cgroup.json",
             &policy(dir.path(), cg.procs_files()),
         )?;
-        let args = ["sandbox-exec".as_ref(), "--policy".as_ref(), file.as_os_str(), "--".as_ref(), t];
+        let args = [
+            "sandbox-exec".as_ref(),
+            "--policy".as_ref(),
+            file.as_os_str(),
+            "--".as_ref(),
+            t,
+        ];
         run(&agency, &args).await?;
         cg.kill().context("failed to kill a cgroup")?;
         while !cg.is_empty() {
@@ -103,16 +116,28 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
         cg.remove().context("failed to remove a cgroup")?;
         with_cgroup.push(t0.elapsed());
     }
-    let _ = cgroups.reap_all();
-    let (bare, sandboxed, with_cgroup) = (Pct::of(&bare), Pct::of(&sandboxed), Pct::of(&with_cgroup));
+    let _ = cgroups.remove();
+    let (bare, sandboxed, with_cgroup) =
+        (Pct::of(&bare), Pct::of(&sandboxed), Pct::of(&with_cgroup));
     let base = "bare spawn of /bin/true";
     let mut s = Section::new("8. Spawn with sandbox vs bare spawn");
     for (what, p) in [
         ("agency sandbox-exec -- /bin/true", sandboxed),
-        ("… with a fresh cgroup (create, join, kill, remove)", with_cgroup),
+        (
+            "… with a fresh cgroup (create, join, kill, remove)",
+            with_cgroup,
+        ),
     ] {
-        s.rows.push(Row::times(format!("{what}, p50"), p.p50, (&format!("{base}, p50"), bare.p50)));
-        s.rows.push(Row::times(format!("{what}, p99"), p.p99, (&format!("{base}, p99"), bare.p99)));
+        s.rows.push(Row::times(
+            format!("{what}, p50"),
+            p.p50,
+            (&format!("{base}, p50"), bare.p50),
+        ));
+        s.rows.push(Row::times(
+            format!("{what}, p99"),
+            p.p99,
+            (&format!("{base}, p99"), bare.p99),
+        ));
     }
     s.shows = format!(
         "what confining an agent adds to its start: {:.1} ms at the median with its cgroup, once per agent run (agents live for minutes).",
@@ -123,7 +148,8 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
         policy(dir.path(), Vec::new()).read_only.len()
     ));
     if cfg.quick {
-        s.notes.push(format!("quick mode: {samples} samples instead of 300."));
+        s.notes
+            .push(format!("quick mode: {samples} samples instead of 300."));
     }
     Ok(vec![s])
 }

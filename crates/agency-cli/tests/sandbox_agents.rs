@@ -19,8 +19,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_story::{Story, agency, json};
 use agency_testkit::sandbox::sandbox_toml;
+use agent_story::{Story, agency, json};
 
 /// The start of every agent script: `H` is the Agency home, found the way
 /// an agent would (its HOME is `$AGENCY_HOME/run/<uuid>/run/home`); `r
@@ -404,9 +404,7 @@ subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEV
         "{pre}python3 \"$O/launch.py\" > \"$O/launch.out\" 2>&1\necho done > \"$O/done\"\nexec sleep 300\n",
         pre = preamble(out.path()),
     );
-    let more = format!(
-        "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", {server:?}]\n"
-    );
+    let more = format!("[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", {server:?}]\n");
     let story = Story::start(
         &config(
             &script,
@@ -444,11 +442,7 @@ async fn issue10_item3_sandbox_off_runs_unconfined_and_status_says_so() {
         pre = preamble(out.path())
     );
     let story = Story::start(
-        &config(
-            &script,
-            "sandbox = \"off\"\n",
-            &granting(out.path(), ""),
-        ),
+        &config(&script, "sandbox = \"off\"\n", &granting(out.path(), "")),
         Duration::from_secs(60),
     )
     .await;

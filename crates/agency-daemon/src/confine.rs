@@ -247,7 +247,10 @@ impl Confiner {
         out: &mut Vec<PathBuf>,
     ) -> Result<(), ConfineError> {
         let real = std::fs::canonicalize(program).map_err(|e| {
-            ConfineError(format!("the program {} cannot be used: {e}", program.display()))
+            ConfineError(format!(
+                "the program {} cannot be used: {e}",
+                program.display()
+            ))
         })?;
         if let Some(why) = overlaps_home(&real, &self.home) {
             return Err(ConfineError(format!(
@@ -295,7 +298,9 @@ fn open_cgroups(home: &Path) -> Mode {
             cgroups = n,
             "killed the processes a previous daemon left in {n} agent cgroup(s)"
         ),
-        Err(e) => tracing::warn!(error = %e, "failed to reap the agent cgroups a previous daemon left"),
+        Err(e) => {
+            tracing::warn!(error = %e, "failed to reap the agent cgroups a previous daemon left")
+        }
     }
     Mode::On(cgroups)
 }
@@ -481,7 +486,11 @@ mod tests {
         );
         assert_eq!(find_program(OsStr::new("tool"), None, None), None);
         assert_eq!(
-            find_program(OsStr::new("./bin/tool"), None, Some(&dir.path().join("pkg"))),
+            find_program(
+                OsStr::new("./bin/tool"),
+                None,
+                Some(&dir.path().join("pkg"))
+            ),
             Some(dir.path().join("pkg").join("./bin/tool"))
         );
         let sh = interpreter(&script, std::env::var_os("PATH").as_deref()).unwrap();

@@ -38,6 +38,6 @@ pub use config::{
     ReposCacheConfig, RetentionConfig, ServerConfig,
 };
 pub use error::DaemonError;
-pub use sandbox_config::SandboxConfig;
 pub use home::{DaemonInfo, Home, InitReport};
+pub use sandbox_config::SandboxConfig;
 pub use server::{Daemon, serve};

@@ -144,7 +144,9 @@ pub(crate) fn overlaps_home(path: &Path, home: &Path) -> Option<&'static str> {
     } else if path.starts_with(home) {
         Some("lies inside the Agency home: agents must never read it")
     } else if home.starts_with(path) {
-        Some("holds the Agency home: a rule covers everything below it, so agents could read the home")
+        Some(
+            "holds the Agency home: a rule covers everything below it, so agents could read the home",
+        )
     } else {
         None
     }

@@ -51,7 +51,11 @@ pub fn python_toolchains() -> Vec<PathBuf> {
 /// home).
 pub fn sandbox_toml(read_write: &[&Path]) -> String {
     let mut toolchains = python_toolchains();
-    toolchains.push(fixtures_dir().canonicalize().unwrap_or_else(|_| fixtures_dir()));
+    toolchains.push(
+        fixtures_dir()
+            .canonicalize()
+            .unwrap_or_else(|_| fixtures_dir()),
+    );
     let list = |paths: &mut dyn Iterator<Item = &Path>| {
         paths
             .map(|p| format!("{:?}", p.display().to_string()))
