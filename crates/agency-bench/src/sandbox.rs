@@ -80,10 +80,12 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
     let cgroups =
         Cgroups::open(&name).with_context(|| format!("failed to open the cgroups {name}"))?;
     let (mut bare, mut sandboxed, mut with_cgroup) = (Vec::new(), Vec::new(), Vec::new());
+    let mut binary = Vec::new();
     let t = Path::new(TRUE).as_os_str();
     for i in 0..samples {
         // Interleaved, so that drift in the machine's load hits all three.
         bare.push(run(Path::new(TRUE), &[]).await?);
+        binary.push(run(&agency, &["--version".as_ref()]).await?);
         let args = [
             "sandbox-exec".as_ref(),
             "--policy".as_ref(),
@@ -119,9 +121,14 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
     let _ = cgroups.remove();
     let (bare, sandboxed, with_cgroup) =
         (Pct::of(&bare), Pct::of(&sandboxed), Pct::of(&with_cgroup));
+    let binary = Pct::of(&binary);
     let base = "bare spawn of /bin/true";
     let mut s = Section::new("8. Spawn with sandbox vs bare spawn");
     for (what, p) in [
+        (
+            "reference: agency --version (the binary's own start)",
+            binary,
+        ),
         ("agency sandbox-exec -- /bin/true", sandboxed),
         (
             "… with a fresh cgroup (create, join, kill, remove)",
@@ -144,7 +151,7 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
         with_cgroup.p50.saturating_sub(bare.p50).as_secs_f64() * 1e3
     );
     s.notes.push(format!(
-        "{samples} spawns of each kind, interleaved; each spawned in a process group of its own with its output piped, and waited for. The policy is an agent's: the system directories read-only ({} entries with /etc listed entry by entry), a temporary directory read-write, one TCP port; the cgroup variant includes the daemon's work per spawn (mkdir of the agent's cgroup, writing the policy, and after the exit kill and rmdir).",
+        "{samples} spawns of each kind, interleaved (`agency --version` shows how much of the cost is starting the `agency` binary itself, which the build profile changes most); each spawned in a process group of its own with its output piped, and waited for. The policy is an agent's: the system directories read-only ({} entries with /etc listed entry by entry), a temporary directory read-write, one TCP port; the cgroup variant includes the daemon's work per spawn (mkdir of the agent's cgroup, writing the policy, and after the exit kill and rmdir).",
         policy(dir.path(), Vec::new()).read_only.len()
     ));
     if cfg.quick {
