@@ -470,6 +470,88 @@ mod tests {
         assert_eq!(loopback_port("not a url"), None);
     }
 
+    fn confiner(home: &Path) -> Confiner {
+        Confiner {
+            mode: Mode::Off,
+            home: home.to_owned(),
+            agency: PathBuf::from("/bin/true"),
+            toolchains: Vec::new(),
+            read_write: Vec::new(),
+            limits: Limits::default(),
+            ports: Vec::new(),
+        }
+    }
+
+    /// A program's directory is granted with it, unless that would grant
+    /// the Agency home: a program beside the home gets the file alone, a
+    /// program inside it (an agent could have planted it) is refused.
+    #[test]
+    fn a_program_never_brings_the_home_into_the_sandbox() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join("run")).unwrap();
+        let c = confiner(&home);
+        let exe = |p: &Path| {
+            std::fs::write(p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        // Beside the home: its directory holds the home, so the file alone.
+        let beside = root.join("agent.sh");
+        exe(&beside);
+        let mut out = Vec::new();
+        c.program_paths(&beside, None, 0, &mut out).unwrap();
+        assert!(out.contains(&beside), "{out:?}");
+        assert!(!out.iter().any(|p| home.starts_with(p)), "{out:?}");
+        // The interpreter of its #! line comes along.
+        assert!(
+            out.iter().any(|p| p.ends_with("sh") || p.ends_with("dash")),
+            "{out:?}"
+        );
+        // In a directory of its own: that directory.
+        std::fs::create_dir_all(root.join("tool")).unwrap();
+        let own = root.join("tool").join("run.sh");
+        exe(&own);
+        let mut out = Vec::new();
+        c.program_paths(&own, None, 0, &mut out).unwrap();
+        assert!(out.contains(&root.join("tool")), "{out:?}");
+        // Inside the home, or reached through a link into it: refused.
+        let inside = home.join("run").join("evil.sh");
+        exe(&inside);
+        let link = root.join("tool").join("link.sh");
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        for p in [&inside, &link] {
+            let e = c.program_paths(p, None, 0, &mut Vec::new()).unwrap_err();
+            assert!(e.to_string().contains("inside the Agency home"), "{e}");
+            assert!(e.to_string().contains("agents.sandbox = \"off\""), "{e}");
+        }
+        // A configured toolchain that turns out to lead into the home.
+        let sneaky = root.join("sneaky");
+        std::os::unix::fs::symlink(&home, &sneaky).unwrap();
+        let e = c.granted("sandbox.toolchains", &sneaky).unwrap_err();
+        assert!(e.to_string().contains("is the Agency home"), "{e}");
+        assert!(
+            c.granted("sandbox.toolchains", &root.join("missing"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_sandbox_exec_that_could_not_apply_the_policy_names_why() {
+        let log = b"failed to apply the sandbox: landlock: no ABI 6\n";
+        let why = sandbox_failure(Some(125), Some(log)).unwrap();
+        assert!(
+            why.starts_with("failed: failed to apply the sandbox: landlock"),
+            "{why}"
+        );
+        assert!(why.contains("agents.sandbox = \"off\""), "{why}");
+        // Another exit, or 125 from the agent itself, is not this.
+        assert_eq!(sandbox_failure(Some(1), Some(log)), None);
+        assert_eq!(sandbox_failure(Some(125), Some(b"my own error\n")), None);
+        assert_eq!(sandbox_failure(None, None), None);
+    }
+
     #[test]
     fn programs_are_found_as_execvp_would_and_scripts_name_their_interpreter() {
         use std::os::unix::fs::PermissionsExt;
