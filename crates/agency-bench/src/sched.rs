@@ -211,7 +211,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     let growth = large.p50.as_secs_f64() / small.p50.as_secs_f64().max(1e-9);
     s.shows = format!(
-        "the scheduler's own cost per spawn (event, work check, token, workspace, two durable writes) above a bare spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
+        "the scheduler's own cost per spawn (event, work check, token, workspace, sandbox policy and cgroup, two durable writes) above a bare spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
         if growth < 2.0 {
             ", i.e. no per-handler scan"
         } else {
