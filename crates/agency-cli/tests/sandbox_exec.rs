@@ -461,7 +461,7 @@ fn the_process_count_is_bounded() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
     let (group, policy) = confined(&sb, &cgroups, 16);
-    // A bounded bomb: 100 forks, each child sleeping.
+    // A bounded bomb: 100 forks, each child sleeping (without our pipes).
     let script = "import os, time\n\
         n = 0\n\
         for i in range(100):\n\
@@ -470,7 +470,7 @@ fn the_process_count_is_bounded() {
         \x20   except OSError as e:\n\
         \x20       print('refused after', n, 'errno', e.errno); break\n\
         \x20   if pid == 0:\n\
-        \x20       time.sleep(120); os._exit(0)\n\
+        \x20       os.closerange(0, 3); time.sleep(120); os._exit(0)\n\
         \x20   n += 1\n\
         else:\n\
         \x20   print('all', n)\n";
@@ -490,26 +490,53 @@ fn the_process_count_is_bounded() {
 }
 
 #[test]
-fn a_fork_bomb_is_contained_and_killed() {
+fn a_fork_bomb_is_contained_and_ends() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
     let (group, policy) = confined(&sb, &cgroups, 24);
-    // The classic, behind the limit checked by the test above.
+    // Before unleashing the classic, make sure its bound is in place.
+    let bounded = group.procs_files().iter().any(|f| {
+        std::fs::read_to_string(f.with_file_name("pids.max")).is_ok_and(|m| m.trim() == "24")
+    });
+    assert!(bounded, "no pids.max of 24 in {:?}", group.procs_files());
+    let errors = sb.root.join("bomb.err");
     let mut bomb = sb
-        .command(&policy, &["sh", "-c", "f() { f | f & }; f; sleep 120"])
+        .command(
+            &policy,
+            &[
+                "sh",
+                "-c",
+                "while [ ! -e go ]; do sleep 0.01; done; f() { f | f & }; f",
+            ],
+        )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&errors).unwrap())
         .spawn()
         .unwrap();
-    assert!(eventually(|| group.pids().unwrap().len() >= 20));
-    // We stay responsive while it rages, and it never exceeds its bound.
-    for _ in 0..5 {
-        assert!(Command::new("true").status().unwrap().success());
-        assert!(group.pids().unwrap().len() <= 24);
+    // And that it is inside the group before it starts.
+    let pid = i32::try_from(bomb.id()).unwrap();
+    if !eventually(|| group.pids().unwrap().contains(&pid)) {
+        let _ = bomb.kill();
+        panic!("the bomb never joined its group");
     }
-    group.kill().unwrap();
-    assert!(eventually(|| group.is_empty()), "{:?}", group.pids());
+    std::fs::write(sb.ws.join("go"), "").unwrap();
+    // We stay responsive while it rages, and it never exceeds its bound;
+    // each shell whose fork is refused exits, so the bomb burns out.
+    let mut most = 0;
+    let ended = eventually(|| {
+        assert!(Command::new("true").status().unwrap().success());
+        let n = group.pids().unwrap().len();
+        most = most.max(n);
+        n == 0
+    });
+    if !ended {
+        group.kill().unwrap();
+    }
     let _ = bomb.wait();
+    assert!(ended, "the bomb did not end");
+    assert!(most <= 24, "{most} processes");
+    let errors = std::fs::read_to_string(&errors).unwrap();
+    assert!(errors.contains("Cannot fork"), "{errors}");
 }
 
 #[test]
