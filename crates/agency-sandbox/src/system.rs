@@ -95,7 +95,7 @@ fn etc_entries(dir: &Path, denied: &[PathBuf], out: &mut Vec<PathBuf>) {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        if denied.iter().any(|d| *d == path) {
+        if denied.contains(&path) {
             continue;
         }
         if denied.iter().any(|d| d.starts_with(&path)) {
