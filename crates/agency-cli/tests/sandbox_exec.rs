@@ -246,6 +246,28 @@ fn nothing_outside_can_be_written() {
 }
 
 #[test]
+fn descriptors_opened_outside_are_not_inherited() {
+    let sb = Sandbox::new();
+    // A parent that leaks a descriptor on the token (a shell's `exec 3<`
+    // is not close-on-exec): the program must not read through it.
+    let token = sb.home.join("admin.token");
+    let policy = sb.root.join("leak-policy.json");
+    std::fs::write(&policy, sb.policy().to_json().unwrap()).unwrap();
+    let script = format!(
+        "exec 3< '{}'; '{}' sandbox-exec --policy '{}' -- sh -c 'cat <&3'",
+        token.display(),
+        env!("CARGO_BIN_EXE_agency"),
+        policy.display()
+    );
+    let o = sb.sh_unconfined(&script);
+    denied(&o);
+    assert!(!text(&o.stdout).contains(TOKEN), "{}", show(&o));
+    // The control: the same leak without the sandbox reads the token.
+    let o = sb.sh_unconfined(&format!("exec 3< '{}'; sh -c 'cat <&3'", token.display()));
+    assert_eq!(ok(&o), TOKEN);
+}
+
+#[test]
 fn symlinks_out_of_the_workspace_lead_nowhere() {
     let sb = Sandbox::new();
     // Planted from outside, as if the workspace came with it.
@@ -591,4 +613,24 @@ fn cgroups_left_behind_are_reaped() {
     assert_eq!(again.reap_all().unwrap(), 1);
     assert!(eventually(|| !alive(pids[0])));
     assert!(group.is_empty());
+}
+
+#[test]
+fn a_group_is_removed_before_its_zombie_is_reaped() {
+    // The daemon may remove an agent's group before it has waited for the
+    // agent process (its child), whose zombie then lingers a moment.
+    let sb = Sandbox::new();
+    let cgroups = TestCgroups::new();
+    let (group, policy) = confined(&sb, &cgroups, 64);
+    let mut child = sb
+        .command(&policy, &["sleep", "300"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    assert!(eventually(|| group.pids().unwrap().contains(&pid)));
+    group.remove().unwrap();
+    assert!(!alive(pid));
+    assert!(group.procs_files().iter().all(|f| !f.exists()));
+    assert!(!child.wait().unwrap().success());
 }
