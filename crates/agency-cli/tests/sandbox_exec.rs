@@ -634,3 +634,63 @@ fn a_group_is_removed_before_its_zombie_is_reaped() {
     assert!(group.procs_files().iter().all(|f| !f.exists()));
     assert!(!child.wait().unwrap().success());
 }
+
+/// x86_64 numbers of system calls the filter denies, called with harmless
+/// arguments through libc's `syscall()`.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn kernel_attack_surface_is_refused() {
+    let calls = [
+        ("io_uring_setup", 425, EPERM),
+        ("bpf", 321, EPERM),
+        ("perf_event_open", 298, EPERM),
+        ("keyctl", 250, EPERM),
+        ("add_key", 248, EPERM),
+        ("userfaultfd", 323, EPERM),
+        ("mount", 165, EPERM),
+        ("fsopen", 430, EPERM),
+        ("setns", 308, EPERM),
+        ("ptrace", 101, EPERM),
+        ("process_vm_readv", 310, EPERM),
+        ("init_module", 175, EPERM),
+        // ENOSYS, so that libc falls back to clone, whose flags are seen.
+        ("clone3", 435, 38),
+    ];
+    let mut script = String::from(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n",
+    );
+    for (name, nr, _) in &calls {
+        // ptrace(PTRACE_PEEKDATA, pid 0): no process 0, nothing traced.
+        let args = if *name == "ptrace" {
+            "2, 0, 0, 0"
+        } else {
+            "0, 0, 0, 0"
+        };
+        script.push_str(&format!(
+            "r = libc.syscall({nr}, {args}); print('{name}', 'ok' if r >= 0 else ctypes.get_errno())\n"
+        ));
+    }
+    let inside = ok(&sb_run_python(&script, true));
+    let outside = ok(&sb_run_python(&script, false));
+    for ((name, _, errno), (i, o)) in calls.iter().zip(inside.lines().zip(outside.lines())) {
+        assert_eq!(i, format!("{name} {errno}"), "inside:\n{inside}");
+        assert_ne!(
+            o,
+            format!("{name} {errno}"),
+            "the control already fails:\n{outside}"
+        );
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn sb_run_python(script: &str, confined: bool) -> Output {
+    let sb = Sandbox::new();
+    if confined {
+        sb.run(&sb.policy(), &[PYTHON, "-c", script])
+    } else {
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg("-c").arg(script);
+        sb.env(&mut cmd);
+        cmd.output().unwrap()
+    }
+}
