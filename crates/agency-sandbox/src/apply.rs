@@ -33,11 +33,17 @@ use crate::{Limits, Policy, SandboxError, landlock_rules, seccomp};
 ///    uid 0 gains none back;
 /// 5. seccomp (see the `seccomp` module);
 /// 6. Landlock: the policy's paths and ports, the scopes; ABI 6 required.
+///
+/// Before all that, every inherited descriptor above stderr is marked
+/// close-on-exec: Landlock checks opening, not using, so a descriptor the
+/// parent leaked (a database, a listening socket, a file a shell opened
+/// with `exec 3<`) would otherwise carry access past the walls.
 pub fn apply(policy: &Policy) -> Result<(), SandboxError> {
     policy
         .validate()
         .map_err(|e| SandboxError::apply("policy", e))?;
     single_threaded()?;
+    close_fds::CloseFdsBuilder::new().cloexecfrom(3);
     join_cgroups(&policy.cgroup_procs)?;
     set_limits(&policy.limits)?;
     set_no_new_privs(true).map_err(|e| SandboxError::apply("no_new_privs", e))?;

@@ -121,4 +121,19 @@ mod tests {
         p.landlock_abi = None;
         assert!(p.problems()[0].contains("Landlock is not available"));
     }
+
+    /// The project's machines (and CI's) have what the sandbox needs; a
+    /// machine without it fails here with the reason.
+    #[test]
+    fn this_machine_can_sandbox() {
+        let p = probe().expect("probe");
+        assert!(
+            p.problems().is_empty(),
+            "{:?}: {}",
+            p.problems(),
+            p.summary()
+        );
+        assert!(p.landlock_abi.is_some_and(|v| v >= 6), "{}", p.summary());
+        eprintln!("{}", p.summary());
+    }
 }

@@ -43,8 +43,10 @@ const ETC_SECRETS: &[&str] = &[
 ];
 
 /// Device files that must be writable (sinks and sources every shell and
-/// runtime opens).
-const RW_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+/// runtime opens). Not `/dev/tty`: an agent sharing the daemon's
+/// controlling terminal could write to the user's screen or, through
+/// `TIOCSTI`, type into it.
+const RW_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
 /// Device files that are read only.
 const RO_DEVICES: &[&str] = &["/dev/random", "/dev/urandom"];
@@ -75,7 +77,7 @@ pub fn system_read_only() -> Vec<PathBuf> {
 }
 
 /// Device files an agent may write (and read): `/dev/null`, `/dev/zero`,
-/// `/dev/full`, `/dev/tty`, those present. They go in
+/// `/dev/full`, those present. They go in
 /// [`crate::Policy::read_write`] as files.
 pub fn system_read_write_files() -> Vec<PathBuf> {
     RW_DEVICES
@@ -95,7 +97,7 @@ fn etc_entries(dir: &Path, denied: &[PathBuf], out: &mut Vec<PathBuf>) {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        if denied.iter().any(|d| *d == path) {
+        if denied.contains(&path) {
             continue;
         }
         if denied.iter().any(|d| d.starts_with(&path)) {
