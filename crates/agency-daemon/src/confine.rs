@@ -537,6 +537,43 @@ mod tests {
         );
     }
 
+    /// Fail closed: on a machine that cannot confine, no command is
+    /// handed back, only the cause and the way out; `off` hands the
+    /// command back untouched.
+    #[test]
+    fn an_unavailable_sandbox_refuses_every_spawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            handler: agency_core::HandlerId::new_random(),
+            agent: agency_core::AgentId::new_random(),
+            token: "t".into(),
+            mcp_url: "http://127.0.0.1:1/mcp".into(),
+            workspace: dir.path().join("workspace"),
+            run_dir: dir.path().join("run"),
+            system_prompt: String::new(),
+            initial_message: String::new(),
+            mcp_servers: vec![],
+            launcher: "/bin/true".into(),
+            launch_nonces: Default::default(),
+        };
+        let mut c = confiner(&dir.path().join("home"));
+        c.mode = Mode::Unavailable("Landlock is not available".into());
+        assert_eq!(c.status(), "unavailable: Landlock is not available");
+        let e = c
+            .confine(Command::new("/bin/true"), &spec, &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Landlock is not available"), "{e}");
+        assert!(e.contains("agents.sandbox = \"off\""), "{e}");
+        c.mode = Mode::Off;
+        assert_eq!(c.status(), "off");
+        let (cmd, cgroup) = c
+            .confine(Command::new("/bin/true"), &spec, &[], &[])
+            .unwrap();
+        assert_eq!(cmd.as_std().get_program(), "/bin/true");
+        assert!(cgroup.is_none());
+    }
+
     #[test]
     fn a_sandbox_exec_that_could_not_apply_the_policy_names_why() {
         let log = b"failed to apply the sandbox: landlock: no ABI 6\n";

@@ -28,7 +28,7 @@ mod rest;
 mod rest_records;
 mod retention;
 pub mod runtime;
-pub mod sandbox_config;
+mod sandbox_config;
 pub mod secrets;
 mod server;
 mod supervisor;
