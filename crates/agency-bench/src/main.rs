@@ -18,6 +18,7 @@ mod growth;
 mod latency;
 mod populate;
 mod report;
+mod sandbox;
 mod scale;
 mod sched;
 mod util;
@@ -40,7 +41,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-7); the others are listed as
+    /// Run only these items (comma separated, 1-8); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -74,7 +75,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 7] = [
+    let items: [Item; 8] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -86,6 +87,9 @@ fn main() -> Result<()> {
         (5, "5. Scale", |c| util::block(scale::run(c))),
         (6, "6. Many agents", |c| util::block(agents::run(c))),
         (7, "7. Storage per event", growth::run),
+        (8, "8. Spawn with sandbox vs bare spawn", |c| {
+            util::block(sandbox::run_item(c))
+        }),
     ];
     let _guard = rt.enter();
     for (n, title, f) in items {

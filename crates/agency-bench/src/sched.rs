@@ -81,10 +81,14 @@ async fn with_handlers(n: usize, samples: usize) -> Result<(Pct, Duration)> {
     std::fs::create_dir_all(&stamps).context("failed to create the stamp directory")?;
     let me = std::env::current_exe().context("failed to find the running executable")?;
     // No respawn or stall during the run: each handler gets one agent,
-    // which exits at once without acknowledging its mail.
+    // which exits at once without acknowledging its mail. Agents run
+    // confined (the default), through the `agency` binary's
+    // `sandbox-exec`; the stamps directory is theirs to write.
     let config = format!(
-        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nrespawn_backoff_ms = 3600000\nmax_backoff_ms = 3600000\nstall_after_exits = 1000\nidle_timeout_ms = 0\n[agents.command]\nprogram = {:?}\nargs = [\"__stamp\", {:?}]\n",
+        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nrespawn_backoff_ms = 3600000\nmax_backoff_ms = 3600000\nstall_after_exits = 1000\nidle_timeout_ms = 0\nagency_program = {:?}\n[agents.command]\nprogram = {:?}\nargs = [\"__stamp\", {:?}]\n[sandbox]\nread_write = [{:?}]\n",
+        crate::util::agency_bin()?.display().to_string(),
         me.display().to_string(),
+        stamps.display().to_string(),
         stamps.display().to_string()
     );
     let home = new_home(&dir.path().join("home"), &config)?;
@@ -207,7 +211,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     let growth = large.p50.as_secs_f64() / small.p50.as_secs_f64().max(1e-9);
     s.shows = format!(
-        "the scheduler's own cost per spawn (event, work check, token, workspace, two durable writes) above a bare spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
+        "the scheduler's own cost per spawn (event, work check, token, workspace, sandbox policy and cgroup, two durable writes) above a bare spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
         if growth < 2.0 {
             ", i.e. no per-handler scan"
         } else {
@@ -215,7 +219,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         }
     );
     s.notes.push(format!(
-        "{samples} deliveries per store size, one at a time, each to a different idle handler (user → handler mail through `Service::mail_send` on the in-process daemon); `command` runtime running `agency-bench __stamp`, which writes its start time (CLOCK_REALTIME) and exits; max_concurrent 4; respawn backoff set to an hour so exited agents do not come back during the run."
+        "{samples} deliveries per store size, one at a time, each to a different idle handler (user → handler mail through `Service::mail_send` on the in-process daemon); `command` runtime running `agency-bench __stamp`, which writes its start time (CLOCK_REALTIME) and exits; max_concurrent 4; respawn backoff set to an hour so exited agents do not come back during the run. Agents run confined (the default, `agency sandbox-exec` and a cgroup per agent: item 8 measures that part alone), the direct baseline does not."
     ));
     s.notes.push(format!(
         "stores populated through the store's `Tx` in transactions of ~14,000 handlers (outcome + edge + handler + state document + audit log each): 100 handlers in {:.1} s, {big} in {:.1} s; see `crates/agency-bench/src/populate.rs`.",

@@ -184,6 +184,13 @@ pub enum Command {
     /// and tests, until SIGINT or SIGTERM. `--help-format` explains the
     /// script.
     ModelServer(ModelServerArgs),
+
+    /// Apply the sandbox policy FILE to this process, then run PROGRAM in
+    /// it with the same environment and working directory (how the daemon
+    /// starts agents). Exits 125 without running PROGRAM if the sandbox
+    /// cannot be applied.
+    #[command(hide = true)]
+    SandboxExec(SandboxExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -416,7 +423,13 @@ pub struct McpStdioArgs {
 
 /// Subcommands for which the global `--home` or `--json` mean nothing:
 /// hidden from their help, and refused if given (see [`refuse_meaningless`]).
-const NO_HOME: &[&str] = &["model-server", "agent", "mcp-launch", "tools"];
+const NO_HOME: &[&str] = &[
+    "model-server",
+    "agent",
+    "mcp-launch",
+    "tools",
+    "sandbox-exec",
+];
 const NO_JSON: &[&str] = &[
     "model-server",
     "agent",
@@ -424,6 +437,7 @@ const NO_JSON: &[&str] = &[
     "mcp-stdio",
     "serve",
     "demo",
+    "sandbox-exec",
 ];
 
 /// The command line as clap builds it, with the global options hidden
@@ -502,4 +516,14 @@ pub struct GcArgs {
     /// Change nothing; report what would be removed now.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The sandbox policy (JSON, see the agency-sandbox crate's `Policy`).
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// The program to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    pub command: Vec<std::ffi::OsString>,
 }

@@ -13,6 +13,7 @@ mod org;
 mod records;
 mod reopen;
 mod runtime;
+mod sandbox_exec;
 mod tokens;
 mod tools;
 
@@ -57,6 +58,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     if let Command::ModelServer(a) = &cli.command {
         return runtime::model_server(a);
+    }
+    // Nor the sandbox, which must run before anything starts a thread.
+    if let Command::SandboxExec(a) = &cli.command {
+        return sandbox_exec::sandbox_exec(&a.policy, &a.command);
     }
     let home = Home::resolve(cli.home)?;
     let ctx = Ctx {
@@ -106,6 +111,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             unreachable!("handled before the home is resolved")
         }
         Command::Demo => unreachable!("handled before the home is resolved"),
+        Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
     }
 }
 

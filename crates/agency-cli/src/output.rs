@@ -16,7 +16,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 pub use agency_daemon::api::{AgentsView, StatusView};
 
 mod hints;
-pub use hints::{no_runtime_hint, tools};
+pub use hints::{no_runtime_hint, sandbox_warning, tools};
 
 /// A borderless table, columns two spaces apart, no trailing blanks (so
 /// snapshots and `diff`s of the output stay clean). Never wraps: a pipe
@@ -147,6 +147,14 @@ pub fn status(s: &StatusView) -> String {
                 r => r.to_owned(),
             },
         ],
+        vec![
+            "agent sandbox".into(),
+            match s.sandbox.as_str() {
+                "" => "-".to_owned(),
+                "off" => "OFF (agents run unconfined)".to_owned(),
+                other => other.to_owned(),
+            },
+        ],
         vec!["root handler".into(), or_dash(s.root_handler)],
         vec![
             "active handlers".into(),
@@ -161,6 +169,10 @@ pub fn status(s: &StatusView) -> String {
         vec!["KB files".into(), s.counts.files.to_string()],
     ];
     let mut out = table(&[], rows);
+    if let Some(warning) = sandbox_warning(s) {
+        out.push('\n');
+        out.push_str(&warning);
+    }
     if let Some(hint) = no_runtime_hint(s) {
         out.push('\n');
         out.push_str(&hint);

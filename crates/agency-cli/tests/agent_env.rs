@@ -44,9 +44,13 @@ async fn wait_for_file(path: &Path, story: &Story) -> String {
 }
 
 /// Start a daemon with `agents` (its `[agents]` section) and the marked
-/// variables in its environment; the user writes to the root.
-async fn story(agents: &str, secret: &str, unrelated: &str) -> Story {
-    let cfg = format!("{agents}\n[secrets]\nleak = {{ env = {SECRET:?} }}\n");
+/// variables in its environment; the user writes to the root. Its agents
+/// (confined) may write into `out`, where they leave what the test reads.
+async fn story(agents: &str, secret: &str, unrelated: &str, out: &Path) -> Story {
+    let cfg = format!(
+        "{agents}\n[secrets]\nleak = {{ env = {SECRET:?} }}\n{}",
+        agency_testkit::sandbox::sandbox_toml(&[out])
+    );
     let story = Story::start_with_env(
         &cfg,
         Duration::from_secs(60),
@@ -102,6 +106,7 @@ async fn issue9_item5_a_command_agent_gets_nothing_of_the_daemons_environment() 
         &format!("[agents]\nruntime = \"command\"\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
         &secret,
         &unrelated,
+        out.path(),
     )
     .await;
     let env = wait_for_file(&env_file, &story).await;
@@ -145,6 +150,7 @@ async fn issue9_items5_and_6_claude_code_gets_a_clean_environment_and_no_prompt_
         ),
         &secret,
         &unrelated,
+        out.path(),
     )
     .await;
     let env = wait_for_file(&out.path().join("env.txt"), &story).await;
@@ -204,6 +210,7 @@ async fn issue14_item2_a_restart_after_kill_9_stops_the_agent_left_running() {
         &format!("[agents]\nruntime = \"command\"\nkill_grace_ms = 500\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
         &secret,
         &unrelated,
+        out.path(),
     )
     .await;
     let pid: u32 = wait_for_file(&pid_file, &story)

@@ -61,6 +61,7 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     home              [TMP]/home
     version           0.1.0
     agent runtime     none (no agent will answer mail)
+    agent sandbox     on
     root handler      [UUID]
     active handlers   1
     stalled handlers  0

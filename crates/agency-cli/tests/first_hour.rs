@@ -373,6 +373,7 @@ fn issue14_item7_with_no_runtime_status_send_and_tell_say_no_agent_will_answer()
     home              [TMP]/home
     version           0.1.0
     agent runtime     none (no agent will answer mail)
+    agent sandbox     on
     root handler      [UUID]
     active handlers   1
     stalled handlers  0

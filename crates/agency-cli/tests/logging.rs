@@ -160,6 +160,7 @@ exit 3
 
 #[test]
 fn issue9_item16_agent_output_is_kept_with_its_run_bounded_redacted_and_shown_escaped() {
+    // Apart from the home: the confined agent writes `seen-token` there.
     let tmp = tempfile::tempdir().unwrap();
     let script = tmp.path().join("agent.sh");
     let seen = tmp.path().join("seen-token");
@@ -171,8 +172,9 @@ fn issue9_item16_agent_output_is_kept_with_its_run_bounded_redacted_and_shown_es
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let config = format!(
-        "[agents]\nruntime = \"command\"\nstall_after_exits = 1\n[agents.command]\nprogram = \"{}\"\n[log]\nagent_log_head_bytes = 1024\nagent_log_tail_bytes = 4096\n",
-        script.display()
+        "[agents]\nruntime = \"command\"\nstall_after_exits = 1\n[agents.command]\nprogram = \"{}\"\n[log]\nagent_log_head_bytes = 1024\nagent_log_tail_bytes = 4096\n{}",
+        script.display(),
+        agency_testkit::sandbox::sandbox_toml(&[tmp.path()])
     );
     let mut d = Served::start(&config);
     let (code, _, err) = agency(&d.home, &["send", "Please work"]);

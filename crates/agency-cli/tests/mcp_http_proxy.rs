@@ -50,9 +50,11 @@ async fn issue9_item6_an_http_server_is_reached_through_the_daemon_with_its_secr
         config_file.display().to_string()
     );
     let cfg = format!(
-        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.web]\nurl = {url:?}\nheaders = {{ X-Echo-Key = \"${{secret:k}}\" }}\n",
+        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[secrets]\nk = {{ file = {:?} }}\n[mcp_servers.web]\nurl = {url:?}\nheaders = {{ X-Echo-Key = \"${{secret:k}}\" }}\n{}",
         agent_story::BIN,
-        key.display().to_string()
+        key.display().to_string(),
+        // The agent (confined) copies its MCP configuration out for the test.
+        agency_testkit::sandbox::sandbox_toml(&[out.path()])
     );
     let story = Story::start(&cfg, Duration::from_secs(60)).await;
     let root = json(&story.home, &["handlers"])[0]["id"]

@@ -105,9 +105,11 @@ other = {{ env = "LEAK_OTHER_SECRET" }}
 command = "python3"
 args = [{FIXTURE:?}]
 env = {{ ECHO_SECRET = "${{secret:echo_key}}", ECHO_MODE = "plain" }}
-"#,
+{}"#,
         agents(&model.base_url()),
         secret_file.display().to_string(),
+        // The server (python3, the fixture) runs inside the agent's sandbox.
+        agency_testkit::sandbox::sandbox_toml(&[]),
     );
     let mut story = Story::start_with_env(
         &cfg,

@@ -19,6 +19,10 @@ pub struct StatusView {
     /// answers mail until one is configured.
     #[serde(default)]
     pub runtime: String,
+    /// Whether agents run confined: `on`, `off` (`agents.sandbox = "off"`,
+    /// agents run unconfined) or `unavailable: CAUSE` (none can start).
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 /// `GET /v1/agents`.

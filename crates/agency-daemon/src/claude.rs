@@ -221,6 +221,10 @@ impl Runtime for ClaudeCodeRuntime {
     fn collect(&self, spec: &SpawnSpec) -> RunReport {
         collect_transcript(&spec.run_dir.join("transcript.jsonl"))
     }
+
+    fn programs(&self) -> Vec<String> {
+        vec![self.cfg.program.clone()]
+    }
 }
 
 fn collect_transcript(path: &Path) -> RunReport {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DaemonError;
 use crate::mcp_servers::McpServerConfig;
+use crate::sandbox_config::SandboxConfig;
 use crate::secrets::SecretSource;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +31,9 @@ pub struct Config {
     pub log: LogConfig,
     /// How the repo cache refreshes its mirrors.
     pub repos_cache: ReposCacheConfig,
+    /// What agents may touch besides their own directory, and their
+    /// resource limits (`agents.sandbox` switches the sandbox on or off).
+    pub sandbox: SandboxConfig,
 }
 
 /// `[log]`: the daemon's log file (`logs/daemon.log` in the home) and the
@@ -191,6 +195,11 @@ pub struct AgentsConfig {
     pub command: CommandConfig,
     pub builtin: BuiltinConfig,
     pub claude_code: ClaudeCodeConfig,
+    /// `on` (the default): every agent process and extra MCP server runs
+    /// confined (`[sandbox]`); a sandbox that cannot be applied keeps the
+    /// agent from starting. `off` runs agents unconfined, as the daemon's
+    /// user, and `agency status` says so on every call.
+    pub sandbox: String,
 }
 
 impl Default for AgentsConfig {
@@ -208,6 +217,7 @@ impl Default for AgentsConfig {
             command: CommandConfig::default(),
             builtin: BuiltinConfig::default(),
             claude_code: ClaudeCodeConfig::default(),
+            sandbox: "on".to_owned(),
         }
     }
 }
@@ -420,6 +430,10 @@ impl Config {
                 "agents.max_concurrent and agents.stall_after_exits must be at least 1".to_owned(),
             ));
         }
+        crate::sandbox_config::check_switch(&cfg.agents.sandbox).map_err(bad)?;
+        // The home is the directory of agency.toml.
+        let home = path.parent().unwrap_or(Path::new(""));
+        cfg.sandbox.validate(home).map_err(bad)?;
         Ok(cfg)
     }
 
@@ -513,6 +527,13 @@ config_restart_grace_ms = 120000
 # The agency binary for agents' helper processes (the builtin loop, the
 # launcher of extra MCP servers); empty = this executable.
 agency_program = ""
+# "on": every agent process (and extra MCP server) runs confined, see
+# [sandbox]; if the sandbox cannot be applied the agent does not start.
+# "off" runs agents UNCONFINED, as the daemon's user: they can then read
+# this home (admin.token, agency.db, other agents' tokens), and
+# `agency status` warns on every call. Only for a machine that cannot
+# confine, and agents you would trust with your account.
+sandbox = "on"
 
 [agents.command]
 program = ""
@@ -566,6 +587,26 @@ agent_log_tail_bytes = 1048576
 fetch_timeout_secs = 300
 # A mirror fetched less than this long ago is used as it is (0: always fetch).
 refresh_interval_secs = 60
+
+[sandbox]
+# With agents.sandbox = "on", an agent (and every process it starts, extra
+# MCP servers included) may write only its own directory (workspace, HOME,
+# TMPDIR), read the system directories (/usr, /bin, /lib, /etc but its
+# secrets), its runtime's program and these toolchains, and open TCP
+# connections only to the daemon's ports. Nothing of this home is readable.
+# Extra directories to read and execute (absolute; not this home nor a
+# directory holding it), e.g. ["/root/.cargo", "/root/.pyenv"]:
+toolchains = []
+# Extra directories every agent may write (shared by all agents):
+read_write = []
+# Limits per agent; 0 = none. Processes and memory count the agent and all
+# its descendants together; CPU time, file size and open files are per
+# process.
+max_processes = 512
+memory_mb = 8192
+cpu_seconds = 3600
+file_size_mb = 4096
+open_files = 4096
 
 # Secrets, read once when the daemon starts and kept in memory only (never
 # written to the store, logs or agents' files). Exactly one source each:
@@ -695,6 +736,12 @@ mod tests {
             "[agents.claude_code]\ntools = [\"bash\"]\n",
             "[agents.claude_code]\ntools = [\"Bash(git *)\"]\n",
             "[agents.claude_code]\ntools = \"Bash\"\n",
+            "[agents]\nsandbox = \"yes\"\n",
+            "[sandbox]\ntoolchains = [\"rel\"]\n",
+            "[sandbox]\nread_write = [\"/h/run\"]\n",
+            "[sandbox]\ntoolchains = [\"/\"]\n",
+            "[sandbox]\nmax_processes = 2\n",
+            "[sandbox]\nnetwork = true\n",
         ] {
             let e = Config::parse(Path::new("/h/agency.toml"), bad)
                 .unwrap_err()
@@ -754,6 +801,9 @@ mod tests {
                 repos in proptest::collection::btree_map(prop_oneof!["[a-z][a-z0-9-]{0,10}", "\\PC{0,12}"], "\\PC{0,12}", 0..3),
                 quotas in proptest::collection::vec(prop_oneof![Just(0usize), 1usize..=2000, MAX_QUOTA..=MAX_QUOTA + 1], 5),
                 retention in (any::<u32>(), prop_oneof![Just(0u32), 1u32..=100_000], any::<u32>()),
+                sandbox in prop_oneof![Just("on".to_owned()), Just("off".to_owned()), word()],
+                max_processes in prop_oneof![Just(0u64), 1u64..16, 16u64..100_000],
+                toolchains in proptest::collection::vec(prop_oneof![Just("/opt/tc".to_owned()), Just("/h".to_owned()), Just("/h/run".to_owned()), Just("/".to_owned()), "\\PC{0,8}"], 0..3),
             ) -> Config {
                 let mut c = Config::default();
                 c.server.port = port;
@@ -776,6 +826,9 @@ mod tests {
                 c.limits.max_handlers_per_subtree = quotas[3];
                 c.limits.max_delegation_depth = quotas[4];
                 (c.retention.acked_mail_days, c.retention.blob_grace_minutes, c.retention.gc_interval_hours) = retention;
+                c.agents.sandbox = sandbox;
+                c.sandbox.max_processes = max_processes;
+                c.sandbox.toolchains = toolchains;
                 c
             }
         }
@@ -811,6 +864,16 @@ mod tests {
                 && c.repos
                     .keys()
                     .all(|n| agency_core::validate::check_name("repo", n).is_ok())
+                && (a.sandbox == "on" || a.sandbox == "off")
+                && (c.sandbox.max_processes == 0 || c.sandbox.max_processes >= 8)
+                // Absolute, no "." or "..", and apart from the home /h
+                // (neither it, inside it, nor above it).
+                && c.sandbox.toolchains.iter().all(|t| {
+                    let parts: Vec<&str> = t.split('/').filter(|p| !p.is_empty()).collect();
+                    t.starts_with('/')
+                        && !parts.iter().any(|p| *p == "." || *p == "..")
+                        && parts.first().is_some_and(|p| *p != "h")
+                })
         }
 
         const PATH: &str = "/h/agency.toml";

@@ -47,9 +47,8 @@ const UPLOAD_PACK: &str = "git-upload-pack";
 #[derive(Debug, Default)]
 pub(crate) struct UploadPacks(Mutex<HashMap<AgentId, Vec<String>>>);
 
-// Wired by the sandbox (issue 10 item 3): the supervisor calls `set` when
-// it spawns a sandboxed agent and `forget_agent` when it ends.
-#[allow(dead_code)]
+// The supervisor calls `set` when it spawns a sandboxed agent and
+// `forget_agent` when it ends.
 impl UploadPacks {
     /// Read `agent`'s clones with `prefix… git-upload-pack <git dir>`.
     pub fn set(&self, agent: AgentId, prefix: Vec<String>) {

@@ -174,9 +174,11 @@ pub(crate) fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadR
 async fn status(State(st): State<Arc<AppState>>) -> Response {
     let (home, addr) = (st.home.display().to_string(), st.addr.to_string());
     let runtime = st.runtime.clone();
+    let sandbox = st.sandbox.clone();
     call(&st, move |svc| {
         Ok(StatusView {
             runtime,
+            sandbox,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             home,
             addr,

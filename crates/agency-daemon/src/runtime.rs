@@ -181,6 +181,11 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError>;
     /// After exit: what the agent reported (usage, transcript), if anything.
     fn collect(&self, spec: &SpawnSpec) -> RunReport;
+    /// Programs the command starts besides its own (Claude Code's CLI,
+    /// run through `/bin/sh`): the sandbox lets the agent read them.
+    fn programs(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A configured command: the agent's token, MCP URL and prompt reach it in

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::activity::Activity;
 use crate::claude::ClaudeCodeRuntime;
+use crate::confine::Confiner;
 use crate::egress::EgressProxy;
 use crate::error::DaemonError;
 use crate::home::{DaemonInfo, Home};
@@ -45,6 +46,8 @@ pub(crate) struct AppState {
     pub proxy_client: reqwest::Client,
     /// `agents.runtime` from the configuration (`none` when no agent runs).
     pub runtime: String,
+    /// Whether agents run confined: `on`, `off`, `unavailable: CAUSE`.
+    pub sandbox: String,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
 }
@@ -66,6 +69,10 @@ pub struct Daemon {
     supervisor: Option<Supervisor>,
     /// The forward proxy agents reach the network through (`egress.rs`).
     egress: Option<EgressProxy>,
+    /// `on`, `off` or `unavailable: CAUSE` (see [`Daemon::sandbox`]).
+    sandbox: String,
+    /// Removes the daemon's cgroups at stop.
+    confiner: Arc<Confiner>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     // Held for the daemon's lifetime: a second daemon on the same home fails
@@ -139,6 +146,36 @@ impl Daemon {
             addr: want.to_string(),
             cause: e,
         })?;
+        let agency_program = if cfg.agents.agency_program.is_empty() {
+            std::env::current_exe()
+                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
+        } else {
+            PathBuf::from(&cfg.agents.agency_program)
+        };
+        // Probing the sandbox and opening the cgroups (which kills what a
+        // crashed daemon left in them) is blocking work.
+        let confiner = {
+            let (cfg, dir, program) = (cfg.clone(), home.dir().to_owned(), agency_program.clone());
+            let port = addr.port();
+            tokio::task::spawn_blocking(move || Confiner::start(&cfg, &dir, program, port))
+                .await
+                .map_err(|e| {
+                    DaemonError::io("open the cgroups of", home.dir(), std::io::Error::other(e))
+                })?
+        };
+        let sandbox = confiner.status();
+        match sandbox.as_str() {
+            "on" => {}
+            "off" => tracing::warn!(
+                "agents run UNCONFINED (agents.sandbox = \"off\" in {}): they can read this whole home, admin.token and agency.db included, and reach any address",
+                home.config_path().display()
+            ),
+            why => tracing::error!(
+                "no agent can start: the sandbox is {why}; fix the cause, or set agents.sandbox = \"off\" in {} to run agents unconfined",
+                home.config_path().display()
+            ),
+        }
+        let confiner = Arc::new(confiner);
         let activity = Arc::new(Activity::default());
         let egress = EgressProxy::start(svc.clone(), activity.clone()).await?;
         let nonces = Arc::new(launch::LaunchNonces::default());
@@ -147,6 +184,7 @@ impl Daemon {
             nonces: nonces.clone(),
             proxy_client: crate::mcp_proxy::client()?,
             runtime: cfg.agents.runtime.clone(),
+            sandbox: sandbox.clone(),
             shutdown_requested: shutdown_requested.clone(),
             activity: activity.clone(),
             svc: svc.clone(),
@@ -164,15 +202,18 @@ impl Daemon {
             .fallback(not_found)
             .layer(crate::logging::http_trace_layer());
         let mcp_shutdown = agency_mcp::CancellationToken::new();
+        let upload_packs = Arc::new(crate::repo_push::UploadPacks::default());
+        let mut repo_cache = GitRepoCache::new(
+            home.dir().join("repos"),
+            cfg.repos.clone(),
+            &cfg.repos_cache,
+        );
+        repo_cache.upload_packs = upload_packs.clone();
         let mcp = agency_mcp::router_with(
             svc.clone(),
             agency_mcp::RouterOptions {
                 shutdown: mcp_shutdown.clone(),
-                repos: Some(Arc::new(GitRepoCache::new(
-                    home.dir().join("repos"),
-                    cfg.repos.clone(),
-                    &cfg.repos_cache,
-                ))),
+                repos: Some(Arc::new(repo_cache)),
                 ..Default::default()
             },
         )
@@ -219,12 +260,6 @@ impl Daemon {
             })
             .await;
         }
-        let agency_program = if cfg.agents.agency_program.is_empty() {
-            std::env::current_exe()
-                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
-        } else {
-            PathBuf::from(&cfg.agents.agency_program)
-        };
         let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
             "command" => Some(Arc::new(CommandRuntime {
                 program: cfg.agents.command.program.clone(),
@@ -253,6 +288,9 @@ impl Daemon {
                     nonces: nonces.clone(),
                     log: cfg.log.clone(),
                     egress_proxy: egress.addr(),
+                    confiner: confiner.clone(),
+                    upload_packs,
+                    extra_connect_ports: vec![egress.addr().port()],
                 },
             )
         });
@@ -277,6 +315,8 @@ impl Daemon {
             mail,
             supervisor,
             egress: Some(egress),
+            sandbox,
+            confiner,
             _lock: lock,
         })
     }
@@ -293,6 +333,12 @@ impl Daemon {
     /// in `HTTP(S)_PROXY`.
     pub fn egress_proxy_addr(&self) -> Option<SocketAddr> {
         self.egress.as_ref().map(EgressProxy::addr)
+    }
+
+    /// Whether agents run confined: `on`, `off` (`agents.sandbox = "off"`:
+    /// unconfined) or `unavailable: CAUSE` (none can start).
+    pub fn sandbox(&self) -> &str {
+        &self.sandbox
     }
 
     /// Completes when the user asked the daemon to stop (`agency
@@ -313,6 +359,8 @@ impl Daemon {
         if let Some(egress) = self.egress.take() {
             egress.stop().await;
         }
+        let confiner = self.confiner.clone();
+        let _ = tokio::task::spawn_blocking(move || confiner.shutdown()).await;
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

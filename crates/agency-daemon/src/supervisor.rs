@@ -32,6 +32,7 @@ use tokio::time::Instant;
 use crate::activity::Activity;
 use crate::agent_log::LogCapture;
 use crate::config::{AgentsConfig, LogConfig};
+use crate::confine::Confiner;
 use crate::launch::LaunchNonces;
 use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
@@ -72,6 +73,23 @@ struct Running {
     config_restart: bool,
     /// Its stdout and stderr, captured (bounded) for the run record.
     log: Option<LogCapture>,
+    /// Its cgroup (sandbox on): killed with the group, removed after exit.
+    cgroup: Option<Arc<agency_sandbox::AgentCgroup>>,
+}
+
+impl Running {
+    /// Stop the agent: SIGTERM to its group, the grace period, SIGKILL,
+    /// then its cgroup is killed too, which reaches the processes that left
+    /// the group (`setsid`, a double fork, a leader that changed group).
+    fn stop(&self, grace: Duration) {
+        let (pgid, cgroup) = (self.pgid, self.cgroup.clone());
+        tokio::spawn(async move {
+            stop_group(pgid, grace).await;
+            if let Some(cg) = cgroup {
+                crate::confine::kill(cg).await;
+            }
+        });
+    }
 }
 
 /// What the supervisor needs besides the service and the runtime.
@@ -91,6 +109,14 @@ pub(crate) struct SupervisorSetup {
     /// The egress proxy (127.0.0.1): agents get it as `HTTP(S)_PROXY`; its
     /// port is one the sandbox must let them connect to.
     pub egress_proxy: SocketAddr,
+    /// Builds each spawn's sandbox (or runs it unconfined, `off`).
+    pub confiner: Arc<Confiner>,
+    /// Per agent, how `repo_push` reads its clones: through the agent's own
+    /// sandbox when it has one (`repo_push.rs`).
+    pub upload_packs: Arc<crate::repo_push::UploadPacks>,
+    /// Ports agents may connect to besides the daemon's MCP port and a
+    /// loopback model server's (the egress proxy's).
+    pub extra_connect_ports: Vec<u16>,
 }
 
 /// Handle to the running dispatcher.
@@ -125,6 +151,9 @@ impl Supervisor {
             nonces: setup.nonces,
             log: setup.log,
             egress_proxy: setup.egress_proxy,
+            confiner: setup.confiner,
+            upload_packs: setup.upload_packs,
+            extra_connect_ports: setup.extra_connect_ports,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -203,6 +232,9 @@ struct State {
     nonces: Arc<LaunchNonces>,
     log: LogConfig,
     egress_proxy: SocketAddr,
+    confiner: Arc<Confiner>,
+    upload_packs: Arc<crate::repo_push::UploadPacks>,
+    extra_connect_ports: Vec<u16>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -399,10 +431,45 @@ impl State {
             })
             .await;
         let mut log_reader = None;
+        let mut cgroup = None;
         let child = self
             .runtime
             .command(&spec)
             .map_err(|e| SpawnError::Io(e.to_string()))
+            .and_then(|cmd| {
+                // Inside the sandbox (agency sandbox-exec), unless it is off;
+                // a sandbox that cannot be built keeps the agent from
+                // starting (the error names the cause and the way out).
+                let (cmd, cg) = self
+                    .confiner
+                    .confine(
+                        cmd,
+                        &spec,
+                        &self.runtime.programs(),
+                        &self.extra_connect_ports,
+                    )
+                    .map_err(|e| SpawnError::Io(e.to_string()))?;
+                if cg.is_some() {
+                    // The daemon's `repo_push` reads this agent's clones
+                    // with git-upload-pack inside the agent's own sandbox,
+                    // so a hostile clone (alternates into another agent's
+                    // directory, a swapped file) reads only what the agent
+                    // itself may read.
+                    let policy = spec.run_dir.join("sandbox.json");
+                    self.upload_packs.set(
+                        spec.agent,
+                        vec![
+                            self.launcher.to_string_lossy().into_owned(),
+                            "sandbox-exec".to_owned(),
+                            "--policy".to_owned(),
+                            policy.to_string_lossy().into_owned(),
+                            "--".to_owned(),
+                        ],
+                    );
+                }
+                cgroup = cg.map(Arc::new);
+                Ok(cmd)
+            })
             .and_then(|mut cmd| {
                 let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
                     SpawnError::Io(format!(
@@ -435,8 +502,12 @@ impl State {
                     ..RunReport::default()
                 };
                 let _ = self.blocking(move |s| s.agent_finish(agent, &report)).await;
+                if let Some(cg) = cgroup {
+                    crate::confine::release(cg).await;
+                }
                 let _ = std::fs::remove_dir_all(&dir);
                 self.nonces.forget_agent(agent);
+                self.upload_packs.forget_agent(agent);
                 self.note_failure(h);
                 return Err(e);
             }
@@ -485,6 +556,7 @@ impl State {
                 stop_reason: None,
                 config_restart: false,
                 log,
+                cgroup,
             },
         );
         Ok(())
@@ -571,10 +643,7 @@ impl State {
             return;
         }
         run.stop_reason = Some("restarted: its MCP servers changed".to_owned());
-        tokio::spawn(stop_group(
-            run.pgid,
-            Duration::from_millis(self.cfg.kill_grace_ms),
-        ));
+        run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
     }
 
     fn schedule_idle_check(&self, agent: AgentId, after_ms: u64) {
@@ -612,10 +681,7 @@ impl State {
             "stalled: no MCP call for {} ms",
             self.cfg.idle_timeout_ms
         ));
-        tokio::spawn(stop_group(
-            run.pgid,
-            Duration::from_millis(self.cfg.kill_grace_ms),
-        ));
+        run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
     }
 
     async fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
@@ -624,14 +690,23 @@ impl State {
         };
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
-        // Whatever the agent left behind in its group goes with it.
+        self.upload_packs.forget_agent(agent);
+        // Whatever the agent left behind in its group goes with it, and
+        // then whatever left the group (setsid, double fork): its cgroup.
         stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
+        if let Some(cg) = run.cgroup {
+            crate::confine::release(cg).await;
+        }
         self.activity.forget(agent);
         let mut report = self.runtime.collect(&run.spec);
         if let Some(log) = run.log {
             let mut redact: Vec<&str> = self.servers.secret_values().collect();
             redact.push(&run.spec.token);
             report.log = Some(log.finish(Duration::from_secs(2), &redact).await);
+        }
+        // `agency sandbox-exec` could not confine it and ran nothing.
+        if let Some(why) = crate::confine::sandbox_failure(status, report.log.as_deref()) {
+            report.reason = why;
         }
         if let Some(reason) = run.stop_reason.clone() {
             report.reason = reason;
@@ -706,10 +781,7 @@ impl State {
             // The store keeps the reason it was ended for (token revoked,
             // force-stopped); a repeated stop of a group is harmless.
             if run.agent == agent {
-                tokio::spawn(stop_group(
-                    run.pgid,
-                    Duration::from_millis(self.cfg.kill_grace_ms),
-                ));
+                run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
             }
             return;
         }
@@ -727,8 +799,7 @@ impl State {
             };
             // Aimed at this agent instance only: a stale stop for an
             // earlier agent finds nothing here and does nothing.
-            let pgid = run.pgid;
-            tokio::spawn(stop_group(pgid, grace));
+            run.stop(grace);
         }
     }
 }

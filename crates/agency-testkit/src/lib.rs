@@ -140,6 +140,7 @@ mod engine;
 #[cfg(test)]
 mod fuzz;
 mod openai;
+pub mod sandbox;
 mod script;
 mod server;
 mod template;

@@ -89,6 +89,18 @@ pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
             daemon.addr(),
             ctx.home.dir().display()
         );
+        let config = ctx.home.config_path();
+        match daemon.sandbox() {
+            "on" => {}
+            "off" => eprintln!(
+                "warning: agents run UNCONFINED (agents.sandbox = \"off\" in {}): they can read this whole home, admin.token and agency.db included",
+                config.display()
+            ),
+            why => eprintln!(
+                "warning: no agent can start: the agent sandbox is {why}; fix the cause, or set agents.sandbox = \"off\" in {} to run agents unconfined",
+                config.display()
+            ),
+        }
         let got = tokio::select! {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",

@@ -32,6 +32,26 @@ pub fn no_runtime_hint(s: &StatusView) -> Option<String> {
     })
 }
 
+/// Said by `status` on every call while agents run unconfined
+/// (`agents.sandbox = "off"`) or cannot start because the sandbox is
+/// unavailable on this machine.
+pub fn sandbox_warning(s: &StatusView) -> Option<String> {
+    let config = format!("{}/agency.toml", s.home);
+    if s.sandbox == "off" {
+        return Some(format!(
+            "warning: agents run UNCONFINED (agents.sandbox = \"off\" in {config}): every agent can read this\n\
+             home (admin.token, agency.db, other agents' tokens) and connect to any address. Remove that line and\n\
+             restart the daemon to confine them again.\n"
+        ));
+    }
+    let why = s.sandbox.strip_prefix("unavailable: ")?;
+    Some(format!(
+        "warning: no agent can start: the agent sandbox is unavailable ({why}).\n\
+         Fix the cause and restart the daemon, or set agents.sandbox = \"off\" in {config} to run agents\n\
+         unconfined (they can then read this whole home).\n"
+    ))
+}
+
 /// Each tool: its name and description, then its arguments (name, type,
 /// whether required, description).
 pub fn tools(list: &[ToolInfo]) -> String {

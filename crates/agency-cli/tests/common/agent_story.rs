@@ -257,3 +257,25 @@ impl Story {
         std::fs::read_to_string(self.tmp.path().join("serve.log")).unwrap_or_default()
     }
 }
+
+impl Drop for Story {
+    /// A test that fails before stopping its daemon still stops it (and
+    /// so its agents and their cgroups): SIGTERM, then SIGKILL.
+    fn drop(&mut self) {
+        if self.serve.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.serve.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.serve.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.serve.kill();
+        let _ = self.serve.wait();
+    }
+}

@@ -228,10 +228,24 @@ impl Daemon {
 }
 
 impl Drop for Daemon {
+    /// SIGTERM first, so the daemon stops its agents and removes its
+    /// cgroups (a SIGKILLed daemon leaves an empty one behind in
+    /// `/sys/fs/cgroup` for every test home); SIGKILL if it does not exit.
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
         }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

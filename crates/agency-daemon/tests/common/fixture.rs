@@ -33,9 +33,14 @@ pub fn home_with_config(toml: &str) -> (tempfile::TempDir, Home) {
 
 /// An agency.toml whose agents are `sh -c SCRIPT` (the `command` runtime),
 /// stopped after a 300 ms grace; `agents` adds keys to `[agents]`.
+///
+/// Unconfined (`sandbox = "off"`): confining runs `agency sandbox-exec`,
+/// and an in-process daemon's executable is this test binary, not
+/// `agency`. The sandbox is tested end to end with the real binary in
+/// `agency-cli`'s tests (`sandbox_agents.rs`).
 pub fn command_agents(agents: &str, script: &str) -> String {
     format!(
-        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\n{agents}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\nsandbox = \"off\"\n{agents}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
     )
 }
 

@@ -1,0 +1,525 @@
+//! Issue 10 items 3 and 6, at the daemon's level: agents run by the real
+//! `agency serve` (the `command` runtime, a shell script playing a
+//! prompt-injected agent) try to leave their sandbox, and fail. Each
+//! attempt would succeed without the sandbox (the `off` test shows that
+//! for the first one), so each test fails if the sandbox is removed.
+//!
+//! Results come back through a directory the test grants with
+//! `[sandbox].read_write` (outside the home): one file per attempt, `OK`
+//! or `DENIED`, with the attempt's output beside it. Attempts that must
+//! succeed (writing the workspace, reading `/etc/passwd`, connecting to
+//! the daemon's own port) are controls: they show the probe itself works.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/agent_story.rs"]
+mod agent_story;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agency_testkit::sandbox::sandbox_toml;
+use agent_story::{Story, agency, json};
+
+/// The start of every agent script: `H` is the Agency home, found the way
+/// an agent would (its HOME is `$AGENCY_HOME/run/<uuid>/run/home`); `r
+/// NAME CMD…` runs CMD and records `OK` or `DENIED` in `$O/NAME`.
+fn preamble(out: &Path) -> String {
+    format!(
+        "O={:?}\nexport H=${{HOME%/run/*/run/home}}\nr() {{ n=$1; shift; if \"$@\" > \"$O/$n.out\" 2>&1; then echo OK > \"$O/$n\"; else echo DENIED > \"$O/$n\"; fi; }}\n",
+        out.display().to_string()
+    )
+}
+
+/// `[agents]` for `sh -c SCRIPT`, `agents` more keys there, then `more`
+/// (other tables, ending with `[sandbox]`, see [`granting`]).
+fn config(script: &str, agents: &str, more: &str) -> String {
+    format!(
+        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\nrespawn_backoff_ms = 3600000\n{agents}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n{more}"
+    )
+}
+
+/// `[sandbox]` granting `out` (and python3, the fixtures), then `keys`
+/// more keys of that table.
+fn granting(out: &Path, keys: &str) -> String {
+    format!("{}{keys}", sandbox_toml(&[out]))
+}
+
+/// Wait (bounded) for `path` to hold a whole line.
+async fn wait_file(path: &Path, story: &Story) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(path)
+            && t.ends_with('\n')
+        {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared; daemon log:\n{}",
+            path.display(),
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn result(out: &Path, name: &str) -> String {
+    let verdict = std::fs::read_to_string(out.join(name)).unwrap_or_else(|_| "MISSING".into());
+    let output = std::fs::read_to_string(out.join(format!("{name}.out"))).unwrap_or_default();
+    format!("{}: {}", verdict.trim(), output.trim())
+}
+
+fn assert_denied(out: &Path, name: &str) {
+    let r = result(out, name);
+    assert!(r.starts_with("DENIED"), "{name} was not denied: {r}");
+}
+
+fn assert_ok(out: &Path, name: &str) {
+    let r = result(out, name);
+    assert!(r.starts_with("OK"), "control {name} failed: {r}");
+}
+
+/// Whether `pid` is alive (a zombie nobody reaped yet is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
+        })
+        .unwrap_or(false)
+}
+
+/// Live processes carrying the agent's mark in their environment.
+fn processes_of(agent: &str) -> Vec<u32> {
+    let mark = format!("AGENCY_AGENT={agent}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            (env.split(|b| *b == 0).any(|kv| kv == mark.as_bytes()) && alive(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+/// The live agent's id, once there is one.
+async fn live_agent(story: &Story) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let agents = json(&story.home, &["agents"]);
+        if let Some(a) = agents["live"].as_array().unwrap().first() {
+            return a["id"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no live agent: {agents}; log:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Wait (bounded) until `pid` is gone.
+async fn wait_gone(pid: u32, what: &str, story: &Story) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) outlived its agent; log:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn send(story: &Story) {
+    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The escape attempts of item 6 a shell can make, in one agent: the
+/// home's secrets, another agent's run directory, writing outside the
+/// workspace, a symlink out of it, the daemon's /proc entries, a signal to
+/// the daemon, and a loopback port that is not the daemon's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item6_an_agent_cannot_leave_its_sandbox() {
+    let out = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let stray = elsewhere.path().join("escaped");
+    // A loopback server that is not the daemon's: nothing may reach it.
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    other.set_nonblocking(true).unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    let script = format!(
+        r#"{pre}
+r token cat "$H/admin.token"
+r db head -c 16 "$H/agency.db"
+r config cat "$H/agency.toml"
+r list_home ls "$H"
+r other_run cat "$H/run/planted/run/token"
+r list_runs ls "$H/run"
+r write_home sh -c 'echo x > "$0/evil"' "$H"
+r write_elsewhere sh -c 'echo x > {stray:?}'
+r make_link ln -s "$H/admin.token" link
+r follow_link cat link
+r make_home_link ln -s "$H" homelink
+r follow_home_link cat homelink/admin.token
+r daemon_environ cat /proc/$PPID/environ
+r daemon_fd sh -c 'for f in /proc/$0/fd/*; do if [ "$(readlink "$f")" = "$1/agency.db" ]; then exec head -c 15 "$f"; fi; done; exit 1' "$PPID" "$H"
+r daemon_root cat /proc/$PPID/root$H/admin.token
+r signal_daemon kill -0 $PPID
+r other_port bash -c 'exec 3<>/dev/tcp/127.0.0.1/{other_port}'
+P=${{AGENCY_MCP_URL#http://127.0.0.1:}}; P=${{P%%/*}}
+r daemon_port bash -c "exec 3<>/dev/tcp/127.0.0.1/$P"
+r write_workspace sh -c 'echo x > ./mine && cat ./mine'
+r read_etc cat /etc/passwd
+echo done > "$O/done"
+exec sleep 300
+"#,
+        pre = preamble(out.path()),
+    );
+    let marker = format!("daemon-env-{}", uuid::Uuid::new_v4().simple());
+    let story = Story::start_with_env(
+        &config(&script, "", &granting(out.path(), "")),
+        Duration::from_secs(60),
+        &[("LEAK_DAEMON_MARKER", &marker)],
+    )
+    .await;
+    // Another agent's run directory, with its token.
+    let planted = story.home.join("run/planted/run");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join("token"), "agency_other_agents_token").unwrap();
+    send(&story);
+    wait_file(&out.path().join("done"), &story).await;
+
+    for name in [
+        "token",
+        "db",
+        "config",
+        "list_home",
+        "other_run",
+        "list_runs",
+        "write_home",
+        "write_elsewhere",
+        "follow_link",
+        "follow_home_link",
+        "daemon_environ",
+        "daemon_fd",
+        "daemon_root",
+        "signal_daemon",
+        "other_port",
+    ] {
+        assert_denied(out.path(), name);
+    }
+    for name in [
+        "make_link",
+        "make_home_link",
+        "daemon_port",
+        "write_workspace",
+        "read_etc",
+    ] {
+        assert_ok(out.path(), name);
+    }
+    assert!(!stray.exists() && !story.home.join("evil").exists());
+    assert!(
+        !std::fs::read_to_string(out.path().join("daemon_environ.out"))
+            .unwrap()
+            .contains(&marker)
+    );
+    assert!(
+        other.accept().is_err(),
+        "the agent reached a loopback port that is not the daemon's"
+    );
+    story.stop();
+}
+
+/// A fork bomb is bounded by `[sandbox] max_processes` (the agent's
+/// cgroup), and the daemon answers meanwhile. The bomb is a binary tree of
+/// sleeping shells (each starts a `sleep`, then two subtrees, then waits),
+/// about 1,500 processes unconfined, so the test cannot take the machine
+/// down if the limit is missing; the agent's own shell stays out of it,
+/// so a failed fork does not end the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item6_a_fork_bomb_is_bounded_and_the_daemon_stays_responsive() {
+    const LIMIT: usize = 24;
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{pre}echo started > \"$O/started\"\nb() {{ sleep 120 & if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; wait; }}\n(b 8) &\nexec sleep 300\n",
+        pre = preamble(out.path())
+    );
+    let story = Story::start(
+        &config(
+            &script,
+            "",
+            &granting(out.path(), &format!("max_processes = {LIMIT}\n")),
+        ),
+        Duration::from_secs(60),
+    )
+    .await;
+    send(&story);
+    let agent = live_agent(&story).await;
+    wait_file(&out.path().join("started"), &story).await;
+    // Until the tree stops growing: sample while the daemon is asked for
+    // its status.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut most = 0;
+    let mut quiet_since = Instant::now();
+    loop {
+        let n = processes_of(&agent).len();
+        if n > most {
+            most = n;
+            quiet_since = Instant::now();
+        }
+        let (code, status, err) = agency(&story.home, &["status"]);
+        assert_eq!(code, 0, "the daemon did not answer during the bomb: {err}");
+        assert!(status.contains("running"), "{status}");
+        if most >= LIMIT / 2 && quiet_since.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bomb never grew (most {most}); log:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        most <= LIMIT,
+        "{most} processes of the agent alive at once, limit {LIMIT}"
+    );
+    // Stopping the agent leaves nothing of the bomb.
+    let (code, _, err) = agency(&story.home, &["token", "revoke", &agent]);
+    assert_eq!(code, 0, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !processes_of(&agent).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the bomb outlived its agent: {:?}",
+            processes_of(&agent)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    story.stop();
+}
+
+/// A script whose agent starts a child in a session of its own (out of
+/// its process group, which is all a stop used to reach), records the
+/// child's pid in `$O/child`, then runs `rest`.
+fn setsid_script(out: &Path, rest: &str) -> String {
+    format!(
+        "{pre}setsid sh -c 'echo $$ > \"$0/child\"; exec sleep 300' \"$O\" &\nwhile [ ! -s \"$O/child\" ]; do sleep 0.05; done\n{rest}\n",
+        pre = preamble(out)
+    )
+}
+
+async fn setsid_child(out: &Path, story: &Story) -> u32 {
+    let pid: u32 = wait_file(&out.join("child"), story)
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    pid
+}
+
+/// Force-stopping an agent (its token revoked: the supervisor stops its
+/// process group, then its cgroup) leaves no process behind, even one
+/// that called `setsid`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item6_a_setsid_child_dies_with_its_force_stopped_agent() {
+    let out = tempfile::tempdir().unwrap();
+    let script = setsid_script(out.path(), "exec sleep 300");
+    let story = Story::start(
+        &config(&script, "", &granting(out.path(), "")),
+        Duration::from_secs(60),
+    )
+    .await;
+    send(&story);
+    let agent = live_agent(&story).await;
+    let child = setsid_child(out.path(), &story).await;
+    let (code, _, err) = agency(&story.home, &["token", "revoke", &agent]);
+    assert_eq!(code, 0, "{err}");
+    wait_gone(child, "the setsid child", &story).await;
+    story.stop();
+}
+
+/// An agent whose leader exits on its own leaves nothing behind either;
+/// nor does one stopped by the daemon's shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item3_a_setsid_child_dies_when_its_agent_exits_or_the_daemon_stops() {
+    let out = tempfile::tempdir().unwrap();
+    let script = setsid_script(out.path(), "exit 0");
+    let story = Story::start(
+        &config(&script, "", &granting(out.path(), "")),
+        Duration::from_secs(60),
+    )
+    .await;
+    send(&story);
+    let child = setsid_child(out.path(), &story).await;
+    wait_gone(child, "the setsid child of an agent that exited", &story).await;
+    story.stop();
+
+    let out = tempfile::tempdir().unwrap();
+    let script = setsid_script(out.path(), "exec sleep 300");
+    let story = Story::start(
+        &config(&script, "", &granting(out.path(), "")),
+        Duration::from_secs(60),
+    )
+    .await;
+    send(&story);
+    let child = setsid_child(out.path(), &story).await;
+    story.stop();
+    assert!(
+        !alive(child),
+        "the setsid child outlived the daemon's shutdown"
+    );
+}
+
+/// An extra MCP server runs as a child of the agent (`agency mcp-launch`
+/// execs it), inside the agent's sandbox: it cannot read the admin token
+/// either. The agent starts the launcher from its MCP configuration, as
+/// an MCP client would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item3_an_extra_mcp_server_is_confined_with_its_agent() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().display().to_string();
+    let server = format!(
+        "H=${{HOME%/run/*/run/home}}; if cat \"$H/admin.token\" > {o:?}/server.out 2>&1; then echo OK > {o:?}/server; else echo DENIED > {o:?}/server; fi"
+    );
+    std::fs::write(
+        out.path().join("launch.py"),
+        r#"import json, os, subprocess
+entry = json.load(open(os.environ["AGENCY_MCP_CONFIG"]))["mcpServers"]["probe"]
+env = dict(os.environ)
+env.update(entry["env"])
+subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEVNULL, timeout=60)
+"#,
+    )
+    .unwrap();
+    let script = format!(
+        "{pre}python3 \"$O/launch.py\" > \"$O/launch.out\" 2>&1\necho done > \"$O/done\"\nexec sleep 300\n",
+        pre = preamble(out.path()),
+    );
+    let more = format!("[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", {server:?}]\n");
+    let story = Story::start(
+        &config(
+            &script,
+            &format!("agency_program = {:?}\n", agent_story::BIN),
+            &format!("{more}{}", granting(out.path(), "")),
+        ),
+        Duration::from_secs(60),
+    )
+    .await;
+    let root = json(&story.home, &["handlers"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _, err) = agency(&story.home, &["grant", &root, "mcp_server:probe", "read"]);
+    assert_eq!(code, 0, "{err}");
+    send(&story);
+    wait_file(&out.path().join("done"), &story).await;
+    let launched = std::fs::read_to_string(out.path().join("launch.out")).unwrap_or_default();
+    let r = result(out.path(), "server");
+    assert!(
+        r.starts_with("DENIED"),
+        "the extra MCP server read the admin token: {r}; launcher: {launched}"
+    );
+    story.stop();
+}
+
+/// `agents.sandbox = "off"`: agents run unconfined (the first escape of
+/// the test above succeeds), `agency serve` warns once at start and
+/// `agency status` on every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item3_sandbox_off_runs_unconfined_and_status_says_so() {
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{pre}r token cat \"$H/admin.token\"\necho done > \"$O/done\"\nexec sleep 300\n",
+        pre = preamble(out.path())
+    );
+    let story = Story::start(
+        &config(&script, "sandbox = \"off\"\n", &granting(out.path(), "")),
+        Duration::from_secs(60),
+    )
+    .await;
+    send(&story);
+    wait_file(&out.path().join("done"), &story).await;
+    assert_ok(out.path(), "token");
+    for _ in 0..2 {
+        let (code, status, err) = agency(&story.home, &["status"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            status.contains("agents run UNCONFINED (agents.sandbox = \"off\""),
+            "{status}"
+        );
+        assert!(
+            status.contains("agent sandbox     OFF (agents run unconfined)"),
+            "{status}"
+        );
+    }
+    assert_eq!(json(&story.home, &["status"])["sandbox"], "off");
+    assert!(
+        story
+            .log()
+            .contains("warning: agents run UNCONFINED (agents.sandbox = \"off\""),
+        "{}",
+        story.log()
+    );
+    story.stop();
+}
+
+/// Fail closed: a sandbox that cannot be built (here a toolchain that does
+/// not exist) keeps the agent from starting; its run is recorded as
+/// failed with the cause and the way out, and the daemon's log says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_item3_a_sandbox_that_cannot_be_applied_keeps_the_agent_from_starting() {
+    let out = tempfile::tempdir().unwrap();
+    let missing = PathBuf::from(format!("/nonexistent-{}", uuid::Uuid::new_v4().simple()));
+    let script = format!(
+        "{pre}echo ran > \"$O/ran\"\nexec sleep 300\n",
+        pre = preamble(out.path())
+    );
+    let story = Story::start(
+        &config(
+            &script,
+            "",
+            &format!(
+                "[sandbox]\ntoolchains = [{:?}]\nread_write = [{:?}]\n",
+                missing.display().to_string(),
+                out.path().display().to_string()
+            ),
+        ),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(json(&story.home, &["status"])["sandbox"], "on");
+    send(&story);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let reason = loop {
+        let runs = json(&story.home, &["runs"]);
+        if let Some(r) = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|r| r["end_reason"].as_str())
+        {
+            break r.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no failed run: {runs}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(reason.contains("failed to confine the agent"), "{reason}");
+    assert!(reason.contains(&missing.display().to_string()), "{reason}");
+    assert!(reason.contains("agents.sandbox = \"off\""), "{reason}");
+    assert!(!out.path().join("ran").exists(), "the agent ran unconfined");
+    let log = std::fs::read_to_string(story.home.join("logs/daemon.log")).unwrap();
+    assert!(
+        log.contains("failed to start an agent") && log.contains("failed to confine the agent"),
+        "{log}"
+    );
+    story.stop();
+}

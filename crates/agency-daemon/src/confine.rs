@@ -1,0 +1,626 @@
+//! Confining agents (issue 10 item 3): every agent process starts as
+//! `agency sandbox-exec --policy FILE -- PROGRAM ARGS…`, which applies the
+//! spawn's policy to itself (Landlock filesystem and TCP-connect rules,
+//! seccomp, no_new_privs, capabilities dropped, rlimits, the agent's
+//! cgroup) and then execs the runtime's program. Everything the agent
+//! starts afterwards — shells, builds, the `agency mcp-launch` launchers
+//! and the extra MCP servers they exec — inherits all of it: Landlock
+//! domains, seccomp filters, no_new_privs, rlimits and cgroup membership
+//! pass to children and survive exec, and cannot be dropped.
+//!
+//! The policy of one spawn:
+//! - read-write: the spawn's directory `run/<uuid>/` (its workspace, and
+//!   the run directory holding HOME, TMPDIR and the runtime's files), plus
+//!   `[sandbox].read_write`;
+//! - read-only: the system's directories (`agency_sandbox::
+//!   system_read_only`), the `agency` program, the runtime's program and
+//!   its install directory (and, for a script, its interpreter's), and
+//!   `[sandbox].toolchains`. Nothing else: not the Agency home, not the
+//!   user's home;
+//! - TCP connect: the daemon's MCP port, the ports the supervisor is given
+//!   (the egress proxy), and the model endpoint's port when it is a
+//!   loopback address (until the model gateway exists, a model server on
+//!   this machine is reached directly; a remote one only through the
+//!   egress proxy);
+//! - the agent's own cgroup (processes, memory), killed when it stops.
+//!
+//! Fail closed: with `agents.sandbox = "on"`, a sandbox that is not
+//! available (no Landlock, no cgroups) or a policy that cannot be built
+//! keeps the agent from starting, and the error says why and names the
+//! way out. Only `agents.sandbox = "off"` runs agents unconfined.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agency_sandbox::{AgentCgroup, Cgroups, Limits, Policy};
+use tokio::process::Command;
+
+use crate::config::Config;
+use crate::runtime::{SpawnSpec, write_private};
+use crate::sandbox_config::overlaps_home;
+
+/// What an agent whose sandbox cannot be applied is told to do about it.
+pub(crate) const WAY_OUT: &str = "the agent was not started; fix the cause, or set agents.sandbox = \"off\" in agency.toml to run agents unconfined (they can then read this whole home, admin.token and agency.db included)";
+
+/// Whether and how agents are confined, decided once at daemon start.
+#[derive(Debug)]
+enum Mode {
+    On(Cgroups),
+    Off,
+    /// On, but no runtime is configured: no agent is ever started, so
+    /// nothing was probed or created.
+    Idle,
+    /// On in the configuration, but the machine cannot confine: every
+    /// spawn fails with this cause.
+    Unavailable(String),
+}
+
+/// Builds each spawn's policy and wraps its command.
+#[derive(Debug)]
+pub(crate) struct Confiner {
+    mode: Mode,
+    /// The home, canonical: nothing of it may be granted.
+    home: PathBuf,
+    /// The `agency` binary that runs `sandbox-exec` (and, inside the
+    /// sandbox, `agent` and `mcp-launch`).
+    agency: PathBuf,
+    toolchains: Vec<PathBuf>,
+    read_write: Vec<PathBuf>,
+    limits: Limits,
+    /// The daemon's MCP port and a loopback model server's.
+    ports: Vec<u16>,
+}
+
+/// Errors that keep an agent from starting confined.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to confine the agent: {0}; {WAY_OUT}")]
+pub(crate) struct ConfineError(String);
+
+impl Confiner {
+    /// Decide the mode (probing the sandbox and opening the daemon's
+    /// cgroups, and killing what a crashed daemon left in them) and gather
+    /// what every policy shares. Blocking: run it off the async threads.
+    pub fn start(cfg: &Config, home: &Path, agency: PathBuf, mcp_port: u16) -> Confiner {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+        let mut ports = vec![mcp_port];
+        ports.extend(model_port(cfg));
+        let mode = if cfg.agents.sandbox == "off" {
+            Mode::Off
+        } else if cfg.agents.runtime == "none" {
+            Mode::Idle
+        } else {
+            open_cgroups(&home)
+        };
+        Confiner {
+            mode,
+            home,
+            agency,
+            toolchains: cfg.sandbox.toolchains.iter().map(PathBuf::from).collect(),
+            read_write: cfg.sandbox.read_write.iter().map(PathBuf::from).collect(),
+            limits: cfg.sandbox.limits(),
+            ports,
+        }
+    }
+
+    /// At daemon stop, once every agent has ended: remove the daemon's
+    /// parent cgroups, so a clean stop leaves nothing in the hierarchy.
+    /// Blocking.
+    pub fn shutdown(&self) {
+        if let Mode::On(cgroups) = &self.mode
+            && let Err(e) = cgroups.remove()
+        {
+            tracing::warn!(error = %e, "failed to remove the daemon's cgroups");
+        }
+    }
+
+    /// `on`, `off` or `unavailable: CAUSE`, for `agency status`.
+    pub fn status(&self) -> String {
+        match &self.mode {
+            Mode::On(_) | Mode::Idle => "on".to_owned(),
+            Mode::Off => "off".to_owned(),
+            Mode::Unavailable(why) => format!("unavailable: {why}"),
+        }
+    }
+
+    /// Wrap the runtime's command `cmd` for `spec`: write the policy into
+    /// the run directory and return `agency sandbox-exec` with the same
+    /// environment and working directory, and the agent's cgroup (to kill
+    /// when the agent stops). `programs` are the runtime's programs the
+    /// command runs through a shell (Claude Code's CLI); `extra_ports` the
+    /// supervisor's (the egress proxy). Unconfined (`off`): `cmd` as it is.
+    pub fn confine(
+        &self,
+        cmd: Command,
+        spec: &SpawnSpec,
+        programs: &[String],
+        extra_ports: &[u16],
+    ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
+        let cgroups = match &self.mode {
+            Mode::Off => return Ok((cmd, None)),
+            Mode::Unavailable(why) => {
+                return Err(ConfineError(format!(
+                    "the sandbox is unavailable on this machine: {why}"
+                )));
+            }
+            Mode::Idle => {
+                return Err(ConfineError("no agent runtime is configured".to_owned()));
+            }
+            Mode::On(c) => c,
+        };
+        let std = cmd.as_std();
+        let path_env = std
+            .get_envs()
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v.map(OsStr::to_owned));
+        let cwd = std.get_current_dir().map(Path::to_owned);
+        let program = find_program(std.get_program(), path_env.as_deref(), cwd.as_deref())
+            .ok_or_else(|| {
+                ConfineError(format!(
+                    "the program {:?} was not found in PATH",
+                    std.get_program()
+                ))
+            })?;
+        let mut read_only = agency_sandbox::system_read_only();
+        let mut wanted = vec![self.agency.clone(), program.clone()];
+        for p in programs {
+            let found = find_program(OsStr::new(p), path_env.as_deref(), cwd.as_deref())
+                .ok_or_else(|| ConfineError(format!("the program {p:?} was not found in PATH")))?;
+            wanted.push(found);
+        }
+        for p in &wanted {
+            self.program_paths(p, path_env.as_deref(), 0, &mut read_only)?;
+        }
+        for t in &self.toolchains {
+            read_only.push(self.granted("sandbox.toolchains", t)?);
+        }
+        let spawn_dir = spec
+            .workspace
+            .parent()
+            .ok_or_else(|| ConfineError("the workspace has no parent directory".to_owned()))?;
+        let mut read_write = vec![spawn_dir.to_owned()];
+        read_write.extend(agency_sandbox::system_read_write_files());
+        for d in &self.read_write {
+            read_write.push(self.granted("sandbox.read_write", d)?);
+        }
+        read_only.sort();
+        read_only.dedup();
+        let mut connect_ports = self.ports.clone();
+        connect_ports.extend_from_slice(extra_ports);
+        connect_ports.sort_unstable();
+        connect_ports.dedup();
+        let cgroup = cgroups
+            .create(&spec.agent.to_string(), &self.limits)
+            .map_err(|e| ConfineError(format!("failed to create the agent's cgroup: {e}")))?;
+        let policy = Policy {
+            read_write,
+            read_only,
+            connect_ports,
+            limits: self.limits,
+            cgroup_procs: cgroup.procs_files(),
+        };
+        let written = policy
+            .to_json()
+            .map_err(|e| ConfineError(e.to_string()))
+            .and_then(|json| {
+                write_private(&spec.run_dir, "sandbox.json", json.as_bytes())
+                    .map_err(|e| ConfineError(e.to_string()))
+            });
+        let file = match written {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = cgroup.remove();
+                return Err(e);
+            }
+        };
+        Ok((wrap(std, &self.agency, &file, &program), Some(cgroup)))
+    }
+
+    /// A configured path, canonical, checked again against the home (a
+    /// symbolic link may lead into it); it must exist.
+    fn granted(&self, key: &str, p: &Path) -> Result<PathBuf, ConfineError> {
+        let real = std::fs::canonicalize(p)
+            .map_err(|e| ConfineError(format!("{key}: {} cannot be used: {e}", p.display())))?;
+        if let Some(why) = overlaps_home(&real, &self.home) {
+            return Err(ConfineError(format!(
+                "{key}: {} (really {}) {why}",
+                p.display(),
+                real.display()
+            )));
+        }
+        Ok(real)
+    }
+
+    /// What running `program` needs to read: the file itself, its install
+    /// directory (a Node package's directory, the prefix above a `bin/`,
+    /// else its own directory), and the same for the interpreter its `#!`
+    /// line names (`env NAME` looked up in `path`), three levels at most.
+    /// A directory that would be too broad (the root, a directory holding
+    /// the Agency home or the user's home) is left out: the file alone is
+    /// granted. A program inside the Agency home is refused.
+    fn program_paths(
+        &self,
+        program: &Path,
+        path: Option<&OsStr>,
+        depth: u8,
+        out: &mut Vec<PathBuf>,
+    ) -> Result<(), ConfineError> {
+        let real = std::fs::canonicalize(program).map_err(|e| {
+            ConfineError(format!(
+                "the program {} cannot be used: {e}",
+                program.display()
+            ))
+        })?;
+        if let Some(why) = overlaps_home(&real, &self.home) {
+            return Err(ConfineError(format!(
+                "the program {} {why}",
+                program.display()
+            )));
+        }
+        if let Some(dir) = install_dir(&real).filter(|d| !self.too_broad(d)) {
+            out.push(dir);
+        }
+        out.push(real.clone());
+        if depth < 3
+            && let Some(interp) = interpreter(&real, path)
+        {
+            self.program_paths(&interp, path, depth + 1, out)?;
+        }
+        Ok(())
+    }
+
+    fn too_broad(&self, dir: &Path) -> bool {
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        dir.parent().is_none()
+            || overlaps_home(dir, &self.home).is_some()
+            || user_home.is_some_and(|h| h.starts_with(dir))
+    }
+}
+
+/// Probe the sandbox and open this home's cgroups (`agency-<hash of the
+/// home>`), killing whatever a crashed daemon left in them.
+fn open_cgroups(home: &Path) -> Mode {
+    match agency_sandbox::probe() {
+        Err(e) => return Mode::Unavailable(e.to_string()),
+        Ok(p) if !p.problems().is_empty() => return Mode::Unavailable(p.problems().join("; ")),
+        Ok(_) => {}
+    }
+    let hash = blake3::hash(home.as_os_str().as_encoded_bytes()).to_hex();
+    let name = format!("agency-{}", &hash.as_str()[..12]);
+    let cgroups = match Cgroups::open(&name) {
+        Ok(c) => c,
+        Err(e) => return Mode::Unavailable(format!("failed to open the cgroups {name}: {e}")),
+    };
+    match cgroups.reap_all() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            cgroups = n,
+            "killed the processes a previous daemon left in {n} agent cgroup(s)"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "failed to reap the agent cgroups a previous daemon left")
+        }
+    }
+    Mode::On(cgroups)
+}
+
+/// Kill every process in an agent's cgroup (a stop request, after its
+/// process group had its grace period).
+pub(crate) async fn kill(cgroup: Arc<AgentCgroup>) {
+    let done = tokio::task::spawn_blocking(move || cgroup.kill()).await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "failed to kill an agent's cgroup"),
+        Err(e) => tracing::warn!(error = %e, "failed to kill an agent's cgroup"),
+    }
+}
+
+/// After an agent stopped (its process group is gone): kill whatever of
+/// it is left in its cgroup (a `setsid` or double-forked child), wait
+/// (bounded) for the cgroup to empty, and remove it.
+pub(crate) async fn release(cgroup: Arc<AgentCgroup>) {
+    let done = tokio::task::spawn_blocking(move || cgroup.remove()).await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "failed to remove an agent's cgroup"),
+        Err(e) => tracing::warn!(error = %e, "failed to remove an agent's cgroup"),
+    }
+}
+
+/// The exit status `agency sandbox-exec` ends with when it cannot apply
+/// the policy (it then runs nothing).
+const SANDBOX_FAILED: i32 = 125;
+
+/// The run's reason when `agency sandbox-exec` could not confine the
+/// agent: its exit status and the `failed to apply the sandbox: …` line it
+/// printed (into the captured output).
+pub(crate) fn sandbox_failure(status: Option<i32>, log: Option<&[u8]>) -> Option<String> {
+    if status != Some(SANDBOX_FAILED) {
+        return None;
+    }
+    let log = String::from_utf8_lossy(log?);
+    let line = log
+        .lines()
+        .find(|l| l.contains("failed to apply the sandbox"))?;
+    Some(format!("failed: {}; {WAY_OUT}", line.trim()))
+}
+
+/// `agency sandbox-exec --policy FILE -- PROGRAM ARGS…` with `cmd`'s
+/// environment (every runtime starts from a cleared one, so its explicit
+/// variables are all of it) and working directory.
+fn wrap(cmd: &std::process::Command, agency: &Path, policy: &Path, program: &Path) -> Command {
+    let mut w = Command::new(agency);
+    w.arg("sandbox-exec")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--")
+        .arg(program)
+        .args(cmd.get_args())
+        .env_clear();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            w.env(k, v);
+        }
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        w.current_dir(d);
+    }
+    w
+}
+
+/// `program` as `execvp` finds it: as given when it holds a slash
+/// (relative to `cwd`), else the first executable file of that name in a
+/// directory of `path`.
+fn find_program(program: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let given = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        let p = match cwd {
+            Some(d) if given.is_relative() => d.join(given),
+            _ => given.to_owned(),
+        };
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(path?)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(given))
+        .find(|p| executable(p))
+}
+
+/// The interpreter a script's `#!` line names; for `env [-S] NAME`, NAME
+/// looked up in `path`.
+fn interpreter(file: &Path, path: Option<&OsStr>) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = PathBuf::from(words.next()?);
+    if first.file_name() != Some(OsStr::new("env")) {
+        return Some(first);
+    }
+    let name = words.find(|w| !w.starts_with('-'))?;
+    find_program(&OsString::from(name), path, None)
+}
+
+/// Where a program's own files lie: the nearest directory above it (up to
+/// four levels) holding a `package.json` (a Node package, e.g. Claude
+/// Code's), else the prefix above a `bin/` directory, else its directory.
+fn install_dir(real: &Path) -> Option<PathBuf> {
+    if let Some(pkg) = real
+        .ancestors()
+        .skip(1)
+        .take(4)
+        .find(|d| d.join("package.json").is_file())
+    {
+        return Some(pkg.to_owned());
+    }
+    let dir = real.parent()?;
+    if dir.file_name() == Some(OsStr::new("bin")) {
+        return dir.parent().map(Path::to_owned);
+    }
+    Some(dir.to_owned())
+}
+
+/// The port of the configured model endpoint, when it is on this machine
+/// (a loopback address or `localhost`): the builtin runtime's `base_url`,
+/// Claude Code's `ANTHROPIC_BASE_URL`. A remote endpoint is reached
+/// through the egress proxy, never directly.
+fn model_port(cfg: &Config) -> Option<u16> {
+    let url = match cfg.agents.runtime.as_str() {
+        "builtin" => cfg.agents.builtin.base_url.as_str(),
+        "claude-code" => cfg.agents.claude_code.env.get("ANTHROPIC_BASE_URL")?,
+        _ => return None,
+    };
+    loopback_port(url)
+}
+
+fn loopback_port(url: &str) -> Option<u16> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let local = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let d = bare.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+    };
+    local.then(|| url.port_or_known_default()).flatten()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_loopback_model_endpoint_opens_its_port() {
+        assert_eq!(loopback_port("http://127.0.0.1:11434"), Some(11434));
+        assert_eq!(loopback_port("http://localhost:8080/v1"), Some(8080));
+        assert_eq!(loopback_port("http://[::1]:9000"), Some(9000));
+        assert_eq!(loopback_port("http://127.0.0.1"), Some(80));
+        assert_eq!(loopback_port("https://api.anthropic.com"), None);
+        assert_eq!(loopback_port("http://10.0.0.5:8080"), None);
+        assert_eq!(loopback_port("not a url"), None);
+    }
+
+    fn confiner(home: &Path) -> Confiner {
+        Confiner {
+            mode: Mode::Off,
+            home: home.to_owned(),
+            agency: PathBuf::from("/bin/true"),
+            toolchains: Vec::new(),
+            read_write: Vec::new(),
+            limits: Limits::default(),
+            ports: Vec::new(),
+        }
+    }
+
+    /// A program's directory is granted with it, unless that would grant
+    /// the Agency home: a program beside the home gets the file alone, a
+    /// program inside it (an agent could have planted it) is refused.
+    #[test]
+    fn a_program_never_brings_the_home_into_the_sandbox() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join("run")).unwrap();
+        let c = confiner(&home);
+        let exe = |p: &Path| {
+            std::fs::write(p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        // Beside the home: its directory holds the home, so the file alone.
+        let beside = root.join("agent.sh");
+        exe(&beside);
+        let mut out = Vec::new();
+        c.program_paths(&beside, None, 0, &mut out).unwrap();
+        assert!(out.contains(&beside), "{out:?}");
+        assert!(!out.iter().any(|p| home.starts_with(p)), "{out:?}");
+        // The interpreter of its #! line comes along.
+        assert!(
+            out.iter().any(|p| p.ends_with("sh") || p.ends_with("dash")),
+            "{out:?}"
+        );
+        // In a directory of its own: that directory.
+        std::fs::create_dir_all(root.join("tool")).unwrap();
+        let own = root.join("tool").join("run.sh");
+        exe(&own);
+        let mut out = Vec::new();
+        c.program_paths(&own, None, 0, &mut out).unwrap();
+        assert!(out.contains(&root.join("tool")), "{out:?}");
+        // Inside the home, or reached through a link into it: refused.
+        let inside = home.join("run").join("evil.sh");
+        exe(&inside);
+        let link = root.join("tool").join("link.sh");
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        for p in [&inside, &link] {
+            let e = c.program_paths(p, None, 0, &mut Vec::new()).unwrap_err();
+            assert!(e.to_string().contains("inside the Agency home"), "{e}");
+            assert!(e.to_string().contains("agents.sandbox = \"off\""), "{e}");
+        }
+        // A configured toolchain that turns out to lead into the home.
+        let sneaky = root.join("sneaky");
+        std::os::unix::fs::symlink(&home, &sneaky).unwrap();
+        let e = c.granted("sandbox.toolchains", &sneaky).unwrap_err();
+        assert!(e.to_string().contains("is the Agency home"), "{e}");
+        assert!(
+            c.granted("sandbox.toolchains", &root.join("missing"))
+                .is_err()
+        );
+    }
+
+    /// Fail closed: on a machine that cannot confine, no command is
+    /// handed back, only the cause and the way out; `off` hands the
+    /// command back untouched.
+    #[test]
+    fn an_unavailable_sandbox_refuses_every_spawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            handler: agency_core::HandlerId::new_random(),
+            agent: agency_core::AgentId::new_random(),
+            token: "t".into(),
+            mcp_url: "http://127.0.0.1:1/mcp".into(),
+            workspace: dir.path().join("workspace"),
+            run_dir: dir.path().join("run"),
+            system_prompt: String::new(),
+            initial_message: String::new(),
+            mcp_servers: vec![],
+            launcher: "/bin/true".into(),
+            launch_nonces: Default::default(),
+        };
+        let mut c = confiner(&dir.path().join("home"));
+        c.mode = Mode::Unavailable("Landlock is not available".into());
+        assert_eq!(c.status(), "unavailable: Landlock is not available");
+        let e = c
+            .confine(Command::new("/bin/true"), &spec, &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Landlock is not available"), "{e}");
+        assert!(e.contains("agents.sandbox = \"off\""), "{e}");
+        c.mode = Mode::Off;
+        assert_eq!(c.status(), "off");
+        let (cmd, cgroup) = c
+            .confine(Command::new("/bin/true"), &spec, &[], &[])
+            .unwrap();
+        assert_eq!(cmd.as_std().get_program(), "/bin/true");
+        assert!(cgroup.is_none());
+    }
+
+    #[test]
+    fn a_sandbox_exec_that_could_not_apply_the_policy_names_why() {
+        let log = b"failed to apply the sandbox: landlock: no ABI 6\n";
+        let why = sandbox_failure(Some(125), Some(log)).unwrap();
+        assert!(
+            why.starts_with("failed: failed to apply the sandbox: landlock"),
+            "{why}"
+        );
+        assert!(why.contains("agents.sandbox = \"off\""), "{why}");
+        // Another exit, or 125 from the agent itself, is not this.
+        assert_eq!(sandbox_failure(Some(1), Some(log)), None);
+        assert_eq!(sandbox_failure(Some(125), Some(b"my own error\n")), None);
+        assert_eq!(sandbox_failure(None, None), None);
+    }
+
+    #[test]
+    fn programs_are_found_as_execvp_would_and_scripts_name_their_interpreter() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("pkg").join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let script = bin.join("tool");
+        std::fs::write(&script, "#!/usr/bin/env sh\necho hi\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([Path::new("/nonexistent"), &bin]).unwrap();
+        assert_eq!(
+            find_program(OsStr::new("tool"), Some(&path), None),
+            Some(script.clone())
+        );
+        assert_eq!(find_program(OsStr::new("tool"), None, None), None);
+        assert_eq!(
+            find_program(
+                OsStr::new("./bin/tool"),
+                None,
+                Some(&dir.path().join("pkg"))
+            ),
+            Some(dir.path().join("pkg").join("./bin/tool"))
+        );
+        let sh = interpreter(&script, std::env::var_os("PATH").as_deref()).unwrap();
+        assert!(sh.ends_with("sh"), "{}", sh.display());
+        // The prefix above bin/, or a Node package's directory.
+        assert_eq!(install_dir(&script), Some(dir.path().join("pkg")));
+        std::fs::write(dir.path().join("pkg").join("package.json"), "{}").unwrap();
+        assert_eq!(install_dir(&script), Some(dir.path().join("pkg")));
+        assert_eq!(
+            install_dir(Path::new("/usr/bin/env")),
+            Some(PathBuf::from("/usr"))
+        );
+    }
+}

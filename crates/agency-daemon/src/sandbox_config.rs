@@ -1,0 +1,217 @@
+//! `[sandbox]` in `agency.toml`: what agents may read and write beyond
+//! their own spawn directory and the system's directories, and the limits
+//! of their resources. The switch itself is `agents.sandbox` (`"on"`, the
+//! default, or `"off"`); `confine.rs` turns both into each spawn's policy.
+//!
+//! Paths are checked here, without touching the disk, so that a typo is a
+//! configuration error naming the key: each must be absolute, without `..`,
+//! and neither the Agency home, inside it, nor above it (a rule for a
+//! directory covers everything below it, so `/tmp` with the home in
+//! `/tmp/x/home` would hand the home to every agent).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Directories (or files) every agent may read and execute, e.g. a
+    /// language toolchain outside the system directories (`/root/.cargo`,
+    /// `/root/.pyenv`, `/opt/node`).
+    pub toolchains: Vec<String>,
+    /// Directories every agent may also write (shared caches, a scratch
+    /// area): the agents of every handler share them, so nothing private
+    /// belongs there.
+    pub read_write: Vec<String>,
+    /// Processes (and threads) of one agent at once, all its descendants
+    /// together (the agent's cgroup); 0: no limit.
+    pub max_processes: u64,
+    /// Memory of one agent, all its processes together, in MiB; 0: no limit.
+    pub memory_mb: u64,
+    /// CPU time of each of an agent's processes, in seconds; 0: no limit.
+    pub cpu_seconds: u64,
+    /// Largest file an agent's process may write, in MiB; 0: no limit.
+    pub file_size_mb: u64,
+    /// Open files of each of an agent's processes; 0: no limit.
+    pub open_files: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            toolchains: Vec::new(),
+            read_write: Vec::new(),
+            max_processes: 512,
+            memory_mb: 8192,
+            cpu_seconds: 3600,
+            file_size_mb: 4096,
+            open_files: 4096,
+        }
+    }
+}
+
+/// Largest `memory_mb` and `file_size_mb` (1 TiB): the byte counts stay
+/// far from overflowing.
+const MAX_MB: u64 = 1 << 20;
+
+impl SandboxConfig {
+    /// The limits as the sandbox applies them (bytes, 0 = none).
+    pub fn limits(&self) -> agency_sandbox::Limits {
+        agency_sandbox::Limits {
+            max_processes: self.max_processes,
+            memory_bytes: self.memory_mb.saturating_mul(1 << 20),
+            cpu_seconds: self.cpu_seconds,
+            file_size_bytes: self.file_size_mb.saturating_mul(1 << 20),
+            open_files: self.open_files,
+        }
+    }
+
+    /// Check the paths (against the home `home`) and the limits; the
+    /// message names the key.
+    pub(crate) fn validate(&self, home: &Path) -> Result<(), String> {
+        for (key, list) in [
+            ("sandbox.toolchains", &self.toolchains),
+            ("sandbox.read_write", &self.read_write),
+        ] {
+            for p in list {
+                check_path(key, p, home)?;
+            }
+        }
+        // An agent needs a few processes (its runtime, a shell, the
+        // launcher and an extra server) and files (its libraries, pipes).
+        for (key, value, least) in [
+            ("max_processes", self.max_processes, 8),
+            ("memory_mb", self.memory_mb, 64),
+            ("cpu_seconds", self.cpu_seconds, 1),
+            ("file_size_mb", self.file_size_mb, 1),
+            ("open_files", self.open_files, 64),
+        ] {
+            if value != 0 && value < least {
+                return Err(format!(
+                    "sandbox.{key} = {value} is too small for an agent to run: at least {least}, or 0 for no limit"
+                ));
+            }
+        }
+        for (key, value) in [
+            ("memory_mb", self.memory_mb),
+            ("file_size_mb", self.file_size_mb),
+        ] {
+            if value > MAX_MB {
+                return Err(format!(
+                    "sandbox.{key} = {value} is out of range (at most {MAX_MB}, or 0 for no limit)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `agents.sandbox`: `"on"` (the default) or `"off"`.
+pub(crate) fn check_switch(value: &str) -> Result<(), String> {
+    match value {
+        "on" | "off" => Ok(()),
+        other => Err(format!(
+            "agents.sandbox = {other:?} is not \"on\" or \"off\" (\"off\" runs agents unconfined: they can read the whole home, admin.token included)"
+        )),
+    }
+}
+
+fn check_path(key: &str, p: &str, home: &Path) -> Result<(), String> {
+    let path = Path::new(p);
+    if !path.is_absolute() {
+        return Err(format!("{key}: {p:?} is not an absolute path"));
+    }
+    // On the text: `Path::components` drops a "." that is not leading.
+    if p.split('/').any(|c| c == "." || c == "..") {
+        return Err(format!("{key}: {p:?} contains \".\" or \"..\""));
+    }
+    if let Some(why) = overlaps_home(path, home) {
+        return Err(format!("{key}: {p:?} {why}"));
+    }
+    Ok(())
+}
+
+/// Whether granting `path` would grant (part of) the home `home`, and how;
+/// compared component by component, so `/a/home2` is not inside `/a/home`.
+pub(crate) fn overlaps_home(path: &Path, home: &Path) -> Option<&'static str> {
+    if !home.is_absolute() {
+        return None;
+    }
+    if path == home {
+        Some("is the Agency home: agents must never read it")
+    } else if path.starts_with(home) {
+        Some("lies inside the Agency home: agents must never read it")
+    } else if home.starts_with(path) {
+        Some(
+            "holds the Agency home: a rule covers everything below it, so agents could read the home",
+        )
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_would_expose_the_home_are_refused() {
+        let home = Path::new("/srv/agency");
+        let with = |toolchains: &[&str], read_write: &[&str]| SandboxConfig {
+            toolchains: toolchains.iter().map(|s| (*s).to_owned()).collect(),
+            read_write: read_write.iter().map(|s| (*s).to_owned()).collect(),
+            ..SandboxConfig::default()
+        };
+        assert!(
+            with(&["/root/.cargo", "/srv/agency2"], &["/var/cache/x"])
+                .validate(home)
+                .is_ok()
+        );
+        for (cfg, want) in [
+            (with(&["/srv/agency"], &[]), "is the Agency home"),
+            (with(&["/srv/agency/blobs"], &[]), "inside the Agency home"),
+            (with(&[], &["/srv"]), "holds the Agency home"),
+            (with(&["/"], &[]), "holds the Agency home"),
+            (with(&["relative/dir"], &[]), "not an absolute path"),
+            (with(&["/opt/../srv/agency"], &[]), "\"..\""),
+        ] {
+            let e = cfg.validate(home).unwrap_err();
+            assert!(e.contains(want), "{e}");
+            assert!(e.starts_with("sandbox."), "{e}");
+        }
+    }
+
+    #[test]
+    fn limits_are_checked_and_converted() {
+        let home = Path::new("/h");
+        let ok = SandboxConfig {
+            max_processes: 0,
+            memory_mb: 64,
+            ..SandboxConfig::default()
+        };
+        assert!(ok.validate(home).is_ok());
+        assert_eq!(ok.limits().memory_bytes, 64 << 20);
+        assert_eq!(ok.limits().max_processes, 0);
+        for bad in [
+            SandboxConfig {
+                max_processes: 3,
+                ..SandboxConfig::default()
+            },
+            SandboxConfig {
+                open_files: 10,
+                ..SandboxConfig::default()
+            },
+            SandboxConfig {
+                memory_mb: MAX_MB + 1,
+                ..SandboxConfig::default()
+            },
+        ] {
+            assert!(bad.validate(home).is_err());
+        }
+        assert!(check_switch("on").is_ok() && check_switch("off").is_ok());
+        assert!(check_switch("yes").unwrap_err().contains("agents.sandbox"));
+    }
+}
