@@ -36,6 +36,9 @@ const SCRIPT: &str = r#"{
       { "tool_calls": [ { "name": "bash", "input": { "command": "cd calc && git checkout -q -b fix-add && git -c user.name=Agent -c user.email=agent@agency.invalid commit -q -am 'Fix add: plus, not minus' && git log --format=%s -1" } } ] },
       { "comment": "what a command can see of the agent's environment",
         "tool_calls": [ { "name": "bash", "input": { "command": "env | cut -d= -f1 | sort" } } ] },
+      { "comment": "issue 10 item 6: escape attempts from the agent's own tools (the workspace is HOME/run/ID/workspace)",
+        "tool_calls": [ { "name": "bash", "input": { "command": "cat ../../../admin.token; head -c 16 ../../../agency.db; ls ../..; echo planted > ../../../planted; (echo hello > /dev/tcp/127.0.0.1/@PORT@) && echo reached the listener; echo attempts done" } } ] },
+      { "tool_calls": [ { "name": "read_file", "input": { "path": "../../../admin.token" } } ] },
       { "tool_calls": [ { "name": "repo_push", "input": { "repo": "calc", "path": "calc", "branch": "fix-add" } } ] },
       { "tool_calls": [ { "name": "kb_create", "input": { "description": "Calc fix", "content": "Pushed {{result:/ref}}" } } ] },
       { "tool_calls": [ { "name": "mail_send", "input": { "to": "boss", "file": "{{result:/file}}", "subject": "Fixed calc" } } ] },
@@ -131,8 +134,12 @@ fn results<'a>(events: &'a [Value], tool: &str) -> Vec<&'a str> {
 async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let fixtures = tempfile::tempdir().unwrap();
     let origin = origin_repo(fixtures.path());
+    // A loopback server that is not the daemon's: the agent must not reach it.
+    let outsider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    outsider.set_nonblocking(true).unwrap();
     let script = fixtures.path().join("script.json");
-    std::fs::write(&script, SCRIPT).unwrap();
+    let port = outsider.local_addr().unwrap().port().to_string();
+    std::fs::write(&script, SCRIPT.replace("@PORT@", &port)).unwrap();
     let (mut model, url) = model_server(&script);
     let cfg = format!(
         "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n\
@@ -192,7 +199,7 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let bash = results(&events, "bash");
     assert_eq!(bash[0], "FAIL: 2 + 3 gave -1, want 5\n[exit code 1]");
     assert_eq!(
-        results(&events, "read_file"),
+        results(&events, "read_file")[..1],
         [
             "     1\t#!/bin/sh\n     2\t# Prints the sum of its two arguments.\n     3\techo $(($1 - $2))\n"
         ]
@@ -207,6 +214,32 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let names: Vec<&str> = bash[3].lines().collect();
     assert!(names.contains(&"AGENCY_AGENT"), "{names:?}");
     assert!(!names.contains(&"AGENCY_TOKEN"), "{names:?}");
+    // Issue 10 item 6, from the built-in runtime's own tools: the home's
+    // token, database and run directories cannot be read, nothing can be
+    // written outside the workspace, and a loopback port that is not the
+    // daemon's cannot be reached.
+    let attempts = bash[4];
+    for denied in [
+        "admin.token: Permission denied",
+        "agency.db: Permission denied",
+        "'../..': Permission denied",
+        "planted: Permission denied",
+        "connect: Permission denied",
+    ] {
+        assert!(attempts.contains(denied), "{denied} in {attempts}");
+    }
+    assert!(!attempts.contains("reached the listener"), "{attempts}");
+    assert!(attempts.contains("attempts done"), "{attempts}");
+    assert!(
+        matches!(outsider.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the agent reached a loopback port that is not the daemon's"
+    );
+    assert!(!story.home.join("planted").exists());
+    let token = std::fs::read_to_string(story.home.join("admin.token")).unwrap();
+    assert!(!raw.1.contains(token.trim()), "the admin token reached the transcript");
+    let read = results(&events, "read_file");
+    assert_eq!(read.len(), 2, "{read:?}");
+    assert!(read[1].contains("Permission denied"), "{}", read[1]);
 
     // The daemon pushed the branch under the root's prefix.
     let pushed: Value = serde_json::from_str(results(&events, "repo_push")[0]).unwrap();

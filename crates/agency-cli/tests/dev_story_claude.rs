@@ -39,6 +39,8 @@ const FIX_SCRIPT: &str = r#"{
       { "tool_calls": [ { "name": "Edit", "input": { "file_path": "calc/add.sh", "old_string": "$1 - $2", "new_string": "$1 + $2" } } ] },
       { "tool_calls": [ { "name": "Bash", "input": { "command": "sh calc/test.sh", "description": "Run the repo's tests" } } ] },
       { "tool_calls": [ { "name": "Bash", "input": { "command": "git -C calc switch -q -c fix/add && git -C calc -c user.name=Agent -c user.email=agent@example.invalid commit -q -am 'Fix add: it subtracted' && git -C calc rev-parse HEAD", "description": "Commit the fix on a branch" } } ] },
+      { "comment": "issue 10 item 6: escape attempts from Claude Code's Bash (the workspace is HOME/run/ID/workspace)",
+        "tool_calls": [ { "name": "Bash", "input": { "command": "cat ../../../admin.token; head -c 16 ../../../agency.db; ls ../..; (echo hello > /dev/tcp/127.0.0.1/@PORT@) && echo reached the listener; echo attempts done", "description": "Try to leave the sandbox" } } ] },
       { "tool_calls": [ { "name": "repo_push", "input": { "repo": "calc", "path": "calc", "branch": "fix/add" } } ] },
       { "tool_calls": [ { "name": "audit_submit", "input": { "summary": "Fixed add in calc; tests pass; pushed {{result:/ref}}." } } ] },
       { "text": "Done: add is fixed." }
@@ -186,7 +188,11 @@ fn tool_calls(home: &Path, agent: &str) -> Vec<Call> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
-    let script = agency_testkit::Script::from_json(FIX_SCRIPT).unwrap();
+    // A loopback server that is not the daemon's: the agent must not reach it.
+    let outsider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    outsider.set_nonblocking(true).unwrap();
+    let port = outsider.local_addr().unwrap().port().to_string();
+    let script = agency_testkit::Script::from_json(&FIX_SCRIPT.replace("@PORT@", &port)).unwrap();
     let model = agency_testkit::ModelServer::start(script).await.unwrap();
     let repos = tempfile::tempdir().unwrap();
     let origin = make_origin(repos.path());
@@ -223,6 +229,7 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
             "Edit",
             "Bash",
             "Bash",
+            "Bash",
             "mcp__agency__repo_push",
             "mcp__agency__audit_submit",
         ],
@@ -231,9 +238,27 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     for c in &calls {
         assert!(!c.is_error, "{c:#?}");
     }
-    let [_, _, clone, read, edit, test, commit, push, _] = &calls[..] else {
+    let [_, _, clone, read, edit, test, commit, escape, push, _] = &calls[..] else {
         unreachable!()
     };
+    // Issue 10 item 6, from Claude Code's own Bash: the home's token,
+    // database and run directories cannot be read, and a loopback port
+    // that is not the daemon's cannot be reached.
+    for denied in [
+        "admin.token: Permission denied",
+        "agency.db: Permission denied",
+        "'../..': Permission denied",
+        "connect: Permission denied",
+    ] {
+        assert!(escape.result.contains(denied), "{denied} in {escape:#?}");
+    }
+    assert!(!escape.result.contains("reached the listener"), "{escape:#?}");
+    assert!(
+        matches!(outsider.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the agent reached a loopback port that is not the daemon's"
+    );
+    let token = std::fs::read_to_string(story.home.join("admin.token")).unwrap();
+    assert!(!escape.result.contains(token.trim()), "{escape:#?}");
     assert!(clone.result.contains("\"repo\":\"calc\""), "{clone:#?}");
     assert!(read.result.contains("$1 - $2"), "{read:#?}");
     assert!(edit.result.contains("updated successfully"), "{edit:#?}");

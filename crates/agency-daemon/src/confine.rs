@@ -555,6 +555,7 @@ mod tests {
             mcp_servers: vec![],
             launcher: "/bin/true".into(),
             launch_nonces: Default::default(),
+            egress_proxy: None,
         };
         let mut c = confiner(&dir.path().join("home"));
         c.mode = Mode::Unavailable("Landlock is not available".into());
