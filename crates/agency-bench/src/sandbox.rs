@@ -3,8 +3,10 @@
 //! daemon would write: the run directory, the system paths, one port) is
 //! timed against spawning `/bin/true` directly, and once more with the
 //! agent's cgroup made before and removed after each spawn, as the daemon
-//! does per agent. The difference includes the `agency` binary's own
-//! start-up, which a daemon pays for every sandboxed spawn too.
+//! does per agent, and once more with `isolate_network` (a network
+//! namespace of its own and the forwarder process for its port). The
+//! difference includes the `agency` binary's own start-up, which a daemon
+//! pays for every sandboxed spawn too.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -41,6 +43,7 @@ fn policy(run: &Path, cgroup_procs: Vec<std::path::PathBuf>, limits: Limits) -> 
         connect_ports: vec![8080],
         limits,
         cgroup_procs,
+        isolate_network: false,
     }
 }
 
@@ -57,11 +60,18 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let file = dir.path().join("policy.json");
     std::fs::write(&file, policy(&run, Vec::new(), no_cgroup).to_json()?)
         .context("failed to write the policy")?;
-    let sandboxed = || {
+    let isolated_file = dir.path().join("policy-isolated.json");
+    let isolated_policy = Policy {
+        isolate_network: true,
+        ..policy(&run, Vec::new(), no_cgroup)
+    };
+    std::fs::write(&isolated_file, isolated_policy.to_json()?)
+        .context("failed to write the policy")?;
+    let sandboxed = |file: &Path| {
         let mut c = Command::new(&bin);
         c.arg("sandbox-exec")
             .arg("--policy")
-            .arg(&file)
+            .arg(file)
             .arg("--")
             .arg(TRUE)
             .current_dir(&run);
@@ -69,12 +79,18 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
     };
     // Warm the page cache for both binaries.
     spawn(&mut Command::new(TRUE))?;
-    spawn(&mut sandboxed())?;
+    spawn(&mut sandboxed(&file))?;
+    // Without root, no namespace: reported as not measured.
+    let isolating = spawn(&mut sandboxed(&isolated_file));
     let mut bare = Vec::with_capacity(n);
     let mut boxed = Vec::with_capacity(n);
+    let mut isolated = Vec::with_capacity(n);
     for _ in 0..n {
         bare.push(spawn(&mut Command::new(TRUE))?);
-        boxed.push(spawn(&mut sandboxed())?);
+        boxed.push(spawn(&mut sandboxed(&file))?);
+        if isolating.is_ok() {
+            isolated.push(spawn(&mut sandboxed(&isolated_file))?);
+        }
     }
     let (bare, boxed) = (Pct::of(&bare), Pct::of(&boxed));
     let mut s = Section::new("8. Sandboxed spawn");
@@ -88,6 +104,24 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
         boxed.p99,
         ("/bin/true", bare.p99),
     ));
+    match isolating {
+        Ok(_) => {
+            let isolated = Pct::of(&isolated);
+            s.rows.push(Row::times(
+                "the same with isolate_network (namespace and forwarder), p50",
+                isolated.p50,
+                ("sandbox-exec", boxed.p50),
+            ));
+            s.rows.push(Row::times(
+                "the same with isolate_network (namespace and forwarder), p99",
+                isolated.p99,
+                ("sandbox-exec", boxed.p99),
+            ));
+        }
+        Err(e) => s
+            .notes
+            .push(format!("with isolate_network: not measured ({e:#})")),
+    }
     match with_cgroup(&bin, &run, dir.path(), n) {
         Ok(c) => s.rows.push(Row::new(
             "the same with the agent's cgroup made and removed, p50",
