@@ -53,11 +53,10 @@ fn fail(why: impl std::fmt::Display) -> SandboxError {
 /// sandbox: network namespace: the forwarder: …`), and this returns `Ok`;
 /// `Err` only when even that was impossible (stdin is not the socket).
 pub fn forward(parent: u32) -> Result<(), SandboxError> {
-    let parent_fd = parent_pidfd(parent)?;
-    let Some(parent_fd) = parent_fd else {
+    let parent = i32::try_from(parent).map_err(|_| fail(format!("no such parent: {parent}")))?;
+    let Some(parent_fd) = parent_pidfd(parent)? else {
         return Ok(());
     };
-    let parent = i32::try_from(parent).map_err(|_| fail(format!("no such parent: {parent}")))?;
     let stdin = io::stdin();
     let control = stdin.as_fd();
     let listeners = receive(control)?;
@@ -67,7 +66,7 @@ pub fn forward(parent: u32) -> Result<(), SandboxError> {
             .map_err(|_| e)
             .map(|_| ());
     }
-    if !armed(parent) {
+    if !is_parent(parent) {
         return Ok(());
     }
     send(control, READY).map_err(|e| fail(format!("failed to answer the agent: {e}")))?;
@@ -83,7 +82,7 @@ pub fn forward(parent: u32) -> Result<(), SandboxError> {
         tv_sec: 1,
         tv_nsec: 0,
     };
-    while armed(parent) {
+    while is_parent(parent) {
         let mut fds = [PollFd::new(&parent_fd, PollFlags::IN)];
         match rustix::event::poll(&mut fds, Some(&second)) {
             // Readable: the parent has exited.
@@ -99,20 +98,18 @@ pub fn forward(parent: u32) -> Result<(), SandboxError> {
 /// parent. Opened first and checked after: if `parent` is still the
 /// parent once the pidfd exists, the pidfd is of that process (a parent's
 /// pid cannot be reused while it lives).
-fn parent_pidfd(parent: u32) -> Result<Option<OwnedFd>, SandboxError> {
-    let no_such = || fail(format!("no such parent: {parent}"));
-    let raw = i32::try_from(parent).map_err(|_| no_such())?;
-    let pid = Pid::from_raw(raw).ok_or_else(no_such)?;
+fn parent_pidfd(parent: i32) -> Result<Option<OwnedFd>, SandboxError> {
+    let pid = Pid::from_raw(parent).ok_or_else(|| fail(format!("no such parent: {parent}")))?;
     let fd = match pidfd_open(pid, PidfdFlags::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::SRCH) => return Ok(None),
         Err(e) => return Err(fail(format!("failed to open a pidfd of the agent: {e}"))),
     };
-    Ok(armed(raw).then_some(fd))
+    Ok(is_parent(parent).then_some(fd))
 }
 
 /// Whether `parent` is still this process's parent.
-fn armed(parent: i32) -> bool {
+fn is_parent(parent: i32) -> bool {
     Pid::as_raw(getppid()) == parent
 }
 

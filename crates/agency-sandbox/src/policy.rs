@@ -278,6 +278,16 @@ mod tests {
     }
 
     #[test]
+    fn an_isolated_network_forwards_a_bounded_number_of_ports() {
+        let mut p = valid();
+        p.connect_ports = (1..=crate::netns::MAX_PORTS as u16 + 1).collect();
+        let e = p.validate().expect_err("too many ports to forward");
+        assert!(e.to_string().contains("isolate_network"), "{e}");
+        p.isolate_network = false;
+        p.validate().expect("not forwarded, not bounded");
+    }
+
+    #[test]
     fn a_process_limit_needs_a_cgroup() {
         let mut p = valid();
         p.cgroup_procs.clear();
