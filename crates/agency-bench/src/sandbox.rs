@@ -4,7 +4,8 @@
 //! policy like an agent's (Landlock rules for the system directories,
 //! seccomp, capabilities dropped, rlimits) but no cgroup; and as the daemon
 //! does it, with a fresh cgroup per spawn that `sandbox-exec` joins and
-//! that is killed and removed after the exit.
+//! that is killed and removed after the exit, and a network namespace of
+//! its own with the forwarder process for its port (`isolate_network`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,6 +23,7 @@ const TRUE: &str = "/bin/true";
 /// An agent-like policy for `/bin/true`: the system directories read-only,
 /// `dir` read-write, one TCP port, the given cgroup files.
 fn policy(dir: &Path, cgroup_procs: Vec<PathBuf>) -> Policy {
+    let isolate_network = !cgroup_procs.is_empty();
     let mut read_only = agency_sandbox::system_read_only();
     read_only.push(PathBuf::from(TRUE));
     let mut read_write = agency_sandbox::system_read_write_files();
@@ -35,6 +37,7 @@ fn policy(dir: &Path, cgroup_procs: Vec<PathBuf>) -> Policy {
             ..Limits::default()
         },
         cgroup_procs,
+        isolate_network,
     }
 }
 
@@ -131,7 +134,7 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
         ),
         ("agency sandbox-exec -- /bin/true", sandboxed),
         (
-            "… with a fresh cgroup (create, join, kill, remove)",
+            "… as the daemon does it: a fresh cgroup (create, join, kill, remove) and a network namespace with its forwarder",
             with_cgroup,
         ),
     ] {
@@ -151,7 +154,7 @@ pub async fn run_item(cfg: Cfg) -> Result<Vec<Section>> {
         with_cgroup.p50.saturating_sub(bare.p50).as_secs_f64() * 1e3
     );
     s.notes.push(format!(
-        "{samples} spawns of each kind, interleaved (`agency --version` shows how much of the cost is starting the `agency` binary itself, which the build profile changes most); each spawned in a process group of its own with its output piped, and waited for. The policy is an agent's: the system directories read-only ({} entries with /etc listed entry by entry), a temporary directory read-write, one TCP port; the cgroup variant includes the daemon's work per spawn (mkdir of the agent's cgroup, writing the policy, and after the exit kill and rmdir).",
+        "{samples} spawns of each kind, interleaved (`agency --version` shows how much of the cost is starting the `agency` binary itself, which the build profile changes most); each spawned in a process group of its own with its output piped, and waited for. The policy is an agent's: the system directories read-only ({} entries with /etc listed entry by entry), a temporary directory read-write, one TCP port; the daemon's variant includes its work per spawn (mkdir of the agent's cgroup, writing the policy, and after the exit kill and rmdir) and `isolate_network` (unshare, lo up, the listener and the forwarder process).",
         policy(dir.path(), Vec::new()).read_only.len()
     ));
     if cfg.quick {

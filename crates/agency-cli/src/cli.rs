@@ -191,6 +191,12 @@ pub enum Command {
     /// cannot be applied.
     #[command(hide = true)]
     SandboxExec(SandboxExecArgs),
+
+    /// The forwarder of an agent in its own network namespace, started by
+    /// `sandbox-exec` itself (the listeners arrive on stdin); not for use
+    /// by hand.
+    #[command(hide = true)]
+    SandboxForward(SandboxForwardArgs),
 }
 
 #[derive(Debug, Args)]
@@ -429,6 +435,7 @@ const NO_HOME: &[&str] = &[
     "mcp-launch",
     "tools",
     "sandbox-exec",
+    "sandbox-forward",
 ];
 const NO_JSON: &[&str] = &[
     "model-server",
@@ -438,6 +445,7 @@ const NO_JSON: &[&str] = &[
     "serve",
     "demo",
     "sandbox-exec",
+    "sandbox-forward",
 ];
 
 /// The command line as clap builds it, with the global options hidden
@@ -526,4 +534,12 @@ pub struct SandboxExecArgs {
     /// The program to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxForwardArgs {
+    /// The process id of the `sandbox-exec` that started this forwarder;
+    /// the forwarder ends when it does.
+    #[arg(long, value_name = "PID")]
+    pub parent: u32,
 }

@@ -63,6 +63,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::SandboxExec(a) = &cli.command {
         return sandbox_exec::sandbox_exec(&a.policy, &a.command);
     }
+    if let Command::SandboxForward(a) = &cli.command {
+        return sandbox_exec::sandbox_forward(a.parent);
+    }
     let home = Home::resolve(cli.home)?;
     let ctx = Ctx {
         home,
@@ -112,6 +115,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Demo => unreachable!("handled before the home is resolved"),
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
+        Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
     }
 }
 

@@ -236,7 +236,10 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     );
     assert!(!story.home.join("planted").exists());
     let token = std::fs::read_to_string(story.home.join("admin.token")).unwrap();
-    assert!(!raw.1.contains(token.trim()), "the admin token reached the transcript");
+    assert!(
+        !raw.1.contains(token.trim()),
+        "the admin token reached the transcript"
+    );
     let read = results(&events, "read_file");
     assert_eq!(read.len(), 2, "{read:?}");
     assert!(read[1].contains("Permission denied"), "{}", read[1]);

@@ -252,7 +252,10 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     ] {
         assert!(escape.result.contains(denied), "{denied} in {escape:#?}");
     }
-    assert!(!escape.result.contains("reached the listener"), "{escape:#?}");
+    assert!(
+        !escape.result.contains("reached the listener"),
+        "{escape:#?}"
+    );
     assert!(
         matches!(outsider.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the agent reached a loopback port that is not the daemon's"

@@ -66,6 +66,7 @@ impl Sandbox {
                 ..Limits::default()
             },
             cgroup_procs: Vec::new(),
+            isolate_network: false,
         }
     }
 

@@ -199,6 +199,12 @@ impl Confiner {
             connect_ports,
             limits: self.limits,
             cgroup_procs: cgroup.procs_files(),
+            // A network namespace of its own in which only the allowed
+            // ports of 127.0.0.1 lead anywhere (to the host's loopback,
+            // through the forwarder): Landlock alone filters ports, not
+            // addresses, so a remote host on the daemon's port number
+            // would be reachable.
+            isolate_network: true,
         };
         let written = policy
             .to_json()

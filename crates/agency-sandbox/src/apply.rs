@@ -17,13 +17,17 @@ use rustix::thread::{
     set_no_new_privs,
 };
 
-use crate::{Limits, Policy, SandboxError, landlock_rules, seccomp};
+use crate::{Limits, Policy, SandboxError, landlock_rules, netns, seccomp};
 
 /// Apply `policy` to the current process, which must be single-threaded
 /// (capabilities, seccomp and Landlock are per thread; the exec that
 /// follows keeps only the calling thread). In order:
 ///
 /// 1. join the policy's cgroups;
+///    then, with [`Policy::isolate_network`], a network namespace of its
+///    own with the policy's ports forwarded to the host's loopback by a
+///    forwarder process spawned now (in the cgroups, still privileged,
+///    outside the Landlock domain to come: see the `netns` module);
 /// 2. rlimits: `RLIMIT_DATA` (memory), `RLIMIT_CPU`, `RLIMIT_FSIZE`,
 ///    `RLIMIT_NOFILE` (never raised above the current hard limit), and no
 ///    core dumps;
@@ -45,6 +49,9 @@ pub fn apply(policy: &Policy) -> Result<(), SandboxError> {
     single_threaded()?;
     close_fds::CloseFdsBuilder::new().cloexecfrom(3);
     join_cgroups(&policy.cgroup_procs)?;
+    if policy.isolate_network {
+        netns::isolate(&policy.connect_ports)?;
+    }
     set_limits(&policy.limits)?;
     set_no_new_privs(true).map_err(|e| SandboxError::apply("no_new_privs", e))?;
     drop_capabilities()?;

@@ -17,14 +17,21 @@
 //!   no io_uring, BPF, perf, keyrings, ptrace, mounts or kernel modules;
 //! - **Landlock** (ABI 6 or later, required): the file system beneath the
 //!   policy's paths only, TCP connect to the policy's ports only, no bind,
-//!   no signals and no abstract unix sockets outside the sandbox.
+//!   no signals and no abstract unix sockets outside the sandbox;
+//! - optionally a **network namespace** of its own (`netns`,
+//!   [`Policy::isolate_network`]): only `lo`, the policy's ports forwarded
+//!   to the host's loopback by a separate, confined process ([`forward`]),
+//!   so that a TCP port of the daemon's is reachable on loopback only.
 //!
 //! The crate does no terminal I/O: it returns [`SandboxError`]s.
 
 mod apply;
 mod cgroup;
 mod error;
+mod forward;
 mod landlock_rules;
+mod netlink;
+mod netns;
 mod policy;
 mod probe;
 mod seccomp;
@@ -33,6 +40,8 @@ mod system;
 pub use apply::apply;
 pub use cgroup::{AgentCgroup, Cgroups};
 pub use error::SandboxError;
+pub use forward::{MAX_CONNECTIONS, forward};
+pub use netns::FORWARD_COMMAND;
 pub use policy::{Limits, Policy};
 pub use probe::{PidsController, Probe, probe};
 pub use system::{system_read_only, system_read_write_files};

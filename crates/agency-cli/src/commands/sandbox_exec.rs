@@ -10,6 +10,10 @@
 //! <step>: <why>` and exits 125 without running PROGRAM. If the program
 //! itself cannot be executed (inside the sandbox), it exits 127 when it
 //! was not found and 126 otherwise, as shells do.
+//!
+//! `agency sandbox-forward --parent PID` (plumbing too) is the forwarder
+//! `sandbox-exec` starts for a policy with `isolate_network`
+//! (`agency_sandbox::forward`).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -57,4 +61,13 @@ pub fn sandbox_exec(policy: &Path, command: &[OsString]) -> Result<ExitCode> {
             126
         },
     ))
+}
+
+/// The forwarder of an isolated agent. Its setup errors reach the agent's
+/// `sandbox-exec`, which reports them; only one that could not be passed on
+/// (stdin is not the agent's socket: run by hand) is returned here.
+pub fn sandbox_forward(parent: u32) -> Result<ExitCode> {
+    agency_sandbox::forward(parent)
+        .map_err(|e| anyhow::anyhow!("failed to run the sandbox's forwarder: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }
