@@ -221,7 +221,7 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let attempts = bash[4];
     for denied in [
         "admin.token: Permission denied",
-        "agency.db: Permission denied",
+        "agency.db' for reading: Permission denied",
         "'../..': Permission denied",
         "planted: Permission denied",
         "connect: Permission denied",

@@ -246,7 +246,7 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     // that is not the daemon's cannot be reached.
     for denied in [
         "admin.token: Permission denied",
-        "agency.db: Permission denied",
+        "agency.db' for reading: Permission denied",
         "'../..': Permission denied",
         "connect: Permission denied",
     ] {

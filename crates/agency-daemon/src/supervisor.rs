@@ -455,10 +455,17 @@ impl State {
                     // so a hostile clone (alternates into another agent's
                     // directory, a swapped file) reads only what the agent
                     // itself may read.
+                    // Its HOME is the agent's (the daemon's own holds a
+                    // `.gitconfig` the sandbox rightly hides, and git
+                    // stops on a configuration file it cannot read).
                     let policy = spec.run_dir.join("sandbox.json");
+                    let home = spec.run_dir.join("home");
                     self.upload_packs.set(
                         spec.agent,
                         vec![
+                            "/usr/bin/env".to_owned(),
+                            format!("HOME={}", home.to_string_lossy()),
+                            format!("XDG_CONFIG_HOME={}", home.join(".config").to_string_lossy()),
                             self.launcher.to_string_lossy().into_owned(),
                             "sandbox-exec".to_owned(),
                             "--policy".to_owned(),
