@@ -89,7 +89,7 @@ pub fn runs(list: &[RunView]) -> String {
 
 /// One run, field by field.
 pub fn run(r: &RunView) -> String {
-    let rows = vec![
+    let mut rows = vec![
         vec!["agent".into(), r.agent.to_string()],
         vec!["handler".into(), r.handler.to_string()],
         vec!["runtime".into(), or_dash(r.runtime.as_deref().map(line))],
@@ -118,6 +118,12 @@ pub fn run(r: &RunView) -> String {
             },
         ],
     ];
+    // Every branch the run had the daemon push, one row each (issue 10
+    // item 5: the user sees pushes in the handler's runs).
+    for (i, p) in r.pushes.iter().enumerate() {
+        let key = if i == 0 { "pushed" } else { "" };
+        rows.push(vec![key.into(), line(p)]);
+    }
     table(&[], rows)
 }
 
@@ -217,6 +223,9 @@ mod tests {
             input_tokens: Some(10),
             output_tokens: Some(2),
             transcript: None,
+            pushes: vec![
+                "repo push: branch b of repo r (commit c) to refs/heads/agency/h/b\u{7}".into(),
+            ],
         }
     }
 
@@ -233,6 +242,10 @@ mod tests {
         let one = run(&run_view(Some(false), Some("killed")));
         assert!(one.contains("prompt version  2"), "{one}");
         assert!(one.contains("killed\\u{1b}[2J"), "{one}");
+        assert!(
+            one.contains("pushed          repo push: branch b of repo r (commit c) to refs/heads/agency/h/b\\u{7}"),
+            "{one}"
+        );
     }
 
     #[test]

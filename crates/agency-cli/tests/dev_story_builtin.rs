@@ -270,6 +270,15 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
             )),
         "{audit}"
     );
+    // … and in the run's own record.
+    let (code, run, err) = agency(&story.home, &["run", agent["id"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        run.contains("pushed") && run.contains(&format!("(commit {commit}) to {remote_ref}")),
+        "{run}"
+    );
+    let view = json(&story.home, &["run", agent["id"].as_str().unwrap()]);
+    assert_eq!(view["pushes"].as_array().unwrap().len(), 1, "{view}");
     assert_eq!(agent["end_reason"], "completed");
     let inbox = json(&story.home, &["inbox"]);
     let report = inbox

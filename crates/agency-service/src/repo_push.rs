@@ -33,6 +33,10 @@ pub struct RepoPush<'a> {
     pub commit: &'a str,
 }
 
+/// How every push's audit-log line starts (a failed push's too), so that a
+/// run's view can list them.
+pub(crate) const PUSH_PREFIX: &str = "repo push";
+
 /// How long a failure reason may be in the audit log.
 const MAX_FAILURE_CHARS: usize = 300;
 
@@ -57,7 +61,7 @@ impl Service {
             may_push(op.tx, &caller, push.repo)?;
             let h = caller.require_handler("push to a repo")?.id;
             let summary = format!(
-                "repo push: branch {} of repo {} (commit {}) to {} on the repo's origin",
+                "{PUSH_PREFIX}: branch {} of repo {} (commit {}) to {} on the repo's origin",
                 push.branch, push.repo, push.commit, push.remote_ref
             );
             log(op, h, caller.agent(), summary)?;
@@ -80,7 +84,7 @@ impl Service {
             let caller = authenticate(op.tx, who)?;
             let h = caller.require_handler("push to a repo")?.id;
             let summary = format!(
-                "repo push failed: branch {} of repo {} (commit {}) to {}: {why}",
+                "{PUSH_PREFIX} failed: branch {} of repo {} (commit {}) to {}: {why}",
                 push.branch, push.repo, push.commit, push.remote_ref
             );
             log(op, h, caller.agent(), summary)?;

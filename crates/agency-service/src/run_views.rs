@@ -45,7 +45,15 @@ pub struct RunView {
     pub output_tokens: Option<i64>,
     /// The transcript's blob (user only: see [`Service::run_transcript`]).
     pub transcript: Option<BlobId>,
+    /// The branches this run had the daemon push (`repo_push`), as their
+    /// audit-log lines, oldest first; at most [`MAX_PUSHES_SHOWN`]. Filled
+    /// in by [`Service::run`] only (a listing stays one query).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pushes: Vec<String>,
 }
+
+/// How many pushes one run view lists (the audit log has them all).
+pub const MAX_PUSHES_SHOWN: usize = 100;
 
 impl RunView {
     fn new(r: AgentWithRun, now: Timestamp) -> RunView {
@@ -75,6 +83,7 @@ impl RunView {
             input_tokens: run.and_then(|r| r.input_tokens),
             output_tokens: run.and_then(|r| r.output_tokens),
             transcript: run.and_then(|r| r.transcript.clone()),
+            pushes: Vec::new(),
         }
     }
 }
@@ -128,7 +137,19 @@ impl Service {
             may_see_runs_of(tx, &caller, a.handler)
                 .map_err(|_| ServiceError::not_found("agent run", agent))?;
             let run = tx.agent_run(agent)?;
-            Ok(RunView::new(AgentWithRun { agent: a, run }, now))
+            let handler = a.handler;
+            let mut view = RunView::new(AgentWithRun { agent: a, run }, now);
+            view.pushes = tx
+                .log_entries_of_agent(
+                    handler,
+                    agent,
+                    crate::repo_push::PUSH_PREFIX,
+                    MAX_PUSHES_SHOWN,
+                )?
+                .into_iter()
+                .map(|e| e.summary)
+                .collect();
+            Ok(view)
         })
     }
 

@@ -258,6 +258,15 @@ pub trait Tx {
         after: Option<i64>,
         limit: usize,
     ) -> R<Vec<(i64, LogEntryRow)>>;
+    /// Up to `limit` audit log entries of `handler` written by `agent`
+    /// whose summary starts with `prefix`, oldest first.
+    fn log_entries_of_agent(
+        &mut self,
+        handler: HandlerId,
+        agent: AgentId,
+        prefix: &str,
+        limit: usize,
+    ) -> R<Vec<LogEntryRow>>;
     /// The newest `limit` audit log entries, oldest first.
     fn log_entries_latest(
         &mut self,

@@ -7,7 +7,7 @@
 //! as a row value against the cursor row so that equal timestamps page
 //! correctly.
 
-use agency_core::{FileId, HandlerId, MailTarget, MessageId, OutcomeId};
+use agency_core::{AgentId, FileId, HandlerId, MailTarget, MessageId, OutcomeId};
 use rusqlite::{Connection, params};
 
 use super::convert::*;
@@ -131,6 +131,27 @@ pub(crate) fn log_entries_latest(
     )?;
     rows.reverse();
     Ok(rows)
+}
+
+/// Up to `n` of a handler's audit log entries written by `agent` whose
+/// summary starts with `prefix`, oldest first. The handler's index bounds
+/// the scan to its own log.
+pub(crate) fn log_entries_of_agent(
+    c: &Connection,
+    h: HandlerId,
+    agent: AgentId,
+    prefix: &str,
+    n: usize,
+) -> R<Vec<LogEntryRow>> {
+    query_rows(
+        c,
+        "SELECT handler, at, agent, summary FROM handler_log
+          WHERE handler = ?1 AND agent = ?2 AND substr(summary, 1, length(?3)) = ?3
+          ORDER BY at, id LIMIT ?4",
+        params![h.to_string(), agent.to_string(), prefix, limit(n)],
+        || format!("read the audit log entries of agent {agent} of handler {h}"),
+        log_entry_row,
+    )
 }
 
 /// (children not finished, finished children).

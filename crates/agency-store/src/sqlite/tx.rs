@@ -356,6 +356,15 @@ impl Tx for SqliteTx<'_> {
     ) -> R<Vec<(i64, LogEntryRow)>> {
         pages::log_entries_latest(self.conn, handler, limit)
     }
+    fn log_entries_of_agent(
+        &mut self,
+        handler: HandlerId,
+        agent: AgentId,
+        prefix: &str,
+        limit: usize,
+    ) -> R<Vec<LogEntryRow>> {
+        pages::log_entries_of_agent(self.conn, handler, agent, prefix, limit)
+    }
     fn child_counts(&mut self, id: OutcomeId) -> R<(i64, i64)> {
         pages::child_counts(self.conn, id)
     }
