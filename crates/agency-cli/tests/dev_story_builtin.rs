@@ -10,13 +10,16 @@
 
 #[path = "common/agent_story.rs"]
 mod agent_story;
+#[path = "common/git_repo.rs"]
+mod git_repo;
 
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_story::{BIN, Story, agency, json};
+use agent_story::{BIN, Story, agency, json, transcript};
+use git_repo::{bare_origin, git};
 use serde_json::Value;
 
 /// The root's run, one tool call per turn.
@@ -53,58 +56,6 @@ const ADD_SH: &str = "#!/bin/sh\n# Prints the sum of its two arguments.\necho $(
 
 const TEST_SH: &str = "#!/bin/sh\n# add.sh must add.\ngot=$(sh add.sh 2 3)\nif [ \"$got\" = 5 ]; then echo \"PASS: 2 + 3 = $got\"; else echo \"FAIL: 2 + 3 gave $got, want 5\"; exit 1; fi\n";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A bare origin repository holding one commit on `main`: the buggy
-/// `add.sh` and its `test.sh`.
-fn origin_repo(dir: &Path) -> std::path::PathBuf {
-    let work = dir.join("calc-work");
-    std::fs::create_dir(&work).unwrap();
-    git(&work, &["init", "-q", "-b", "main"]);
-    std::fs::write(work.join("add.sh"), ADD_SH).unwrap();
-    std::fs::write(work.join("test.sh"), TEST_SH).unwrap();
-    git(&work, &["add", "."]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=Maintainer",
-            "-c",
-            "user.email=maintainer@example.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "Add add.sh and its test",
-        ],
-    );
-    let origin = dir.join("calc.git");
-    let out = Command::new("git")
-        .args(["clone", "-q", "--bare"])
-        .arg(&work)
-        .arg(&origin)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    origin
-}
-
 /// `agency model-server --script FILE`, and the URL it prints.
 fn model_server(script: &Path) -> (Child, String) {
     let mut child = Command::new(BIN)
@@ -133,7 +84,11 @@ fn results<'a>(events: &'a [Value], tool: &str) -> Vec<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let fixtures = tempfile::tempdir().unwrap();
-    let origin = origin_repo(fixtures.path());
+    let origin = bare_origin(
+        fixtures.path(),
+        &[("add.sh", ADD_SH), ("test.sh", TEST_SH)],
+        "Add add.sh and its test",
+    );
     // A loopback server that is not the daemon's: the agent must not reach it.
     let outsider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     outsider.set_nonblocking(true).unwrap();
@@ -159,29 +114,11 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     let (code, _, err) = agency(&story.home, &["send", "calc's test fails: please fix it"]);
     assert_eq!(code, 0, "{err}");
 
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let agent = loop {
-        let agents = json(&story.home, &["agents"]);
-        let recent = agents["recent"].as_array().unwrap().clone();
-        if agents["live"].as_array().unwrap().is_empty()
-            && recent.iter().any(|a| !a["ended_at"].is_null())
-        {
-            break recent[0].clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the agent did not end: {agents}\ndaemon log:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let raw = agency(
-        &story.home,
-        &["--json", "transcript", agent["id"].as_str().unwrap()],
-    );
-    assert_eq!(raw.0, 0, "{}", raw.2);
+    let agent = story
+        .wait_for_the_agent(Instant::now() + Duration::from_secs(120))
+        .await;
+    let raw = transcript(&story.home, agent["id"].as_str().unwrap());
     let events: Vec<Value> = raw
-        .1
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -237,7 +174,7 @@ async fn a_builtin_agent_fixes_a_bug_tests_commits_and_pushes() {
     assert!(!story.home.join("planted").exists());
     let token = std::fs::read_to_string(story.home.join("admin.token")).unwrap();
     assert!(
-        !raw.1.contains(token.trim()),
+        !raw.contains(token.trim()),
         "the admin token reached the transcript"
     );
     let read = results(&events, "read_file");

@@ -14,13 +14,15 @@
 
 #[path = "common/agent_story.rs"]
 mod agent_story;
+#[path = "common/git_repo.rs"]
+mod git_repo;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agent_story::{Story, agency, claude_bin, json};
+use agent_story::{Story, agency, claude_bin, json, transcript};
+use git_repo::{bare_origin, git};
 use serde_json::Value;
 
 /// The root's run. Paths are relative to the workspace (Claude Code's
@@ -58,54 +60,6 @@ got=$(add 2 3)
 if [ "$got" = 5 ]; then echo "ok: add 2 3 = 5"; else echo "FAIL: add 2 3 = $got"; exit 1; fi
 "#;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// A bare origin repository at `<dir>/calc.git` whose `main` holds the
-/// buggy `add.sh` and `test.sh`.
-fn make_origin(dir: &Path) -> std::path::PathBuf {
-    let work = dir.join("calc-src");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(work.join("add.sh"), ADD_SH).unwrap();
-    std::fs::write(work.join("test.sh"), TEST_SH).unwrap();
-    git(&work, &["init", "-q", "-b", "main"]);
-    git(&work, &["add", "."]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "add, with a bug",
-        ],
-    );
-    let origin = dir.join("calc.git");
-    let out = Command::new("git")
-        .args(["clone", "-q", "--bare"])
-        .arg(&work)
-        .arg(&origin)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    origin
-}
-
 /// `agency.toml` for Claude Code against the model server, with `extra`
 /// appended to `[agents.claude_code]`.
 fn claude_config(model_url: &str, extra: &str) -> String {
@@ -114,25 +68,6 @@ fn claude_config(model_url: &str, extra: &str) -> String {
         "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = {:?}\nmodel = \"scripted\"\nmax_turns = 30\n{extra}[agents.claude_code.env]\nANTHROPIC_BASE_URL = {model_url:?}\nANTHROPIC_API_KEY = \"test\"\nCLAUDE_CODE_MAX_RETRIES = \"1\"\n",
         claude.to_str().unwrap(),
     )
-}
-
-/// Wait until the root's agent has run and ended; returns it.
-async fn wait_for_the_agent(story: &Story, deadline: Instant) -> Value {
-    loop {
-        let agents = json(&story.home, &["agents"]);
-        let recent = agents["recent"].as_array().unwrap().clone();
-        if agents["live"].as_array().unwrap().is_empty()
-            && recent.iter().any(|a| !a["ended_at"].is_null())
-        {
-            return recent[0].clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the agent did not end: {agents}\ndaemon log:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// One tool call of a run, read back from its stream-json transcript.
@@ -147,8 +82,7 @@ struct Call {
 
 /// The tool calls of a run in order, each with its result.
 fn tool_calls(home: &Path, agent: &str) -> Vec<Call> {
-    let (code, raw, err) = agency(home, &["--json", "transcript", agent]);
-    assert_eq!(code, 0, "{err}");
+    let raw = transcript(home, agent);
     let mut calls = Vec::new();
     let mut by_id = HashMap::new();
     for line in raw.lines() {
@@ -195,7 +129,11 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     let script = agency_testkit::Script::from_json(&FIX_SCRIPT.replace("@PORT@", &port)).unwrap();
     let model = agency_testkit::ModelServer::start(script).await.unwrap();
     let repos = tempfile::tempdir().unwrap();
-    let origin = make_origin(repos.path());
+    let origin = bare_origin(
+        repos.path(),
+        &[("add.sh", ADD_SH), ("test.sh", TEST_SH)],
+        "add, with a bug",
+    );
     let cfg = format!(
         "{}[repos]\ncalc = {:?}\n",
         claude_config(&model.base_url(), ""),
@@ -215,7 +153,7 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     );
     assert_eq!(code, 0, "{err}");
 
-    let agent = wait_for_the_agent(&story, deadline).await;
+    let agent = story.wait_for_the_agent(deadline).await;
     assert_eq!(agent["end_reason"], "completed", "{agent}");
     let calls = tool_calls(&story.home, agent["id"].as_str().unwrap());
     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
@@ -280,19 +218,20 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     // handler's prefix, with the fix; its main still has the bug.
     let pushed_ref = format!("refs/heads/agency/{root}/fix/add");
     assert!(push.result.contains(&pushed_ref), "{push:#?}");
-    assert_eq!(git(&origin, &["rev-parse", &pushed_ref]), head);
+    assert_eq!(git(&origin, &["rev-parse", &pushed_ref]).trim(), head);
     assert_eq!(
-        git(&origin, &["show", &format!("{pushed_ref}:add.sh")]) + "\n",
+        git(&origin, &["show", &format!("{pushed_ref}:add.sh")]),
         ADD_SH.replace("$1 - $2", "$1 + $2")
     );
     assert_eq!(
         git(
             &origin,
             &["log", "-1", "--format=%an <%ae> %s", &pushed_ref]
-        ),
+        )
+        .trim(),
         "Agent <agent@example.invalid> Fix add: it subtracted"
     );
-    assert_eq!(git(&origin, &["show", "main:add.sh"]) + "\n", ADD_SH);
+    assert_eq!(git(&origin, &["show", "main:add.sh"]), ADD_SH);
     // The user sees the push in the handler's audit log.
     let (code, audit, err) = agency(&story.home, &["audit", &root]);
     assert_eq!(code, 0, "{err}");
@@ -367,7 +306,7 @@ async fn tools_outside_the_configured_list_are_refused() {
     let story = Story::start(&cfg, Duration::from_secs(120)).await;
     let (code, _, err) = agency(&story.home, &["send", "hello"]);
     assert_eq!(code, 0, "{err}");
-    let agent = wait_for_the_agent(&story, deadline).await;
+    let agent = story.wait_for_the_agent(deadline).await;
     let calls = tool_calls(&story.home, agent["id"].as_str().unwrap());
     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(

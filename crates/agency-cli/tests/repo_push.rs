@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/git_repo.rs"]
+mod git_repo;
 #[path = "common/home.rs"]
 mod home;
 
@@ -26,19 +28,11 @@ use serde_json::{Value, json};
 
 type Client = RunningService<RoleClient, ()>;
 
+/// `git` in `dir` as a committer named `t`; its stdout trimmed.
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@t"];
+    all.extend_from_slice(args);
+    git_repo::git(dir, &all).trim().to_owned()
 }
 
 fn rev(dir: &Path, name: &str) -> Option<String> {

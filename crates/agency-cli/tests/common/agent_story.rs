@@ -73,6 +73,14 @@ pub fn json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// `agency --json transcript AGENT`, which must succeed: one JSON event
+/// a line.
+pub fn transcript(home: &Path, agent: &str) -> String {
+    let (code, raw, err) = agency(home, &["--json", "transcript", agent]);
+    assert_eq!(code, 0, "{err}");
+    raw
+}
+
 /// A fresh home (`<tmp>/home`), initialised, with `config` as its
 /// `agency.toml`.
 pub fn init_home(config: &str) -> (tempfile::TempDir, PathBuf) {
@@ -166,21 +174,28 @@ impl Story {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        let agent = loop {
+        let agent = self.wait_for_the_agent(self.deadline).await;
+        (reply, agent)
+    }
+
+    /// Wait (until `deadline`) for no agent to be live and one to have
+    /// ended; returns the most recent.
+    pub async fn wait_for_the_agent(&self, deadline: Instant) -> Value {
+        loop {
             let agents = json(&self.home, &["agents"]);
             let recent = agents["recent"].as_array().unwrap().clone();
             if agents["live"].as_array().unwrap().is_empty()
                 && recent.iter().any(|a| !a["ended_at"].is_null())
             {
-                break recent[0].clone();
+                return recent[0].clone();
             }
             assert!(
-                Instant::now() < self.deadline,
-                "the agent did not end: {agents}"
+                Instant::now() < deadline,
+                "the agent did not end: {agents}\ndaemon log:\n{}",
+                self.log()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        (reply, agent)
+        }
     }
 
     /// What both runtimes must leave: the answer's body, the agent's audit
