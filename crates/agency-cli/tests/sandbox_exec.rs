@@ -9,185 +9,22 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/sandbox_run.rs"]
+mod sandbox_run;
+
 use std::ffi::OsStr;
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
-use agency_sandbox::{AgentCgroup, Cgroups, Limits, Policy};
+use agency_sandbox::Cgroups;
+use sandbox_run::{PYTHON, Sandbox, TOKEN, TestCgroups, alive, denied, eventually, ok, show, text};
 
-const TOKEN: &str = "admin-token-that-must-not-leak";
-const PYTHON: &str = "/usr/bin/python3";
 /// Error numbers the probes print (Linux).
 const EPERM: i32 = 1;
 const EAGAIN: i32 = 11;
 const EACCES: i32 = 13;
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    /// The agent's run directory: read-write, its cwd, HOME and TMPDIR.
-    ws: PathBuf,
-    /// A stand-in for `$AGENCY_HOME`, outside the sandbox.
-    home: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let ws = root.join("run/agent");
-        let home = root.join("home");
-        std::fs::create_dir_all(ws.join("tmp")).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(home.join("admin.token"), TOKEN).unwrap();
-        Sandbox {
-            _dir: dir,
-            root,
-            ws,
-            home,
-        }
-    }
-
-    /// What the daemon would grant: the run directory, the system, the
-    /// device files; no port, no cgroup.
-    fn policy(&self) -> Policy {
-        let mut read_write = vec![self.ws.clone()];
-        read_write.extend(agency_sandbox::system_read_write_files());
-        Policy {
-            read_write,
-            read_only: agency_sandbox::system_read_only(),
-            connect_ports: Vec::new(),
-            limits: Limits {
-                max_processes: 0,
-                ..Limits::default()
-            },
-            cgroup_procs: Vec::new(),
-            isolate_network: false,
-        }
-    }
-
-    fn command(&self, policy: &Policy, argv: &[&str]) -> Command {
-        let file = self.root.join(format!(
-            "policy-{}.json",
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&file, policy.to_json().unwrap()).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agency"));
-        cmd.arg("sandbox-exec")
-            .arg("--policy")
-            .arg(&file)
-            .arg("--")
-            .args(argv);
-        self.env(&mut cmd);
-        cmd
-    }
-
-    fn env(&self, cmd: &mut Command) {
-        cmd.current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &self.ws)
-            .env("TMPDIR", self.ws.join("tmp"))
-            .stdin(Stdio::null());
-    }
-
-    /// Run `argv` in the sandbox of `policy`.
-    fn run(&self, policy: &Policy, argv: &[&str]) -> Output {
-        self.command(policy, argv).output().unwrap()
-    }
-
-    /// Run `sh -c script` in the default sandbox.
-    fn sh(&self, script: &str) -> Output {
-        self.run(&self.policy(), &["sh", "-c", script])
-    }
-
-    /// The control: the same script, unconfined.
-    fn sh_unconfined(&self, script: &str) -> Output {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(script);
-        self.env(&mut cmd);
-        cmd.output().unwrap()
-    }
-}
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-fn text(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "expected success: {}", show(o));
-    text(&o.stdout)
-}
-
-#[track_caller]
-fn denied(o: &Output) {
-    assert!(!o.status.success(), "expected a denial: {}", show(o));
-    assert_ne!(
-        o.status.code(),
-        Some(125),
-        "the sandbox was not applied: {}",
-        show(o)
-    );
-}
-
-/// A cgroup parent of this test process, removed (with every agent group
-/// and process in it) when dropped.
-struct TestCgroups(Cgroups);
-
-impl TestCgroups {
-    fn new() -> TestCgroups {
-        let name = format!(
-            "agency-test-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        TestCgroups(Cgroups::open(&name).unwrap())
-    }
-}
-
-impl Drop for TestCgroups {
-    fn drop(&mut self) {
-        let _ = self.0.remove();
-    }
-}
-
-/// Wait (bounded) for `done`; false if it never came.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
-}
-
-/// Whether `pid` is alive (a zombie awaiting its reaper is dead).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
 
 #[test]
 fn the_workspace_is_read_write() {
@@ -466,24 +303,11 @@ fn a_program_the_sandbox_hides_is_not_run() {
     assert_eq!(o.status.code(), Some(127), "{}", show(&o));
 }
 
-/// An agent's cgroup with `max` processes, and a policy that joins it.
-fn confined(sb: &Sandbox, cgroups: &TestCgroups, max: u64) -> (AgentCgroup, Policy) {
-    let limits = Limits {
-        max_processes: max,
-        ..Limits::default()
-    };
-    let group = cgroups.0.create("agent", &limits).unwrap();
-    let mut policy = sb.policy();
-    policy.limits = limits;
-    policy.cgroup_procs = group.procs_files();
-    (group, policy)
-}
-
 #[test]
 fn the_process_count_is_bounded() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
-    let (group, policy) = confined(&sb, &cgroups, 16);
+    let (group, policy) = cgroups.confine("agent", 16, sb.policy());
     // A bounded bomb: 100 forks, each child sleeping (without our pipes).
     let script = "import os, time\n\
         n = 0\n\
@@ -516,7 +340,7 @@ fn the_process_count_is_bounded() {
 fn a_fork_bomb_is_contained_and_ends() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
-    let (group, policy) = confined(&sb, &cgroups, 24);
+    let (group, policy) = cgroups.confine("agent", 24, sb.policy());
     // Before unleashing the classic, make sure its bound is in place.
     let bounded = group.procs_files().iter().any(|f| {
         std::fs::read_to_string(f.with_file_name("pids.max")).is_ok_and(|m| m.trim() == "24")
@@ -566,7 +390,7 @@ fn a_fork_bomb_is_contained_and_ends() {
 fn a_setsid_grandchild_dies_with_its_group() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
-    let (group, policy) = confined(&sb, &cgroups, 64);
+    let (group, policy) = cgroups.confine("agent", 64, sb.policy());
     // Double fork into a new session: reparented away from the agent, in
     // no process group the supervisor knows.
     ok(&sb.run(
@@ -605,7 +429,7 @@ fn a_setsid_grandchild_dies_with_its_group() {
 fn cgroups_left_behind_are_reaped() {
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
-    let (group, policy) = confined(&sb, &cgroups, 64);
+    let (group, policy) = cgroups.confine("agent", 64, sb.policy());
     ok(&sb.run(&policy, &["sh", "-c", "sleep 300 > /dev/null 2>&1 &"]));
     let pids = group.pids().unwrap();
     assert_eq!(pids.len(), 1, "{pids:?}");
@@ -622,7 +446,7 @@ fn a_group_is_removed_before_its_zombie_is_reaped() {
     // agent process (its child), whose zombie then lingers a moment.
     let sb = Sandbox::new();
     let cgroups = TestCgroups::new();
-    let (group, policy) = confined(&sb, &cgroups, 64);
+    let (group, policy) = cgroups.confine("agent", 64, sb.policy());
     let mut child = sb
         .command(&policy, &["sleep", "300"])
         .stdout(Stdio::null())

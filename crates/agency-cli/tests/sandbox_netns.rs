@@ -12,131 +12,20 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/sandbox_run.rs"]
+mod sandbox_run;
+
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use agency_sandbox::{Cgroups, Limits, Policy};
+use sandbox_run::{PYTHON, Sandbox, TestCgroups, alive, eventually, ok, show, text};
 
-const PYTHON: &str = "/usr/bin/python3";
 /// Error numbers the probes print (Linux).
 const EACCES: i32 = 13;
 const ENETUNREACH: i32 = 101;
 const ECONNREFUSED: i32 = 111;
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    /// The agent's run directory: read-write, its cwd, HOME and TMPDIR.
-    ws: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let ws = root.join("run/agent");
-        std::fs::create_dir_all(ws.join("tmp")).unwrap();
-        Sandbox {
-            _dir: dir,
-            root,
-            ws,
-        }
-    }
-
-    /// What the daemon would grant, with `ports` and the namespace or not.
-    fn policy(&self, ports: &[u16], isolate_network: bool) -> Policy {
-        let mut read_write = vec![self.ws.clone()];
-        read_write.extend(agency_sandbox::system_read_write_files());
-        Policy {
-            read_write,
-            read_only: agency_sandbox::system_read_only(),
-            connect_ports: ports.to_vec(),
-            limits: Limits {
-                max_processes: 0,
-                ..Limits::default()
-            },
-            cgroup_procs: Vec::new(),
-            isolate_network,
-        }
-    }
-
-    fn write_policy(&self, policy: &Policy) -> PathBuf {
-        let file = self.ws.join(format!(
-            "policy-{}.json",
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&file, policy.to_json().unwrap()).unwrap();
-        file
-    }
-
-    fn command(&self, policy: &Policy, argv: &[&str]) -> Command {
-        let file = self.write_policy(policy);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agency"));
-        cmd.arg("sandbox-exec")
-            .arg("--policy")
-            .arg(&file)
-            .arg("--")
-            .args(argv);
-        cmd.current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &self.ws)
-            .env("TMPDIR", self.ws.join("tmp"))
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, policy: &Policy, argv: &[&str]) -> Output {
-        self.command(policy, argv).output().unwrap()
-    }
-}
-
-fn text(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "expected success: {}", show(o));
-    text(&o.stdout)
-}
-
-/// Wait (bounded) for `done`; false if it never came.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
-}
-
-/// Whether `pid` is alive (a zombie awaiting its reaper is dead).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
 
 /// A server that reads what a client sends until it half-closes, then
 /// answers "NAME BYTES" and closes: one round trip in each direction,
@@ -242,7 +131,7 @@ fn only_the_granted_ports_on_loopback_lead_out() {
     }
     let script = probe_script(&targets);
     let answers = |isolate| -> Vec<String> {
-        let policy = sb.policy(&[port], isolate);
+        let policy = sb.policy_with(&[port], isolate);
         ok(&sb.run(&policy, &[PYTHON, "-c", &script]))
             .lines()
             .map(|l| l.split_once(' ').unwrap().1.to_owned())
@@ -289,7 +178,7 @@ fn the_namespace_has_only_loopback_and_no_listener_leaks_in() {
             .filter(|n| !n.starts_with("net"))
             .collect()
     };
-    let inside = ok(&sb.run(&sb.policy(&[port], true), &["sh", "-c", script]));
+    let inside = ok(&sb.run(&sb.policy_with(&[port], true), &["sh", "-c", script]));
     assert_eq!(interfaces(&inside), ["lo"], "{inside}");
     let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
     let lines: Vec<&str> = inside.lines().collect();
@@ -302,32 +191,15 @@ fn the_namespace_has_only_loopback_and_no_listener_leaks_in() {
     assert_eq!(lines.last(), Some(&"0"), "{inside}");
     // The control: this machine has more than loopback, the agent without
     // the namespace sees it all.
-    let outside = ok(&sb.run(&sb.policy(&[port], false), &["sh", "-c", script]));
+    let outside = ok(&sb.run(&sb.policy_with(&[port], false), &["sh", "-c", script]));
     assert!(interfaces(&outside).len() > 1, "{outside}");
     assert!(outside.contains(ours.to_str().unwrap()), "{outside}");
-}
-
-/// A cgroup parent of this test process, removed (with every agent group
-/// and process in it) when dropped.
-struct TestCgroups(Cgroups);
-
-impl Drop for TestCgroups {
-    fn drop(&mut self) {
-        let _ = self.0.remove();
-    }
 }
 
 #[test]
 fn the_forwarder_ends_with_the_agent_and_is_out_of_its_reach() {
     let sb = Sandbox::new();
-    let cgroups = TestCgroups(
-        Cgroups::open(&format!(
-            "agency-test-netns-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ))
-        .unwrap(),
-    );
+    let cgroups = TestCgroups::new();
     let daemon = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = daemon.local_addr().unwrap().port();
     // The agent's only child, before it starts any, is the forwarder; it
@@ -337,14 +209,7 @@ fn the_forwarder_ends_with_the_agent_and_is_out_of_its_reach() {
         cat /proc/$k/environ >/dev/null 2>&1 && echo read; \
         while [ ! -e go ]; do sleep 0.01; done";
     for ending in ["exit", "killed"] {
-        let limits = Limits {
-            max_processes: 64,
-            ..Limits::default()
-        };
-        let group = cgroups.0.create(ending, &limits).unwrap();
-        let mut policy = sb.policy(&[port], true);
-        policy.limits = limits;
-        policy.cgroup_procs = group.procs_files();
+        let (group, policy) = cgroups.confine(ending, 64, sb.policy_with(&[port], true));
         let _ = std::fs::remove_file(sb.ws.join("go"));
         let _ = std::fs::remove_file(sb.ws.join("fwd"));
         let mut agent = sb
@@ -389,9 +254,10 @@ fn a_namespace_that_cannot_be_made_runs_nothing() {
         .local_addr()
         .unwrap()
         .port();
-    let inner = sb.write_policy(&sb.policy(&[port], true));
+    // In the run directory, where the outer sandbox lets it be read.
+    let inner = sb.write_policy(&sb.policy_with(&[port], true), &sb.ws);
     let marker = sb.ws.join("ran");
-    let mut outer = sb.policy(&[], false);
+    let mut outer = sb.policy_with(&[], false);
     outer
         .read_only
         .push(PathBuf::from(env!("CARGO_BIN_EXE_agency")));
