@@ -18,30 +18,12 @@
 mod agent_story;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agent_story::{Story, agency};
+use agent_story::{Story, agency, alive};
 
 const SECRET: &str = "LEAK_SECRET_SOURCE";
 const UNRELATED: &str = "LEAK_UNRELATED";
-
-async fn wait_for_file(path: &Path, story: &Story) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(path)
-            && t.ends_with('\n')
-        {
-            return t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared; daemon log:\n{}",
-            path.display(),
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// Start a daemon with `agents` (its `[agents]` section) and the marked
 /// variables in its environment; the user writes to the root. Its agents
@@ -109,7 +91,7 @@ async fn issue9_item5_a_command_agent_gets_nothing_of_the_daemons_environment() 
         out.path(),
     )
     .await;
-    let env = wait_for_file(&env_file, &story).await;
+    let env = story.wait_file(&env_file, Duration::from_secs(30)).await;
     assert_clean(&env, &secret, &unrelated);
     for name in [
         "AGENCY_TOKEN",
@@ -153,7 +135,9 @@ async fn issue9_items5_and_6_claude_code_gets_a_clean_environment_and_no_prompt_
         out.path(),
     )
     .await;
-    let env = wait_for_file(&out.path().join("env.txt"), &story).await;
+    let env = story
+        .wait_file(&out.path().join("env.txt"), Duration::from_secs(30))
+        .await;
     assert_clean(&env, &secret, &unrelated);
     for want in [
         "ANTHROPIC_API_KEY=sk-test-for-claude",
@@ -185,17 +169,6 @@ async fn issue9_items5_and_6_claude_code_gets_a_clean_environment_and_no_prompt_
     story.stop();
 }
 
-/// Whether `pid` is alive (a zombie nobody reaped yet is not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
-        })
-        .unwrap_or(false)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue14_item2_a_restart_after_kill_9_stops_the_agent_left_running() {
     let out = tempfile::tempdir().unwrap();
@@ -213,7 +186,8 @@ async fn issue14_item2_a_restart_after_kill_9_stops_the_agent_left_running() {
         out.path(),
     )
     .await;
-    let pid: u32 = wait_for_file(&pid_file, &story)
+    let pid: u32 = story
+        .wait_file(&pid_file, Duration::from_secs(30))
         .await
         .trim()
         .parse()
@@ -225,15 +199,13 @@ async fn issue14_item2_a_restart_after_kill_9_stops_the_agent_left_running() {
     assert!(alive(pid), "the agent should outlive a SIGKILLed daemon");
     let _ = std::fs::remove_file(&pid_file);
     story.restart().await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the agent left by the killed daemon still runs; log:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    story
+        .wait_gone(
+            pid,
+            "the agent left by the killed daemon",
+            Duration::from_secs(20),
+        )
+        .await;
     let agents = agent_story::json(&story.home, &["agents"]);
     assert!(
         agents["recent"]

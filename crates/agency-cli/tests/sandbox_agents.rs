@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agency_testkit::sandbox::sandbox_toml;
-use agent_story::{Story, agency, json};
+use agent_story::{Story, agency, alive, json};
 
 /// The start of every agent script: `H` is the Agency home, found the way
 /// an agent would (its HOME is `$AGENCY_HOME/run/<uuid>/run/home`); `r
@@ -46,25 +46,6 @@ fn granting(out: &Path, keys: &str) -> String {
     format!("{}{keys}", sandbox_toml(&[out]))
 }
 
-/// Wait (bounded) for `path` to hold a whole line.
-async fn wait_file(path: &Path, story: &Story) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(path)
-            && t.ends_with('\n')
-        {
-            return t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared; daemon log:\n{}",
-            path.display(),
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn result(out: &Path, name: &str) -> String {
     let verdict = std::fs::read_to_string(out.join(name)).unwrap_or_else(|_| "MISSING".into());
     let output = std::fs::read_to_string(out.join(format!("{name}.out"))).unwrap_or_default();
@@ -79,17 +60,6 @@ fn assert_denied(out: &Path, name: &str) {
 fn assert_ok(out: &Path, name: &str) {
     let r = result(out, name);
     assert!(r.starts_with("OK"), "control {name} failed: {r}");
-}
-
-/// Whether `pid` is alive (a zombie nobody reaped yet is not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
-        })
-        .unwrap_or(false)
 }
 
 /// Live processes carrying the agent's mark in their environment.
@@ -117,19 +87,6 @@ async fn live_agent(story: &Story) -> String {
         assert!(
             Instant::now() < deadline,
             "no live agent: {agents}; log:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Wait (bounded) until `pid` is gone.
-async fn wait_gone(pid: u32, what: &str, story: &Story) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "{what} (pid {pid}) outlived its agent; log:\n{}",
             story.log()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -194,7 +151,9 @@ exec sleep 300
     std::fs::create_dir_all(&planted).unwrap();
     std::fs::write(planted.join("token"), "agency_other_agents_token").unwrap();
     send(&story);
-    wait_file(&out.path().join("done"), &story).await;
+    story
+        .wait_file(&out.path().join("done"), Duration::from_secs(60))
+        .await;
 
     for name in [
         "token",
@@ -262,7 +221,9 @@ async fn issue10_item6_a_fork_bomb_is_bounded_and_the_daemon_stays_responsive() 
     .await;
     send(&story);
     let agent = live_agent(&story).await;
-    wait_file(&out.path().join("started"), &story).await;
+    story
+        .wait_file(&out.path().join("started"), Duration::from_secs(60))
+        .await;
     // Until the tree stops growing: sample while the daemon is asked for
     // its status.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -306,18 +267,26 @@ async fn issue10_item6_a_fork_bomb_is_bounded_and_the_daemon_stays_responsive() 
     story.stop();
 }
 
-/// A script whose agent starts a child in a session of its own (out of
+/// A daemon whose agent starts a child in a session of its own (out of
 /// its process group, which is all a stop used to reach), records the
-/// child's pid in `$O/child`, then runs `rest`.
-fn setsid_script(out: &Path, rest: &str) -> String {
-    format!(
+/// child's pid in `$O/child`, then runs `rest`; the user has sent work.
+async fn setsid_story(out: &Path, rest: &str) -> Story {
+    let script = format!(
         "{pre}setsid sh -c 'echo $$ > \"$0/child\"; exec sleep 300' \"$O\" &\nwhile [ ! -s \"$O/child\" ]; do sleep 0.05; done\n{rest}\n",
         pre = preamble(out)
+    );
+    let story = Story::start(
+        &config(&script, "", &granting(out, "")),
+        Duration::from_secs(60),
     )
+    .await;
+    send(&story);
+    story
 }
 
 async fn setsid_child(out: &Path, story: &Story) -> u32 {
-    let pid: u32 = wait_file(&out.join("child"), story)
+    let pid: u32 = story
+        .wait_file(&out.join("child"), Duration::from_secs(60))
         .await
         .trim()
         .parse()
@@ -332,18 +301,14 @@ async fn setsid_child(out: &Path, story: &Story) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item6_a_setsid_child_dies_with_its_force_stopped_agent() {
     let out = tempfile::tempdir().unwrap();
-    let script = setsid_script(out.path(), "exec sleep 300");
-    let story = Story::start(
-        &config(&script, "", &granting(out.path(), "")),
-        Duration::from_secs(60),
-    )
-    .await;
-    send(&story);
+    let story = setsid_story(out.path(), "exec sleep 300").await;
     let agent = live_agent(&story).await;
     let child = setsid_child(out.path(), &story).await;
     let (code, _, err) = agency(&story.home, &["token", "revoke", &agent]);
     assert_eq!(code, 0, "{err}");
-    wait_gone(child, "the setsid child", &story).await;
+    story
+        .wait_gone(child, "the setsid child", Duration::from_secs(30))
+        .await;
     story.stop();
 }
 
@@ -352,25 +317,19 @@ async fn issue10_item6_a_setsid_child_dies_with_its_force_stopped_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item3_a_setsid_child_dies_when_its_agent_exits_or_the_daemon_stops() {
     let out = tempfile::tempdir().unwrap();
-    let script = setsid_script(out.path(), "exit 0");
-    let story = Story::start(
-        &config(&script, "", &granting(out.path(), "")),
-        Duration::from_secs(60),
-    )
-    .await;
-    send(&story);
+    let story = setsid_story(out.path(), "exit 0").await;
     let child = setsid_child(out.path(), &story).await;
-    wait_gone(child, "the setsid child of an agent that exited", &story).await;
+    story
+        .wait_gone(
+            child,
+            "the setsid child of an agent that exited",
+            Duration::from_secs(30),
+        )
+        .await;
     story.stop();
 
     let out = tempfile::tempdir().unwrap();
-    let script = setsid_script(out.path(), "exec sleep 300");
-    let story = Story::start(
-        &config(&script, "", &granting(out.path(), "")),
-        Duration::from_secs(60),
-    )
-    .await;
-    send(&story);
+    let story = setsid_story(out.path(), "exec sleep 300").await;
     let child = setsid_child(out.path(), &story).await;
     story.stop();
     assert!(
@@ -421,7 +380,9 @@ subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEV
     let (code, _, err) = agency(&story.home, &["grant", &root, "mcp_server:probe", "read"]);
     assert_eq!(code, 0, "{err}");
     send(&story);
-    wait_file(&out.path().join("done"), &story).await;
+    story
+        .wait_file(&out.path().join("done"), Duration::from_secs(60))
+        .await;
     let launched = std::fs::read_to_string(out.path().join("launch.out")).unwrap_or_default();
     let r = result(out.path(), "server");
     assert!(
@@ -447,7 +408,9 @@ async fn issue10_item3_sandbox_off_runs_unconfined_and_status_says_so() {
     )
     .await;
     send(&story);
-    wait_file(&out.path().join("done"), &story).await;
+    story
+        .wait_file(&out.path().join("done"), Duration::from_secs(60))
+        .await;
     assert_ok(out.path(), "token");
     for _ in 0..2 {
         let (code, status, err) = agency(&story.home, &["status"]);

@@ -112,6 +112,17 @@ pub fn terminate(serve: &mut Child) {
     assert!(serve.wait().unwrap().success());
 }
 
+/// Whether `pid` is alive (a zombie nobody reaped yet is not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
+        })
+        .unwrap_or(false)
+}
+
 /// A daemon serving a fresh home with the given extra configuration.
 pub struct Story {
     pub tmp: tempfile::TempDir,
@@ -263,6 +274,39 @@ impl Story {
             .unwrap();
         while !self.home.join("daemon.json").exists() {
             assert!(Instant::now() < self.deadline, "the daemon did not restart");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait (at most `within`) for `path` to hold a whole line; returns
+    /// what it holds.
+    pub async fn wait_file(&self, path: &Path, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(t) = std::fs::read_to_string(path)
+                && t.ends_with('\n')
+            {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} never appeared; daemon log:\n{}",
+                path.display(),
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait (at most `within`) until process `pid`, `what`, is gone.
+    pub async fn wait_gone(&self, pid: u32, what: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while alive(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "{what} (pid {pid}) still runs; log:\n{}",
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
