@@ -107,6 +107,19 @@ impl Ctx {
         Ok(out)
     }
 
+    /// A workspace in a fresh temporary directory (kept while the
+    /// returned handle lives), for the tools' tests.
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
+    pub fn temp() -> (tempfile::TempDir, Ctx) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Ctx {
+            root: dir.path().to_owned(),
+            hidden_env: Vec::new(),
+        };
+        (dir, ctx)
+    }
+
     /// How a path is shown to the model: relative to the workspace when
     /// inside it (so it can be passed straight back), absolute otherwise.
     pub fn show(&self, path: &Path) -> String {

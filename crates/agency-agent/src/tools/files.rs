@@ -171,18 +171,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ws() -> (tempfile::TempDir, Ctx) {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = Ctx {
-            root: dir.path().to_owned(),
-            hidden_env: Vec::new(),
-        };
-        (dir, ctx)
-    }
-
     #[test]
     fn read_numbers_lines_and_windows() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         std::fs::write(dir.path().join("f.txt"), "one\ntwo\r\nthree\n").unwrap();
         let out = read_file(&ctx, &json!({"path": "f.txt"})).unwrap();
         assert_eq!(out, "     1\tone\n     2\ttwo\n     3\tthree\n");
@@ -207,7 +198,7 @@ mod tests {
 
     #[test]
     fn read_refuses_binary_missing_directories_and_huge_files() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         std::fs::write(dir.path().join("b.bin"), b"\x7fELF\0\0\x01").unwrap();
         let e = read_file(&ctx, &json!({"path": "b.bin"})).unwrap_err();
         assert_eq!(e.kind, "refused");
@@ -226,7 +217,7 @@ mod tests {
 
     #[test]
     fn read_cuts_long_lines_and_long_output() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let long = "x".repeat(MAX_LINE_CHARS + 5);
         std::fs::write(dir.path().join("long"), &long).unwrap();
         let out = read_file(&ctx, &json!({"path": "long"})).unwrap();
@@ -246,7 +237,7 @@ mod tests {
 
     #[test]
     fn write_creates_parents_and_replaces() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let out = write_file(
             &ctx,
             &json!({"path": "a/b/c.txt", "content": "hi\nthere\n"}),
@@ -269,7 +260,7 @@ mod tests {
 
     #[test]
     fn edit_replaces_one_exact_unique_string() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let f = dir.path().join("code.rs");
         std::fs::write(&f, "let a = 1;\nlet b = 1;\n").unwrap();
         let e = edit_file(
@@ -310,7 +301,7 @@ mod tests {
 
     #[test]
     fn edit_refuses_empty_noop_binary_and_missing() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         std::fs::write(dir.path().join("t"), "text").unwrap();
         std::fs::write(dir.path().join("b"), b"a\0b").unwrap();
         let cases = [

@@ -215,16 +215,12 @@ mod tests {
     use serde_json::json;
 
     fn ws(files: &[(&str, &str)]) -> (tempfile::TempDir, Ctx) {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, ctx) = Ctx::temp();
         for (p, content) in files {
             let f = dir.path().join(p);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(f, content).unwrap();
         }
-        let ctx = Ctx {
-            root: dir.path().to_owned(),
-            hidden_env: Vec::new(),
-        };
         (dir, ctx)
     }
 

@@ -257,15 +257,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ws() -> (tempfile::TempDir, Ctx) {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = Ctx {
-            root: dir.path().to_owned(),
-            hidden_env: Vec::new(),
-        };
-        (dir, ctx)
-    }
-
     #[test]
     fn capped_keeps_head_and_tail() {
         let mut c = Capped::default();
@@ -289,7 +280,7 @@ mod tests {
 
     #[tokio::test]
     async fn runs_in_the_workspace_with_interleaved_output() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         std::fs::write(dir.path().join("f"), "content").unwrap();
         let (out, failed) = bash(
             &ctx,
@@ -312,7 +303,7 @@ mod tests {
 
     #[tokio::test]
     async fn nonzero_exit_and_signals_are_failures() {
-        let (_d, ctx) = ws();
+        let (_d, ctx) = Ctx::temp();
         let (out, failed) = bash(&ctx, &json!({"command": "exit 3"})).await.unwrap();
         assert_eq!(out, "(no output)\n[exit code 3]");
         assert!(failed);
@@ -325,7 +316,7 @@ mod tests {
 
     #[tokio::test]
     async fn long_output_is_capped() {
-        let (_d, ctx) = ws();
+        let (_d, ctx) = Ctx::temp();
         let (out, _) = bash(&ctx, &json!({"command": "seq 1 100000; echo LAST"}))
             .await
             .unwrap();
@@ -362,9 +353,20 @@ mod tests {
         false
     }
 
+    /// The background `sleep` whose pid the command wrote to `bg.pid` in
+    /// `dir` must end; `fate` says what it did otherwise.
+    async fn background_dies(dir: &std::path::Path, fate: &str) {
+        let bg: i32 = std::fs::read_to_string(dir.join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(wait_dead(bg).await, "the background sleep {bg} {fate}");
+    }
+
     #[tokio::test]
     async fn a_timeout_kills_the_whole_group() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let (out, failed) = bash(
             &ctx,
             &json!({"command": "sleep 100 & echo $! > bg.pid; echo started; sleep 100", "timeout_ms": 300}),
@@ -376,20 +378,12 @@ mod tests {
             out,
             "started\n[timed out after 300 ms: the command and every process in its group were killed]"
         );
-        let bg: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(
-            wait_dead(bg).await,
-            "the background sleep {bg} survived the timeout"
-        );
+        background_dies(dir.path(), "survived the timeout").await;
     }
 
     #[tokio::test]
     async fn background_processes_end_with_the_command() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let (out, failed) = bash(
             &ctx,
             &json!({"command": "sleep 100 & echo $! > bg.pid; echo quick"}),
@@ -398,20 +392,12 @@ mod tests {
         .unwrap();
         assert!(!failed);
         assert_eq!(out, "quick\n[exit code 0]");
-        let bg: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(
-            wait_dead(bg).await,
-            "the background sleep {bg} outlived the command"
-        );
+        background_dies(dir.path(), "outlived the command").await;
     }
 
     #[tokio::test]
     async fn an_abandoned_call_kills_its_group() {
-        let (dir, ctx) = ws();
+        let (dir, ctx) = Ctx::temp();
         let input = json!({"command": "sleep 100 & echo $! > sh.pid; sleep 100"});
         let call = bash(&ctx, &input);
         // Stop the call once the shell has written its pid, as a stopped
@@ -439,7 +425,7 @@ mod tests {
 
     #[tokio::test]
     async fn secrets_are_not_in_the_environment() {
-        let (_d, mut ctx) = ws();
+        let (_d, mut ctx) = Ctx::temp();
         // HOME stands in for a secret variable: it is surely set here.
         assert!(
             std::env::var_os("HOME").is_some(),
@@ -460,7 +446,7 @@ mod tests {
 
     #[tokio::test]
     async fn arguments_are_checked() {
-        let (_d, ctx) = ws();
+        let (_d, ctx) = Ctx::temp();
         for (input, needle) in [
             (json!({"command": " "}), "empty"),
             (json!({"command": "true", "timeout_ms": 0}), "between 1 and"),
