@@ -18,7 +18,7 @@ use crate::Result;
 use crate::error::ServiceError;
 use crate::handlers::log;
 use crate::render::{Author, render_audit_log_file};
-use crate::service::{Caller, Service, authenticate};
+use crate::service::{Caller, Op, Service, authenticate};
 
 /// One push, as the audit log records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,19 +59,13 @@ impl Service {
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             may_push(op.tx, &caller, push.repo)?;
-            let h = caller.require_handler("push to a repo")?.id;
-            let summary = format!(
-                "{PUSH_PREFIX}: branch {} of repo {} (commit {}) to {} on the repo's origin",
-                push.branch, push.repo, push.commit, push.remote_ref
-            );
-            log(op, h, caller.agent(), summary)?;
-            render_audit_log_file(
+            audit(
                 op,
-                h,
-                Author {
-                    handler: Some(h),
-                    agent: caller.agent(),
-                },
+                &caller,
+                format!(
+                    "{PUSH_PREFIX}: branch {} of repo {} (commit {}) to {} on the repo's origin",
+                    push.branch, push.repo, push.commit, push.remote_ref
+                ),
             )
         })
     }
@@ -82,22 +76,31 @@ impl Service {
         let why: String = why.chars().take(MAX_FAILURE_CHARS).collect();
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
-            let h = caller.require_handler("push to a repo")?.id;
-            let summary = format!(
-                "{PUSH_PREFIX} failed: branch {} of repo {} (commit {}) to {}: {why}",
-                push.branch, push.repo, push.commit, push.remote_ref
-            );
-            log(op, h, caller.agent(), summary)?;
-            render_audit_log_file(
+            audit(
                 op,
-                h,
-                Author {
-                    handler: Some(h),
-                    agent: caller.agent(),
-                },
+                &caller,
+                format!(
+                    "{PUSH_PREFIX} failed: branch {} of repo {} (commit {}) to {}: {why}",
+                    push.branch, push.repo, push.commit, push.remote_ref
+                ),
             )
         })
     }
+}
+
+/// Write `summary` in the caller's handler's audit log, under the calling
+/// agent, and render the log's file again.
+fn audit(op: &mut Op<'_>, caller: &Caller, summary: String) -> Result<()> {
+    let h = caller.require_handler("push to a repo")?.id;
+    log(op, h, caller.agent(), summary)?;
+    render_audit_log_file(
+        op,
+        h,
+        Author {
+            handler: Some(h),
+            agent: caller.agent(),
+        },
+    )
 }
 
 fn may_push(tx: &mut dyn agency_store::Tx, caller: &Caller, name: &str) -> Result<()> {
