@@ -120,6 +120,13 @@ fn tool_calls(home: &Path, agent: &str) -> Vec<Call> {
     calls
 }
 
+/// The root's agent once it has ended (by `deadline`), and its tool calls.
+async fn ended_run(story: &Story, deadline: Instant) -> (Value, Vec<Call>) {
+    let agent = story.wait_for_the_agent(deadline).await;
+    let calls = tool_calls(&story.home, agent["id"].as_str().unwrap());
+    (agent, calls)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     // A loopback server that is not the daemon's: the agent must not reach it.
@@ -153,9 +160,8 @@ async fn claude_code_fixes_a_bug_runs_the_tests_commits_and_pushes() {
     );
     assert_eq!(code, 0, "{err}");
 
-    let agent = story.wait_for_the_agent(deadline).await;
+    let (agent, calls) = ended_run(&story, deadline).await;
     assert_eq!(agent["end_reason"], "completed", "{agent}");
-    let calls = tool_calls(&story.home, agent["id"].as_str().unwrap());
     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
@@ -306,8 +312,7 @@ async fn tools_outside_the_configured_list_are_refused() {
     let story = Story::start(&cfg, Duration::from_secs(120)).await;
     let (code, _, err) = agency(&story.home, &["send", "hello"]);
     assert_eq!(code, 0, "{err}");
-    let agent = story.wait_for_the_agent(deadline).await;
-    let calls = tool_calls(&story.home, agent["id"].as_str().unwrap());
+    let (_, calls) = ended_run(&story, deadline).await;
     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
