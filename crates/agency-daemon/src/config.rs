@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DaemonError;
 use crate::mcp_servers::McpServerConfig;
+use crate::models::{ModelUpstreamConfig, Price};
 use crate::sandbox_config::SandboxConfig;
 use crate::secrets::SecretSource;
 
@@ -34,6 +35,10 @@ pub struct Config {
     /// What agents may touch besides their own directory, and their
     /// resource limits (`agents.sandbox` switches the sandbox on or off).
     pub sandbox: SandboxConfig,
+    /// Model upstreams the gateway forwards to, by name (`/model/NAME`).
+    pub models: BTreeMap<String, ModelUpstreamConfig>,
+    /// Prices per model (USD per million tokens), over the defaults.
+    pub prices: BTreeMap<String, Price>,
 }
 
 /// `[log]`: the daemon's log file (`logs/daemon.log` in the home) and the
@@ -249,6 +254,10 @@ pub struct BuiltinConfig {
     /// The workspace tools `agency agent` offers the model, from
     /// [`BuiltinConfig::TOOLS`] (default: all; empty: MCP tools only).
     pub tools: Vec<String>,
+    /// A `[models.NAME]`: the agent reaches it through the daemon's model
+    /// gateway with its own token (`api`, `base_url` and `api_key_env`
+    /// are then not used), so no provider key reaches it.
+    pub upstream: String,
 }
 
 impl BuiltinConfig {
@@ -278,6 +287,7 @@ impl Default for BuiltinConfig {
                 .iter()
                 .map(|t| (*t).to_owned())
                 .collect(),
+            upstream: String::new(),
         }
     }
 }
@@ -304,6 +314,10 @@ pub struct ClaudeCodeConfig {
     /// tools (`--tools` and `--allowedTools`); every other built-in tool is
     /// unavailable. Checked by [`crate::claude::check_tools`].
     pub tools: Vec<String>,
+    /// A `[models.NAME]` with `api = "anthropic"`: Claude Code gets the
+    /// daemon's model gateway as `ANTHROPIC_BASE_URL` and its own token as
+    /// `ANTHROPIC_AUTH_TOKEN`, so no provider key reaches it.
+    pub upstream: String,
 }
 
 impl Default for ClaudeCodeConfig {
@@ -318,6 +332,7 @@ impl Default for ClaudeCodeConfig {
                 .iter()
                 .map(|t| (*t).to_owned())
                 .collect(),
+            upstream: String::new(),
         }
     }
 }
@@ -357,9 +372,9 @@ impl Config {
             "command" => {}
             "builtin" => {
                 let b = &cfg.agents.builtin;
-                if b.base_url.is_empty() || b.model.is_empty() {
+                if (b.base_url.is_empty() && b.upstream.is_empty()) || b.model.is_empty() {
                     return Err(bad(
-                        "agents.runtime = \"builtin\" needs agents.builtin.base_url and agents.builtin.model"
+                        "agents.runtime = \"builtin\" needs agents.builtin.base_url and agents.builtin.model (or agents.builtin.upstream, a [models.NAME], instead of base_url)"
                             .to_owned(),
                     ));
                 }
@@ -393,6 +408,8 @@ impl Config {
             }
         }
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
+        crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
+        crate::models::check_upstreams(&cfg).map_err(bad)?;
         crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)

@@ -124,6 +124,9 @@ impl EgressProxy {
 /// `https://api.anthropic.com`); none for other runtimes.
 pub(crate) fn model_endpoints(agents: &AgentsConfig) -> Vec<EgressTarget> {
     let url = match agents.runtime.as_str() {
+        // Through the model gateway: no model host is reachable directly.
+        "builtin" if !agents.builtin.upstream.is_empty() => return Vec::new(),
+        "claude-code" if !agents.claude_code.upstream.is_empty() => return Vec::new(),
         "builtin" => agents.builtin.base_url.clone(),
         "claude-code" => agents
             .claude_code
