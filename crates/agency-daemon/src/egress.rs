@@ -649,5 +649,11 @@ mod tests {
             model_endpoints(&a),
             [EgressTarget::new("::1", 11434).unwrap()]
         );
+        // Through the model gateway no model host is reachable directly.
+        a.builtin.upstream = "main".into();
+        assert!(model_endpoints(&a).is_empty());
+        a.runtime = "claude-code".into();
+        a.claude_code.upstream = "main".into();
+        assert!(model_endpoints(&a).is_empty());
     }
 }

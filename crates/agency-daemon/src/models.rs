@@ -391,4 +391,51 @@ mod tests {
         let prices = BTreeMap::from([("m".to_owned(), Price::new(-1.0, 0.0, 0.0, 0.0))]);
         assert!(validate(&BTreeMap::new(), &prices, &BTreeMap::new()).is_err());
     }
+
+    /// Settings that would still hand an agent the provider key, or point
+    /// it past the gateway, are refused beside an upstream.
+    #[test]
+    fn upstream_settings_that_would_leak_the_key_are_refused() {
+        let base = "[secrets]\nk = { env = \"K\" }\n[models.a]\napi = \"anthropic\"\nbase_url = \"https://x\"\napi_key = \"${secret:k}\"\n[models.o]\napi = \"openai\"\nbase_url = \"https://y/v1\"\n";
+        let parse = |extra: &str| {
+            crate::config::Config::parse(
+                std::path::Path::new("agency.toml"),
+                &format!("{base}{extra}"),
+            )
+        };
+        parse("[agents.claude_code]\nupstream = \"a\"\n").unwrap();
+        parse(
+            "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nupstream = \"o\"\nmodel = \"m\"\n",
+        )
+        .unwrap();
+        for (extra, want) in [
+            (
+                "[agents.claude_code]\nupstream = \"nope\"\n",
+                "declares no [models.nope]",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"o\"\n",
+                "speaks the Anthropic API",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\napi_key_env = \"K\"\n",
+                "remove api_key_env",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_API_KEY = \"sk\"\n",
+                "ANTHROPIC_API_KEY",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = \"http://127.0.0.1:9\"\n",
+                "ANTHROPIC_BASE_URL",
+            ),
+            (
+                "[agents.builtin]\nupstream = \"a\"\napi_key_env = \"K\"\n",
+                "remove api_key_env",
+            ),
+        ] {
+            let e = parse(extra).unwrap_err().to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
+    }
 }
