@@ -562,6 +562,7 @@ api = "anthropic"          # or "openai" (OpenAI, Ollama, vLLM, llama.cpp server
 base_url = ""              # e.g. "https://api.anthropic.com" or "http://127.0.0.1:11434"
 model = ""
 api_key_env = ""           # the daemon's variable holding the key (the one passed on)
+upstream = ""              # or a [models.NAME]: through the daemon's gateway, no key in the agent
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
@@ -576,6 +577,7 @@ program = "claude"
 model = ""                 # passed as --model when set
 max_turns = 50             # passed as --max-turns when above 0
 api_key_env = ""           # the daemon's variable given to it as ANTHROPIC_API_KEY
+upstream = ""              # or an "anthropic" [models.NAME]: through the daemon's gateway
 # Claude Code's own tools the agent gets besides Agency's (exact names, as
 # Claude Code spells them); every other built-in tool is unavailable. Not
 # in the default: WebFetch and WebSearch (WebSearch runs at the model
@@ -643,6 +645,22 @@ open_files = 4096
 # [mcp_servers.github]
 # url = "https://api.githubcopilot.com/mcp/"
 # headers = { Authorization = "Bearer ${secret:github}" }
+
+# Model upstreams of the daemon's model gateway (/model/NAME on the agents'
+# listener): agents.builtin.upstream / agents.claude_code.upstream = "NAME"
+# make agents reach their model only through it, with their own token; the
+# key stays in the daemon. Every call is metered (`agency cost`).
+# [models.main]
+# api = "anthropic"                                  # or "openai"
+# base_url = "https://api.anthropic.com"
+# api_key = "${secret:anthropic}"
+# Prices in USD per million tokens, over the built-in defaults (matched by
+# the longest model-name prefix):
+# [prices."claude-sonnet-4-5"]
+# input = 3.0
+# output = 15.0
+# cache_read = 0.3
+# cache_write = 3.75
 "#;
 
 #[cfg(test)]
