@@ -14,6 +14,7 @@
 //! between exec and recording its start time.
 
 mod agents;
+mod gateway;
 mod growth;
 mod latency;
 mod populate;
@@ -41,7 +42,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-8); the others are listed as
+    /// Run only these items (comma separated, 1-9); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -75,7 +76,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 8] = [
+    let items: [Item; 9] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -89,6 +90,9 @@ fn main() -> Result<()> {
         (7, "7. Storage per event", growth::run),
         (8, "8. Spawn with sandbox vs bare spawn", |c| {
             util::block(sandbox::run_item(c))
+        }),
+        (9, "9. Model gateway overhead", |c| {
+            util::block(gateway::run(c))
         }),
     ];
     let _guard = rt.enter();

@@ -197,6 +197,19 @@ pub enum Command {
     /// by hand.
     #[command(hide = true)]
     SandboxForward(SandboxForwardArgs),
+
+    /// Model usage and cost, as a tree of handlers: each handler's own
+    /// calls (through the model gateway) and its subtree's, in tokens
+    /// (input, output, cache read, cache write) and US dollars from the
+    /// price table (`[prices]` over the defaults). Default: the whole
+    /// organisation.
+    Cost(CostArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Only this handler's subtree (id or unique prefix).
+    pub handler: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! context, prints to stdout (data) or stderr (notes), and returns the exit
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
+mod cost;
 mod daemon;
 mod demo;
 mod gc;
@@ -116,6 +117,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Demo => unreachable!("handled before the home is resolved"),
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
         Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
+        Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
     }
 }
 

@@ -210,7 +210,14 @@ impl Runtime for ClaudeCodeRuntime {
             .env("ENABLE_TOOL_SEARCH", "false")
             .env("IS_SANDBOX", "1")
             .envs(&self.cfg.env);
-        if !self.cfg.api_key_env.is_empty()
+        if !self.cfg.upstream.is_empty() {
+            // Through the daemon's model gateway with the agent's own
+            // token (sent as `Authorization: Bearer`); the provider key
+            // stays in the daemon.
+            cmd.env("ANTHROPIC_BASE_URL", spec.gateway_url(&self.cfg.upstream))
+                .env("ANTHROPIC_AUTH_TOKEN", &spec.token)
+                .env_remove("ANTHROPIC_API_KEY");
+        } else if !self.cfg.api_key_env.is_empty()
             && let Some(key) = std::env::var_os(&self.cfg.api_key_env)
         {
             cmd.env("ANTHROPIC_API_KEY", key);

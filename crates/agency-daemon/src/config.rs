@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DaemonError;
 use crate::mcp_servers::McpServerConfig;
+use crate::models::{ModelUpstreamConfig, Price};
 use crate::sandbox_config::SandboxConfig;
 use crate::secrets::SecretSource;
 
@@ -34,6 +35,10 @@ pub struct Config {
     /// What agents may touch besides their own directory, and their
     /// resource limits (`agents.sandbox` switches the sandbox on or off).
     pub sandbox: SandboxConfig,
+    /// Model upstreams the gateway forwards to, by name (`/model/NAME`).
+    pub models: BTreeMap<String, ModelUpstreamConfig>,
+    /// Prices per model (USD per million tokens), over the defaults.
+    pub prices: BTreeMap<String, Price>,
 }
 
 /// `[log]`: the daemon's log file (`logs/daemon.log` in the home) and the
@@ -249,6 +254,10 @@ pub struct BuiltinConfig {
     /// The workspace tools `agency agent` offers the model, from
     /// [`BuiltinConfig::TOOLS`] (default: all; empty: MCP tools only).
     pub tools: Vec<String>,
+    /// A `[models.NAME]`: the agent reaches it through the daemon's model
+    /// gateway with its own token (`api`, `base_url` and `api_key_env`
+    /// are then not used), so no provider key reaches it.
+    pub upstream: String,
 }
 
 impl BuiltinConfig {
@@ -278,6 +287,7 @@ impl Default for BuiltinConfig {
                 .iter()
                 .map(|t| (*t).to_owned())
                 .collect(),
+            upstream: String::new(),
         }
     }
 }
@@ -304,6 +314,10 @@ pub struct ClaudeCodeConfig {
     /// tools (`--tools` and `--allowedTools`); every other built-in tool is
     /// unavailable. Checked by [`crate::claude::check_tools`].
     pub tools: Vec<String>,
+    /// A `[models.NAME]` with `api = "anthropic"`: Claude Code gets the
+    /// daemon's model gateway as `ANTHROPIC_BASE_URL` and its own token as
+    /// `ANTHROPIC_AUTH_TOKEN`, so no provider key reaches it.
+    pub upstream: String,
 }
 
 impl Default for ClaudeCodeConfig {
@@ -318,6 +332,7 @@ impl Default for ClaudeCodeConfig {
                 .iter()
                 .map(|t| (*t).to_owned())
                 .collect(),
+            upstream: String::new(),
         }
     }
 }
@@ -357,9 +372,9 @@ impl Config {
             "command" => {}
             "builtin" => {
                 let b = &cfg.agents.builtin;
-                if b.base_url.is_empty() || b.model.is_empty() {
+                if (b.base_url.is_empty() && b.upstream.is_empty()) || b.model.is_empty() {
                     return Err(bad(
-                        "agents.runtime = \"builtin\" needs agents.builtin.base_url and agents.builtin.model"
+                        "agents.runtime = \"builtin\" needs agents.builtin.base_url and agents.builtin.model (or agents.builtin.upstream, a [models.NAME], instead of base_url)"
                             .to_owned(),
                     ));
                 }
@@ -393,6 +408,8 @@ impl Config {
             }
         }
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
+        crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
+        crate::models::check_upstreams(&cfg).map_err(bad)?;
         crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
@@ -545,6 +562,7 @@ api = "anthropic"          # or "openai" (OpenAI, Ollama, vLLM, llama.cpp server
 base_url = ""              # e.g. "https://api.anthropic.com" or "http://127.0.0.1:11434"
 model = ""
 api_key_env = ""           # the daemon's variable holding the key (the one passed on)
+upstream = ""              # or a [models.NAME]: through the daemon's gateway, no key in the agent
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
@@ -559,6 +577,7 @@ program = "claude"
 model = ""                 # passed as --model when set
 max_turns = 50             # passed as --max-turns when above 0
 api_key_env = ""           # the daemon's variable given to it as ANTHROPIC_API_KEY
+upstream = ""              # or an "anthropic" [models.NAME]: through the daemon's gateway
 # Claude Code's own tools the agent gets besides Agency's (exact names, as
 # Claude Code spells them); every other built-in tool is unavailable. Not
 # in the default: WebFetch and WebSearch (WebSearch runs at the model
@@ -626,6 +645,22 @@ open_files = 4096
 # [mcp_servers.github]
 # url = "https://api.githubcopilot.com/mcp/"
 # headers = { Authorization = "Bearer ${secret:github}" }
+
+# Model upstreams of the daemon's model gateway (/model/NAME on the agents'
+# listener): agents.builtin.upstream / agents.claude_code.upstream = "NAME"
+# make agents reach their model only through it, with their own token; the
+# key stays in the daemon. Every call is metered (`agency cost`).
+# [models.main]
+# api = "anthropic"                                  # or "openai"
+# base_url = "https://api.anthropic.com"
+# api_key = "${secret:anthropic}"
+# Prices in USD per million tokens, over the built-in defaults (matched by
+# the longest model-name prefix):
+# [prices."claude-sonnet-4-5"]
+# input = 3.0
+# output = 15.0
+# cache_read = 0.3
+# cache_write = 3.75
 "#;
 
 #[cfg(test)]

@@ -124,6 +124,9 @@ impl EgressProxy {
 /// `https://api.anthropic.com`); none for other runtimes.
 pub(crate) fn model_endpoints(agents: &AgentsConfig) -> Vec<EgressTarget> {
     let url = match agents.runtime.as_str() {
+        // Through the model gateway: no model host is reachable directly.
+        "builtin" if !agents.builtin.upstream.is_empty() => return Vec::new(),
+        "claude-code" if !agents.claude_code.upstream.is_empty() => return Vec::new(),
         "builtin" => agents.builtin.base_url.clone(),
         "claude-code" => agents
             .claude_code
@@ -646,5 +649,11 @@ mod tests {
             model_endpoints(&a),
             [EgressTarget::new("::1", 11434).unwrap()]
         );
+        // Through the model gateway no model host is reachable directly.
+        a.builtin.upstream = "main".into();
+        assert!(model_endpoints(&a).is_empty());
+        a.runtime = "claude-code".into();
+        a.claude_code.upstream = "main".into();
+        assert!(model_endpoints(&a).is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! REST routes for records the user reads about the organisation's work:
 //! agent runs and their transcripts, mail receipts, a KB file's access log
-//! and the outcomes of one handler. Each route is one service call as the
+//! the outcomes of one handler, and model usage and cost as a tree
+//! (`agency cost`). Each route is one service call as the
 //! user (`rest.rs` holds the shared plumbing).
 
 use std::sync::Arc;
@@ -22,6 +23,8 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/mail/{id}", get(mail_status))
         .route("/v1/kb/{id}/audit", get(kb_audit))
         .route("/v1/handlers/{id}/outcomes", get(handler_outcomes))
+        .route("/v1/cost", get(cost_all))
+        .route("/v1/cost/{id}", get(cost_of))
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,4 +95,13 @@ async fn kb_audit(
 async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     Ok(call(&st, move |svc| svc.outcomes_of(USER, id)).await)
+}
+
+async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
+    Ok(call(&st, move |svc| svc.cost_tree(USER, None)).await)
+}
+
+async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    Ok(call(&st, move |svc| svc.cost_tree(USER, Some(id))).await)
 }

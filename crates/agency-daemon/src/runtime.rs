@@ -132,6 +132,13 @@ pub fn proxy_env(addr: SocketAddr, token: &str) -> Vec<(&'static str, String)> {
 }
 
 impl SpawnSpec {
+    /// The daemon's model gateway for upstream `name`, on the listener the
+    /// agent already reaches for MCP (`http://127.0.0.1:PORT/model/NAME`).
+    pub fn gateway_url(&self, name: &str) -> String {
+        let root = self.mcp_url.strip_suffix("/mcp").unwrap_or(&self.mcp_url);
+        format!("{root}/model/{name}")
+    }
+
     /// The stdio entry that starts extra server `name` through the
     /// launcher. It carries the agent's token (already in the agent's own
     /// configuration) and the spawn's single-use launch nonce for that
@@ -265,11 +272,24 @@ impl Runtime for BuiltinRuntime {
                 e
             })
             .collect();
+        // Through the model gateway, the agent's token is its model key
+        // (the daemon resolved `api` from the upstream at start).
+        let (base_url, api_key_env) = if b.upstream.is_empty() {
+            (
+                b.base_url.clone(),
+                (!b.api_key_env.is_empty()).then(|| b.api_key_env.clone()),
+            )
+        } else {
+            (
+                spec.gateway_url(&b.upstream),
+                Some("AGENCY_TOKEN".to_owned()),
+            )
+        };
         let config = serde_json::json!({
             "api": b.api,
-            "base_url": b.base_url,
+            "base_url": base_url,
             "model": b.model,
-            "api_key_env": (!b.api_key_env.is_empty()).then_some(&b.api_key_env),
+            "api_key_env": api_key_env,
             "max_turns": b.max_turns,
             "max_total_tokens": b.max_total_tokens,
             "max_output_tokens": b.max_output_tokens,
@@ -290,7 +310,8 @@ impl Runtime for BuiltinRuntime {
             .arg(path)
             .current_dir(&spec.workspace)
             .env("AGENCY_TOKEN", &spec.token);
-        if !b.api_key_env.is_empty()
+        if b.upstream.is_empty()
+            && !b.api_key_env.is_empty()
             && let Some(key) = std::env::var_os(&b.api_key_env)
         {
             cmd.env(&b.api_key_env, key);

@@ -63,6 +63,11 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// A value made from secrets (a template filled in).
+    pub(crate) fn new(value: String) -> Secret {
+        Secret(value)
+    }
 }
 
 impl std::fmt::Debug for Secret {

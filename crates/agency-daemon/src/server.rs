@@ -50,6 +50,8 @@ pub(crate) struct AppState {
     pub sandbox: String,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
+    /// The model gateway's upstreams (keys filled in) and price table.
+    pub models: Arc<crate::models::Models>,
 }
 
 /// A running daemon (in this process).
@@ -118,6 +120,13 @@ impl Daemon {
                     )
                 })??
         };
+        let models =
+            crate::models::Models::new(&cfg.models, &cfg.prices, &secrets).map_err(|message| {
+                DaemonError::Config {
+                    path: home.config_path(),
+                    message,
+                }
+            })?;
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         let svc = Arc::new(home.open_service()?);
         svc.set_declared(agency_service::Declared {
@@ -192,6 +201,7 @@ impl Daemon {
             addr,
             home: home.dir().to_owned(),
             servers: servers.clone(),
+            models: Arc::new(models),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's
@@ -218,7 +228,10 @@ impl Daemon {
             },
         )
         .merge(launch::routes().with_state(state.clone()))
-        .layer(from_fn_with_state(state.clone(), http_auth::agent_only));
+        .layer(from_fn_with_state(state.clone(), http_auth::agent_only))
+        // The model gateway has its own token guard (it also reads
+        // `x-api-key`, as Anthropic clients send their key there).
+        .merge(crate::gateway::routes(state.clone()));
         // An unknown path is a 404 for everyone, not a token complaint from
         // whichever guard's router supplied the fallback. `/v1` is not on
         // TCP at all: a 404 here too.
@@ -267,7 +280,14 @@ impl Daemon {
             })),
             "builtin" => Some(Arc::new(BuiltinRuntime {
                 program: agency_program.clone(),
-                cfg: cfg.agents.builtin.clone(),
+                cfg: {
+                    // Through the gateway the agent speaks its upstream's API.
+                    let mut b = cfg.agents.builtin.clone();
+                    if let Some(m) = cfg.models.get(&b.upstream) {
+                        b.api.clone_from(&m.api);
+                    }
+                    b
+                },
             })),
             "claude-code" => Some(Arc::new(ClaudeCodeRuntime::new(
                 cfg.agents.claude_code.clone(),

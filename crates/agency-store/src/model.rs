@@ -389,3 +389,63 @@ pub struct AgentWithRun {
     pub agent: AgentRow,
     pub run: Option<AgentRunRow>,
 }
+
+/// One model call forwarded by the daemon's gateway, with its usage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelCallRow {
+    pub at: Timestamp,
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    /// The `[models.NAME]` it went to.
+    pub upstream: String,
+    /// `anthropic` or `openai`.
+    pub api: String,
+    /// The model the request named.
+    pub model: String,
+    pub stream: bool,
+    /// The upstream's HTTP status (0: not reached).
+    pub status: i64,
+    pub usage: TokenUsage,
+    /// From the price table at the time of the call.
+    pub cost_micro_usd: i64,
+}
+
+/// Tokens of one call or a sum of calls. Input excludes cached input:
+/// cache reads and cache writes are counted apart, as they are priced apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+}
+
+impl TokenUsage {
+    /// Every token of every kind.
+    pub fn total(&self) -> i64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
+    pub fn add(&mut self, other: &TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// The sum of a handler's own model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    pub calls: i64,
+    pub usage: TokenUsage,
+    pub cost_micro_usd: i64,
+}
+
+impl UsageTotals {
+    pub fn add(&mut self, other: &UsageTotals) {
+        self.calls += other.calls;
+        self.usage.add(&other.usage);
+        self.cost_micro_usd += other.cost_micro_usd;
+    }
+}

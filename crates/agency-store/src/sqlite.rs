@@ -28,6 +28,7 @@ mod run_logs;
 mod runs;
 mod tokens;
 mod tx;
+mod usage;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -55,6 +56,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v7.sql"),
     include_str!("sqlite/schema_v8.sql"),
     include_str!("sqlite/schema_v9.sql"),
+    include_str!("sqlite/schema_v10.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

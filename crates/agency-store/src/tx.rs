@@ -342,4 +342,14 @@ pub trait Tx {
     /// The candidates some version row or agent run (transcript, captured
     /// output) points at, in the order given.
     fn referenced_blobs(&mut self, candidates: &[BlobId]) -> R<Vec<BlobId>>;
+
+    // ---- Model calls (the gateway's metering) ----------------------------
+
+    fn insert_model_call(&mut self, call: &ModelCallRow) -> R<()>;
+    /// The sums of the model calls of each handler given (one aggregate
+    /// per handler over its index), in the order given; a handler without
+    /// calls gets zeros.
+    fn model_usage_of(&mut self, handlers: &[HandlerId]) -> R<Vec<UsageTotals>>;
+    /// The latest model calls of an agent, newest first, at most `limit`.
+    fn model_calls_of_agent(&mut self, agent: AgentId, limit: usize) -> R<Vec<ModelCallRow>>;
 }

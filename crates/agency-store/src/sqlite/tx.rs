@@ -12,7 +12,7 @@ use agency_core::{
 use rusqlite::Connection;
 
 use super::{
-    caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens,
+    caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
 use crate::blob::BlobId;
 use crate::model::*;
@@ -440,5 +440,15 @@ impl Tx for SqliteTx<'_> {
     }
     fn referenced_blobs(&mut self, candidates: &[BlobId]) -> R<Vec<BlobId>> {
         retention::referenced_blobs(self.conn, candidates)
+    }
+
+    fn insert_model_call(&mut self, call: &ModelCallRow) -> R<()> {
+        usage::insert_model_call(self.conn, call)
+    }
+    fn model_usage_of(&mut self, handlers: &[HandlerId]) -> R<Vec<UsageTotals>> {
+        usage::model_usage_of(self.conn, handlers)
+    }
+    fn model_calls_of_agent(&mut self, agent: AgentId, limit: usize) -> R<Vec<ModelCallRow>> {
+        usage::model_calls_of_agent(self.conn, agent, limit)
     }
 }

@@ -1,0 +1,324 @@
+//! The model gateway (issue 11 item 1): `/model/{upstream}/v1/…` on the
+//! agents' listener (127.0.0.1, never the admin socket). Agents reach
+//! their model only here, with their own token as the credential
+//! (`Authorization: Bearer` or `x-api-key`, as the two APIs' clients send
+//! it); the daemon forwards to the `[models.NAME]` upstream with the
+//! provider key, which therefore exists in the daemon's memory alone.
+//!
+//! Routes: the Anthropic Messages API (`v1/messages`, streamed or not, and
+//! `v1/messages/count_tokens`) and the OpenAI chat completions
+//! (`v1/chat/completions`). Request and answer bodies pass unchanged, byte
+//! for byte, with one exception: a streamed chat completion that did not
+//! ask for usage gets `stream_options.include_usage = true`, since that is
+//! the only way its usage is told. Every metered call is reserved with the
+//! service before it is forwarded and settled with the usage read from the
+//! answer as it streams by (`gateway_usage.rs`) when the answer ends or
+//! the client goes away (the budget seam: `Service::model_call_reserve`).
+
+use std::sync::Arc;
+
+use agency_mcp::AgentIdentity;
+use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, Service};
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::Response;
+use axum::routing::post;
+use axum::{Extension, Router};
+use futures_util::StreamExt;
+
+use crate::gateway_usage::UsageTap;
+use crate::http_auth::{self, error};
+use crate::models::{Api, Prices};
+use crate::server::AppState;
+
+/// A model request is a conversation; this only bounds a hostile one.
+const MAX_REQUEST_BYTES: usize = 32 << 20;
+
+/// Request headers never forwarded: the agent's credential, what names
+/// the connection to the gateway rather than to the upstream, and
+/// `accept-encoding` (the answer must arrive uncompressed to be metered;
+/// it is passed on exactly as received).
+const DROPPED_REQUEST: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "cookie",
+    "accept-encoding",
+];
+
+/// Response headers not passed back (hop-by-hop; the body is re-framed).
+const DROPPED_RESPONSE: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "set-cookie",
+    "trailer",
+    "upgrade",
+];
+
+pub(crate) fn routes(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/model/{upstream}/{*path}", post(forward))
+        .layer(from_fn_with_state(state.clone(), http_auth::agent_only))
+        // Outermost: Anthropic clients send their key as `x-api-key`.
+        .layer(from_fn(api_key_as_bearer))
+        .with_state(state)
+}
+
+/// The Anthropic SDKs (Claude Code with `ANTHROPIC_API_KEY`, the built-in
+/// loop) send the key as `x-api-key`: the agent's token then arrives
+/// there, and the token guard reads `Authorization`.
+async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
+    if !req.headers().contains_key(header::AUTHORIZATION)
+        && let Some(v) = req.headers().get("x-api-key")
+        && let Ok(v) = HeaderValue::from_bytes(&[b"Bearer ", v.as_bytes()].concat())
+    {
+        req.headers_mut().insert(header::AUTHORIZATION, v);
+    }
+    next.run(req).await
+}
+
+/// Whether `path` (after `/model/NAME/`) is served for `api`, and whether
+/// calls to it are metered (`count_tokens` costs nothing).
+fn route_of(api: Api, path: &str) -> Option<bool> {
+    match (api, path) {
+        (Api::Anthropic, "v1/messages") | (Api::OpenAi, "v1/chat/completions") => Some(true),
+        (Api::Anthropic, "v1/messages/count_tokens") => Some(false),
+        _ => None,
+    }
+}
+
+async fn forward(
+    State(st): State<Arc<AppState>>,
+    Extension(id): Extension<AgentIdentity>,
+    Path((name, path)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    let Some(upstream) = st.models.get(&name).cloned() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!(
+                "failed to reach model upstream {name}: agency.toml declares no [models.{name}]"
+            ),
+        );
+    };
+    let Some(metered) = route_of(upstream.api, &path) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!(
+                "failed to route /model/{name}/{path}: upstream {name} speaks the {} API, served at {}",
+                upstream.api.as_str(),
+                match upstream.api {
+                    Api::Anthropic => "v1/messages and v1/messages/count_tokens",
+                    Api::OpenAi => "v1/chat/completions",
+                }
+            ),
+        );
+    };
+    let query = req.uri().query().map(str::to_owned);
+    let mut headers = HeaderMap::new();
+    for (k, v) in req.headers() {
+        if !DROPPED_REQUEST.contains(&k.as_str()) && !k.as_str().starts_with("proxy-") {
+            headers.append(k.clone(), v.clone());
+        }
+    }
+    let mut body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid",
+                &format!(
+                    "failed to forward to model upstream {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
+                ),
+            );
+        }
+    };
+    let mut reservation = None;
+    if metered {
+        let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                &format!(
+                    "failed to forward to model upstream {name}: the request body is not a JSON object"
+                ),
+            );
+        };
+        let stream = json["stream"].as_bool().unwrap_or(false);
+        if upstream.api == Api::OpenAi
+            && stream
+            && json["stream_options"]["include_usage"].as_bool() != Some(true)
+            && let Some(obj) = json.as_object_mut()
+        {
+            let opts = obj
+                .entry("stream_options")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(o) = opts.as_object_mut() {
+                o.insert("include_usage".into(), true.into());
+                body = serde_json::to_vec(&json).unwrap_or_default().into();
+            }
+        }
+        let request = ModelCallRequest {
+            upstream: name.clone(),
+            api: upstream.api.as_str().to_owned(),
+            model: json["model"].as_str().unwrap_or_default().to_owned(),
+            stream,
+            max_tokens: json["max_tokens"]
+                .as_i64()
+                .or_else(|| json["max_completion_tokens"].as_i64())
+                .unwrap_or(0),
+        };
+        let svc = st.svc.clone();
+        let who = agency_core::Principal::agent(id.handler, id.agent);
+        let span = tracing::Span::current();
+        let reserved = tokio::task::spawn_blocking(move || {
+            span.in_scope(|| svc.model_call_reserve(who, request))
+        })
+        .await;
+        match reserved {
+            Ok(Ok(r)) => reservation = Some(r),
+            Ok(Err(e)) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
+            Err(_) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "failed to reserve the model call: the check was cancelled",
+                );
+            }
+        }
+    }
+    match upstream.api {
+        Api::Anthropic => {
+            if let Some(k) = &upstream.key
+                && let Ok(v) = HeaderValue::from_str(k.expose())
+            {
+                headers.insert("x-api-key", v);
+            }
+        }
+        Api::OpenAi => {
+            if let Some(k) = &upstream.key
+                && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
+            {
+                headers.insert(header::AUTHORIZATION, v);
+            }
+        }
+    }
+    let mut url = format!("{}/{path}", upstream.root);
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(&q);
+    }
+    let meter = reservation.map(|r| Meter {
+        svc: st.svc.clone(),
+        prices: st.models.prices.clone(),
+        reservation: Some(r),
+        status: 0,
+        tap: None,
+    });
+    let sent = st
+        .proxy_client
+        .post(&url)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await;
+    let answer = match sent {
+        Ok(r) => r,
+        Err(e) => {
+            drop(meter); // recorded as a call that reached nothing (status 0)
+            // The URL is the configured one; no key is in it (validated).
+            return error(
+                StatusCode::BAD_GATEWAY,
+                "unavailable",
+                &format!("failed to reach model upstream {name}: {}", e.without_url()),
+            );
+        }
+    };
+    let status = answer.status();
+    let sse = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+    let mut out = Response::builder().status(status);
+    for (k, v) in answer.headers() {
+        if !DROPPED_RESPONSE.contains(&k.as_str()) {
+            out = out.header(k, v);
+        }
+    }
+    let stream = answer.bytes_stream();
+    let body = match meter {
+        None => Body::from_stream(stream),
+        Some(mut m) => {
+            m.status = i64::from(status.as_u16());
+            m.tap = Some(UsageTap::new(upstream.api, sse));
+            // The meter lives in the closure: it settles when the body is
+            // dropped, after its last byte or when the agent goes away.
+            Body::from_stream(stream.map(move |chunk| {
+                if let (Ok(bytes), Some(tap)) = (&chunk, m.tap.as_mut()) {
+                    tap.feed(bytes);
+                }
+                chunk
+            }))
+        }
+    };
+    out.body(body).unwrap_or_else(|e| {
+        error(
+            StatusCode::BAD_GATEWAY,
+            "unavailable",
+            &format!("failed to relay the answer of model upstream {name}: {e}"),
+        )
+    })
+}
+
+/// One metered call in flight; settled exactly once, when dropped.
+struct Meter {
+    svc: Arc<Service>,
+    prices: Prices,
+    reservation: Option<ModelReservation>,
+    status: i64,
+    tap: Option<UsageTap>,
+}
+
+impl Drop for Meter {
+    fn drop(&mut self) {
+        let Some(reservation) = self.reservation.take() else {
+            return;
+        };
+        let usage = self.tap.take().map(UsageTap::finish).unwrap_or_default();
+        let cost = self
+            .prices
+            .cost_micro_usd(&reservation.request().model, &usage);
+        let result = ModelCallResult {
+            status: self.status,
+            usage,
+            cost_micro_usd: cost,
+        };
+        let svc = self.svc.clone();
+        let settle = move || {
+            if let Err(e) = svc.model_call_settle(reservation, result) {
+                tracing::error!(error = %e, "failed to record a model call's usage");
+            }
+        };
+        // A SQLite write: off the async threads when there is a runtime.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(settle)),
+            Err(_) => settle(),
+        }
+    }
+}

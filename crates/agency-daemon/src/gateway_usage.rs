@@ -1,0 +1,217 @@
+//! Reading the usage of a model answer as it streams through the gateway,
+//! without holding the answer back: an unstreamed answer's `usage` object,
+//! or the `usage` of the Server-Sent Events that carry one (Anthropic:
+//! `message_start` and `message_delta`, whose counts are running totals;
+//! OpenAI: the final chunk of a stream asked with
+//! `stream_options.include_usage`). Bounded: a line or body over
+//! [`MAX_BUFFERED`] is not parsed (the call is then recorded without the
+//! counts it would have given), never buffered without end.
+
+use agency_store::TokenUsage;
+use serde_json::Value;
+
+use crate::models::Api;
+
+/// The most of an unstreamed answer, or of one event line, kept to parse.
+pub(crate) const MAX_BUFFERED: usize = 8 << 20;
+
+/// Watches the bytes of one answer.
+#[derive(Debug)]
+pub(crate) struct UsageTap {
+    api: Api,
+    sse: bool,
+    /// The unstreamed body so far, or the current partial event line.
+    buf: Vec<u8>,
+    /// `buf` overflowed: skip to the next line (SSE) or give up (JSON).
+    overflow: bool,
+    usage: TokenUsage,
+}
+
+impl UsageTap {
+    pub(crate) fn new(api: Api, sse: bool) -> UsageTap {
+        UsageTap {
+            api,
+            sse,
+            buf: Vec::new(),
+            overflow: false,
+            usage: TokenUsage::default(),
+        }
+    }
+
+    pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
+        if !self.sse {
+            if self.buf.len() + chunk.len() > MAX_BUFFERED {
+                self.overflow = true;
+                self.buf = Vec::new();
+            }
+            if !self.overflow {
+                self.buf.extend_from_slice(chunk);
+            }
+            return;
+        }
+        while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
+            if !self.overflow {
+                self.buf.extend_from_slice(&chunk[..nl]);
+                let line = std::mem::take(&mut self.buf);
+                self.line(&line);
+            }
+            self.buf.clear();
+            self.overflow = false;
+            chunk = &chunk[nl + 1..];
+        }
+        if self.buf.len() + chunk.len() > MAX_BUFFERED {
+            self.overflow = true;
+            self.buf = Vec::new();
+        }
+        if !self.overflow {
+            self.buf.extend_from_slice(chunk);
+        }
+    }
+
+    /// The usage seen, once the answer has ended (or was cut off).
+    pub(crate) fn finish(mut self) -> TokenUsage {
+        if self.sse {
+            let line = std::mem::take(&mut self.buf);
+            if !self.overflow {
+                self.line(&line);
+            }
+        } else if !self.overflow
+            && let Ok(v) = serde_json::from_slice::<Value>(&self.buf)
+        {
+            self.apply(&v["usage"]);
+        }
+        self.usage
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
+            return; // `[DONE]`, or not JSON: nothing to count
+        };
+        match self.api {
+            Api::Anthropic => match v["type"].as_str() {
+                Some("message_start") => self.apply(&v["message"]["usage"]),
+                Some("message_delta") => self.apply(&v["usage"]),
+                _ => {}
+            },
+            Api::OpenAi => self.apply(&v["usage"]),
+        }
+    }
+
+    /// Take the counts `usage` holds; absent ones keep their value (an
+    /// Anthropic `message_delta` may carry only `output_tokens`).
+    fn apply(&mut self, usage: &Value) {
+        if !usage.is_object() {
+            return;
+        }
+        let n = |k: &str| usage[k].as_i64().filter(|n| *n >= 0);
+        let u = &mut self.usage;
+        match self.api {
+            Api::Anthropic => {
+                if let Some(x) = n("input_tokens") {
+                    u.input_tokens = x;
+                }
+                if let Some(x) = n("output_tokens") {
+                    u.output_tokens = x;
+                }
+                if let Some(x) = n("cache_read_input_tokens") {
+                    u.cache_read_tokens = x;
+                }
+                if let Some(x) = n("cache_creation_input_tokens") {
+                    u.cache_write_tokens = x;
+                }
+            }
+            Api::OpenAi => {
+                // OpenAI counts cached input inside `prompt_tokens`;
+                // Agency counts it apart, as it is priced apart.
+                let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_i64()
+                    .filter(|n| *n >= 0)
+                    .unwrap_or(0);
+                if let Some(x) = n("prompt_tokens") {
+                    u.input_tokens = (x - cached).max(0);
+                    u.cache_read_tokens = cached.min(x);
+                }
+                if let Some(x) = n("completion_tokens") {
+                    u.output_tokens = x;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn feed_in_pieces(tap: &mut UsageTap, text: &str, piece: usize) {
+        for c in text.as_bytes().chunks(piece) {
+            tap.feed(c);
+        }
+    }
+
+    #[test]
+    fn anthropic_stream_takes_start_and_delta_across_chunk_boundaries() {
+        let text = concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":100,\"output_tokens\":1}}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"usage\"}}\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
+        );
+        for piece in [1, 3, 7, 1000] {
+            let mut tap = UsageTap::new(Api::Anthropic, true);
+            feed_in_pieces(&mut tap, text, piece);
+            let u = tap.finish();
+            assert_eq!(
+                u,
+                TokenUsage {
+                    input_tokens: 12,
+                    output_tokens: 42,
+                    cache_read_tokens: 100,
+                    cache_write_tokens: 5
+                },
+                "pieces of {piece}"
+            );
+        }
+    }
+
+    #[test]
+    fn unstreamed_answers_of_both_apis() {
+        let mut tap = UsageTap::new(Api::Anthropic, false);
+        tap.feed(br#"{"content":[],"usage":{"input_tokens":7,"output_tokens":3}}"#);
+        assert_eq!(tap.finish().output_tokens, 3);
+        let mut tap = UsageTap::new(Api::OpenAi, false);
+        tap.feed(br#"{"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}}"#);
+        let u = tap.finish();
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+            (4, 6, 4)
+        );
+    }
+
+    #[test]
+    fn openai_stream_final_usage_chunk() {
+        let text = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+        let mut tap = UsageTap::new(Api::OpenAi, true);
+        feed_in_pieces(&mut tap, text, 5);
+        let u = tap.finish();
+        assert_eq!((u.input_tokens, u.output_tokens), (9, 2));
+    }
+
+    #[test]
+    fn an_endless_line_is_bounded_and_the_next_line_still_counts() {
+        let mut tap = UsageTap::new(Api::OpenAi, true);
+        let junk = vec![b'x'; 1 << 20];
+        for _ in 0..10 {
+            tap.feed(&junk);
+        }
+        assert!(tap.buf.len() <= MAX_BUFFERED);
+        tap.feed(b"\ndata: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n");
+        assert_eq!(tap.finish().output_tokens, 1);
+    }
+}

@@ -1,0 +1,441 @@
+//! `[models.NAME]` and `[prices]`: the upstreams the model gateway
+//! (`gateway.rs`) forwards to, and the price table that turns a call's
+//! usage into cost.
+//!
+//! An upstream's `api_key` may hold `${secret:NAME}`: it is filled in from
+//! `[secrets]` in the daemon and sent only to that upstream's `base_url`
+//! (`x-api-key` for the Anthropic API, `Authorization: Bearer` for the
+//! OpenAI one). Agents get the gateway's URL and their own token instead.
+
+use std::collections::BTreeMap;
+
+use agency_store::TokenUsage;
+use serde::{Deserialize, Serialize};
+
+use crate::secrets::{self, Secret, Secrets};
+
+/// One upstream model API.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelUpstreamConfig {
+    /// `anthropic` (Messages API, `count_tokens`) or `openai` (chat
+    /// completions: OpenAI, Ollama, vLLM, llama.cpp server).
+    pub api: String,
+    /// The API's root URL, e.g. `https://api.anthropic.com` or
+    /// `https://api.openai.com/v1` (a trailing `/v1` is optional).
+    pub base_url: String,
+    /// The provider key, normally `${secret:NAME}` (empty: none, e.g. a
+    /// local server).
+    #[serde(default)]
+    pub api_key: String,
+}
+
+impl std::fmt::Debug for ModelUpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A key written into agency.toml as it is must not reach a log.
+        f.debug_struct("ModelUpstreamConfig")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Prices of one model in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+// Prices are compared only to tell whether a configuration changed; the
+// bit patterns are what was parsed, so bitwise equality is the right one.
+impl PartialEq for Price {
+    fn eq(&self, o: &Self) -> bool {
+        [self.input, self.output, self.cache_read, self.cache_write].map(f64::to_bits)
+            == [o.input, o.output, o.cache_read, o.cache_write].map(f64::to_bits)
+    }
+}
+impl Eq for Price {}
+
+impl Price {
+    const fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Price {
+        Price {
+            input,
+            output,
+            cache_read,
+            cache_write,
+        }
+    }
+
+    /// The cost of `u` in micro-dollars (a price per million tokens is a
+    /// price in micro-dollars per token), rounded to the nearest.
+    pub fn cost_micro_usd(&self, u: &TokenUsage) -> i64 {
+        let c = u.input_tokens as f64 * self.input
+            + u.output_tokens as f64 * self.output
+            + u.cache_read_tokens as f64 * self.cache_read
+            + u.cache_write_tokens as f64 * self.cache_write;
+        c.round() as i64
+    }
+}
+
+/// Default prices (USD per million tokens: input, output, cache read,
+/// cache write), matched by the longest prefix of the model name, so that
+/// dated names (`claude-sonnet-4-5-20250929`) find their family.
+/// `[prices."NAME"]` overrides or extends them.
+pub const DEFAULT_PRICES: &[(&str, Price)] = &[
+    ("claude-opus-4-5", Price::new(5.0, 25.0, 0.5, 6.25)),
+    ("claude-opus-4", Price::new(15.0, 75.0, 1.5, 18.75)),
+    ("claude-sonnet-4", Price::new(3.0, 15.0, 0.3, 3.75)),
+    ("claude-3-7-sonnet", Price::new(3.0, 15.0, 0.3, 3.75)),
+    ("claude-3-5-sonnet", Price::new(3.0, 15.0, 0.3, 3.75)),
+    ("claude-haiku-4-5", Price::new(1.0, 5.0, 0.1, 1.25)),
+    ("claude-3-5-haiku", Price::new(0.8, 4.0, 0.08, 1.0)),
+    ("claude-3-haiku", Price::new(0.25, 1.25, 0.03, 0.3)),
+    ("gpt-5-mini", Price::new(0.25, 2.0, 0.025, 0.0)),
+    ("gpt-5-nano", Price::new(0.05, 0.4, 0.005, 0.0)),
+    ("gpt-5", Price::new(1.25, 10.0, 0.125, 0.0)),
+    ("gpt-4.1-mini", Price::new(0.4, 1.6, 0.1, 0.0)),
+    ("gpt-4.1-nano", Price::new(0.1, 0.4, 0.025, 0.0)),
+    ("gpt-4.1", Price::new(2.0, 8.0, 0.5, 0.0)),
+    ("gpt-4o-mini", Price::new(0.15, 0.6, 0.075, 0.0)),
+    ("gpt-4o", Price::new(2.5, 10.0, 1.25, 0.0)),
+    ("o4-mini", Price::new(1.1, 4.4, 0.275, 0.0)),
+    ("o3", Price::new(2.0, 8.0, 0.5, 0.0)),
+];
+
+/// The price table: the defaults, then `[prices]`.
+#[derive(Debug, Clone, Default)]
+pub struct Prices {
+    table: BTreeMap<String, Price>,
+}
+
+impl Prices {
+    pub fn new(configured: &BTreeMap<String, Price>) -> Prices {
+        let mut table: BTreeMap<String, Price> = DEFAULT_PRICES
+            .iter()
+            .map(|(k, p)| ((*k).to_owned(), *p))
+            .collect();
+        table.extend(configured.iter().map(|(k, p)| (k.clone(), *p)));
+        Prices { table }
+    }
+
+    /// The price of `model`: an exact entry, else the longest entry the
+    /// name starts with; `None` for a model nobody priced (its calls are
+    /// recorded at cost 0, tokens counted all the same).
+    pub fn of(&self, model: &str) -> Option<&Price> {
+        if let Some(p) = self.table.get(model) {
+            return Some(p);
+        }
+        self.table
+            .iter()
+            .filter(|(k, _)| model.starts_with(k.as_str()))
+            .max_by_key(|(k, _)| k.len())
+            .map(|(_, p)| p)
+    }
+
+    pub fn cost_micro_usd(&self, model: &str, usage: &TokenUsage) -> i64 {
+        self.of(model).map_or(0, |p| p.cost_micro_usd(usage))
+    }
+}
+
+/// The two APIs the gateway speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+        }
+    }
+}
+
+/// An upstream ready to forward to: the key filled in.
+#[derive(Clone)]
+pub struct Upstream {
+    pub api: Api,
+    /// The root, without a trailing `/` or `/v1`.
+    pub root: String,
+    pub key: Option<Secret>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("api", &self.api)
+            .field("root", &self.root)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// The upstreams by name, with their keys, and the price table.
+#[derive(Debug, Clone, Default)]
+pub struct Models {
+    upstreams: BTreeMap<String, Upstream>,
+    pub prices: Prices,
+}
+
+impl Models {
+    /// Fill the keys in (validation already checked every reference).
+    pub fn new(
+        cfg: &BTreeMap<String, ModelUpstreamConfig>,
+        prices: &BTreeMap<String, Price>,
+        secrets: &Secrets,
+    ) -> Result<Models, String> {
+        let mut upstreams = BTreeMap::new();
+        for (name, m) in cfg {
+            let key = if m.api_key.is_empty() {
+                None
+            } else {
+                let v = secrets::interpolate(&m.api_key, secrets)
+                    .map_err(|e| format!("[models.{name}] api_key: {e}"))?;
+                Some(Secret::new(v))
+            };
+            upstreams.insert(
+                name.clone(),
+                Upstream {
+                    api: parse_api(&m.api).map_err(|e| format!("[models.{name}] {e}"))?,
+                    root: root_of(&m.base_url),
+                    key,
+                },
+            );
+        }
+        Ok(Models {
+            upstreams,
+            prices: Prices::new(prices),
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Upstream> {
+        self.upstreams.get(name)
+    }
+}
+
+fn parse_api(api: &str) -> Result<Api, String> {
+    match api {
+        "anthropic" => Ok(Api::Anthropic),
+        "openai" => Ok(Api::OpenAi),
+        other => Err(format!(
+            "api = {other:?} is not \"anthropic\" or \"openai\""
+        )),
+    }
+}
+
+/// `https://h/v1/` → `https://h`: the gateway's paths carry the `/v1`.
+fn root_of(base_url: &str) -> String {
+    let r = base_url.trim_end_matches('/');
+    r.strip_suffix("/v1").unwrap_or(r).to_owned()
+}
+
+/// Check `[models]` and `[prices]`: API names, URLs, secret references,
+/// and prices that are finite and not negative. Errors name the entry.
+pub(crate) fn validate(
+    models: &BTreeMap<String, ModelUpstreamConfig>,
+    prices: &BTreeMap<String, Price>,
+    declared: &BTreeMap<String, secrets::SecretSource>,
+) -> Result<(), String> {
+    for (name, m) in models {
+        agency_core::validate::check_name("model upstream", name)
+            .map_err(|e| format!("[models]: {e}"))?;
+        parse_api(&m.api).map_err(|e| format!("[models.{name}] {e}"))?;
+        let url = reqwest::Url::parse(&m.base_url)
+            .map_err(|e| format!("[models.{name}] base_url {:?}: {e}", m.base_url))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(format!(
+                "[models.{name}] base_url {:?} is not an http(s) URL with a host",
+                m.base_url
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() || url.query().is_some() {
+            return Err(format!(
+                "[models.{name}] base_url must hold no credentials or query: put the key in api_key = \"${{secret:NAME}}\""
+            ));
+        }
+        for s in
+            secrets::references(&m.api_key).map_err(|e| format!("[models.{name}] api_key: {e}"))?
+        {
+            if !declared.contains_key(s) {
+                return Err(format!(
+                    "[models.{name}] api_key: secret {s:?} is not declared in [secrets]"
+                ));
+            }
+        }
+    }
+    for (model, p) in prices {
+        let all = [p.input, p.output, p.cache_read, p.cache_write];
+        if all.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(format!(
+                "[prices.{model:?}]: prices are US dollars per million tokens, finite and not negative"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The runtimes' `upstream`: a declared `[models.NAME]` of an API the
+/// runtime speaks, and no setting left that would still hand the agent a
+/// provider key or point it past the gateway.
+pub(crate) fn check_upstreams(cfg: &crate::config::Config) -> Result<(), String> {
+    let declared = |field: &str, name: &str| -> Result<&ModelUpstreamConfig, String> {
+        cfg.models
+            .get(name)
+            .ok_or_else(|| format!("{field} = {name:?}: agency.toml declares no [models.{name}]"))
+    };
+    let b = &cfg.agents.builtin;
+    if !b.upstream.is_empty() {
+        declared("agents.builtin.upstream", &b.upstream)?;
+        if !b.api_key_env.is_empty() {
+            return Err(
+                "agents.builtin.upstream and agents.builtin.api_key_env: with an upstream the key stays in the daemon ([models.NAME] api_key); remove api_key_env".to_owned(),
+            );
+        }
+    }
+    let c = &cfg.agents.claude_code;
+    if !c.upstream.is_empty() {
+        let m = declared("agents.claude_code.upstream", &c.upstream)?;
+        if m.api != "anthropic" {
+            return Err(format!(
+                "agents.claude_code.upstream = {:?}: Claude Code speaks the Anthropic API, [models.{}] has api = {:?}",
+                c.upstream, c.upstream, m.api
+            ));
+        }
+        if !c.api_key_env.is_empty() {
+            return Err(
+                "agents.claude_code.upstream and agents.claude_code.api_key_env: with an upstream the key stays in the daemon ([models.NAME] api_key); remove api_key_env".to_owned(),
+            );
+        }
+        for k in GATEWAY_ENV {
+            if c.env.contains_key(*k) {
+                return Err(format!(
+                    "agents.claude_code.env.{k}: with agents.claude_code.upstream the daemon sets it (the gateway's URL and the agent's own token)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What Claude Code is given to reach the gateway; `env` may not set them.
+pub(crate) const GATEWAY_ENV: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+];
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_and_overrides() {
+        let mut cfg = BTreeMap::new();
+        cfg.insert("gpt-4o".to_owned(), Price::new(1.0, 1.0, 0.0, 0.0));
+        let p = Prices::new(&cfg);
+        // The override wins over the default.
+        assert_eq!(p.of("gpt-4o").unwrap().input, 1.0);
+        // The longer default prefix wins over the shorter one.
+        assert_eq!(p.of("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);
+        assert_eq!(p.of("claude-sonnet-4-5-20250929").unwrap().output, 15.0);
+        assert_eq!(p.of("claude-opus-4-5-20251101").unwrap().input, 5.0);
+        assert!(p.of("scripted").is_none());
+        let u = TokenUsage {
+            input_tokens: 1000,
+            output_tokens: 100,
+            cache_read_tokens: 10_000,
+            cache_write_tokens: 2000,
+        };
+        // 1000*3 + 100*15 + 10000*0.3 + 2000*3.75 = 3000+1500+3000+7500
+        assert_eq!(p.cost_micro_usd("claude-sonnet-4-5", &u), 15_000);
+        assert_eq!(p.cost_micro_usd("unknown", &u), 0);
+    }
+
+    #[test]
+    fn roots_and_validation() {
+        assert_eq!(
+            root_of("https://api.openai.com/v1/"),
+            "https://api.openai.com"
+        );
+        assert_eq!(root_of("http://127.0.0.1:9"), "http://127.0.0.1:9");
+        let m = |api: &str, url: &str, key: &str| {
+            BTreeMap::from([(
+                "main".to_owned(),
+                ModelUpstreamConfig {
+                    api: api.into(),
+                    base_url: url.into(),
+                    api_key: key.into(),
+                },
+            )])
+        };
+        let none = BTreeMap::new();
+        assert!(validate(&m("anthropic", "https://x", ""), &none, &BTreeMap::new()).is_ok());
+        for (bad, want) in [
+            (m("grpc", "https://x", ""), "api ="),
+            (m("openai", "ftp://x", ""), "http(s)"),
+            (m("openai", "https://u:p@x", ""), "no credentials"),
+            (m("openai", "https://x", "${secret:k}"), "not declared"),
+        ] {
+            let e = validate(&bad, &none, &BTreeMap::new()).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let prices = BTreeMap::from([("m".to_owned(), Price::new(-1.0, 0.0, 0.0, 0.0))]);
+        assert!(validate(&BTreeMap::new(), &prices, &BTreeMap::new()).is_err());
+    }
+
+    /// Settings that would still hand an agent the provider key, or point
+    /// it past the gateway, are refused beside an upstream.
+    #[test]
+    fn upstream_settings_that_would_leak_the_key_are_refused() {
+        let base = "[secrets]\nk = { env = \"K\" }\n[models.a]\napi = \"anthropic\"\nbase_url = \"https://x\"\napi_key = \"${secret:k}\"\n[models.o]\napi = \"openai\"\nbase_url = \"https://y/v1\"\n";
+        let parse = |extra: &str| {
+            crate::config::Config::parse(
+                std::path::Path::new("agency.toml"),
+                &format!("{base}{extra}"),
+            )
+        };
+        parse("[agents.claude_code]\nupstream = \"a\"\n").unwrap();
+        parse(
+            "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nupstream = \"o\"\nmodel = \"m\"\n",
+        )
+        .unwrap();
+        for (extra, want) in [
+            (
+                "[agents.claude_code]\nupstream = \"nope\"\n",
+                "declares no [models.nope]",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"o\"\n",
+                "speaks the Anthropic API",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\napi_key_env = \"K\"\n",
+                "remove api_key_env",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_API_KEY = \"sk\"\n",
+                "ANTHROPIC_API_KEY",
+            ),
+            (
+                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = \"http://127.0.0.1:9\"\n",
+                "ANTHROPIC_BASE_URL",
+            ),
+            (
+                "[agents.builtin]\nupstream = \"a\"\napi_key_env = \"K\"\n",
+                "remove api_key_env",
+            ),
+        ] {
+            let e = parse(extra).unwrap_err().to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Metering of model calls (issue 11 item 2): the daemon's model gateway
+//! asks before it forwards a call ([`Service::model_call_reserve`]) and
+//! records what the call used once its answer has ended
+//! ([`Service::model_call_settle`]); `agency cost` reads the sums as a
+//! tree of handlers ([`Service::cost_tree`]).
+//!
+//! The reserve/settle pair is the seam for budgets: today a reservation
+//! only checks that the caller is a live agent of an active handler and
+//! remembers whom to charge; a budget check (reserve the request's worst
+//! case, `max_tokens`, from the handler and its ancestors; settle from the
+//! actual usage) goes into these two transactions and nowhere else.
+
+use agency_core::{AgentId, HandlerId, Principal};
+use agency_store::{HandlerRow, HandlerStatus, ModelCallRow, TokenUsage, UsageTotals};
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::service::{Caller, Service, authenticate};
+
+/// What the gateway knows of a call before forwarding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCallRequest {
+    /// The `[models.NAME]` the call goes to.
+    pub upstream: String,
+    /// `anthropic` or `openai`.
+    pub api: String,
+    pub model: String,
+    pub stream: bool,
+    /// The request's `max_tokens` (0: not given): the worst case a budget
+    /// would reserve.
+    pub max_tokens: i64,
+}
+
+/// A call admitted by [`Service::model_call_reserve`]; settled exactly once
+/// by [`Service::model_call_settle`]. Only the service makes one, so a
+/// settlement always names a caller that was authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelReservation {
+    handler: HandlerId,
+    agent: AgentId,
+    request: ModelCallRequest,
+}
+
+impl ModelReservation {
+    pub fn handler(&self) -> HandlerId {
+        self.handler
+    }
+    pub fn agent(&self) -> AgentId {
+        self.agent
+    }
+    pub fn request(&self) -> &ModelCallRequest {
+        &self.request
+    }
+}
+
+/// How a call ended, as the gateway saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelCallResult {
+    /// The upstream's HTTP status (0: it could not be reached).
+    pub status: i64,
+    pub usage: TokenUsage,
+    /// From the daemon's price table.
+    pub cost_micro_usd: i64,
+}
+
+/// One handler in `agency cost`: its own calls and its subtree's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostNode {
+    pub handler: HandlerId,
+    pub status: HandlerStatus,
+    /// The calls of the handler's own agents.
+    #[serde(rename = "self")]
+    pub own: UsageTotals,
+    /// Its own and every underling's, transitively.
+    pub subtree: UsageTotals,
+    pub children: Vec<CostNode>,
+}
+
+impl Service {
+    /// Gateway: admit one model call of agent `who`. Today: the caller must
+    /// be a live agent of an active handler (the token check already said
+    /// so; a handler stopped since is refused here). Budgets go here.
+    pub fn model_call_reserve(
+        &self,
+        who: Principal,
+        request: ModelCallRequest,
+    ) -> Result<ModelReservation> {
+        self.read(|tx| match authenticate(tx, who)? {
+            Caller::User => Err(ServiceError::denied(
+                "failed to reserve a model call: only an agent calls models through the gateway",
+            )),
+            Caller::Handler { row, agent } => Ok(ModelReservation {
+                handler: row.id,
+                agent,
+                request,
+            }),
+        })
+    }
+
+    /// Gateway: record what a reserved call used. Not authenticated again:
+    /// the agent may have ended while its last answer was streaming, and
+    /// that answer was still spent.
+    pub fn model_call_settle(
+        &self,
+        reservation: ModelReservation,
+        result: ModelCallResult,
+    ) -> Result<()> {
+        self.write(|op| {
+            let ModelReservation {
+                handler,
+                agent,
+                request,
+            } = reservation;
+            op.tx.insert_model_call(&ModelCallRow {
+                at: op.now,
+                handler,
+                agent,
+                upstream: request.upstream,
+                api: request.api,
+                model: request.model,
+                stream: request.stream,
+                status: result.status,
+                usage: result.usage,
+                cost_micro_usd: result.cost_micro_usd,
+            })?;
+            Ok(())
+        })
+    }
+
+    /// The user: the latest model calls of one agent (its run), newest
+    /// first, at most 1000.
+    pub fn model_calls_of(&self, who: Principal, agent: AgentId) -> Result<Vec<ModelCallRow>> {
+        self.read(|tx| {
+            if !matches!(authenticate(tx, who)?, Caller::User) {
+                return Err(ServiceError::denied(
+                    "failed to read model calls: only the user reads them",
+                ));
+            }
+            Ok(tx.model_calls_of_agent(agent, 1000)?)
+        })
+    }
+
+    /// The user: model usage and cost of `root`'s subtree (default: the
+    /// root handler's, i.e. everything), as a tree of self and subtree
+    /// totals.
+    pub fn cost_tree(&self, who: Principal, root: Option<HandlerId>) -> Result<CostNode> {
+        self.read(|tx| {
+            if !matches!(authenticate(tx, who)?, Caller::User) {
+                return Err(ServiceError::denied(
+                    "failed to read costs: only the user reads the cost tree",
+                ));
+            }
+            let root = match root {
+                Some(id) => id,
+                None => {
+                    tx.root_handler()?
+                        .ok_or_else(|| ServiceError::not_found("handler", "root"))?
+                        .id
+                }
+            };
+            let rows = tx.handler_subtree(root)?;
+            if rows.is_empty() {
+                return Err(ServiceError::not_found("handler", root));
+            }
+            let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
+            let totals = tx.model_usage_of(&ids)?;
+            Ok(build_tree(root, &rows, &totals))
+        })
+    }
+}
+
+/// Assemble the tree from the subtree's rows (`root` among them) and each
+/// row's own totals, children ordered by id.
+fn build_tree(root: HandlerId, rows: &[HandlerRow], totals: &[UsageTotals]) -> CostNode {
+    use std::collections::BTreeMap;
+    let mut children: BTreeMap<HandlerId, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.id != root
+            && let Some(boss) = r.boss
+        {
+            children.entry(boss).or_default().push(i);
+        }
+    }
+    let index: BTreeMap<HandlerId, usize> =
+        rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    // Depth-first without recursion limits concerns: the subtree query
+    // already refuses cycles, and a visited set keeps a corrupt one finite.
+    fn node(
+        i: usize,
+        rows: &[HandlerRow],
+        totals: &[UsageTotals],
+        children: &BTreeMap<HandlerId, Vec<usize>>,
+        seen: &mut std::collections::BTreeSet<usize>,
+    ) -> CostNode {
+        seen.insert(i);
+        let own = totals.get(i).copied().unwrap_or_default();
+        let mut subtree = own;
+        let mut kids = Vec::new();
+        for &c in children.get(&rows[i].id).map(Vec::as_slice).unwrap_or(&[]) {
+            if seen.contains(&c) {
+                continue;
+            }
+            let child = node(c, rows, totals, children, seen);
+            subtree.add(&child.subtree);
+            kids.push(child);
+        }
+        CostNode {
+            handler: rows[i].id,
+            status: rows[i].status,
+            own,
+            subtree,
+            children: kids,
+        }
+    }
+    let start = index.get(&root).copied().unwrap_or(0);
+    node(
+        start,
+        rows,
+        totals,
+        &children,
+        &mut std::collections::BTreeSet::new(),
+    )
+}
