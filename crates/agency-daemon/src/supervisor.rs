@@ -698,11 +698,21 @@ impl State {
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
-        // Whatever the agent left behind in its group goes with it, and
-        // then whatever left the group (setsid, double fork): its cgroup.
-        stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
+        // Whatever the agent left behind goes with it.
         if let Some(cg) = run.cgroup {
-            crate::confine::release(cg).await;
+            // Confined: every process it started is in its cgroup (none can
+            // leave it), so one kill reaches them all, `setsid` and double
+            // forks included. Not a wait on its process group: the
+            // sandbox's forwarder, orphaned when the agent exits, stays in
+            // that group as a zombie until init reaps it (seconds on some
+            // machines), and the dispatcher must not wait for that; nor for
+            // the cgroup's removal, which waits for the same.
+            if let Err(e) = cg.kill() {
+                tracing::warn!(agent = %agent, error = %e, "failed to kill the cgroup of agent {agent}");
+            }
+            tokio::spawn(crate::confine::release(cg));
+        } else {
+            stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
         }
         self.activity.forget(agent);
         let mut report = self.runtime.collect(&run.spec);
