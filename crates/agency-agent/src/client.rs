@@ -127,7 +127,7 @@ impl ModelClient {
                     });
                 }
                 Err(e) => {
-                    let wait = backoff(&self.retry, attempt, e.retry_after);
+                    let wait = backoff(&self.retry, attempt, e.retry_after, jitter_draw());
                     on_retry(&RetryNote {
                         attempt,
                         status: e.status,
@@ -282,24 +282,51 @@ pub(crate) fn is_retryable_status(status: u16) -> bool {
 }
 
 /// The wait before retry number `attempt` (1 = after the first failure):
-/// `initial × 2^(attempt-1)`, or the server's `retry-after` when it sent
-/// one, and never more than `max_backoff_ms`.
+/// `initial × 2^(attempt-1)` with "equal jitter" (half of it fixed, the
+/// other half scaled by `draw`, a number in [0, 1)), or the server's
+/// `retry-after` when it sent one (plus up to a tenth more, by `draw`), and
+/// never more than `max_backoff_ms`. Without jitter, 500 agents refused
+/// with a 429 at once would all retry at the same instant again.
 pub(crate) fn backoff(
     retry: &RetryConfig,
     attempt: u32,
     retry_after: Option<Duration>,
+    draw: f64,
 ) -> Duration {
+    let draw = if draw.is_finite() {
+        draw.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let max = Duration::from_millis(retry.max_backoff_ms);
     let wait = match retry_after {
-        Some(d) => d,
+        Some(d) => d.saturating_add(d.mul_f64(draw / 10.0)),
         None => {
             let factor = 1u64
                 .checked_shl(attempt.saturating_sub(1))
                 .unwrap_or(u64::MAX);
-            Duration::from_millis(retry.initial_backoff_ms.saturating_mul(factor))
+            let full =
+                Duration::from_millis(retry.initial_backoff_ms.saturating_mul(factor)).min(max);
+            full / 2 + (full / 2).mul_f64(draw)
         }
     };
     wait.min(max)
+}
+
+/// A number in [0, 1) that differs between calls and between processes,
+/// for backoff jitter. The standard library's randomly keyed hasher is
+/// enough: this needs spread, not secrecy.
+fn jitter_draw() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    // The top 53 bits as a fraction of 2^53.
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds; HTTP dates are
@@ -386,7 +413,8 @@ mod tests {
     #[test]
     fn backoff_doubles_and_is_capped() {
         let r = retry(100, 1_000);
-        let ms = |a, ra| backoff(&r, a, ra).as_millis();
+        // The top of the jitter range (draw just under 1): the full wait.
+        let ms = |a, ra| backoff(&r, a, ra, 1.0).as_millis();
         assert_eq!(
             [ms(1, None), ms(2, None), ms(3, None), ms(4, None)],
             [100, 200, 400, 800]
@@ -394,10 +422,29 @@ mod tests {
         assert_eq!(ms(5, None), 1_000);
         assert_eq!(ms(64, None), 1_000);
         assert_eq!(ms(u32::MAX, None), 1_000);
-        // The server's word wins, within the cap.
-        assert_eq!(ms(1, Some(Duration::from_millis(700))), 700);
+        // The server's word wins (plus at most a tenth), within the cap.
+        assert_eq!(ms(1, Some(Duration::from_millis(700))), 770);
         assert_eq!(ms(1, Some(Duration::from_secs(30))), 1_000);
-        assert_eq!(backoff(&retry(0, 0), 3, None), Duration::ZERO);
+        assert_eq!(backoff(&retry(0, 0), 3, None, 0.5), Duration::ZERO);
+    }
+
+    /// DEBTS "retry backoff has no jitter": the bottom of the range is
+    /// half the exponential wait, the server's retry-after exactly, and
+    /// draws spread agents over the whole range.
+    #[test]
+    fn backoff_is_jittered() {
+        let r = retry(100, 1_000);
+        let ms = |a, ra, d| backoff(&r, a, ra, d).as_millis();
+        assert_eq!([ms(1, None, 0.0), ms(3, None, 0.0)], [50, 200]);
+        assert_eq!(ms(3, None, 0.5), 300);
+        assert_eq!(ms(1, Some(Duration::from_millis(700)), 0.0), 700);
+        // Out-of-range draws are clamped, not trusted.
+        assert_eq!(ms(1, None, f64::NAN), 50);
+        assert_eq!(ms(1, None, 7.0), 100);
+        let draws: std::collections::BTreeSet<u64> =
+            (0..64).map(|_| (jitter_draw() * 1e6) as u64).collect();
+        assert!(draws.len() > 50, "{draws:?}");
+        assert!(draws.iter().all(|d| *d < 1_000_000));
     }
 
     #[test]
