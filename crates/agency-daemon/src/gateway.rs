@@ -173,15 +173,30 @@ async fn forward(
                 body = serde_json::to_vec(&json).unwrap_or_default().into();
             }
         }
+        let model = json["model"].as_str().unwrap_or_default().to_owned();
+        let max_tokens = json["max_tokens"]
+            .as_i64()
+            .or_else(|| json["max_completion_tokens"].as_i64())
+            .unwrap_or(0);
+        // The budget's worst case: the answer's cap plus the input, whose
+        // tokens are estimated from its size (about four bytes a token).
+        let input_estimate = i64::try_from(body.len() / 4).unwrap_or(i64::MAX);
+        let worst_cost_micro_usd = st.models.prices.cost_micro_usd(
+            &model,
+            &agency_service::TokenUsage {
+                input_tokens: input_estimate,
+                output_tokens: max_tokens.max(0),
+                ..Default::default()
+            },
+        );
         let request = ModelCallRequest {
             upstream: name.clone(),
             api: upstream.api.as_str().to_owned(),
-            model: json["model"].as_str().unwrap_or_default().to_owned(),
+            model,
             stream,
-            max_tokens: json["max_tokens"]
-                .as_i64()
-                .or_else(|| json["max_completion_tokens"].as_i64())
-                .unwrap_or(0),
+            max_tokens,
+            input_estimate,
+            worst_cost_micro_usd,
         };
         let svc = st.svc.clone();
         let who = agency_core::Principal::agent(id.handler, id.agent);
@@ -192,6 +207,11 @@ async fn forward(
         .await;
         match reserved {
             Ok(Ok(r)) => reservation = Some(r),
+            // A budget reached is a 429 the agent can act on (stop and
+            // ask for more); anything else is a refusal.
+            Ok(Err(e @ agency_service::ServiceError::Quota(_))) => {
+                return error(StatusCode::TOO_MANY_REQUESTS, "budget", &e.to_string());
+            }
             Ok(Err(e)) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
             Err(_) => {
                 return error(

@@ -136,12 +136,17 @@ impl Daemon {
         });
         {
             let svc = svc.clone();
-            tokio::task::spawn_blocking(move || svc.bootstrap())
-                .await
-                .map_err(|e| DaemonError::Listen {
-                    addr: "bootstrap".into(),
-                    cause: std::io::Error::other(e),
-                })??;
+            // No model call is in flight before the daemon listens: a budget
+            // reservation left by a daemon that died mid-call is released.
+            tokio::task::spawn_blocking(move || {
+                svc.bootstrap()?;
+                svc.budget_clear_reservations()
+            })
+            .await
+            .map_err(|e| DaemonError::Listen {
+                addr: "bootstrap".into(),
+                cause: std::io::Error::other(e),
+            })??;
         }
         let want = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.server.port));
         let listener =

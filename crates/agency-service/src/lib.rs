@@ -15,6 +15,7 @@ mod access;
 mod agents;
 mod area;
 mod audit;
+mod budgets;
 mod clock;
 mod declared;
 mod egress;
@@ -41,7 +42,9 @@ mod service;
 mod tokens;
 mod views;
 
+pub use agency_store::{BudgetLimits, BudgetRow, ReservedTotals};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
+pub use budgets::BudgetNode;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use declared::Declared;
 pub use egress::EgressDecision;

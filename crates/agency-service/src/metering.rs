@@ -4,17 +4,17 @@
 //! ([`Service::model_call_settle`]); `agency cost` reads the sums as a
 //! tree of handlers ([`Service::cost_tree`]).
 //!
-//! The reserve/settle pair is the seam for budgets: today a reservation
-//! only checks that the caller is a live agent of an active handler and
-//! remembers whom to charge; a budget check (reserve the request's worst
-//! case, `max_tokens`, from the handler and its ancestors; settle from the
-//! actual usage) goes into these two transactions and nowhere else.
+//! The reserve/settle pair is where budgets hold (`budgets.rs`): a
+//! reservation checks the caller and records the request's worst case
+//! against its handler and every ancestor with a budget; the settlement
+//! replaces it by the actual usage, both in one transaction each.
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{HandlerRow, HandlerStatus, ModelCallRow, TokenUsage, UsageTotals};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::budgets::WorstCase;
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, authenticate};
 
@@ -30,6 +30,12 @@ pub struct ModelCallRequest {
     /// The request's `max_tokens` (0: not given): the worst case a budget
     /// would reserve.
     pub max_tokens: i64,
+    /// An estimate of the request's input tokens (e.g. its body's bytes
+    /// / 4): with `max_tokens`, the tokens a budget reserves.
+    pub input_estimate: i64,
+    /// The worst case's cost from the daemon's price table: what a budget
+    /// reserves in micro-dollars.
+    pub worst_cost_micro_usd: i64,
 }
 
 /// A call admitted by [`Service::model_call_reserve`]; settled exactly once
@@ -40,6 +46,8 @@ pub struct ModelReservation {
     handler: HandlerId,
     agent: AgentId,
     request: ModelCallRequest,
+    /// The ledger row holding the call's worst case until it settles.
+    ledger: i64,
 }
 
 impl ModelReservation {
@@ -80,21 +88,34 @@ pub struct CostNode {
 impl Service {
     /// Gateway: admit one model call of agent `who`. Today: the caller must
     /// be a live agent of an active handler (the token check already said
-    /// so; a handler stopped since is refused here). Budgets go here.
+    /// so; a handler stopped since is refused here), and the call's worst
+    /// case must fit the budget of its handler and every ancestor; it is
+    /// then reserved in the same transaction (see `budgets`).
     pub fn model_call_reserve(
         &self,
         who: Principal,
         request: ModelCallRequest,
     ) -> Result<ModelReservation> {
-        self.read(|tx| match authenticate(tx, who)? {
+        self.write(|op| match authenticate(op.tx, who)? {
             Caller::User => Err(ServiceError::denied(
                 "failed to reserve a model call: only an agent calls models through the gateway",
             )),
-            Caller::Handler { row, agent } => Ok(ModelReservation {
-                handler: row.id,
-                agent,
-                request,
-            }),
+            Caller::Handler { row, agent } => {
+                let worst = WorstCase {
+                    tokens: request
+                        .max_tokens
+                        .max(0)
+                        .saturating_add(request.input_estimate.max(0)),
+                    micro_usd: request.worst_cost_micro_usd.max(0),
+                };
+                let ledger = crate::budgets::reserve(op, row.id, agent, worst)?;
+                Ok(ModelReservation {
+                    handler: row.id,
+                    agent,
+                    request,
+                    ledger,
+                })
+            }
         })
     }
 
@@ -111,7 +132,9 @@ impl Service {
                 handler,
                 agent,
                 request,
+                ledger,
             } = reservation;
+            op.tx.delete_budget_reservation(ledger)?;
             op.tx.insert_model_call(&ModelCallRow {
                 at: op.now,
                 handler,

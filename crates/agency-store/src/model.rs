@@ -449,3 +449,48 @@ impl UsageTotals {
         self.cost_micro_usd += other.cost_micro_usd;
     }
 }
+
+/// Limits on a handler's subtree (issue 11 item 3); `None`: no limit of
+/// that kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetLimits {
+    /// Tokens of every kind (input, output, cache reads and writes).
+    pub tokens: Option<i64>,
+    pub micro_usd: Option<i64>,
+    /// Model calls.
+    pub calls: Option<i64>,
+}
+
+impl BudgetLimits {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_none() && self.micro_usd.is_none() && self.calls.is_none()
+    }
+}
+
+/// The budget set on one handler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetRow {
+    pub handler: HandlerId,
+    pub limits: BudgetLimits,
+    pub set_at: Timestamp,
+}
+
+/// The worst case of one model call in flight, held until it settles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetReservationRow {
+    pub at: Timestamp,
+    /// The calling agent's handler (the reservation counts against it and
+    /// every ancestor, as part of their subtrees).
+    pub handler: HandlerId,
+    pub agent: AgentId,
+    pub tokens: i64,
+    pub micro_usd: i64,
+}
+
+/// The sum of reservations in flight over some handlers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservedTotals {
+    pub calls: i64,
+    pub tokens: i64,
+    pub micro_usd: i64,
+}

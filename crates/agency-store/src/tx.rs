@@ -352,4 +352,17 @@ pub trait Tx {
     fn model_usage_of(&mut self, handlers: &[HandlerId]) -> R<Vec<UsageTotals>>;
     /// The latest model calls of an agent, newest first, at most `limit`.
     fn model_calls_of_agent(&mut self, agent: AgentId, limit: usize) -> R<Vec<ModelCallRow>>;
+
+    // ---- Budgets (issue 11 item 3) ---------------------------------------
+
+    /// Set (replace) the limits on a handler's subtree.
+    fn set_budget(&mut self, budget: &BudgetRow) -> R<()>;
+    fn budget_of(&mut self, handler: HandlerId) -> R<Option<BudgetRow>>;
+    /// Record the worst case of a model call in flight; returns its id.
+    fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64>;
+    fn delete_budget_reservation(&mut self, id: i64) -> R<()>;
+    /// The reservations in flight of the handlers given, summed.
+    fn budget_reserved_of(&mut self, handlers: &[HandlerId]) -> R<ReservedTotals>;
+    /// Drop every reservation (a daemon starting: nothing is in flight).
+    fn clear_budget_reservations(&mut self) -> R<usize>;
 }

@@ -7,6 +7,7 @@
 mod support;
 
 mod bounded;
+mod budgets;
 mod concurrency;
 mod crash;
 mod dag_props;

@@ -11,6 +11,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
+use super::budgets;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
@@ -450,5 +451,24 @@ impl Tx for SqliteTx<'_> {
     }
     fn model_calls_of_agent(&mut self, agent: AgentId, limit: usize) -> R<Vec<ModelCallRow>> {
         usage::model_calls_of_agent(self.conn, agent, limit)
+    }
+
+    fn set_budget(&mut self, budget: &BudgetRow) -> R<()> {
+        budgets::set_budget(self.conn, budget)
+    }
+    fn budget_of(&mut self, handler: HandlerId) -> R<Option<BudgetRow>> {
+        budgets::budget_of(self.conn, handler)
+    }
+    fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64> {
+        budgets::insert_reservation(self.conn, r)
+    }
+    fn delete_budget_reservation(&mut self, id: i64) -> R<()> {
+        budgets::delete_reservation(self.conn, id)
+    }
+    fn budget_reserved_of(&mut self, handlers: &[HandlerId]) -> R<ReservedTotals> {
+        budgets::reserved_of(self.conn, handlers)
+    }
+    fn clear_budget_reservations(&mut self) -> R<usize> {
+        budgets::clear_reservations(self.conn)
     }
 }
