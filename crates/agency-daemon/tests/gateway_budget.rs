@@ -1,0 +1,157 @@
+//! Issue 11 items 3 and 7, budgets at the model gateway against a real
+//! daemon: two agents racing model calls under a token cap on their boss
+//! end within one reservation of the cap and never above it, and a refused
+//! call (429, with a message the agent can act on) never reaches the
+//! upstream.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agency_core::Principal;
+use agency_service::BudgetLimits;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::post as route_post;
+use fixture::{delegate_new, home_with_config, start, wait_for};
+
+/// 44 bytes: the gateway estimates 11 input tokens, so a call's worst
+/// case is 11 + 64 = 75 tokens.
+const BODY: &str = r#"{"model":"m","max_tokens":64,"messages":[]}"#;
+const WORST: i64 = 11 + 64;
+const CAP: i64 = 1000;
+
+/// An upstream that uses exactly the worst case each call (input = bytes
+/// / 4, output = `max_tokens`) and counts what reaches it.
+async fn upstream() -> (Arc<AtomicUsize>, SocketAddr) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        route_post(move |body: Bytes| {
+            let h = h.clone();
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                // Let the two agents' calls overlap.
+                tokio::task::yield_now().await;
+                let answer = serde_json::json!({
+                    "id": "msg", "type": "message", "role": "assistant", "content": [],
+                    "model": "m", "stop_reason": "end_turn",
+                    "usage": {"input_tokens": body.len() / 4,
+                              "output_tokens": v["max_tokens"]},
+                });
+                ([("content-type", "application/json")], answer.to_string()).into_response()
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await });
+    (hits, addr)
+}
+
+/// Call until refused; returns the calls that passed and the refusal.
+async fn call_until_refused(url: String, token: String) -> (usize, StatusCode, String) {
+    let client = reqwest::Client::new();
+    let mut ok = 0;
+    loop {
+        let r = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-api-key", &token)
+            .body(BODY)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        if status != StatusCode::OK {
+            return (ok, status, text);
+        }
+        ok += 1;
+        assert!(ok < 1000, "the cap never stopped the agent");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_agents_racing_under_a_token_cap_end_within_one_reservation_of_it() {
+    let (hits, up) = upstream().await;
+    let toml = format!("[models.anth]\napi = \"anthropic\"\nbase_url = \"http://{up}\"\n");
+    let (_dir, home) = home_with_config(&toml);
+    let (daemon, svc, root) = start(&home).await;
+    let boss_agent = svc.token_mint(Principal::User, root, None).unwrap();
+    let me = Principal::agent(root, boss_agent.agent);
+    let boss = delegate_new(&svc, me, root, "boss");
+    let boss_token = svc.token_mint(Principal::User, boss, None).unwrap();
+    let by_boss = Principal::agent(boss, boss_token.agent);
+    let a = delegate_new(&svc, by_boss, boss, "a");
+    let b = delegate_new(&svc, by_boss, boss, "b");
+    svc.budget_set(
+        Principal::User,
+        boss,
+        BudgetLimits {
+            tokens: Some(CAP),
+            ..BudgetLimits::default()
+        },
+    )
+    .unwrap();
+    let ta = svc.token_mint(Principal::User, a, None).unwrap().token;
+    let tb = svc.token_mint(Principal::User, b, None).unwrap().token;
+    let url = format!("http://{}/model/anth/v1/messages", daemon.addr());
+
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(call_until_refused(url.clone(), ta.clone())),
+        tokio::spawn(call_until_refused(url.clone(), tb)),
+    );
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    for (_, status, text) in [&ra, &rb] {
+        assert_eq!(*status, StatusCode::TOO_MANY_REQUESTS, "{text}");
+        assert!(
+            text.contains(&format!("budget of handler {boss} reached")),
+            "{text}"
+        );
+        assert!(text.contains("save your state and stop"), "{text}");
+    }
+    let passed = ra.0 + rb.0;
+    assert!(ra.0 > 0 && rb.0 > 0, "both agents called: {ra:?} {rb:?}");
+    // Only the calls that passed reached the upstream.
+    assert_eq!(hits.load(Ordering::SeqCst), passed);
+
+    let shown = wait_for("every call settled", || {
+        let s = svc.budget_show(Principal::User, Some(boss)).unwrap();
+        (s.reserved.calls == 0 && s.spent.calls == passed as i64).then_some(s)
+    })
+    .await;
+    let spent = shown.spent.usage.total();
+    assert!(spent <= CAP, "spent {spent} over the cap {CAP}");
+    assert!(
+        spent > CAP - WORST,
+        "spent {spent}: stopped more than one reservation below {CAP}"
+    );
+
+    // Once settled and refused, a further call is refused again before
+    // the upstream; raising the cap lets it through.
+    let (n, status, _) = call_until_refused(url.clone(), ta.clone()).await;
+    assert_eq!((n, status), (0, StatusCode::TOO_MANY_REQUESTS));
+    assert_eq!(hits.load(Ordering::SeqCst), passed);
+    svc.budget_set(
+        Principal::User,
+        boss,
+        BudgetLimits {
+            tokens: Some(CAP + WORST),
+            ..BudgetLimits::default()
+        },
+    )
+    .unwrap();
+    let (n, _, _) = call_until_refused(url, ta).await;
+    assert!(n >= 1);
+    assert_eq!(hits.load(Ordering::SeqCst), passed + n);
+    daemon.stop().await.unwrap();
+}
