@@ -204,6 +204,36 @@ pub enum Command {
     /// price table (`[prices]` over the defaults). Default: the whole
     /// organisation.
     Cost(CostArgs),
+
+    /// Budgets on handlers: limits on a subtree's model tokens, cost and
+    /// calls, enforced by the daemon's model gateway before each call.
+    #[command(subcommand)]
+    Budget(BudgetCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// Set (replace) the limits on a handler's subtree; a limit not given
+    /// is no limit, and none given removes the budget.
+    Set {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+        /// Tokens of every kind (input, output, cache read and write).
+        #[arg(long)]
+        tokens: Option<i64>,
+        /// Cost in US dollars (from the price table).
+        #[arg(long)]
+        usd: Option<f64>,
+        /// Model calls.
+        #[arg(long)]
+        calls: Option<i64>,
+    },
+    /// Spend against limit, as a tree of handlers (default: everything).
+    Show {
+        /// Only this handler's subtree (id or unique prefix).
+        handler: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

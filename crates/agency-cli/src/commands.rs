@@ -2,6 +2,7 @@
 //! context, prints to stdout (data) or stderr (notes), and returns the exit
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
+mod budget;
 mod cost;
 mod daemon;
 mod demo;
@@ -27,7 +28,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::cli::{Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand};
+use crate::cli::{
+    BudgetCommand, Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
+};
 use crate::client::{Client, decode};
 
 /// What every command gets: the home and the output mode.
@@ -118,6 +121,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
         Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
+        Command::Budget(BudgetCommand::Set {
+            handler,
+            tokens,
+            usd,
+            calls,
+        }) => budget::set(&ctx, &handler, tokens, usd, calls),
+        Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
     }
 }
 

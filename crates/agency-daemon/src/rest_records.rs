@@ -1,7 +1,7 @@
 //! REST routes for records the user reads about the organisation's work:
 //! agent runs and their transcripts, mail receipts, a KB file's access log
 //! the outcomes of one handler, and model usage and cost as a tree
-//! (`agency cost`). Each route is one service call as the
+//! (`agency cost`), and budgets against spend (`agency budget`). Each route is one service call as the
 //! user (`rest.rs` holds the shared plumbing).
 
 use std::sync::Arc;
@@ -25,6 +25,8 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/handlers/{id}/outcomes", get(handler_outcomes))
         .route("/v1/cost", get(cost_all))
         .route("/v1/cost/{id}", get(cost_of))
+        .route("/v1/budgets", get(budgets_all))
+        .route("/v1/budgets/{id}", get(budgets_of).post(budget_set))
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,4 +106,36 @@ async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
 async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     Ok(call(&st, move |svc| svc.cost_tree(USER, Some(id))).await)
+}
+
+async fn budgets_all(State(st): State<Arc<AppState>>) -> Answer {
+    Ok(call(&st, move |svc| svc.budget_show(USER, None)).await)
+}
+
+async fn budgets_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    Ok(call(&st, move |svc| svc.budget_show(USER, Some(id))).await)
+}
+
+/// The limits of `agency budget set`; a limit left out is no limit.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetBody {
+    tokens: Option<i64>,
+    micro_usd: Option<i64>,
+    calls: Option<i64>,
+}
+
+async fn budget_set(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    axum::Json(b): axum::Json<BudgetBody>,
+) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    let limits = agency_service::BudgetLimits {
+        tokens: b.tokens,
+        micro_usd: b.micro_usd,
+        calls: b.calls,
+    };
+    Ok(call(&st, move |svc| svc.budget_set(USER, id, limits)).await)
 }

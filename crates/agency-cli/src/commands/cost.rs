@@ -65,7 +65,7 @@ fn totals(t: &UsageTotals) -> String {
 }
 
 /// Micro-dollars as dollars with four decimals (`$0.0123`).
-fn dollars(micro: i64) -> String {
+pub(crate) fn dollars(micro: i64) -> String {
     let cents_e2 = (micro + 50) / 100; // in 1/10000 dollars, rounded
     format!("{}.{:04}", cents_e2 / 10_000, cents_e2 % 10_000)
 }
