@@ -155,3 +155,36 @@ async fn two_agents_racing_under_a_token_cap_end_within_one_reservation_of_it() 
     assert_eq!(hits.load(Ordering::SeqCst), passed + n);
     daemon.stop().await.unwrap();
 }
+
+/// A daemon that died mid-call left its reservation in the ledger; the
+/// next daemon releases it, or the budget would stay held forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
+    let (_hits, up) = upstream().await;
+    let toml = format!("[models.anth]\napi = \"anthropic\"\nbase_url = \"http://{up}\"\n");
+    let (_dir, home) = home_with_config(&toml);
+    let (daemon, svc, root) = start(&home).await;
+    let minted = svc.token_mint(Principal::User, root, None).unwrap();
+    let request = agency_service::ModelCallRequest {
+        upstream: "anth".into(),
+        api: "anthropic".into(),
+        model: "m".into(),
+        stream: false,
+        max_tokens: 500,
+        input_estimate: 0,
+        worst_cost_micro_usd: 0,
+    };
+    // Reserved and never settled, as when the daemon is killed mid-call.
+    let _held = svc
+        .model_call_reserve(Principal::agent(root, minted.agent), request)
+        .unwrap();
+    let before = svc.budget_show(Principal::User, None).unwrap();
+    assert_eq!((before.reserved.calls, before.reserved.tokens), (1, 500));
+    daemon.stop().await.unwrap();
+    drop(svc);
+
+    let (daemon, svc, _) = start(&home).await;
+    let after = svc.budget_show(Principal::User, None).unwrap();
+    assert_eq!(after.reserved.calls, 0);
+    daemon.stop().await.unwrap();
+}
