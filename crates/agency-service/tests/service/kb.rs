@@ -52,6 +52,12 @@ fn every_read_and_write_is_in_the_file_audit_log() {
     let r = env.agent(env.root);
     let f = svc.kb_create(r, "audited", b"a").unwrap();
     let v = svc.kb_read(r, f).unwrap();
+    // Reads are audited by a background group commit, and the log is
+    // ordered by time (milliseconds), then by commit: a read and a write in
+    // the same millisecond would list the write first unless the read's
+    // record is committed before the write. (A known imprecision, left
+    // for the hot-path work of issue 15; this test checks the records.)
+    svc.flush_read_audit().unwrap();
     svc.kb_write(r, f, b"b", v.version, v.hash.as_str())
         .unwrap();
     svc.kb_read(Principal::User, f).unwrap();
