@@ -71,6 +71,9 @@ pub(crate) struct Confiner {
     limits: Limits,
     /// The daemon's MCP port and a loopback model server's.
     ports: Vec<u16>,
+    /// The system paths every policy reads (`/etc` listed entry by
+    /// entry), gathered once at start rather than on every spawn.
+    system_read_only: Vec<PathBuf>,
 }
 
 /// Errors that keep an agent from starting confined.
@@ -101,6 +104,7 @@ impl Confiner {
             read_write: cfg.sandbox.read_write.iter().map(PathBuf::from).collect(),
             limits: cfg.sandbox.limits(),
             ports,
+            system_read_only: agency_sandbox::system_read_only(),
         }
     }
 
@@ -162,7 +166,7 @@ impl Confiner {
                     std.get_program()
                 ))
             })?;
-        let mut read_only = agency_sandbox::system_read_only();
+        let mut read_only = self.system_read_only.clone();
         let mut wanted = vec![self.agency.clone(), program.clone()];
         for p in programs {
             let found = find_program(OsStr::new(p), path_env.as_deref(), cwd.as_deref())
@@ -485,6 +489,7 @@ mod tests {
             read_write: Vec::new(),
             limits: Limits::default(),
             ports: Vec::new(),
+            system_read_only: agency_sandbox::system_read_only(),
         }
     }
 
