@@ -209,6 +209,37 @@ pub enum Command {
     /// calls, enforced by the daemon's model gateway before each call.
     #[command(subcommand)]
     Budget(BudgetCommand),
+
+    /// The model upstream (a `[models.NAME]` of agency.toml) a handler's
+    /// agents use; its underlings inherit it unless they have their own.
+    /// Without one, the runtime's `upstream`.
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Give a handler (and its underlings without their own) an upstream.
+    Set {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+        /// A `[models.NAME]` the daemon's runtime can use.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        upstream: String,
+    },
+    /// Remove a handler's own upstream: it inherits again.
+    Clear {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+    },
+    /// A handler's upstream: its own or where it is inherited from.
+    Show {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

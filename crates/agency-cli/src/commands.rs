@@ -3,6 +3,7 @@
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
 mod budget;
+mod model;
 mod cost;
 mod daemon;
 mod demo;
@@ -29,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, ModelCommand, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -128,6 +129,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             calls,
         }) => budget::set(&ctx, &handler, tokens, usd, calls),
         Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
+        Command::Model(ModelCommand::Set { handler, upstream }) => {
+            model::set(&ctx, &handler, Some(&upstream))
+        }
+        Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
+        Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
     }
 }
 

@@ -4,8 +4,11 @@
 //!   allowlist. An `env`-sourced secret, an unrelated variable and
 //!   `SSH_AUTH_SOCK` in the daemon's environment reach neither a `command`
 //!   agent nor Claude Code (a stand-in program records what the runtime
-//!   gives the CLI); Claude Code gets the key `api_key_env` names as
-//!   `ANTHROPIC_API_KEY`, and nothing else of the daemon's.
+//!   gives the CLI). Issue 11 item 1: nor does the provider key the
+//!   deprecated `api_key_env` names: Claude Code gets the daemon's model
+//!   gateway (the implicit upstream `[models.default]`) and its own token;
+//!   a `command` agent with `upstream` gets the gateway in the OpenAI
+//!   SDK's variables, its token as the key.
 //! - Issue 9 item 6: the system prompt and the first message are not on
 //!   Claude Code's command line (visible to every local user through `ps`):
 //!   the prompt is a file, the message comes on stdin.
@@ -85,7 +88,7 @@ async fn issue9_item5_a_command_agent_gets_nothing_of_the_daemons_environment() 
         env_file.display().to_string()
     );
     let story = story(
-        &format!("[agents]\nruntime = \"command\"\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"),
+        &format!("[agents]\nruntime = \"command\"\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\nupstream = \"up\"\n[models.up]\napi = \"openai\"\nbase_url = \"https://api.openai.example/v1\"\n"),
         &secret,
         &unrelated,
         out.path(),
@@ -107,6 +110,21 @@ async fn issue9_item5_a_command_agent_gets_nothing_of_the_daemons_environment() 
             "{name}:\n{env}"
         );
     }
+    // The model through the gateway: its URL and the agent's own token.
+    let var = |k: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("{k}:\n{env}"))
+            .to_owned()
+    };
+    let url = var("OPENAI_BASE_URL");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/model/up/v1"),
+        "{url}"
+    );
+    assert_eq!(var("OPENAI_API_KEY"), var("AGENCY_TOKEN"));
+    assert_eq!(var("AGENCY_MODEL_UPSTREAM"), "up");
+    assert!(!env.contains("ANTHROPIC_"), "{env}");
     story.stop();
 }
 
@@ -139,13 +157,25 @@ async fn issue9_items5_and_6_claude_code_gets_a_clean_environment_and_no_prompt_
         .wait_file(&out.path().join("env.txt"), Duration::from_secs(30))
         .await;
     assert_clean(&env, &secret, &unrelated);
-    for want in [
-        "ANTHROPIC_API_KEY=sk-test-for-claude",
-        "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
-        "DISABLE_TELEMETRY=1",
-    ] {
-        assert!(env.lines().any(|l| l == want), "{want}:\n{env}");
-    }
+    // The deprecated direct settings are routed through the gateway: the
+    // key stays in the daemon, the CLI gets the gateway and its token.
+    assert!(!env.contains("sk-test-for-claude"), "{env}");
+    assert!(!env.contains("ANTHROPIC_API_KEY="), "{env}");
+    assert!(!env.contains("127.0.0.1:9\n"), "{env}");
+    let base = env
+        .lines()
+        .find_map(|l| l.strip_prefix("ANTHROPIC_BASE_URL="))
+        .unwrap();
+    assert!(
+        base.starts_with("http://127.0.0.1:") && base.ends_with("/model/default"),
+        "{base}"
+    );
+    let token = env
+        .lines()
+        .find_map(|l| l.strip_prefix("ANTHROPIC_AUTH_TOKEN="))
+        .unwrap();
+    assert!(token.starts_with("agency"), "{token}");
+    assert!(env.lines().any(|l| l == "DISABLE_TELEMETRY=1"), "{env}");
     assert!(!env.contains("AGENCY_TOKEN="), "{env}");
     // Neither the seed's prompt nor the first message is in argv (what
     // `ps` shows); the prompt is a file named there, the message is stdin.

@@ -120,12 +120,14 @@ pub fn unknown_tools(tools: &[String]) -> Vec<&str> {
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeRuntime {
     pub cfg: ClaudeCodeConfig,
+    /// Each agent's upstream (Anthropic API only) through the gateway.
+    pub routes: crate::models::ModelRoutes,
 }
 
 impl ClaudeCodeRuntime {
     /// The runtime for `cfg`, warning once about tool names Claude Code may
     /// not know (it would leave them out without a word).
-    pub fn new(cfg: ClaudeCodeConfig) -> ClaudeCodeRuntime {
+    pub fn new(cfg: ClaudeCodeConfig, routes: crate::models::ModelRoutes) -> ClaudeCodeRuntime {
         for name in unknown_tools(&cfg.tools) {
             tracing::warn!(
                 tool = name,
@@ -133,7 +135,7 @@ impl ClaudeCodeRuntime {
                 "agents.claude_code.tools names {name:?}, which is not a Claude Code tool Agency knows; if this Claude Code does not know it either, agents go without it"
             );
         }
-        ClaudeCodeRuntime { cfg }
+        ClaudeCodeRuntime { cfg, routes }
     }
 }
 
@@ -195,8 +197,13 @@ impl Runtime for ClaudeCodeRuntime {
             .arg("--output-format")
             .arg("stream-json")
             .arg("--verbose");
-        if !self.cfg.model.is_empty() {
-            cmd.arg("--model").arg(&self.cfg.model);
+        let route = self.routes.route(spec.upstream.as_deref());
+        let model = route
+            .as_ref()
+            .and_then(|r| r.model.as_deref())
+            .unwrap_or(&self.cfg.model);
+        if !model.is_empty() {
+            cmd.arg("--model").arg(model);
         }
         if self.cfg.max_turns > 0 {
             cmd.arg("--max-turns").arg(self.cfg.max_turns.to_string());
@@ -210,17 +217,14 @@ impl Runtime for ClaudeCodeRuntime {
             .env("ENABLE_TOOL_SEARCH", "false")
             .env("IS_SANDBOX", "1")
             .envs(&self.cfg.env);
-        if !self.cfg.upstream.is_empty() {
-            // Through the daemon's model gateway with the agent's own
-            // token (sent as `Authorization: Bearer`); the provider key
-            // stays in the daemon.
-            cmd.env("ANTHROPIC_BASE_URL", spec.gateway_url(&self.cfg.upstream))
+        // Only through the daemon's model gateway (the configuration always
+        // names an upstream for this runtime), with the agent's own token
+        // (sent as `Authorization: Bearer`); the provider key stays in the
+        // daemon.
+        if let Some(route) = route {
+            cmd.env("ANTHROPIC_BASE_URL", spec.gateway_url(&route.upstream))
                 .env("ANTHROPIC_AUTH_TOKEN", &spec.token)
                 .env_remove("ANTHROPIC_API_KEY");
-        } else if !self.cfg.api_key_env.is_empty()
-            && let Some(key) = std::env::var_os(&self.cfg.api_key_env)
-        {
-            cmd.env("ANTHROPIC_API_KEY", key);
         }
         Ok(cmd)
     }
@@ -420,6 +424,7 @@ mod tests {
             launcher: "/opt/agency".into(),
             launch_nonces: Default::default(),
             egress_proxy: Some("127.0.0.1:4242".parse().unwrap()),
+            upstream: None,
         }
     }
 
@@ -442,6 +447,7 @@ mod tests {
         let spec = spec(dir.path());
         let rt = ClaudeCodeRuntime {
             cfg: ClaudeCodeConfig::default(),
+            routes: crate::models::ModelRoutes::default(),
         };
         let cmd = rt.command(&spec).unwrap();
         let args = args_of(&cmd);
@@ -495,7 +501,7 @@ mod tests {
         let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
             tools: vec!["Read".into(), "Bash".into()],
             ..ClaudeCodeConfig::default()
-        });
+        }, crate::models::ModelRoutes::default());
         let args = args_of(&rt.command(&spec).unwrap());
         assert_eq!(arg_after(&args, "--tools"), "Read,Bash");
         let allowed: Vec<&str> = arg_after(&args, "--allowedTools").split(',').collect();
@@ -511,13 +517,13 @@ mod tests {
         let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
             tools: vec![],
             ..ClaudeCodeConfig::default()
-        });
+        }, crate::models::ModelRoutes::default());
         let args = args_of(&rt.command(&spec).unwrap());
         assert_eq!(arg_after(&args, "--tools"), "");
 
         // The default: the developer's tools, never the web or sub-agents.
         let args = args_of(
-            &ClaudeCodeRuntime::new(ClaudeCodeConfig::default())
+            &ClaudeCodeRuntime::new(ClaudeCodeConfig::default(), crate::models::ModelRoutes::default())
                 .command(&spec)
                 .unwrap(),
         );

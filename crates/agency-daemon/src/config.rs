@@ -39,6 +39,10 @@ pub struct Config {
     pub models: BTreeMap<String, ModelUpstreamConfig>,
     /// Prices per model (USD per million tokens), over the defaults.
     pub prices: BTreeMap<String, Price>,
+    /// What the daemon warns about at start: deprecated settings it has
+    /// rewritten (`models::route_direct_settings`). Not a key of the file.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 /// `[log]`: the daemon's log file (`logs/daemon.log` in the home) and the
@@ -232,6 +236,11 @@ impl Default for AgentsConfig {
 pub struct CommandConfig {
     pub program: String,
     pub args: Vec<String>,
+    /// A `[models.NAME]` the command's agents reach through the daemon's
+    /// model gateway: they get its URL and their own token as the key
+    /// (`ANTHROPIC_BASE_URL` + `ANTHROPIC_API_KEY`, or `OPENAI_BASE_URL` +
+    /// `OPENAI_API_KEY`, and `AGENCY_MODEL_URL`). Empty: no model.
+    pub upstream: String,
 }
 
 /// The built-in runtime: `agency agent` against an LLM HTTP API.
@@ -241,10 +250,15 @@ pub struct BuiltinConfig {
     /// `anthropic` (Messages API) or `openai` (chat completions: OpenAI,
     /// Ollama, vLLM, llama.cpp server).
     pub api: String,
-    /// The API server's root URL, e.g. `https://api.anthropic.com`.
+    /// Deprecated (use `upstream`): the API server's root URL, e.g.
+    /// `https://api.anthropic.com`; the daemon makes it the implicit
+    /// upstream `[models.default]` and the agent reaches it through the
+    /// model gateway all the same.
     pub base_url: String,
     pub model: String,
-    /// Name of the environment variable holding the API key (empty: none).
+    /// Deprecated: name of the daemon's environment variable holding the
+    /// API key (empty: none). With `base_url` it becomes the implicit
+    /// upstream `[models.default]`, the key read by the daemon alone.
     pub api_key_env: String,
     /// Model calls per agent before it is told to save state and stop.
     pub max_turns: u32,
@@ -256,7 +270,8 @@ pub struct BuiltinConfig {
     pub tools: Vec<String>,
     /// A `[models.NAME]`: the agent reaches it through the daemon's model
     /// gateway with its own token (`api`, `base_url` and `api_key_env`
-    /// are then not used), so no provider key reaches it.
+    /// are then not used), so no provider key reaches it. A handler's own
+    /// model (`agency model set`) takes precedence.
     pub upstream: String,
 }
 
@@ -300,13 +315,14 @@ pub struct ClaudeCodeConfig {
     pub program: String,
     /// Passed as `--model` when not empty.
     pub model: String,
-    /// Extra environment for the CLI, e.g. `ANTHROPIC_BASE_URL` or
-    /// `ANTHROPIC_API_KEY`. The CLI starts from an empty environment: this,
-    /// the variables every agent gets, and `api_key_env`.
+    /// Extra environment for the CLI. The CLI starts from an empty
+    /// environment: this, the variables every agent gets, and the
+    /// gateway's. `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` here are
+    /// deprecated: without `upstream` they become the implicit upstream
+    /// `[models.default]` and are not given to the CLI.
     pub env: BTreeMap<String, String>,
-    /// Name of the daemon's environment variable whose value the CLI gets
-    /// as `ANTHROPIC_API_KEY` (empty: none), so the key need not be written
-    /// into `agency.toml`.
+    /// Deprecated: the daemon's environment variable holding the key of
+    /// the implicit upstream `[models.default]` (read by the daemon only).
     pub api_key_env: String,
     /// Passed as `--max-turns` when above 0.
     pub max_turns: u32,
@@ -316,7 +332,8 @@ pub struct ClaudeCodeConfig {
     pub tools: Vec<String>,
     /// A `[models.NAME]` with `api = "anthropic"`: Claude Code gets the
     /// daemon's model gateway as `ANTHROPIC_BASE_URL` and its own token as
-    /// `ANTHROPIC_AUTH_TOKEN`, so no provider key reaches it.
+    /// `ANTHROPIC_AUTH_TOKEN`, so no provider key reaches it. Empty: the
+    /// implicit `[models.default]` (see `env`).
     pub upstream: String,
 }
 
@@ -345,7 +362,7 @@ impl Config {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Config, DaemonError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| DaemonError::Config {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| DaemonError::Config {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
@@ -407,6 +424,9 @@ impl Config {
                 )));
             }
         }
+        // Before the upstreams are checked, so that the one made from the
+        // deprecated settings is checked like any other.
+        cfg.notices = crate::models::route_direct_settings(&mut cfg).map_err(bad)?;
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
         crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
         crate::models::check_upstreams(&cfg).map_err(bad)?;
@@ -555,14 +575,23 @@ sandbox = "on"
 [agents.command]
 program = ""
 args = []
+# A [models.NAME] its agents reach through the daemon's model gateway: they
+# get ANTHROPIC_BASE_URL + ANTHROPIC_API_KEY (or OPENAI_BASE_URL +
+# OPENAI_API_KEY) naming the gateway and their own token, and
+# AGENCY_MODEL_URL; "" = no model.
+upstream = ""
 
-# runtime = "builtin": our own agent loop (`agency agent`) against an LLM API.
+# runtime = "builtin": our own agent loop (`agency agent`). Every agent of
+# every runtime reaches its model only through the daemon's model gateway
+# ([models.NAME] below), with its own token: no provider key reaches it.
 [agents.builtin]
-api = "anthropic"          # or "openai" (OpenAI, Ollama, vLLM, llama.cpp server)
-base_url = ""              # e.g. "https://api.anthropic.com" or "http://127.0.0.1:11434"
+upstream = ""              # a [models.NAME] (a handler's own, `agency model set`, wins)
 model = ""
-api_key_env = ""           # the daemon's variable holding the key (the one passed on)
-upstream = ""              # or a [models.NAME]: through the daemon's gateway, no key in the agent
+# Deprecated: base_url (+ api, api_key_env, the daemon's variable holding
+# the key) become the implicit upstream [models.default], with a warning.
+api = "anthropic"
+base_url = ""
+api_key_env = ""
 max_turns = 50
 max_total_tokens = 1000000
 max_output_tokens = 8192
@@ -571,13 +600,17 @@ tools = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
 # runtime = "claude-code": the Claude Code CLI, headless (`claude -p`), with
 # Agency's MCP server as its only MCP server. It runs with HOME set to a
-# private directory, so give it its API settings here.
+# private directory and reaches its model only through the daemon's model
+# gateway (ANTHROPIC_BASE_URL, its own token as ANTHROPIC_AUTH_TOKEN).
 [agents.claude_code]
 program = "claude"
 model = ""                 # passed as --model when set
 max_turns = 50             # passed as --max-turns when above 0
-api_key_env = ""           # the daemon's variable given to it as ANTHROPIC_API_KEY
-upstream = ""              # or an "anthropic" [models.NAME]: through the daemon's gateway
+upstream = ""              # an "anthropic" [models.NAME]
+# Deprecated: without upstream, api_key_env (the daemon's variable holding
+# the key) and env.ANTHROPIC_BASE_URL / env.ANTHROPIC_API_KEY become the
+# implicit upstream [models.default] (default https://api.anthropic.com).
+api_key_env = ""
 # Claude Code's own tools the agent gets besides Agency's (exact names, as
 # Claude Code spells them); every other built-in tool is unavailable. Not
 # in the default: WebFetch and WebSearch (WebSearch runs at the model
@@ -585,8 +618,7 @@ upstream = ""              # or an "anthropic" [models.NAME]: through the daemon
 # not schedule or count). The tools are confined by the agent's sandbox.
 tools = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "TaskOutput", "TaskStop"]
 [agents.claude_code.env]   # extra environment, e.g.
-# ANTHROPIC_API_KEY = "sk-…"
-# ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+# CLAUDE_CODE_MAX_RETRIES = "1"
 
 [log]
 # The daemon's log, logs/daemon.log in this home: a tracing filter such as
@@ -647,13 +679,20 @@ open_files = 4096
 # headers = { Authorization = "Bearer ${secret:github}" }
 
 # Model upstreams of the daemon's model gateway (/model/NAME on the agents'
-# listener): agents.builtin.upstream / agents.claude_code.upstream = "NAME"
-# make agents reach their model only through it, with their own token; the
-# key stays in the daemon. Every call is metered (`agency cost`).
+# listener), the only way agents reach a model: the runtime's upstream =
+# "NAME" (or a handler's own, `agency model set HANDLER NAME`, inherited by
+# its underlings) names one; agents use their own token, the key stays in
+# the daemon. Every call is metered (`agency cost`) and budgeted. No model
+# host is reachable through the egress proxy without a capability.
 # [models.main]
 # api = "anthropic"                                  # or "openai"
 # base_url = "https://api.anthropic.com"
 # api_key = "${secret:anthropic}"
+# [models.cheap]
+# api = "anthropic"
+# base_url = "https://api.anthropic.com"
+# api_key = "${secret:anthropic}"
+# model = "claude-haiku-4-5"   # every call through it uses this model
 # Prices in USD per million tokens, over the built-in defaults (matched by
 # the longest model-name prefix):
 # [prices."claude-sonnet-4-5"]

@@ -54,7 +54,13 @@ fn claude_code_config_parses() {
         (c.program.as_str(), c.model.as_str(), c.max_turns),
         ("/opt/claude", "m", 7)
     );
-    assert_eq!(c.env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
+    // The direct setting is routed through the gateway: the CLI is not
+    // given the URL, the implicit upstream [models.default] is.
+    assert!(!c.env.contains_key("ANTHROPIC_BASE_URL"));
+    assert_eq!(c.upstream, "default");
+    assert_eq!(cfg.models["default"].base_url, "http://127.0.0.1:9");
+    assert_eq!(cfg.models["default"].api, "anthropic");
+    assert_eq!(cfg.notices.len(), 1);
 }
 
 #[test]
@@ -210,7 +216,15 @@ mod fuzz {
             "none" => true,
             "command" => !a.command.program.is_empty(),
             "builtin" => {
-                !a.builtin.base_url.is_empty()
+                // base_url becomes the upstream [models.default]: an
+                // http(s) URL with a host, no credentials nor query.
+                reqwest::Url::parse(&a.builtin.base_url).is_ok_and(|u| {
+                    matches!(u.scheme(), "http" | "https")
+                        && u.host_str().is_some()
+                        && u.username().is_empty()
+                        && u.password().is_none()
+                        && u.query().is_none()
+                })
                     && !a.builtin.model.is_empty()
                     && (a.builtin.api == "anthropic" || a.builtin.api == "openai")
             }
@@ -286,7 +300,11 @@ mod fuzz {
             match Config::parse(Path::new(PATH), &text) {
                 Ok(parsed) => {
                     prop_assert!(valid(&c), "accepted an invalid config:\n{}", text);
-                    prop_assert_eq!(parsed, c);
+                    // Deprecated direct settings come back routed
+                    // through the gateway.
+                    let mut want = c.clone();
+                    want.notices = crate::models::route_direct_settings(&mut want).unwrap();
+                    prop_assert_eq!(parsed, want);
                 }
                 Err(e) => {
                     prop_assert!(!valid(&c), "refused a valid config: {}\n{}", e, text);

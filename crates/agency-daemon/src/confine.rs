@@ -17,11 +17,9 @@
 //!   its install directory (and, for a script, its interpreter's), and
 //!   `[sandbox].toolchains`. Nothing else: not the Agency home, not the
 //!   user's home;
-//! - TCP connect: the daemon's MCP port, the ports the supervisor is given
-//!   (the egress proxy), and the model endpoint's port when it is a
-//!   loopback address (until the model gateway exists, a model server on
-//!   this machine is reached directly; a remote one only through the
-//!   egress proxy);
+//! - TCP connect: the daemon's MCP port (which serves the model gateway
+//!   too) and the ports the supervisor is given (the egress proxy); no
+//!   model server, local or remote, is reached directly;
 //! - the agent's own cgroup (processes, memory), killed when it stops.
 //!
 //! Fail closed: with `agents.sandbox = "on"`, a sandbox that is not
@@ -69,7 +67,7 @@ pub(crate) struct Confiner {
     toolchains: Vec<PathBuf>,
     read_write: Vec<PathBuf>,
     limits: Limits,
-    /// The daemon's MCP port and a loopback model server's.
+    /// The daemon's MCP (and model gateway) port.
     ports: Vec<u16>,
     /// The system paths every policy reads (`/etc` listed entry by
     /// entry), gathered once at start rather than on every spawn.
@@ -87,8 +85,7 @@ impl Confiner {
     /// what every policy shares. Blocking: run it off the async threads.
     pub fn start(cfg: &Config, home: &Path, agency: PathBuf, mcp_port: u16) -> Confiner {
         let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
-        let mut ports = vec![mcp_port];
-        ports.extend(model_port(cfg));
+        let ports = vec![mcp_port];
         let mode = if cfg.agents.sandbox == "off" {
             Mode::Off
         } else if cfg.agents.runtime == "none" {
@@ -437,48 +434,10 @@ fn install_dir(real: &Path) -> Option<PathBuf> {
     Some(dir.to_owned())
 }
 
-/// The port of the configured model endpoint, when it is on this machine
-/// (a loopback address or `localhost`): the builtin runtime's `base_url`,
-/// Claude Code's `ANTHROPIC_BASE_URL`. A remote endpoint is reached
-/// through the egress proxy, never directly.
-fn model_port(cfg: &Config) -> Option<u16> {
-    let url = match cfg.agents.runtime.as_str() {
-        "builtin" => cfg.agents.builtin.base_url.as_str(),
-        "claude-code" => cfg.agents.claude_code.env.get("ANTHROPIC_BASE_URL")?,
-        _ => return None,
-    };
-    loopback_port(url)
-}
-
-fn loopback_port(url: &str) -> Option<u16> {
-    let url = reqwest::Url::parse(url).ok()?;
-    let host = url.host_str()?;
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let local = match bare.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => {
-            let d = bare.trim_end_matches('.').to_ascii_lowercase();
-            d == "localhost" || d.ends_with(".localhost")
-        }
-    };
-    local.then(|| url.port_or_known_default()).flatten()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_loopback_model_endpoint_opens_its_port() {
-        assert_eq!(loopback_port("http://127.0.0.1:11434"), Some(11434));
-        assert_eq!(loopback_port("http://localhost:8080/v1"), Some(8080));
-        assert_eq!(loopback_port("http://[::1]:9000"), Some(9000));
-        assert_eq!(loopback_port("http://127.0.0.1"), Some(80));
-        assert_eq!(loopback_port("https://api.anthropic.com"), None);
-        assert_eq!(loopback_port("http://10.0.0.5:8080"), None);
-        assert_eq!(loopback_port("not a url"), None);
-    }
 
     fn confiner(home: &Path) -> Confiner {
         Confiner {
@@ -567,6 +526,7 @@ mod tests {
             launcher: "/bin/true".into(),
             launch_nonces: Default::default(),
             egress_proxy: None,
+            upstream: None,
         };
         let mut c = confiner(&dir.path().join("home"));
         c.mode = Mode::Unavailable("Landlock is not available".into());

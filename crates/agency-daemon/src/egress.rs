@@ -46,7 +46,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::activity::Activity;
-use crate::config::AgentsConfig;
 use crate::error::DaemonError;
 
 /// Resolving a name, and opening each TCP connection, give up after this.
@@ -116,33 +115,6 @@ impl EgressProxy {
         self.stop.cancel();
         let _ = self.task.await;
     }
-}
-
-/// The configured model endpoint, which agents reach without an egress
-/// capability until the model gateway exists: the builtin runtime's
-/// `base_url`, Claude Code's `ANTHROPIC_BASE_URL` (default
-/// `https://api.anthropic.com`); none for other runtimes.
-pub(crate) fn model_endpoints(agents: &AgentsConfig) -> Vec<EgressTarget> {
-    let url = match agents.runtime.as_str() {
-        // Through the model gateway: no model host is reachable directly.
-        "builtin" if !agents.builtin.upstream.is_empty() => return Vec::new(),
-        "claude-code" if !agents.claude_code.upstream.is_empty() => return Vec::new(),
-        "builtin" => agents.builtin.base_url.clone(),
-        "claude-code" => agents
-            .claude_code
-            .env
-            .get("ANTHROPIC_BASE_URL")
-            .cloned()
-            .unwrap_or_else(|| "https://api.anthropic.com".to_owned()),
-        _ => return Vec::new(),
-    };
-    let Ok(url) = reqwest::Url::parse(&url) else {
-        return Vec::new();
-    };
-    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
-        return Vec::new();
-    };
-    EgressTarget::new(host, port).into_iter().collect()
 }
 
 async fn accept_loop(listener: TcpListener, proxy: Arc<Proxy>) {
@@ -625,35 +597,5 @@ mod tests {
         );
         assert_eq!(proxy_token(&h).as_deref(), Some("agency_x"));
         assert_eq!(proxy_token(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn model_endpoint_of_each_runtime() {
-        let mut a = AgentsConfig::default();
-        assert!(model_endpoints(&a).is_empty());
-        a.runtime = "claude-code".into();
-        assert_eq!(
-            model_endpoints(&a),
-            [EgressTarget::new("api.anthropic.com", 443).unwrap()]
-        );
-        a.claude_code
-            .env
-            .insert("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into());
-        assert_eq!(
-            model_endpoints(&a),
-            [EgressTarget::new("127.0.0.1", 9).unwrap()]
-        );
-        a.runtime = "builtin".into();
-        a.builtin.base_url = "http://[::1]:11434/v1".into();
-        assert_eq!(
-            model_endpoints(&a),
-            [EgressTarget::new("::1", 11434).unwrap()]
-        );
-        // Through the model gateway no model host is reachable directly.
-        a.builtin.upstream = "main".into();
-        assert!(model_endpoints(&a).is_empty());
-        a.runtime = "claude-code".into();
-        a.claude_code.upstream = "main".into();
-        assert!(model_endpoints(&a).is_empty());
     }
 }

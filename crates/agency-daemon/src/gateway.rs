@@ -8,9 +8,12 @@
 //! Routes: the Anthropic Messages API (`v1/messages`, streamed or not, and
 //! `v1/messages/count_tokens`) and the OpenAI chat completions
 //! (`v1/chat/completions`). Request and answer bodies pass unchanged, byte
-//! for byte, with one exception: a streamed chat completion that did not
+//! for byte, with two exceptions: a streamed chat completion that did not
 //! ask for usage gets `stream_options.include_usage = true`, since that is
-//! the only way its usage is told. Every metered call is reserved with the
+//! the only way its usage is told, and an upstream that names its `model`
+//! gets that model whatever the agent asked for. An agent may use only its
+//! handler's upstream (`agency model set`, inherited) or, without one, the
+//! runtime's. Every metered call is reserved with the
 //! service before it is forwarded and settled with the usage read from the
 //! answer as it streams by (`gateway_usage.rs`) when the answer ends or
 //! the client goes away (the budget seam: `Service::model_call_reserve`).
@@ -115,6 +118,34 @@ async fn forward(
             ),
         );
     };
+    // An agent uses its handler's upstream (`agency model set`, inherited)
+    // or the runtime's, and no other: it cannot pick a dearer model than
+    // the one the user gave it.
+    let chosen = {
+        let (svc, h) = (st.svc.clone(), id.handler);
+        match tokio::task::spawn_blocking(move || svc.model_effective(h)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
+            Err(_) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "failed to read the handler's model upstream: the read was cancelled",
+                );
+            }
+        }
+    };
+    if let Some(own) = st.models.allowed_for(chosen.as_deref())
+        && own != name
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            "denied",
+            &format!(
+                "failed to reach model upstream {name}: your handler's model upstream is {own}; use /model/{own} (only the user changes it, with `agency model set`)"
+            ),
+        );
+    }
     let Some(metered) = route_of(upstream.api, &path) else {
         return error(
             StatusCode::NOT_FOUND,
@@ -159,6 +190,15 @@ async fn forward(
                 ),
             );
         };
+        // The upstream's own model, when it names one, whatever the agent
+        // asked for (a handler given a cheap model stays on it).
+        if let Some(m) = &upstream.model
+            && json["model"].as_str() != Some(m)
+            && let Some(obj) = json.as_object_mut()
+        {
+            obj.insert("model".into(), m.clone().into());
+            body = serde_json::to_vec(&json).unwrap_or_default().into();
+        }
         let stream = json["stream"].as_bool().unwrap_or(false);
         if upstream.api == Api::OpenAi
             && stream

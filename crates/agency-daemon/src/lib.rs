@@ -30,6 +30,7 @@ mod process;
 mod repo_push;
 mod repos;
 mod rest;
+mod rest_models;
 mod rest_records;
 mod retention;
 pub mod runtime;

@@ -28,6 +28,27 @@ pub struct ModelUpstreamConfig {
     /// local server).
     #[serde(default)]
     pub api_key: String,
+    /// The model every call through this upstream uses (the gateway sets
+    /// the request's `model` to it, and agents are started with it), so
+    /// that a handler given this upstream cannot pick a dearer model.
+    /// Empty: the runtime's `model`, and whatever the agent asks for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Only for the upstream made from the deprecated direct settings
+    /// ([`route_direct_settings`]): where its key comes from. Never
+    /// serialized; the value itself is read by the daemon alone.
+    #[serde(skip)]
+    pub(crate) implicit_key: Option<ImplicitKey>,
+}
+
+/// The key of an upstream made from deprecated direct settings.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum ImplicitKey {
+    /// A variable of the daemon's environment (`api_key_env`), read when
+    /// the daemon starts; unset means no key, as it did before.
+    Env(String),
+    /// `agents.claude_code.env.ANTHROPIC_API_KEY` as written.
+    Literal(String),
 }
 
 impl std::fmt::Debug for ModelUpstreamConfig {
@@ -166,6 +187,8 @@ pub struct Upstream {
     /// The root, without a trailing `/` or `/v1`.
     pub root: String,
     pub key: Option<Secret>,
+    /// `[models.NAME] model`: the model every call is sent with.
+    pub model: Option<String>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -174,6 +197,7 @@ impl std::fmt::Debug for Upstream {
             .field("api", &self.api)
             .field("root", &self.root)
             .field("key", &self.key)
+            .field("model", &self.model)
             .finish()
     }
 }
@@ -183,6 +207,10 @@ impl std::fmt::Debug for Upstream {
 pub struct Models {
     upstreams: BTreeMap<String, Upstream>,
     pub prices: Prices,
+    /// The running runtime's `upstream` (empty: none, e.g. `none`: an
+    /// attached client may use any upstream) and the API it speaks.
+    runtime_default: String,
+    runtime_api: Option<Api>,
 }
 
 impl Models {
@@ -194,7 +222,12 @@ impl Models {
     ) -> Result<Models, String> {
         let mut upstreams = BTreeMap::new();
         for (name, m) in cfg {
-            let key = if m.api_key.is_empty() {
+            let key = if let Some(k) = &m.implicit_key {
+                match k {
+                    ImplicitKey::Env(var) => std::env::var(var).ok().map(Secret::new),
+                    ImplicitKey::Literal(v) => Some(Secret::new(v.clone())),
+                }
+            } else if m.api_key.is_empty() {
                 None
             } else {
                 let v = secrets::interpolate(&m.api_key, secrets)
@@ -207,17 +240,46 @@ impl Models {
                     api: parse_api(&m.api).map_err(|e| format!("[models.{name}] {e}"))?,
                     root: root_of(&m.base_url),
                     key,
+                    model: (!m.model.is_empty()).then(|| m.model.clone()),
                 },
             );
         }
         Ok(Models {
             upstreams,
             prices: Prices::new(prices),
+            runtime_default: String::new(),
+            runtime_api: None,
         })
     }
 
     pub fn get(&self, name: &str) -> Option<&Upstream> {
         self.upstreams.get(name)
+    }
+
+    /// Name the running runtime's `upstream` and the API it speaks.
+    pub fn set_runtime(&mut self, default: &str, api: Option<Api>) {
+        default.clone_into(&mut self.runtime_default);
+        self.runtime_api = api;
+    }
+
+    /// The upstreams the runtime can use (for `agency model set`).
+    pub fn usable(&self) -> impl Iterator<Item = &str> {
+        self.upstreams
+            .iter()
+            .filter(|(_, u)| self.runtime_api.is_none_or(|a| a == u.api))
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// The one upstream an agent whose handler chose `chosen` may use, as
+    /// [`ModelRoutes::route`] picks it at spawn; `None`: any (no runtime
+    /// default and no choice).
+    pub fn allowed_for<'a>(&'a self, chosen: Option<&'a str>) -> Option<&'a str> {
+        if let Some(c) = chosen
+            && self.usable().any(|n| n == c)
+        {
+            return Some(c);
+        }
+        (!self.runtime_default.is_empty()).then_some(self.runtime_default.as_str())
     }
 }
 
@@ -300,6 +362,9 @@ pub(crate) fn check_upstreams(cfg: &crate::config::Config) -> Result<(), String>
             );
         }
     }
+    if !cfg.agents.command.upstream.is_empty() {
+        declared("agents.command.upstream", &cfg.agents.command.upstream)?;
+    }
     let c = &cfg.agents.claude_code;
     if !c.upstream.is_empty() {
         let m = declared("agents.claude_code.upstream", &c.upstream)?;
@@ -323,6 +388,162 @@ pub(crate) fn check_upstreams(cfg: &crate::config::Config) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// The model upstream one agent reaches through the gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRoute {
+    /// `[models.NAME]`: the gateway's `/model/NAME`.
+    pub upstream: String,
+    /// The API it speaks.
+    pub api: Api,
+    /// `[models.NAME] model`, when set.
+    pub model: Option<String>,
+}
+
+/// How a runtime picks each agent's upstream: the handler's own (`agency
+/// model set`, inherited down the tree), else the runtime's `upstream`.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRoutes {
+    /// The runtime's `upstream` (empty: none).
+    pub default: String,
+    /// Only upstreams of this API are usable (Claude Code: Anthropic).
+    pub only: Option<Api>,
+    upstreams: BTreeMap<String, (Api, Option<String>)>,
+}
+
+impl ModelRoutes {
+    pub fn new(
+        models: &BTreeMap<String, ModelUpstreamConfig>,
+        default: &str,
+        only: Option<Api>,
+    ) -> ModelRoutes {
+        ModelRoutes {
+            default: default.to_owned(),
+            only,
+            upstreams: models
+                .iter()
+                .filter_map(|(n, m)| {
+                    let api = parse_api(&m.api).ok()?;
+                    Some((n.clone(), (api, (!m.model.is_empty()).then(|| m.model.clone()))))
+                })
+                .collect(),
+        }
+    }
+
+    /// The route of an agent whose handler chose `chosen`. A choice the
+    /// configuration no longer declares (or of an API the runtime does not
+    /// speak) falls back to the runtime's default, with a warning: the
+    /// agent still starts, on the model the user configured for all.
+    pub fn route(&self, chosen: Option<&str>) -> Option<ModelRoute> {
+        let usable = |n: &str| {
+            self.upstreams
+                .get(n)
+                .filter(|(api, _)| self.only.is_none_or(|o| o == *api))
+                .map(|(api, model)| ModelRoute {
+                    upstream: n.to_owned(),
+                    api: *api,
+                    model: model.clone(),
+                })
+        };
+        if let Some(c) = chosen {
+            if let Some(r) = usable(c) {
+                return Some(r);
+            }
+            tracing::warn!(
+                upstream = c,
+                default = %self.default,
+                "a handler's model upstream is not a usable [models.NAME] of this runtime; its agent uses the runtime's upstream"
+            );
+        }
+        usable(&self.default)
+    }
+}
+
+/// The upstream the deprecated direct settings become.
+pub const IMPLICIT_UPSTREAM: &str = "default";
+
+/// Route the deprecated direct settings through the gateway: the running
+/// runtime's `agents.builtin.base_url` (+ `api_key_env`), or Claude Code's
+/// `api_key_env` and `env.ANTHROPIC_BASE_URL` / `env.ANTHROPIC_API_KEY`
+/// (Claude Code's default `https://api.anthropic.com` when none is set),
+/// become the upstream [`IMPLICIT_UPSTREAM`] and the runtime's `upstream`
+/// names it. The agent then gets the gateway's URL and its own token, the
+/// key stays in the daemon, and every call is metered and budgeted like
+/// any other: no agent reaches a model past the gateway. Returns one
+/// deprecation notice per rewritten runtime (the daemon logs them).
+pub(crate) fn route_direct_settings(
+    cfg: &mut crate::config::Config,
+) -> Result<Vec<String>, String> {
+    let taken = |field: &str| -> Result<(), String> {
+        if cfg.models.contains_key(IMPLICIT_UPSTREAM) {
+            return Err(format!(
+                "{field} would become the upstream [models.{IMPLICIT_UPSTREAM}], which agency.toml already declares; set the runtime's upstream = \"{IMPLICIT_UPSTREAM}\" and remove {field}"
+            ));
+        }
+        Ok(())
+    };
+    let mut notices = Vec::new();
+    match cfg.agents.runtime.as_str() {
+        "builtin" if cfg.agents.builtin.upstream.is_empty() => {
+            let b = &cfg.agents.builtin;
+            if b.base_url.is_empty() {
+                return Ok(notices); // refused by the runtime's own check
+            }
+            taken("agents.builtin.base_url")?;
+            let b = &mut cfg.agents.builtin;
+            let implicit_key =
+                (!b.api_key_env.is_empty()).then(|| ImplicitKey::Env(b.api_key_env.clone()));
+            let upstream = ModelUpstreamConfig {
+                api: b.api.clone(),
+                base_url: std::mem::take(&mut b.base_url),
+                api_key: String::new(),
+                model: String::new(),
+                implicit_key,
+            };
+            notices.push(format!(
+                "agents.builtin.base_url{} is deprecated: the agents reach {} through the daemon's model gateway as [models.{IMPLICIT_UPSTREAM}] (the key stays in the daemon); write [models.NAME] with api_key = \"${{secret:NAME}}\" and agents.builtin.upstream = \"NAME\" instead",
+                if b.api_key_env.is_empty() { "" } else { " and api_key_env" },
+                upstream.base_url,
+            ));
+            b.api_key_env.clear();
+            b.upstream = IMPLICIT_UPSTREAM.to_owned();
+            cfg.models.insert(IMPLICIT_UPSTREAM.to_owned(), upstream);
+        }
+        "claude-code" if cfg.agents.claude_code.upstream.is_empty() => {
+            if cfg.agents.claude_code.env.contains_key("ANTHROPIC_AUTH_TOKEN") {
+                return Err(
+                    "agents.claude_code.env.ANTHROPIC_AUTH_TOKEN: Claude Code reaches its model only through the daemon's model gateway, with its own token; declare [models.NAME] (api = \"anthropic\", api_key = \"${secret:NAME}\") and set agents.claude_code.upstream = \"NAME\"".to_owned(),
+                );
+            }
+            taken("agents.claude_code (no upstream)")?;
+            let c = &mut cfg.agents.claude_code;
+            let url = c.env.remove("ANTHROPIC_BASE_URL");
+            let literal = c.env.remove("ANTHROPIC_API_KEY");
+            let implicit_key = if c.api_key_env.is_empty() {
+                literal.map(ImplicitKey::Literal)
+            } else {
+                Some(ImplicitKey::Env(std::mem::take(&mut c.api_key_env)))
+            };
+            let base_url = url.unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+            notices.push(format!(
+                "agents.claude_code has no upstream: Claude Code reaches {base_url} through the daemon's model gateway as [models.{IMPLICIT_UPSTREAM}] (api_key_env and env.ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY are deprecated; the key stays in the daemon); write [models.NAME] with api_key = \"${{secret:NAME}}\" and agents.claude_code.upstream = \"NAME\" instead"
+            ));
+            c.upstream = IMPLICIT_UPSTREAM.to_owned();
+            cfg.models.insert(
+                IMPLICIT_UPSTREAM.to_owned(),
+                ModelUpstreamConfig {
+                    api: "anthropic".to_owned(),
+                    base_url,
+                    api_key: String::new(),
+                    model: String::new(),
+                    implicit_key,
+                },
+            );
+        }
+        _ => {}
+    }
+    Ok(notices)
 }
 
 /// What Claude Code is given to reach the gateway; `env` may not set them.
@@ -374,6 +595,8 @@ mod tests {
                     api: api.into(),
                     base_url: url.into(),
                     api_key: key.into(),
+                    model: String::new(),
+                    implicit_key: None,
                 },
             )])
         };

@@ -13,6 +13,7 @@ use tokio::process::Command;
 
 use crate::error::DaemonError;
 use crate::mcp_servers::AGENCY_SERVER;
+use crate::models::{Api, ModelRoute, ModelRoutes};
 
 /// Everything a runtime needs to start one agent.
 #[derive(Clone)]
@@ -40,6 +41,10 @@ pub struct SpawnSpec {
     /// The daemon's egress proxy, given to the agent as `HTTP(S)_PROXY`
     /// with its token as the password (`None`: no proxy variables).
     pub egress_proxy: Option<SocketAddr>,
+    /// The model upstream the agent's handler was given (`agency model
+    /// set`, inherited from the nearest boss that has one); `None`: the
+    /// runtime's `upstream`.
+    pub upstream: Option<String>,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -53,6 +58,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("run_dir", &self.run_dir)
             .field("mcp_servers", &self.mcp_servers)
             .field("egress_proxy", &self.egress_proxy)
+            .field("upstream", &self.upstream)
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +145,33 @@ impl SpawnSpec {
         format!("{root}/model/{name}")
     }
 
+    /// The variables a program that is not Agency's own gets to reach its
+    /// model through the gateway: the SDKs' usual base URL and key
+    /// variables, the key being the agent's own token (the gateway takes it
+    /// as `x-api-key` or `Authorization: Bearer`), never a provider key.
+    pub fn gateway_env(&self, route: &ModelRoute) -> Vec<(&'static str, String)> {
+        let url = self.gateway_url(&route.upstream);
+        let mut env = vec![
+            ("AGENCY_MODEL_UPSTREAM", route.upstream.clone()),
+            ("AGENCY_MODEL_API", route.api.as_str().to_owned()),
+            ("AGENCY_MODEL_URL", url.clone()),
+        ];
+        if let Some(m) = &route.model {
+            env.push(("AGENCY_MODEL", m.clone()));
+        }
+        match route.api {
+            Api::Anthropic => env.extend([
+                ("ANTHROPIC_BASE_URL", url),
+                ("ANTHROPIC_API_KEY", self.token.clone()),
+            ]),
+            Api::OpenAi => env.extend([
+                ("OPENAI_BASE_URL", format!("{url}/v1")),
+                ("OPENAI_API_KEY", self.token.clone()),
+            ]),
+        }
+        env
+    }
+
     /// The stdio entry that starts extra server `name` through the
     /// launcher. It carries the agent's token (already in the agent's own
     /// configuration) and the spawn's single-use launch nonce for that
@@ -200,11 +233,14 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
 /// `AGENCY_MESSAGE_FILE`, `AGENCY_HANDLER`, `AGENCY_AGENT`), and its whole
 /// MCP configuration (Agency's server and the extra ones) in the file
 /// `AGENCY_MCP_CONFIG` names; nothing else of the daemon's environment but
-/// [`INHERITED_ENV`]. Used for custom agents and in tests.
+/// [`INHERITED_ENV`]. With a model upstream (`agents.command.upstream`
+/// or the handler's own) it also gets the gateway in the SDKs' variables
+/// ([`SpawnSpec::gateway_env`]). Used for custom agents and in tests.
 #[derive(Debug, Clone)]
 pub struct CommandRuntime {
     pub program: String,
     pub args: Vec<String>,
+    pub routes: ModelRoutes,
 }
 
 impl Runtime for CommandRuntime {
@@ -232,6 +268,9 @@ impl Runtime for CommandRuntime {
             .env("AGENCY_PROMPT_FILE", prompt)
             .env("AGENCY_MCP_CONFIG", mcp)
             .env("AGENCY_HANDLER", spec.handler.to_string());
+        if let Some(route) = self.routes.route(spec.upstream.as_deref()) {
+            cmd.envs(spec.gateway_env(&route));
+        }
         Ok(cmd)
     }
 
@@ -245,13 +284,14 @@ impl Runtime for CommandRuntime {
 
 /// Our own agent loop: `agency agent --config FILE`, the configuration
 /// written into the run directory, the token in `AGENCY_TOKEN` (never in a
-/// file), the API key in the environment variable the configuration names:
-/// that one variable of the daemon's environment is passed on, no other
-/// (beyond [`INHERITED_ENV`]).
+/// file). Its model is the daemon's gateway, with the token as the key: no
+/// provider key and nothing of the daemon's environment but
+/// [`INHERITED_ENV`] reaches it.
 #[derive(Debug, Clone)]
 pub struct BuiltinRuntime {
     pub program: PathBuf,
     pub cfg: crate::config::BuiltinConfig,
+    pub routes: ModelRoutes,
 }
 
 impl Runtime for BuiltinRuntime {
@@ -272,24 +312,19 @@ impl Runtime for BuiltinRuntime {
                 e
             })
             .collect();
-        // Through the model gateway, the agent's token is its model key
-        // (the daemon resolved `api` from the upstream at start).
-        let (base_url, api_key_env) = if b.upstream.is_empty() {
-            (
-                b.base_url.clone(),
-                (!b.api_key_env.is_empty()).then(|| b.api_key_env.clone()),
-            )
-        } else {
-            (
-                spec.gateway_url(&b.upstream),
-                Some("AGENCY_TOKEN".to_owned()),
-            )
-        };
+        // Through the model gateway, the agent's token is its model key.
+        let route = self
+            .routes
+            .route(spec.upstream.as_deref())
+            .ok_or_else(|| DaemonError::Config {
+                path: PathBuf::from("agency.toml"),
+                message: "agents.builtin needs an upstream, a [models.NAME]".to_owned(),
+            })?;
         let config = serde_json::json!({
-            "api": b.api,
-            "base_url": base_url,
-            "model": b.model,
-            "api_key_env": api_key_env,
+            "api": route.api.as_str(),
+            "base_url": spec.gateway_url(&route.upstream),
+            "model": route.model.as_deref().unwrap_or(&b.model),
+            "api_key_env": "AGENCY_TOKEN",
             "max_turns": b.max_turns,
             "max_total_tokens": b.max_total_tokens,
             "max_output_tokens": b.max_output_tokens,
@@ -310,12 +345,6 @@ impl Runtime for BuiltinRuntime {
             .arg(path)
             .current_dir(&spec.workspace)
             .env("AGENCY_TOKEN", &spec.token);
-        if b.upstream.is_empty()
-            && !b.api_key_env.is_empty()
-            && let Some(key) = std::env::var_os(&b.api_key_env)
-        {
-            cmd.env(&b.api_key_env, key);
-        }
         Ok(cmd)
     }
 

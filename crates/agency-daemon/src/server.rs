@@ -87,6 +87,9 @@ impl Daemon {
     /// the configuration; 0 picks one). The address goes to `daemon.json`.
     pub async fn start(home: &Home) -> Result<Daemon, DaemonError> {
         let cfg = home.config()?;
+        for notice in &cfg.notices {
+            tracing::warn!("{notice}");
+        }
         let admin = home.admin_token()?;
         let lock_path = home.lock_path();
         let lock = File::options()
@@ -120,19 +123,30 @@ impl Daemon {
                     )
                 })??
         };
-        let models =
+        let mut models =
             crate::models::Models::new(&cfg.models, &cfg.prices, &secrets).map_err(|message| {
                 DaemonError::Config {
                     path: home.config_path(),
                     message,
                 }
             })?;
+        {
+            let a = &cfg.agents;
+            match a.runtime.as_str() {
+                "builtin" => models.set_runtime(&a.builtin.upstream, None),
+                "command" => models.set_runtime(&a.command.upstream, None),
+                "claude-code" => {
+                    models.set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
+                }
+                _ => {}
+            }
+        }
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         let svc = Arc::new(home.open_service()?);
         svc.set_declared(agency_service::Declared {
             mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
             repos: cfg.repos.keys().cloned().collect(),
-            model_endpoints: crate::egress::model_endpoints(&cfg.agents),
+            models: models.usable().map(str::to_owned).collect(),
         });
         {
             let svc = svc.clone();
@@ -278,24 +292,27 @@ impl Daemon {
             })
             .await;
         }
+        // Every runtime reaches its model only through the gateway: each
+        // agent's upstream is its handler's (`agency model set`) or the
+        // runtime's `upstream`.
+        let routes = |default: &str, only| crate::models::ModelRoutes::new(&cfg.models, default, only);
         let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
             "command" => Some(Arc::new(CommandRuntime {
                 program: cfg.agents.command.program.clone(),
                 args: cfg.agents.command.args.clone(),
+                routes: routes(&cfg.agents.command.upstream, None),
             })),
             "builtin" => Some(Arc::new(BuiltinRuntime {
                 program: agency_program.clone(),
-                cfg: {
-                    // Through the gateway the agent speaks its upstream's API.
-                    let mut b = cfg.agents.builtin.clone();
-                    if let Some(m) = cfg.models.get(&b.upstream) {
-                        b.api.clone_from(&m.api);
-                    }
-                    b
-                },
+                cfg: cfg.agents.builtin.clone(),
+                routes: routes(&cfg.agents.builtin.upstream, None),
             })),
             "claude-code" => Some(Arc::new(ClaudeCodeRuntime::new(
                 cfg.agents.claude_code.clone(),
+                routes(
+                    &cfg.agents.claude_code.upstream,
+                    Some(crate::models::Api::Anthropic),
+                ),
             ))),
             _ => None,
         };

@@ -114,8 +114,8 @@ pub(crate) struct SupervisorSetup {
     /// Per agent, how `repo_push` reads its clones: through the agent's own
     /// sandbox when it has one (`repo_push.rs`).
     pub upload_packs: Arc<crate::repo_push::UploadPacks>,
-    /// Ports agents may connect to besides the daemon's MCP port and a
-    /// loopback model server's (the egress proxy's).
+    /// Ports agents may connect to besides the daemon's MCP port (the
+    /// egress proxy's).
     pub extra_connect_ports: Vec<u16>,
 }
 
@@ -404,6 +404,17 @@ impl State {
                 return Err(SpawnError::Service(e));
             }
         };
+        // The handler's own model upstream (`agency model set`), if any; the
+        // gateway serves its agents that one only.
+        // (A read that fails leaves the runtime's, which the gateway then
+        // refuses if the handler has another: the agent fails, not leaks.)
+        let upstream = self
+            .blocking(move |s| s.model_effective(h))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(handler = %h, error = %e, "failed to read the handler's model upstream");
+                None
+            });
         let prompt_hash = blake3::hash(prompt.as_bytes()).to_hex().to_string();
         let mcp_servers = self.usable_servers(h, granted);
         let launch_nonces = mcp_servers
@@ -423,6 +434,7 @@ impl State {
             launcher: self.launcher.clone(),
             launch_nonces,
             egress_proxy: Some(self.egress_proxy),
+            upstream,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self

@@ -15,9 +15,8 @@ use crate::{Result, Service, ServiceError};
 pub struct Declared {
     pub mcp_servers: BTreeSet<String>,
     pub repos: BTreeSet<String>,
-    /// The configured model endpoint(s) agents reach without an egress
-    /// capability until the model gateway exists (`egress.rs`).
-    pub model_endpoints: Vec<agency_core::EgressTarget>,
+    /// The `[models.NAME]` the running runtime can use (`model_set`).
+    pub models: BTreeSet<String>,
 }
 
 impl Service {

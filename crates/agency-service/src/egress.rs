@@ -3,9 +3,9 @@
 //! connection allowed or refused.
 //!
 //! The decision is the handler's live `egress:PATTERN` capabilities
-//! (`agency_core::egress`), plus, until agents reach their model through
-//! the daemon, the configured model endpoint (the daemon names it at start
-//! in [`Declared::model_endpoints`](crate::Declared)). The check is a read;
+//! (`agency_core::egress`) and nothing else: no model host is implicitly
+//! reachable, since every agent reaches its model through the daemon's
+//! model gateway (issue 11 item 1). The check is a read;
 //! the record is written when the daemon knows how the connection ends
 //! (a name granted may still resolve to a local address), so that each
 //! connection gets one record and a refused name is never resolved.
@@ -31,9 +31,6 @@ pub enum EgressDecision {
         capability: CapabilityId,
         pattern: EgressPattern,
     },
-    /// The configured model endpoint, reachable without a capability until
-    /// the model gateway exists.
-    ModelEndpoint,
     /// Nothing allows it; `message` says so and how to get it.
     Refused { message: String },
 }
@@ -45,7 +42,7 @@ impl EgressDecision {
 
     /// Whether the addresses the host resolves to must be checked (none
     /// local) before connecting: a granted host name, not an address
-    /// granted as written, nor the endpoint the user configured.
+    /// granted as written.
     pub fn check_resolved(&self) -> bool {
         matches!(self, EgressDecision::Granted { pattern, .. } if !pattern.is_address())
     }
@@ -60,10 +57,6 @@ impl Service {
     /// [`egress_record`]: Service::egress_record
     pub fn egress_check(&self, who: Principal, host: &str, port: u16) -> Result<EgressDecision> {
         let target = EgressTarget::new(host, port)?;
-        let model = self
-            .declared
-            .get()
-            .is_some_and(|d| d.model_endpoints.contains(&target));
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let Caller::Handler { row, .. } = &caller else {
@@ -74,9 +67,6 @@ impl Service {
                     capability,
                     pattern,
                 });
-            }
-            if model {
-                return Ok(EgressDecision::ModelEndpoint);
             }
             Ok(EgressDecision::Refused {
                 message: format!(
@@ -115,9 +105,6 @@ impl Service {
             ) => {
                 format!("egress to {target} allowed by capability {capability} (egress:{pattern})")
             }
-            (EgressDecision::ModelEndpoint, None) => format!(
-                "egress to {target} allowed implicitly: the configured model endpoint (until the model gateway)"
-            ),
         };
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;

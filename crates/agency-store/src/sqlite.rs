@@ -16,6 +16,7 @@
 //! [`Tx`] trait onto them and `convert` holds the column conventions.
 
 mod budgets;
+mod handler_models;
 mod caps;
 mod convert;
 mod handlers;
@@ -59,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v9.sql"),
     include_str!("sqlite/schema_v10.sql"),
     include_str!("sqlite/schema_v11.sql"),
+    include_str!("sqlite/schema_v12.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -356,6 +356,15 @@ pub trait Tx {
     // ---- Budgets (issue 11 item 3) ---------------------------------------
 
     /// Set (replace) the limits on a handler's subtree.
+    /// The model upstream chosen for a handler (`None` clears it).
+    fn set_handler_model(
+        &mut self,
+        handler: HandlerId,
+        upstream: Option<&str>,
+        at: Timestamp,
+    ) -> R<()>;
+    fn handler_model(&mut self, handler: HandlerId) -> R<Option<String>>;
+
     fn set_budget(&mut self, budget: &BudgetRow) -> R<()>;
     fn budget_of(&mut self, handler: HandlerId) -> R<Option<BudgetRow>>;
     /// Record the worst case of a model call in flight; returns its id.

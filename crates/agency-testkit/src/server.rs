@@ -67,6 +67,11 @@ pub struct RecordedRequest {
     pub text: Option<String>,
     /// The error message answered, for statuses other than 200.
     pub error: Option<String>,
+    /// The credential the client sent (`x-api-key`, else the bearer of
+    /// `Authorization`), so that a test can tell which key reached the
+    /// model (e.g. the provider key a gateway added).
+    #[serde(default)]
+    pub credential: Option<String>,
 }
 
 /// A tool call the server answered.
@@ -231,12 +236,26 @@ async fn root() -> &'static str {
     "agency-testkit scripted model server\n"
 }
 
-async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    answer(&shared, Api::Anthropic, &body)
+async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(&shared, Api::Anthropic, &body, credential(&headers))
 }
 
-async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    answer(&shared, Api::OpenAi, &body)
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(&shared, Api::OpenAi, &body, credential(&headers))
+}
+
+/// `x-api-key`, else the token of `Authorization: Bearer`.
+fn credential(h: &HeaderMap) -> Option<String> {
+    if let Some(k) = h.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(k.to_owned());
+    }
+    h.get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).to_owned())
 }
 
 async fn count_tokens(body: Bytes) -> Response {
@@ -294,8 +313,9 @@ fn read_body(body: &[u8]) -> Result<Value, String> {
 }
 
 /// Reads, decides, records and renders one model request.
-fn answer(shared: &Shared, api: Api, body: &[u8]) -> Response {
+fn answer(shared: &Shared, api: Api, body: &[u8], credential: Option<String>) -> Response {
     let mut record = RecordedRequest {
+        credential,
         api,
         model: String::new(),
         stream: false,

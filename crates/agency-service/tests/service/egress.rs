@@ -187,26 +187,23 @@ fn issue10_item4_the_decision_names_the_capability_and_the_way_out() {
     assert_kind(svc.egress_check(pr, "*.example.com", 443), "invalid_input");
 }
 
+/// Issue 11 item 1: agents reach their model only through the daemon's
+/// gateway, so no model host is reachable through the egress proxy without
+/// a capability, not even the one the configuration names.
 #[test]
-fn issue10_item4_the_model_endpoint_is_implicit_and_only_it() {
+fn issue11_item1_no_model_host_is_implicitly_reachable() {
     let env = Env::new();
     let svc = &env.svc;
     let pr = env.agent(env.root);
-    svc.set_declared(Declared {
-        model_endpoints: vec![EgressTarget::new("api.anthropic.com", 443).unwrap()],
-        ..Declared::default()
-    });
-    assert_eq!(
-        svc.egress_check(pr, "API.anthropic.com", 443).unwrap(),
-        EgressDecision::ModelEndpoint
-    );
-    assert!(
-        !svc.egress_check(pr, "api.anthropic.com", 443)
-            .unwrap()
-            .check_resolved()
-    );
-    assert!(!allowed(&env, pr, "api.anthropic.com", 80));
-    assert!(!allowed(&env, pr, "console.anthropic.com", 443));
+    svc.set_declared(Declared::default());
+    for (host, port) in [
+        ("api.anthropic.com", 443),
+        ("API.anthropic.com", 443),
+        ("api.openai.com", 443),
+        ("127.0.0.1", 11434),
+    ] {
+        assert!(!allowed(&env, pr, host, port), "{host}:{port}");
+    }
 }
 
 #[test]

@@ -453,6 +453,18 @@ impl Tx for SqliteTx<'_> {
         usage::model_calls_of_agent(self.conn, agent, limit)
     }
 
+    fn set_handler_model(
+        &mut self,
+        handler: HandlerId,
+        upstream: Option<&str>,
+        at: Timestamp,
+    ) -> R<()> {
+        super::handler_models::set_handler_model(self.conn, handler, upstream, at)
+    }
+    fn handler_model(&mut self, handler: HandlerId) -> R<Option<String>> {
+        super::handler_models::handler_model(self.conn, handler)
+    }
+
     fn set_budget(&mut self, budget: &BudgetRow) -> R<()> {
         budgets::set_budget(self.conn, budget)
     }

@@ -1,0 +1,135 @@
+//! The model upstream per handler (issue 11 item 1: "the model per handler
+//! may differ"). The user gives a handler one of the `[models.NAME]` of
+//! agency.toml (`agency model set`); its agents are started on it and the
+//! model gateway serves them that upstream and no other. A handler without
+//! one inherits its nearest boss's; with none on the way up, the runtime's
+//! `upstream` holds (the daemon's choice, outside the store).
+//!
+//! Only the user sets it: a model is spend, and an agent choosing a dearer
+//! one for itself or its underlings is what budgets are there to prevent.
+
+use std::collections::BTreeSet;
+
+use agency_core::{HandlerId, Principal};
+use agency_store::Tx;
+use serde::Serialize;
+
+use crate::handlers::log;
+use crate::render::{Author, render_audit_log_file};
+use crate::service::{Caller, Service, authenticate};
+use crate::{Result, ServiceError};
+
+/// A handler's model upstream: its own, and the one its agents get.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandlerModel {
+    pub handler: HandlerId,
+    /// Set on this handler (`None`: inherited or the runtime's).
+    pub own: Option<String>,
+    /// What its agents use: its own, else its nearest boss's (`None`: the
+    /// runtime's `upstream`).
+    pub effective: Option<String>,
+    /// Where `effective` was set (this handler or a boss).
+    pub set_on: Option<HandlerId>,
+}
+
+impl Service {
+    /// The user: give `handler` (and, unless they have their own, its
+    /// underlings) the upstream `[models.NAME]`, or clear it (`None`).
+    /// The name must be one the running daemon's runtime can use.
+    pub fn model_set(
+        &self,
+        who: Principal,
+        handler: HandlerId,
+        upstream: Option<&str>,
+    ) -> Result<HandlerModel> {
+        if let Some(name) = upstream {
+            agency_core::validate::check_name("model upstream", name)?;
+            if let Some(d) = self.declared.get()
+                && !d.models.contains(name)
+            {
+                let usable = if d.models.is_empty() {
+                    "agency.toml declares none this runtime can use; add [models.NAME] first"
+                        .to_owned()
+                } else {
+                    format!(
+                        "usable: {}",
+                        d.models.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                };
+                return Err(ServiceError::invalid(format!(
+                    "failed to set the model of handler {handler}: no [models.{name}] this runtime can use ({usable})"
+                )));
+            }
+        }
+        self.write(|op| {
+            if !matches!(authenticate(op.tx, who)?, Caller::User) {
+                return Err(ServiceError::denied(format!(
+                    "failed to set the model of handler {handler}: only the user sets models"
+                )));
+            }
+            if op.tx.handler(handler)?.is_none() {
+                return Err(ServiceError::not_found("handler", handler));
+            }
+            op.tx.set_handler_model(handler, upstream, op.now)?;
+            let summary = match upstream {
+                Some(u) => format!("model upstream set to {u} by the user"),
+                None => "model upstream cleared by the user (inherited again)".to_owned(),
+            };
+            log(op, handler, None, summary)?;
+            render_audit_log_file(op, handler, Author::default())?;
+            handler_model(op.tx, handler)
+        })
+    }
+
+    /// The user, or an agent of `handler` itself: its model upstream.
+    pub fn model_show(&self, who: Principal, handler: HandlerId) -> Result<HandlerModel> {
+        self.read(|tx| {
+            match authenticate(tx, who)? {
+                Caller::User => {}
+                Caller::Handler { row, .. } if row.id == handler => {}
+                Caller::Handler { .. } => {
+                    return Err(ServiceError::denied(format!(
+                        "failed to read the model of handler {handler}: only the user and the handler itself may"
+                    )));
+                }
+            }
+            if tx.handler(handler)?.is_none() {
+                return Err(ServiceError::not_found("handler", handler));
+            }
+            handler_model(tx, handler)
+        })
+    }
+
+    /// Daemon: the upstream `handler`'s agents use (`None`: the runtime's),
+    /// for the supervisor at spawn and the gateway at each call.
+    pub fn model_effective(&self, handler: HandlerId) -> Result<Option<String>> {
+        self.read(|tx| Ok(handler_model(tx, handler)?.effective))
+    }
+}
+
+/// Walk from `handler` up to the root for the nearest upstream set.
+fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<HandlerModel> {
+    let own = tx.handler_model(handler)?;
+    let mut seen = BTreeSet::new();
+    let mut next = Some(handler);
+    while let Some(h) = next {
+        if !seen.insert(h) {
+            break; // a corrupt boss cycle: nothing further up
+        }
+        if let Some(u) = tx.handler_model(h)? {
+            return Ok(HandlerModel {
+                handler,
+                own,
+                effective: Some(u),
+                set_on: Some(h),
+            });
+        }
+        next = tx.handler(h)?.and_then(|r| r.boss);
+    }
+    Ok(HandlerModel {
+        handler,
+        own,
+        effective: None,
+        set_on: None,
+    })
+}
