@@ -76,10 +76,20 @@ async fn a_handler_uses_its_own_upstream_inherited_and_no_other() {
     ));
     let (daemon, svc, root) = start(&home).await;
     let base = format!("http://{}", daemon.addr());
-    let child = delegate_new(&svc, Principal::User, root, "Routine work");
-    let grandchild = delegate_new(&svc, Principal::User, child, "More routine work");
     let root_tok = svc.token_mint(Principal::User, root, None).unwrap();
+    let child = delegate_new(
+        &svc,
+        Principal::agent(root, root_tok.agent),
+        root,
+        "Routine work",
+    );
     let child_tok = svc.token_mint(Principal::User, child, None).unwrap();
+    let grandchild = delegate_new(
+        &svc,
+        Principal::agent(child, child_tok.agent),
+        child,
+        "More routine work",
+    );
     let grand_tok = svc.token_mint(Principal::User, grandchild, None).unwrap();
 
     // Nothing set, no runtime default (runtime "none"): any upstream, and
