@@ -96,10 +96,14 @@ async fn builtin_story(api: &str) {
         run["output_tokens"], cost["subtree"]["usage"]["output_tokens"],
         "{run}\n{cost}"
     );
-    let home = story.home.clone();
-    story.stop();
-    let hits = files_containing(&home, KEY.as_bytes());
+    // Stopped with the home kept (`stop` drops the story and its home,
+    // which would make this search find nothing).
+    let mut story = story;
+    story.halt();
+    assert!(story.home.join("agency.db").exists());
+    let hits = files_containing(&story.home, KEY.as_bytes());
     assert!(hits.is_empty(), "the provider key is in {hits:?}");
+    drop(story);
     model.shutdown().await;
 }
 
@@ -136,10 +140,14 @@ async fn claude_code_reaches_its_upstream_through_the_gateway_and_never_holds_th
     story.assert_common_outcome(&reply, &agent).await;
     // Claude Code's side requests are model calls too: all are counted.
     assert_metered(&story.home, requests.len());
-    let home = story.home.clone();
-    story.stop();
-    let hits = files_containing(&home, KEY.as_bytes());
+    // Stopped with the home kept (`stop` drops the story and its home,
+    // which would make this search find nothing).
+    let mut story = story;
+    story.halt();
+    assert!(story.home.join("agency.db").exists());
+    let hits = files_containing(&story.home, KEY.as_bytes());
     assert!(hits.is_empty(), "the provider key is in {hits:?}");
+    drop(story);
     model.shutdown().await;
 }
 

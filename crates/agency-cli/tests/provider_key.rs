@@ -257,14 +257,17 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
     let (code, logs, err) = agency(&story.home, &["logs", id]);
     assert_eq!(code, 0, "{err}");
     assert!(!logs.contains(key) && !err.contains(key));
-    let home = story.home.clone();
+    // Stopped, the home kept (`stop` would delete it with the story).
+    let mut story = story;
+    story.halt();
     let daemon_output = story.log();
-    story.stop();
     assert!(!daemon_output.contains(key), "the daemon's output holds the key");
-    assert!(home.join("logs/daemon.log").exists());
-    let (seen, hits) = files_containing(&home, key.as_bytes());
+    assert!(story.home.join("logs/daemon.log").exists());
+    assert!(story.home.join("agency.db").exists());
+    let (seen, hits) = files_containing(&story.home, key.as_bytes());
     assert!(hits.is_empty(), "the provider key is in {hits:?}");
     assert!(seen > 0);
+    drop(story);
     model.shutdown().await;
 }
 
