@@ -127,9 +127,21 @@ async fn wait_file(story: &Story, path: &Path, deadline: Instant) {
     }
 }
 
+/// Where the daemon gets the key.
+#[derive(Clone, Copy, PartialEq)]
+enum KeyIn {
+    /// `[secrets] prov = { file = … }` and `[models.up]`.
+    Secret,
+    /// The deprecated `agents.builtin.base_url` + `api_key_env`: the key in
+    /// the daemon's environment; the daemon makes `[models.default]`.
+    DaemonEnv,
+}
+
 /// The whole story for one runtime. `runtime_toml` is the `[agents]`
-/// part; the key, `[secrets]`, `[models.up]` and `[sandbox]` are added.
-async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
+/// part (`MODEL_URL` stands for the model server's URL); the key,
+/// `[secrets]`, `[models.up]` (for [`KeyIn::Secret`]) and `[sandbox]` are
+/// added.
+async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str, key_in: KeyIn) {
     let out = tempfile::tempdir().unwrap();
     let keys = tempfile::tempdir().unwrap();
     // The script names the model server's port, which is known only once
@@ -146,13 +158,32 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
             .unwrap();
     let key_file = keys.path().join("provider_key");
     std::fs::write(&key_file, key).unwrap();
-    let cfg = format!(
-        "{runtime_toml}[secrets]\nprov = {{ file = {:?} }}\n[models.up]\napi = \"anthropic\"\nbase_url = {:?}\napi_key = \"${{secret:prov}}\"\n{}",
-        key_file.display().to_string(),
-        model.base_url(),
-        agency_testkit::sandbox::sandbox_toml(&[out.path()])
-    );
-    let story = Story::start(&cfg, Duration::from_secs(180)).await;
+    let runtime_toml = runtime_toml.replace("MODEL_URL", &model.base_url());
+    let sandbox = agency_testkit::sandbox::sandbox_toml(&[out.path()]);
+    let (story, upstream) = match key_in {
+        KeyIn::Secret => {
+            let cfg = format!(
+                "{runtime_toml}[secrets]\nprov = {{ file = {:?} }}\n[models.up]\napi = \"anthropic\"\nbase_url = {:?}\napi_key = \"${{secret:prov}}\"\n{sandbox}",
+                key_file.display().to_string(),
+                model.base_url(),
+            );
+            (Story::start(&cfg, Duration::from_secs(180)).await, "up")
+        }
+        KeyIn::DaemonEnv => {
+            let cfg = format!("{runtime_toml}{sandbox}");
+            let env = [("PROVIDER_KEY", key)];
+            let story = Story::start_with_env(&cfg, Duration::from_secs(180), &env).await;
+            (story, "default")
+        }
+    };
+    // With the key in its environment, the daemon's own process holds it
+    // there (where the user put it): that one process is not searched.
+    let daemon_pid = (key_in == KeyIn::DaemonEnv).then(|| {
+        let info: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(story.home.join("daemon.json")).unwrap())
+                .unwrap();
+        u32::try_from(info["pid"].as_u64().unwrap()).unwrap()
+    });
     let deadline = Instant::now() + Duration::from_secs(150);
     let (code, _, err) = agency(&story.home, &["send", "Please write me a composting guide"]);
     assert_eq!(code, 0, "{err}");
@@ -161,11 +192,21 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
     // While the agent runs (its shell call blocks): no live process holds
     // the key in its environment or command line, and the agent's own
     // processes hold the gateway's address and their token instead.
+    let live: Vec<String> = json(&story.home, &["agents"])["live"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
     let procs = processes();
     let daemon = json(&story.home, &["status"]);
     let mut agent_procs = 0;
     let mut gateway_seen = false;
     for (pid, env, cmd) in &procs {
+        if Some(*pid) == daemon_pid {
+            continue;
+        }
         assert!(
             !contains(env, key.as_bytes()),
             "the key is in the environment of process {pid} ({})",
@@ -176,13 +217,17 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
             "the key is in the command line of process {pid}"
         );
         let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
-        if vars.iter().any(|v| v.starts_with(b"AGENCY_AGENT=")) {
+        // This daemon's agents only (other tests run theirs beside).
+        if vars.iter().any(|v| {
+            live.iter()
+                .any(|id| *v == format!("AGENCY_AGENT={id}").as_bytes())
+        }) {
             agent_procs += 1;
             // No provider variable but the gateway's.
             for v in &vars {
                 let v = String::from_utf8_lossy(v);
                 if let Some(url) = v.strip_prefix("ANTHROPIC_BASE_URL=") {
-                    assert!(url.ends_with("/model/up"), "{v}");
+                    assert!(url.ends_with(&format!("/model/{upstream}")), "{v}");
                     gateway_seen = true;
                 }
                 assert!(!v.starts_with("ANTHROPIC_API_KEY=sk"), "{v}");
@@ -195,7 +240,10 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
     );
     // Claude Code is given the gateway in its environment; the built-in
     // loop in its configuration file (its key variable names the token).
-    let (_, configs) = files_containing(&story.home.join("run"), b"/model/up");
+    let (_, configs) = files_containing(
+        &story.home.join("run"),
+        format!("/model/{upstream}").as_bytes(),
+    );
     assert!(
         gateway_seen || !configs.is_empty(),
         "the agent was not pointed at the gateway"
@@ -262,7 +310,14 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str) {
     story.halt();
     let daemon_output = story.log();
     assert!(!daemon_output.contains(key), "the daemon's output holds the key");
-    assert!(story.home.join("logs/daemon.log").exists());
+    let daemon_log = std::fs::read_to_string(story.home.join("logs/daemon.log")).unwrap();
+    if key_in == KeyIn::DaemonEnv {
+        // The deprecated settings were rewritten, and the user told so.
+        assert!(
+            daemon_log.contains("agents.builtin.base_url and api_key_env is deprecated"),
+            "{daemon_log}"
+        );
+    }
     assert!(story.home.join("agency.db").exists());
     let (seen, hits) = files_containing(&story.home, key.as_bytes());
     assert!(hits.is_empty(), "the provider key is in {hits:?}");
@@ -279,6 +334,23 @@ async fn issue11_item7_the_builtin_runtime_never_holds_the_provider_key() {
         &format!(
             "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n[agents.builtin]\nupstream = \"up\"\nmodel = \"scripted\"\nmax_turns = 20\n"
         ),
+        KeyIn::Secret,
+    )
+    .await;
+}
+
+/// The deprecated direct settings (`base_url` + `api_key_env`) no longer
+/// hand the agent the key: they become the implicit upstream
+/// `[models.default]`, reached through the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue11_item1_the_deprecated_direct_settings_go_through_the_gateway() {
+    key_is_nowhere(
+        "sk-ant-PROVIDER-legacy-NOWHERE-51ac",
+        "bash",
+        &format!(
+            "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = \"MODEL_URL\"\napi_key_env = \"PROVIDER_KEY\"\nmodel = \"scripted\"\nmax_turns = 20\n"
+        ),
+        KeyIn::DaemonEnv,
     )
     .await;
 }
@@ -293,6 +365,7 @@ async fn issue11_item7_claude_code_never_holds_the_provider_key() {
             "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = {:?}\nmodel = \"scripted\"\nmax_turns = 20\nupstream = \"up\"\n[agents.claude_code.env]\nCLAUDE_CODE_MAX_RETRIES = \"1\"\n",
             claude.to_str().unwrap()
         ),
+        KeyIn::Secret,
     )
     .await;
 }
