@@ -3,7 +3,6 @@
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
 mod budget;
-mod model;
 mod cost;
 mod daemon;
 mod demo;
@@ -12,6 +11,7 @@ mod kb;
 mod launch;
 mod logs;
 mod mail;
+mod model;
 mod org;
 mod records;
 mod reopen;
@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, ModelCommand, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, KbCommand, MailCommand, ModelCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 

@@ -42,7 +42,10 @@ async fn the_user_gives_a_handler_its_own_model_and_its_agent_runs_on_it() {
     };
 
     let out = run(&["model", "show", r8]);
-    assert!(out.contains("the runtime's model upstream (none set)"), "{out}");
+    assert!(
+        out.contains("the runtime's model upstream (none set)"),
+        "{out}"
+    );
     let (code, _, err) = agency(&story.home, &["model", "set", r8, "nope"]);
     assert_ne!(code, 0);
     assert!(
@@ -67,13 +70,20 @@ async fn the_user_gives_a_handler_its_own_model_and_its_agent_runs_on_it() {
     let requests = model.requests();
     assert_eq!(requests.len(), 6, "{requests:?}");
     for r in &requests {
-        assert_eq!((r.model.as_str(), r.status), ("scripted-cheap", 200), "{r:?}");
+        assert_eq!(
+            (r.model.as_str(), r.status),
+            ("scripted-cheap", 200),
+            "{r:?}"
+        );
     }
     let cost = json(&story.home, &["cost"]);
     assert_eq!(cost["subtree"]["calls"], 6, "{cost}");
 
     let out = run(&["model", "clear", r8]);
-    assert!(out.contains("the runtime's model upstream (none set)"), "{out}");
+    assert!(
+        out.contains("the runtime's model upstream (none set)"),
+        "{out}"
+    );
     // The change is in the handler's audit log.
     let audit = json(&story.home, &["audit", r8]);
     let summaries: Vec<&str> = audit

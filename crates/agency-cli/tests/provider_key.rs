@@ -152,10 +152,12 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str, key_in:
         .unwrap()
         .port();
     let script = script(shell_tool, &blocking_command(out.path(), port));
-    let model =
-        agency_testkit::ModelServer::start_on(agency_testkit::Script::from_json(&script).unwrap(), port)
-            .await
-            .unwrap();
+    let model = agency_testkit::ModelServer::start_on(
+        agency_testkit::Script::from_json(&script).unwrap(),
+        port,
+    )
+    .await
+    .unwrap();
     let key_file = keys.path().join("provider_key");
     std::fs::write(&key_file, key).unwrap();
     let runtime_toml = runtime_toml.replace("MODEL_URL", &model.base_url());
@@ -309,7 +311,10 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str, key_in:
     let mut story = story;
     story.halt();
     let daemon_output = story.log();
-    assert!(!daemon_output.contains(key), "the daemon's output holds the key");
+    assert!(
+        !daemon_output.contains(key),
+        "the daemon's output holds the key"
+    );
     let daemon_log = std::fs::read_to_string(story.home.join("logs/daemon.log")).unwrap();
     if key_in == KeyIn::DaemonEnv {
         // The deprecated settings were rewritten, and the user told so.

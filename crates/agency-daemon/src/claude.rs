@@ -498,10 +498,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut spec = spec(dir.path());
         spec.mcp_servers = vec!["echo".into()];
-        let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
-            tools: vec!["Read".into(), "Bash".into()],
-            ..ClaudeCodeConfig::default()
-        }, crate::models::ModelRoutes::default());
+        let rt = ClaudeCodeRuntime::new(
+            ClaudeCodeConfig {
+                tools: vec!["Read".into(), "Bash".into()],
+                ..ClaudeCodeConfig::default()
+            },
+            crate::models::ModelRoutes::default(),
+        );
         let args = args_of(&rt.command(&spec).unwrap());
         assert_eq!(arg_after(&args, "--tools"), "Read,Bash");
         let allowed: Vec<&str> = arg_after(&args, "--allowedTools").split(',').collect();
@@ -514,18 +517,24 @@ mod tests {
 
         // No built-in tool at all: an empty `--tools`, not a missing one
         // (which would mean every tool).
-        let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig {
-            tools: vec![],
-            ..ClaudeCodeConfig::default()
-        }, crate::models::ModelRoutes::default());
+        let rt = ClaudeCodeRuntime::new(
+            ClaudeCodeConfig {
+                tools: vec![],
+                ..ClaudeCodeConfig::default()
+            },
+            crate::models::ModelRoutes::default(),
+        );
         let args = args_of(&rt.command(&spec).unwrap());
         assert_eq!(arg_after(&args, "--tools"), "");
 
         // The default: the developer's tools, never the web or sub-agents.
         let args = args_of(
-            &ClaudeCodeRuntime::new(ClaudeCodeConfig::default(), crate::models::ModelRoutes::default())
-                .command(&spec)
-                .unwrap(),
+            &ClaudeCodeRuntime::new(
+                ClaudeCodeConfig::default(),
+                crate::models::ModelRoutes::default(),
+            )
+            .command(&spec)
+            .unwrap(),
         );
         let tools: Vec<&str> = arg_after(&args, "--tools").split(',').collect();
         assert_eq!(tools, DEFAULT_TOOLS);

@@ -224,8 +224,7 @@ mod fuzz {
                         && u.username().is_empty()
                         && u.password().is_none()
                         && u.query().is_none()
-                })
-                    && !a.builtin.model.is_empty()
+                }) && !a.builtin.model.is_empty()
                     && (a.builtin.api == "anthropic" || a.builtin.api == "openai")
             }
             "claude-code" => !a.claude_code.program.is_empty(),

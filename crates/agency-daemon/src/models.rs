@@ -425,7 +425,10 @@ impl ModelRoutes {
                 .iter()
                 .filter_map(|(n, m)| {
                     let api = parse_api(&m.api).ok()?;
-                    Some((n.clone(), (api, (!m.model.is_empty()).then(|| m.model.clone()))))
+                    Some((
+                        n.clone(),
+                        (api, (!m.model.is_empty()).then(|| m.model.clone())),
+                    ))
                 })
                 .collect(),
         }
@@ -511,7 +514,12 @@ pub(crate) fn route_direct_settings(
             cfg.models.insert(IMPLICIT_UPSTREAM.to_owned(), upstream);
         }
         "claude-code" if cfg.agents.claude_code.upstream.is_empty() => {
-            if cfg.agents.claude_code.env.contains_key("ANTHROPIC_AUTH_TOKEN") {
+            if cfg
+                .agents
+                .claude_code
+                .env
+                .contains_key("ANTHROPIC_AUTH_TOKEN")
+            {
                 return Err(
                     "agents.claude_code.env.ANTHROPIC_AUTH_TOKEN: Claude Code reaches its model only through the daemon's model gateway, with its own token; declare [models.NAME] (api = \"anthropic\", api_key = \"${secret:NAME}\") and set agents.claude_code.upstream = \"NAME\"".to_owned(),
                 );
@@ -555,110 +563,5 @@ pub(crate) const GATEWAY_ENV: &[&str] = &[
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn longest_prefix_and_overrides() {
-        let mut cfg = BTreeMap::new();
-        cfg.insert("gpt-4o".to_owned(), Price::new(1.0, 1.0, 0.0, 0.0));
-        let p = Prices::new(&cfg);
-        // The override wins over the default.
-        assert_eq!(p.of("gpt-4o").unwrap().input, 1.0);
-        // The longer default prefix wins over the shorter one.
-        assert_eq!(p.of("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);
-        assert_eq!(p.of("claude-sonnet-4-5-20250929").unwrap().output, 15.0);
-        assert_eq!(p.of("claude-opus-4-5-20251101").unwrap().input, 5.0);
-        assert!(p.of("scripted").is_none());
-        let u = TokenUsage {
-            input_tokens: 1000,
-            output_tokens: 100,
-            cache_read_tokens: 10_000,
-            cache_write_tokens: 2000,
-        };
-        // 1000*3 + 100*15 + 10000*0.3 + 2000*3.75 = 3000+1500+3000+7500
-        assert_eq!(p.cost_micro_usd("claude-sonnet-4-5", &u), 15_000);
-        assert_eq!(p.cost_micro_usd("unknown", &u), 0);
-    }
-
-    #[test]
-    fn roots_and_validation() {
-        assert_eq!(
-            root_of("https://api.openai.com/v1/"),
-            "https://api.openai.com"
-        );
-        assert_eq!(root_of("http://127.0.0.1:9"), "http://127.0.0.1:9");
-        let m = |api: &str, url: &str, key: &str| {
-            BTreeMap::from([(
-                "main".to_owned(),
-                ModelUpstreamConfig {
-                    api: api.into(),
-                    base_url: url.into(),
-                    api_key: key.into(),
-                    model: String::new(),
-                    implicit_key: None,
-                },
-            )])
-        };
-        let none = BTreeMap::new();
-        assert!(validate(&m("anthropic", "https://x", ""), &none, &BTreeMap::new()).is_ok());
-        for (bad, want) in [
-            (m("grpc", "https://x", ""), "api ="),
-            (m("openai", "ftp://x", ""), "http(s)"),
-            (m("openai", "https://u:p@x", ""), "no credentials"),
-            (m("openai", "https://x", "${secret:k}"), "not declared"),
-        ] {
-            let e = validate(&bad, &none, &BTreeMap::new()).unwrap_err();
-            assert!(e.contains(want), "{e}");
-        }
-        let prices = BTreeMap::from([("m".to_owned(), Price::new(-1.0, 0.0, 0.0, 0.0))]);
-        assert!(validate(&BTreeMap::new(), &prices, &BTreeMap::new()).is_err());
-    }
-
-    /// Settings that would still hand an agent the provider key, or point
-    /// it past the gateway, are refused beside an upstream.
-    #[test]
-    fn upstream_settings_that_would_leak_the_key_are_refused() {
-        let base = "[secrets]\nk = { env = \"K\" }\n[models.a]\napi = \"anthropic\"\nbase_url = \"https://x\"\napi_key = \"${secret:k}\"\n[models.o]\napi = \"openai\"\nbase_url = \"https://y/v1\"\n";
-        let parse = |extra: &str| {
-            crate::config::Config::parse(
-                std::path::Path::new("agency.toml"),
-                &format!("{base}{extra}"),
-            )
-        };
-        parse("[agents.claude_code]\nupstream = \"a\"\n").unwrap();
-        parse(
-            "[agents]\nruntime = \"builtin\"\n[agents.builtin]\nupstream = \"o\"\nmodel = \"m\"\n",
-        )
-        .unwrap();
-        for (extra, want) in [
-            (
-                "[agents.claude_code]\nupstream = \"nope\"\n",
-                "declares no [models.nope]",
-            ),
-            (
-                "[agents.claude_code]\nupstream = \"o\"\n",
-                "speaks the Anthropic API",
-            ),
-            (
-                "[agents.claude_code]\nupstream = \"a\"\napi_key_env = \"K\"\n",
-                "remove api_key_env",
-            ),
-            (
-                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_API_KEY = \"sk\"\n",
-                "ANTHROPIC_API_KEY",
-            ),
-            (
-                "[agents.claude_code]\nupstream = \"a\"\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = \"http://127.0.0.1:9\"\n",
-                "ANTHROPIC_BASE_URL",
-            ),
-            (
-                "[agents.builtin]\nupstream = \"a\"\napi_key_env = \"K\"\n",
-                "remove api_key_env",
-            ),
-        ] {
-            let e = parse(extra).unwrap_err().to_string();
-            assert!(e.contains(want), "{extra}: {e}");
-        }
-    }
-}
+#[path = "models_tests.rs"]
+mod tests;

@@ -36,5 +36,8 @@ async fn model_set(
     axum::Json(b): axum::Json<ModelBody>,
 ) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.model_set(USER, id, b.upstream.as_deref())).await)
+    Ok(call(&st, move |svc| {
+        svc.model_set(USER, id, b.upstream.as_deref())
+    })
+    .await)
 }

@@ -313,13 +313,13 @@ impl Runtime for BuiltinRuntime {
             })
             .collect();
         // Through the model gateway, the agent's token is its model key.
-        let route = self
-            .routes
-            .route(spec.upstream.as_deref())
-            .ok_or_else(|| DaemonError::Config {
-                path: PathBuf::from("agency.toml"),
-                message: "agents.builtin needs an upstream, a [models.NAME]".to_owned(),
-            })?;
+        let route =
+            self.routes
+                .route(spec.upstream.as_deref())
+                .ok_or_else(|| DaemonError::Config {
+                    path: PathBuf::from("agency.toml"),
+                    message: "agents.builtin needs an upstream, a [models.NAME]".to_owned(),
+                })?;
         let config = serde_json::json!({
             "api": route.api.as_str(),
             "base_url": spec.gateway_url(&route.upstream),

@@ -136,7 +136,8 @@ impl Daemon {
                 "builtin" => models.set_runtime(&a.builtin.upstream, None),
                 "command" => models.set_runtime(&a.command.upstream, None),
                 "claude-code" => {
-                    models.set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
+                    models
+                        .set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
                 }
                 _ => {}
             }
@@ -295,7 +296,8 @@ impl Daemon {
         // Every runtime reaches its model only through the gateway: each
         // agent's upstream is its handler's (`agency model set`) or the
         // runtime's `upstream`.
-        let routes = |default: &str, only| crate::models::ModelRoutes::new(&cfg.models, default, only);
+        let routes =
+            |default: &str, only| crate::models::ModelRoutes::new(&cfg.models, default, only);
         let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
             "command" => Some(Arc::new(CommandRuntime {
                 program: cfg.agents.command.program.clone(),

@@ -95,7 +95,10 @@ async fn a_handler_uses_its_own_upstream_inherited_and_no_other() {
     // Nothing set, no runtime default (runtime "none"): any upstream, and
     // the model asked for, unless the upstream names its own.
     assert_eq!(call(&base, "big", &child_tok.token).await.0, StatusCode::OK);
-    assert_eq!(call(&base, "small", &child_tok.token).await.0, StatusCode::OK);
+    assert_eq!(
+        call(&base, "small", &child_tok.token).await.0,
+        StatusCode::OK
+    );
     assert_eq!(up.models(), ["claude-opus-4-5", "claude-haiku-4-5"]);
 
     // The user gives the child `small`: the grandchild inherits it.

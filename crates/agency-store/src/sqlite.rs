@@ -16,9 +16,9 @@
 //! [`Tx`] trait onto them and `convert` holds the column conventions.
 
 mod budgets;
-mod handler_models;
 mod caps;
 mod convert;
+mod handler_models;
 mod handlers;
 mod kb;
 mod mail;

@@ -3,7 +3,7 @@
 //! them alone (plus the configured model endpoint), and every connection
 //! is a record in the handler's audit log.
 
-use agency_core::{CapabilityId, EgressTarget, HandlerId, Level, OutcomeId, Principal, Resource};
+use agency_core::{CapabilityId, HandlerId, Level, OutcomeId, Principal, Resource};
 use agency_service::{Declared, EgressDecision, GrantRequest};
 
 use crate::support::{Env, assert_kind};
