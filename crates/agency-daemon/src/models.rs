@@ -487,6 +487,15 @@ pub(crate) fn route_direct_settings(
         Ok(())
     };
     let mut notices = Vec::new();
+    if cfg.agents.runtime == "builtin"
+        && !cfg.agents.builtin.upstream.is_empty()
+        && !cfg.agents.builtin.base_url.is_empty()
+    {
+        notices.push(format!(
+            "agents.builtin.base_url = {:?} is not used: the agents reach agents.builtin.upstream = {:?} through the daemon's model gateway; remove base_url",
+            cfg.agents.builtin.base_url, cfg.agents.builtin.upstream
+        ));
+    }
     match cfg.agents.runtime.as_str() {
         "builtin" if cfg.agents.builtin.upstream.is_empty() => {
             let b = &cfg.agents.builtin;
