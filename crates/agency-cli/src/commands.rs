@@ -2,11 +2,13 @@
 //! context, prints to stdout (data) or stderr (notes), and returns the exit
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
+mod approvals;
 mod budget;
 mod cost;
 mod daemon;
 mod demo;
 mod gc;
+mod hook;
 mod kb;
 mod launch;
 mod logs;
@@ -29,7 +31,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, HookCommand, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -62,6 +64,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     if let Command::ModelServer(a) = &cli.command {
         return runtime::model_server(a);
+    }
+    // Claude Code's hook: everything comes from the agent's environment.
+    if let Command::Hook(HookCommand::PreToolUse) = &cli.command {
+        return hook::pre_tool_use();
     }
     // Nor the sandbox, which must run before anything starts a thread.
     if let Command::SandboxExec(a) = &cli.command {
@@ -128,6 +134,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             calls,
         }) => budget::set(&ctx, &handler, tokens, usd, calls),
         Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
+        Command::Approvals(a) => approvals::list(&ctx, a.all),
+        Command::Approve(a) => approvals::approve(&ctx, &a.id, a.always),
+        Command::Deny(a) => approvals::deny(&ctx, &a.id, &a.reason),
+        Command::Hook(_) => unreachable!("handled before the home is resolved"),
     }
 }
 

@@ -166,6 +166,12 @@ impl Runtime for ClaudeCodeRuntime {
         // line: every local user can read a process's arguments (`ps`).
         let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
         let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
+        // Claude Code's own tools ask the daemon's policy first (issue 11).
+        let settings = write_private(
+            &spec.run_dir,
+            "settings.json",
+            hook_settings(&spec.launcher).to_string().as_bytes(),
+        )?;
         // The supervisor captures stdout and stderr into the run's log; the
         // stream-json transcript (stdout) goes to its own file instead, so
         // the log holds Claude Code's stderr; `-p` without a prompt argument
@@ -181,6 +187,8 @@ impl Runtime for ClaudeCodeRuntime {
             .arg("--mcp-config")
             .arg(&mcp_path)
             .arg("--strict-mcp-config")
+            .arg("--settings")
+            .arg(&settings)
             // The built-in tools the model is offered at all (an empty
             // argument: none); the others do not exist for this run.
             .arg("--tools")
@@ -232,6 +240,27 @@ impl Runtime for ClaudeCodeRuntime {
     fn programs(&self) -> Vec<String> {
         vec![self.cfg.program.clone()]
     }
+}
+
+/// The settings that make every Claude Code tool call pass Agency's
+/// `PreToolUse` hook (`agency hook pre-tool-use`, which asks the daemon's
+/// `/agent/tool-check`). `|| exit 2`: should the hook itself fail to run
+/// (a crash, a missing binary), exit status 2 still blocks the call, where
+/// any other status would let it through.
+pub fn hook_settings(agency: &Path) -> serde_json::Value {
+    let quoted = format!("'{}'", agency.to_string_lossy().replace('\'', r"'\''"));
+    serde_json::json!({
+        "hooks": {
+            "PreToolUse": [{
+                "matcher": "*",
+                "hooks": [{
+                    "type": "command",
+                    "command": format!("{quoted} hook pre-tool-use || exit 2"),
+                    "timeout": 60
+                }]
+            }]
+        }
+    })
 }
 
 fn collect_transcript(path: &Path) -> RunReport {
