@@ -99,7 +99,7 @@ pub(crate) fn render_list(rows: &[ApprovalView], all: bool) -> String {
 mod tests {
     use agency_core::policy::ApprovalId;
     use agency_core::{AgentId, HandlerId, Timestamp};
-    use agency_store::ApprovalStatus;
+    use agency_service::ApprovalStatus;
 
     use super::*;
 
@@ -123,7 +123,12 @@ mod tests {
             deny_reason: None,
             consumed_at: None,
         };
-        insta::assert_snapshot!(render_list(&[row], false), @"");
-        insta::assert_snapshot!(render_list(&[], true), @"");
+        insta::assert_snapshot!(render_list(&[row], false), @r#"
+        #7 pending bash — handler 0b0c0d0e-0000-4000-8000-000000000001 agent 0b0c0d0e-0000-4000-8000-000000000002
+          why: rm removes /tmp/x, outside the workspace
+          args: {"command":"rm -rf /tmp/x"}
+        approve with `agency approve ID [--always]`, refuse with `agency deny ID --reason …`
+        "#);
+        insta::assert_snapshot!(render_list(&[], true), @"no approval requests");
     }
 }
