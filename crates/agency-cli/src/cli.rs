@@ -262,7 +262,12 @@ pub struct DenyArgs {
 pub enum HookCommand {
     /// Claude Code's PreToolUse hook: the hook's JSON on stdin, the
     /// decision JSON on stdout; any failure refuses the call.
-    PreToolUse,
+    PreToolUse {
+        /// A JSON file `{"url": MCP_URL, "token": TOKEN}` written by the
+        /// daemon (default: AGENCY_MCP_URL and AGENCY_TOKEN).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

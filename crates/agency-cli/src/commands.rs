@@ -66,8 +66,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         return runtime::model_server(a);
     }
     // Claude Code's hook: everything comes from the agent's environment.
-    if let Command::Hook(HookCommand::PreToolUse) = &cli.command {
-        return hook::pre_tool_use();
+    if let Command::Hook(HookCommand::PreToolUse { config }) = &cli.command {
+        return hook::pre_tool_use(config.as_deref());
     }
     // Nor the sandbox, which must run before anything starts a thread.
     if let Command::SandboxExec(a) = &cli.command {

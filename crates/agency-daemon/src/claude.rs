@@ -167,10 +167,21 @@ impl Runtime for ClaudeCodeRuntime {
         let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
         let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
         // Claude Code's own tools ask the daemon's policy first (issue 11).
+        // The hook's token comes from a private file, never from its
+        // command line (which `ps` shows every local user).
+        let hook_cfg = write_private(
+            &spec.run_dir,
+            "hook.json",
+            serde_json::json!({ "url": spec.mcp_url, "token": spec.token })
+                .to_string()
+                .as_bytes(),
+        )?;
         let settings = write_private(
             &spec.run_dir,
             "settings.json",
-            hook_settings(&spec.launcher).to_string().as_bytes(),
+            hook_settings(&spec.launcher, &hook_cfg)
+                .to_string()
+                .as_bytes(),
         )?;
         // The supervisor captures stdout and stderr into the run's log; the
         // stream-json transcript (stdout) goes to its own file instead, so
@@ -247,15 +258,16 @@ impl Runtime for ClaudeCodeRuntime {
 /// `/agent/tool-check`). `|| exit 2`: should the hook itself fail to run
 /// (a crash, a missing binary), exit status 2 still blocks the call, where
 /// any other status would let it through.
-pub fn hook_settings(agency: &Path) -> serde_json::Value {
-    let quoted = format!("'{}'", agency.to_string_lossy().replace('\'', r"'\''"));
+pub fn hook_settings(agency: &Path, hook_cfg: &Path) -> serde_json::Value {
+    let quote = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+    let (quoted, cfg) = (quote(agency), quote(hook_cfg));
     serde_json::json!({
         "hooks": {
             "PreToolUse": [{
                 "matcher": "*",
                 "hooks": [{
                     "type": "command",
-                    "command": format!("{quoted} hook pre-tool-use || exit 2"),
+                    "command": format!("{quoted} hook pre-tool-use --config {cfg} || exit 2"),
                     "timeout": 60
                 }]
             }]

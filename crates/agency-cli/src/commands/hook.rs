@@ -1,8 +1,9 @@
 //! `agency hook pre-tool-use` (hidden): Claude Code's `PreToolUse` hook,
 //! which the daemon configures for every Claude Code agent. It reads the
 //! hook's JSON on stdin (`tool_name`, `tool_input`), asks the daemon's
-//! `POST /agent/tool-check` as `claude:TOOL` with the agent's token
-//! (`AGENCY_TOKEN`, `AGENCY_MCP_URL` from the agent's environment) and
+//! `POST /agent/tool-check` as `claude:TOOL` with the agent's token (from
+//! the private file `--config` names, which the daemon writes in the run's
+//! directory; else `AGENCY_TOKEN`, `AGENCY_MCP_URL`) and
 //! prints the hook's decision:
 //!
 //! - allowed: no output, exit 0 — Claude Code's own permission rules
@@ -20,6 +21,7 @@
 //! not checked here: the daemon checks those itself when they reach it.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,8 +33,8 @@ const TOKEN_VAR: &str = "AGENCY_TOKEN";
 /// Largest hook input read (a Write of a large file carries its content).
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
-pub fn pre_tool_use() -> Result<ExitCode> {
-    match decide() {
+pub fn pre_tool_use(config: Option<&Path>) -> Result<ExitCode> {
+    match decide(config) {
         Ok(None) => Ok(ExitCode::SUCCESS),
         Ok(Some(reason)) => {
             super::emit(&format!("{}\n", deny_json(&reason)))?;
@@ -62,7 +64,7 @@ fn deny_json(reason: &str) -> Value {
 }
 
 /// `None`: allowed; `Some(reason)`: refused with that text.
-fn decide() -> Result<Option<String>> {
+fn decide(config: Option<&Path>) -> Result<Option<String>> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_INPUT)
@@ -76,8 +78,25 @@ fn decide() -> Result<Option<String>> {
         return Ok(None);
     }
     let args = input.get("tool_input").cloned().unwrap_or(json!({}));
-    let url = std::env::var(URL_VAR).with_context(|| format!("{URL_VAR} is not set"))?;
-    let token = std::env::var(TOKEN_VAR).with_context(|| format!("{TOKEN_VAR} is not set"))?;
+    let (url, token) = match config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            let v: Value = serde_json::from_str(&text)
+                .with_context(|| format!("failed to parse {}", path.display()))?;
+            let field = |k: &str| {
+                v.get(k)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .with_context(|| format!("{} has no {k:?}", path.display()))
+            };
+            (field("url")?, field("token")?)
+        }
+        None => (
+            std::env::var(URL_VAR).with_context(|| format!("{URL_VAR} is not set"))?,
+            std::env::var(TOKEN_VAR).with_context(|| format!("{TOKEN_VAR} is not set"))?,
+        ),
+    };
     let root = url.trim_end_matches('/');
     let root = root.strip_suffix("/mcp").unwrap_or(root);
     let http = reqwest::blocking::Client::builder()
