@@ -524,6 +524,40 @@ mod tests {
         assert_eq!(var("no_proxy").unwrap(), "127.0.0.1,localhost,::1");
     }
 
+    /// Issue 11 item 4: every Claude Code tool call passes Agency's
+    /// `PreToolUse` hook; its token is in a private file, not on any
+    /// command line, and a hook that cannot run still blocks (`exit 2`).
+    #[test]
+    fn issue11_item4_the_pre_tool_use_hook_is_configured() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path());
+        let rt = ClaudeCodeRuntime::new(ClaudeCodeConfig::default());
+        let args = args_of(&rt.command(&spec).unwrap());
+        let settings_path = arg_after(&args, "--settings");
+        let settings: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(settings_path).unwrap()).unwrap();
+        let hooks = &settings["hooks"]["PreToolUse"];
+        assert_eq!(hooks[0]["matcher"], "*");
+        let command = hooks[0]["hooks"][0]["command"].as_str().unwrap();
+        let cfg = dir.path().join("hook.json");
+        assert_eq!(
+            command,
+            format!(
+                "'/opt/agency' hook pre-tool-use --config '{}' || exit 2",
+                cfg.display()
+            )
+        );
+        assert!(!command.contains("agt_secret_token"));
+        assert!(args.iter().all(|a| !a.contains("agt_secret_token")));
+        let hook_cfg: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(hook_cfg["token"], "agt_secret_token");
+        assert_eq!(hook_cfg["url"], "http://127.0.0.1:1/mcp");
+        let mode = std::fs::metadata(&cfg).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "hook.json is private");
+    }
+
     /// Issue 10 item 1: the configured built-in tools are the only ones
     /// the model is offered (`--tools`), they and Agency's tools run without
     /// a prompt (`--allowedTools`), and any other call is refused, not
