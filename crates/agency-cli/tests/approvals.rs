@@ -200,7 +200,7 @@ fn issue11_item7_approval_exactly_once_across_kill9() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| a["id"].to_string() == id)
+        .find(|a| a["id"].as_i64().map(|n| n.to_string()).as_deref() == Some(id.as_str()))
         .unwrap();
     assert_eq!(first["status"], "consumed");
 

@@ -122,13 +122,15 @@ struct ListQuery {
     all: bool,
 }
 
-fn parse_id(id: &str) -> Result<ApprovalId, Response> {
+/// An approval id from the path, or the 400 answer (boxed: a `Response`
+/// is large).
+fn parse_id(id: &str) -> Result<ApprovalId, Box<Response>> {
     id.parse().map_err(|_| {
-        error(
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             "invalid_input",
             &format!("failed to read approval id {id:?}: give the number `agency approvals` shows"),
-        )
+        ))
     })
 }
 
@@ -139,7 +141,7 @@ async fn list(State(st): State<Arc<AppState>>, Query(q): Query<ListQuery>) -> Re
 async fn show(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
     let id = match parse_id(&id) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     call(&st, move |svc| svc.approval_get(Principal::User, id)).await
 }
@@ -158,7 +160,7 @@ async fn approve(
 ) -> Response {
     let id = match parse_id(&id) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let always = body.map(|b| b.0.always).unwrap_or(false);
     call(&st, move |svc| svc.approve(Principal::User, id, always)).await
@@ -177,7 +179,7 @@ async fn deny(
 ) -> Response {
     let id = match parse_id(&id) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     call(&st, move |svc| svc.deny(Principal::User, id, &body.reason)).await
 }
