@@ -279,3 +279,71 @@ fn issue11_item4_a_bad_policy_file_stops_the_daemon_naming_the_line() {
     assert!(err.contains("policy.toml:4"), "{err}");
     assert!(err.contains("unknown verdict \"perhaps\""), "{err}");
 }
+
+/// `agency grant … --approval each_use`: every call of the server's tools
+/// asks, as `POST /agent/tool-check` answers (the shared interface's JSON).
+#[test]
+fn issue11_item4_each_use_grant_from_the_cli() {
+    let h = TestHome::new();
+    h.init_with("[mcp_servers.mail]\ncommand = \"true\"\n");
+    let _daemon = serve(&h);
+    let root = h.root();
+    let out = h.ok(&[
+        "grant",
+        &root,
+        "mcp_server:mail",
+        "read",
+        "--approval",
+        "each_use",
+    ]);
+    assert!(out.starts_with("granted read mcp_server:mail"), "{out}");
+    let bad = h.run(&[
+        "grant",
+        &root,
+        "mcp_server:mail",
+        "read",
+        "--approval",
+        "often",
+    ]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    let token = h.mint(&root);
+    let addr = h.json(&["status"])["addr"].as_str().unwrap().to_owned();
+    let http = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let check = |body: Value| -> Value {
+        http.post(format!("http://{addr}/agent/tool-check"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    let v = check(json!({"tool": "mcp:mail/search", "args": {"q": "x"}, "read_only": true}));
+    assert_eq!(v["decision"], "pending", "{v}");
+    assert!(v["approval"].is_i64(), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("each_use"), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("pending approval "),
+        "{v}"
+    );
+    let v = check(json!({"tool": "bash", "args": {"command": "ls"}}));
+    assert_eq!(
+        v,
+        json!({"decision": "allow", "approval": null, "reason": "", "message": ""})
+    );
+    let v = check(json!({"tool": "bash", "args": {"command": "printenv"}}));
+    assert_eq!(v["decision"], "deny", "{v}");
+    // No token, no answer.
+    let r = http
+        .post(format!("http://{addr}/agent/tool-check"))
+        .json(&json!({"tool": "bash", "args": {}}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+}
