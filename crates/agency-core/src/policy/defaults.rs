@@ -8,7 +8,7 @@
 //! checked with its program reduced to a base name (`/bin/rm` is `rm`) and
 //! wrapper programs (`command`, `env`, `nice`, `xargs`, …) peeled off.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::shell::{self, Pipeline, SimpleCommand};
 use super::{Decision, Facts, ToolCall, Verdict, absolute, inside, is_shell_tool, normalize};
@@ -16,7 +16,11 @@ use super::{Decision, Facts, ToolCall, Verdict, absolute, inside, is_shell_tool,
 pub(super) fn classify(call: &ToolCall<'_>, facts: &Facts) -> Option<Decision> {
     let mut f = Findings::default();
     if let Some(line) = &facts.command {
-        shell_line(line, call.workspace, &mut f, 0);
+        let loc = Loc {
+            base: call.workspace.map(Path::to_path_buf),
+            ws: call.workspace,
+        };
+        shell_line(line, &loc, &mut f, 0);
     } else if call.tool == "repo_push" {
         f.ask("pushing to a repository's origin is published work; the user approves each push");
     } else if call.tool.starts_with("mcp:") {
@@ -36,6 +40,14 @@ pub(super) fn classify(call: &ToolCall<'_>, facts: &Facts) -> Option<Decision> {
         }
     }
     f.best()
+}
+
+/// Where a shell command runs: the directory relative paths resolve
+/// against (`None`: unknown, after a `cd` we cannot follow) and the
+/// workspace they must stay in.
+struct Loc<'a> {
+    base: Option<PathBuf>,
+    ws: Option<&'a Path>,
 }
 
 /// Findings gathered for one call.
@@ -112,7 +124,7 @@ pub(super) fn normalized_command(c: &SimpleCommand) -> String {
     words.join(" ")
 }
 
-fn shell_line(line: &str, workspace: Option<&Path>, f: &mut Findings, depth: usize) {
+fn shell_line(line: &str, loc: &Loc<'_>, f: &mut Findings, depth: usize) {
     if depth > 8 {
         f.ask("the command nests shells too deeply to check");
         return;
@@ -130,17 +142,34 @@ fn shell_line(line: &str, workspace: Option<&Path>, f: &mut Findings, depth: usi
     if line.contains(":(){") || line.contains(":() {") {
         f.deny("the command is a fork bomb");
     }
+    // `cd` moves where later relative paths point (`cd / && rm -rf *`).
+    let mut here = Loc {
+        base: loc.base.clone(),
+        ws: loc.ws,
+    };
     for p in &pipelines {
-        pipeline(p, workspace, f, depth);
+        pipeline(p, &here, f, depth);
+        if let Some(c) = p.first()
+            && c.words.first().map(String::as_str) == Some("cd")
+        {
+            here.base = match c.words.get(1).map(String::as_str) {
+                // `cd` alone goes home.
+                None => Some(PathBuf::from("~")),
+                Some(d) if d.starts_with('~') => Some(normalize(Path::new(d))),
+                Some(d) if !d.starts_with(['$', '-']) => Some(absolute(d, here.base.as_deref())),
+                // `-` or an expansion: somewhere we cannot see.
+                _ => None,
+            };
+        }
     }
 }
 
-fn pipeline(p: &Pipeline, workspace: Option<&Path>, f: &mut Findings, depth: usize) {
+fn pipeline(p: &Pipeline, loc: &Loc<'_>, f: &mut Findings, depth: usize) {
     let mut downloaded = false;
     for c in p {
         let words = peel(c, f);
         let Some(program) = words.first().map(|w| base(w).to_string()) else {
-            check_words(c, &[], workspace, f);
+            check_words(c, &[], loc, f);
             continue;
         };
         if c.program_expanded && words.len() == c.words.len() {
@@ -171,13 +200,13 @@ fn pipeline(p: &Pipeline, workspace: Option<&Path>, f: &mut Findings, depth: usi
             && let Some(script) = words.get(i + 1)
             && ["sh", "bash", "zsh", "dash", "ksh", "ash", "fish"].contains(&program.as_str())
         {
-            shell_line(script, workspace, f, depth + 1);
+            shell_line(script, loc, f, depth + 1);
         }
         if program == "eval" {
-            shell_line(&words[1..].join(" "), workspace, f, depth + 1);
+            shell_line(&words[1..].join(" "), loc, f, depth + 1);
         }
-        program_rules(&program, &words, workspace, f);
-        check_words(c, &words, workspace, f);
+        program_rules(&program, &words, loc, f);
+        check_words(c, &words, loc, f);
     }
 }
 
@@ -260,10 +289,10 @@ fn is_assignment(w: &str) -> bool {
     }
 }
 
-fn program_rules(program: &str, words: &[String], workspace: Option<&Path>, f: &mut Findings) {
+fn program_rules(program: &str, words: &[String], loc: &Loc<'_>, f: &mut Findings) {
     let args = &words[1..];
     match program {
-        "rm" | "rmdir" | "shred" | "unlink" => rm(program, args, workspace, f),
+        "rm" | "rmdir" | "shred" | "unlink" => rm(program, args, loc, f),
         "printenv"
             if args.iter().all(|a| a.starts_with('-')) || args.iter().any(|a| secret_name(a)) =>
         {
@@ -275,7 +304,7 @@ fn program_rules(program: &str, words: &[String], workspace: Option<&Path>, f: &
             f.deny("the command prints the environment (it holds the agent's credentials)");
         }
         "git" => git(args, f),
-        "find" => find(args, workspace, f),
+        "find" => find(args, loc, f),
         "mkfs" | "fdisk" | "parted" | "wipefs" | "sfdisk" | "shutdown" | "reboot" | "halt"
         | "poweroff" => f.deny(format!("{program} acts on the machine, not on the task")),
         p if p.starts_with("mkfs.") => f.deny(format!("{p} formats a file system")),
@@ -284,7 +313,7 @@ fn program_rules(program: &str, words: &[String], workspace: Option<&Path>, f: &
         }
         "chmod" | "chown" | "chgrp" if args.iter().any(|a| a == "-R" || a == "--recursive") => {
             for a in args.iter().filter(|a| !a.starts_with('-')) {
-                let p = absolute(a, workspace);
+                let p = absolute(a, loc.base.as_deref());
                 if broad(&p) {
                     f.deny(format!("{program} -R of {a} changes the whole system"));
                 }
@@ -297,7 +326,7 @@ fn program_rules(program: &str, words: &[String], workspace: Option<&Path>, f: &
     }
 }
 
-fn rm(program: &str, args: &[String], workspace: Option<&Path>, f: &mut Findings) {
+fn rm(program: &str, args: &[String], loc: &Loc<'_>, f: &mut Findings) {
     let mut recursive = program == "rmdir";
     let mut paths = Vec::new();
     let mut opts_done = false;
@@ -323,15 +352,15 @@ fn rm(program: &str, args: &[String], workspace: Option<&Path>, f: &mut Findings
         f.ask("rm -r of paths that cannot be seen here (given by xargs or a pipe)");
     }
     for a in paths {
-        let p = absolute(a, workspace);
+        let p = absolute(a, loc.base.as_deref());
         let s = p.to_string_lossy().to_string();
         if credential(&s).is_some() {
             f.deny(format!("{program} would remove credentials ({a})"));
-        } else if recursive && (broad(&p) || home(a)) {
+        } else if recursive && (broad(&p) || home(a) || home(&s)) {
             f.deny(format!(
                 "{program} -r of {a} removes a system or home directory"
             ));
-        } else if !inside(&p, workspace) {
+        } else if !inside(&p, loc.ws) {
             f.ask(format!("{program} removes {a}, outside the workspace"));
         }
     }
@@ -339,7 +368,7 @@ fn rm(program: &str, args: &[String], workspace: Option<&Path>, f: &mut Findings
 
 /// `find … -delete` / `find … -exec CMD … ;`: the start paths and the
 /// commands it runs.
-fn find(args: &[String], workspace: Option<&Path>, f: &mut Findings) {
+fn find(args: &[String], loc: &Loc<'_>, f: &mut Findings) {
     let starts: Vec<&String> = args
         .iter()
         .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
@@ -348,7 +377,7 @@ fn find(args: &[String], workspace: Option<&Path>, f: &mut Findings) {
         let as_rm: Vec<String> = std::iter::once("-r".to_string())
             .chain(starts.iter().map(|s| s.to_string()))
             .collect();
-        rm("find -delete", &as_rm, workspace, f);
+        rm("find -delete", &as_rm, loc, f);
     }
     let mut i = 0;
     while i < args.len() {
@@ -371,9 +400,9 @@ fn find(args: &[String], workspace: Option<&Path>, f: &mut Findings) {
                 if matches!(program.as_str(), "rm" | "shred" | "unlink") {
                     let mut as_rm = words[1..].to_vec();
                     as_rm.extend(starts.iter().map(|s| s.to_string()));
-                    rm(&program, &as_rm, workspace, f);
+                    rm(&program, &as_rm, loc, f);
                 } else {
-                    program_rules(&program, &words, workspace, f);
+                    program_rules(&program, &words, loc, f);
                 }
             }
         }
@@ -445,9 +474,9 @@ fn git(args: &[String], f: &mut Findings) {
 
 /// Every word and redirection target of a command, whatever the program:
 /// credential files, the process environment, secrets in variables.
-fn check_words(c: &SimpleCommand, words: &[String], workspace: Option<&Path>, f: &mut Findings) {
+fn check_words(c: &SimpleCommand, words: &[String], loc: &Loc<'_>, f: &mut Findings) {
     for w in words.iter().chain(c.redirects.iter()) {
-        let resolved = absolute(w, workspace);
+        let resolved = absolute(w, loc.base.as_deref());
         let text = resolved.to_string_lossy();
         if let Some(what) = credential(w).or_else(|| {
             if w.contains('/') {
@@ -468,11 +497,11 @@ fn check_words(c: &SimpleCommand, words: &[String], workspace: Option<&Path>, f:
         }
     }
     for r in &c.redirects {
-        let p = absolute(r, workspace);
+        let p = absolute(r, loc.base.as_deref());
         let s = p.to_string_lossy();
         if s.starts_with("/dev/sd") || s.starts_with("/dev/nvme") || s.starts_with("/dev/mem") {
             f.deny(format!("the command writes to a device ({r})"));
-        } else if !(inside(&p, workspace)
+        } else if !(inside(&p, loc.ws)
             || s.starts_with("/dev/")
             || s.starts_with("/tmp/")
             || s == "/tmp")
