@@ -131,6 +131,14 @@ fn default_shell_table() {
         ("echo x > /dev/sda", Deny),
         (":(){ :|:& };:", Deny),
         ("chmod -R 777 /", Deny),
+        // Writes outside the workspace through a command.
+        ("cp build/app /usr/local/bin/app", Ask),
+        ("cp /etc/hosts hosts.txt", Allow),
+        ("mv out.txt ../elsewhere/", Ask),
+        ("echo x | tee /etc/motd", Ask),
+        ("echo x | tee out.log", Allow),
+        ("install -t /usr/bin tool", Ask),
+        ("touch a b c", Allow),
         // Writes outside the workspace through a redirection.
         ("echo x > /etc/hosts", Ask),
         ("echo x >> ~/.bashrc", Ask),

@@ -304,6 +304,23 @@ fn program_rules(program: &str, words: &[String], loc: &Loc<'_>, f: &mut Finding
             f.deny("the command prints the environment (it holds the agent's credentials)");
         }
         "git" => git(args, f),
+        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+            // The destination: the last operand (or `-t DIR`).
+            let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+            let target = args
+                .iter()
+                .position(|a| a == "-t" || a == "--target-directory")
+                .and_then(|i| args.get(i + 1))
+                .or_else(|| (operands.len() > 1).then(|| *operands.last().unwrap_or(&&args[0])));
+            if let Some(t) = target {
+                write_target(program, t, loc, f);
+            }
+        }
+        "tee" | "truncate" | "touch" | "mkdir" => {
+            for a in args.iter().filter(|a| !a.starts_with('-')) {
+                write_target(program, a, loc, f);
+            }
+        }
         "find" => find(args, loc, f),
         "mkfs" | "fdisk" | "parted" | "wipefs" | "sfdisk" | "shutdown" | "reboot" | "halt"
         | "poweroff" => f.deny(format!("{program} acts on the machine, not on the task")),
@@ -323,6 +340,15 @@ fn program_rules(program: &str, words: &[String], loc: &Loc<'_>, f: &mut Finding
             f.deny("kill of every process (-1) or of init");
         }
         _ => {}
+    }
+}
+
+/// A path a command writes: outside the workspace (and `/tmp`) asks.
+fn write_target(program: &str, a: &str, loc: &Loc<'_>, f: &mut Findings) {
+    let p = absolute(a, loc.base.as_deref());
+    let s = p.to_string_lossy();
+    if !(inside(&p, loc.ws) || s == "/tmp" || s.starts_with("/tmp/") || s.starts_with("/dev/")) {
+        f.ask(format!("{program} writes {a}, outside the workspace"));
     }
 }
 
