@@ -163,6 +163,11 @@ fn issue11_item7_approval_exactly_once_across_kill9() {
     assert_eq!(r.status().as_u16(), 404);
     assert_eq!(h.json(&["approvals"])[0]["status"], "pending");
 
+    // Nor is there an MCP tool that decides a request.
+    let tools = h.ok(&["tools"]);
+    assert!(tools.contains("repo_push"), "{tools}");
+    assert!(!tools.to_lowercase().contains("approv"), "{tools}");
+
     let approved = h.ok(&["approve", &id]);
     assert!(
         approved.contains(&format!("approved request {id}")),
