@@ -246,7 +246,9 @@ async fn drive(
             }
         }
     }
-    let result = match workspace(cfg, &tools) {
+    // Every workspace tool call is admitted by the daemon first (fail closed).
+    let check = crate::tools::ToolCheck::new(&cfg.mcp_url, &secrets.mcp_token);
+    let result = match workspace(cfg, &tools).map(|ws| ws.with_check(check)) {
         Ok(ws) => {
             t.event(
                 "workspace_tools",

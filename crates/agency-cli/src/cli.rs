@@ -215,6 +215,65 @@ pub enum Command {
     /// Without one, the runtime's `upstream`.
     #[command(subcommand)]
     Model(ModelCommand),
+
+    /// Approval requests: tool calls of agents that the policy
+    /// (`policy.toml` in the home, or its defaults) or an `each_use`
+    /// capability says to ask you about, with who asked, the tool, the
+    /// exact arguments and why. Pending ones by default, newest first.
+    Approvals(ApprovalsArgs),
+
+    /// Approve a request: the same call (same handler, tool and
+    /// arguments) runs once when the agent makes it again; with
+    /// `--always`, every time.
+    Approve(ApproveArgs),
+
+    /// Refuse a request; the agent is told the reason when it makes the
+    /// same call again.
+    Deny(DenyArgs),
+
+    /// Hooks for agent runtimes (Claude Code's `PreToolUse`); run by the
+    /// agent, not by hand.
+    #[command(subcommand, hide = true)]
+    Hook(HookCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Every request, decided and used ones too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The request's number (from `agency approvals`).
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub id: String,
+    /// Approve every identical call of this handler, not just the next.
+    #[arg(long)]
+    pub always: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The request's number (from `agency approvals`).
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub id: String,
+    /// Why (the agent reads it).
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    pub reason: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code's PreToolUse hook: the hook's JSON on stdin, the
+    /// decision JSON on stdout; any failure refuses the call.
+    PreToolUse {
+        /// A JSON file `{"url": MCP_URL, "token": TOKEN}` written by the
+        /// daemon (default: AGENCY_MCP_URL and AGENCY_TOKEN).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -464,6 +523,10 @@ pub struct GrantArgs {
     /// outcome finishes.
     #[arg(long)]
     pub outcome: Option<String>,
+    /// `each_use`: every call that uses the capability (e.g. each tool
+    /// call to an MCP server) waits for your approval.
+    #[arg(long, value_parser = ["each_use"])]
+    pub approval: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -2,11 +2,13 @@
 //! context, prints to stdout (data) or stderr (notes), and returns the exit
 //! code; errors bubble up to `main`, which prints them and exits 1.
 
+mod approvals;
 mod budget;
 mod cost;
 mod daemon;
 mod demo;
 mod gc;
+mod hook;
 mod kb;
 mod launch;
 mod logs;
@@ -30,7 +32,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, KbCommand, MailCommand, ModelCommand, OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, HookCommand, KbCommand, MailCommand, ModelCommand, OutcomeCommand,
+    TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -63,6 +66,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     if let Command::ModelServer(a) = &cli.command {
         return runtime::model_server(a);
+    }
+    // Claude Code's hook: everything comes from the agent's environment.
+    if let Command::Hook(HookCommand::PreToolUse { config }) = &cli.command {
+        return hook::pre_tool_use(config.as_deref());
     }
     // Nor the sandbox, which must run before anything starts a thread.
     if let Command::SandboxExec(a) = &cli.command {
@@ -134,6 +141,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
+        Command::Approvals(a) => approvals::list(&ctx, a.all),
+        Command::Approve(a) => approvals::approve(&ctx, &a.id, a.always),
+        Command::Deny(a) => approvals::deny(&ctx, &a.id, &a.reason),
+        Command::Hook(_) => unreachable!("handled before the home is resolved"),
     }
 }
 

@@ -77,6 +77,22 @@ fn refused(r: &CallToolResult, needle: &str) -> String {
     t
 }
 
+/// A push under the default policy: the first call is refused as pending
+/// an approval (nothing reaches the origin), the user approves it with
+/// `agency approve`, and the same call then pushes.
+async fn approved_push(c: &Client, home: &TestHome, args: Value) -> CallToolResult {
+    let first = call(c, "repo_push", args.clone()).await;
+    let t = refused(&first, "pending approval ");
+    let id = t
+        .split("pending approval ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap()
+        .to_owned();
+    home.ok(&["approve", &id]);
+    call(c, "repo_push", args).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item5_clone_commit_push_round_trip() {
     let home = TestHome::new();
@@ -130,7 +146,7 @@ async fn issue10_item5_clone_commit_push_round_trip() {
 
     // Write: the commit is on the origin under the root handler's prefix.
     home.ok(&["grant", &root, "repo:demo", "write"]);
-    let done = ok(&call(&c, "repo_push", push.clone()).await);
+    let done = ok(&approved_push(&c, &home, push.clone()).await);
     let branch = format!("agency/{root}/feature");
     assert_eq!(done["remote_branch"], branch.as_str());
     assert_eq!(done["ref"], format!("refs/heads/{branch}"));
@@ -203,9 +219,9 @@ async fn issue10_item5_clone_commit_push_round_trip() {
         &clone,
         &["config", "remote.origin.url", "ssh://attacker.invalid/x"],
     );
-    let hostile = ok(&call(
+    let hostile = ok(&approved_push(
         &c,
-        "repo_push",
+        &home,
         json!({"repo": "demo", "path": "demo", "branch": "feature", "remote_branch": "again"}),
     )
     .await);

@@ -14,6 +14,7 @@ pub mod git_ref;
 pub mod ids;
 pub mod level;
 pub mod outcome;
+pub mod policy;
 pub mod principal;
 pub mod prompt;
 pub mod render;

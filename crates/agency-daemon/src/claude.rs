@@ -168,6 +168,23 @@ impl Runtime for ClaudeCodeRuntime {
         // line: every local user can read a process's arguments (`ps`).
         let prompt = write_private(&spec.run_dir, "prompt.md", spec.system_prompt.as_bytes())?;
         let message = write_private(&spec.run_dir, "message.md", spec.initial_message.as_bytes())?;
+        // Claude Code's own tools ask the daemon's policy first (issue 11).
+        // The hook's token comes from a private file, never from its
+        // command line (which `ps` shows every local user).
+        let hook_cfg = write_private(
+            &spec.run_dir,
+            "hook.json",
+            serde_json::json!({ "url": spec.mcp_url, "token": spec.token })
+                .to_string()
+                .as_bytes(),
+        )?;
+        let settings = write_private(
+            &spec.run_dir,
+            "settings.json",
+            hook_settings(&spec.launcher, &hook_cfg)
+                .to_string()
+                .as_bytes(),
+        )?;
         // The supervisor captures stdout and stderr into the run's log; the
         // stream-json transcript (stdout) goes to its own file instead, so
         // the log holds Claude Code's stderr; `-p` without a prompt argument
@@ -183,6 +200,8 @@ impl Runtime for ClaudeCodeRuntime {
             .arg("--mcp-config")
             .arg(&mcp_path)
             .arg("--strict-mcp-config")
+            .arg("--settings")
+            .arg(&settings)
             // The built-in tools the model is offered at all (an empty
             // argument: none); the others do not exist for this run.
             .arg("--tools")
@@ -236,6 +255,28 @@ impl Runtime for ClaudeCodeRuntime {
     fn programs(&self) -> Vec<String> {
         vec![self.cfg.program.clone()]
     }
+}
+
+/// The settings that make every Claude Code tool call pass Agency's
+/// `PreToolUse` hook (`agency hook pre-tool-use`, which asks the daemon's
+/// `/agent/tool-check`). `|| exit 2`: should the hook itself fail to run
+/// (a crash, a missing binary), exit status 2 still blocks the call, where
+/// any other status would let it through.
+pub fn hook_settings(agency: &Path, hook_cfg: &Path) -> serde_json::Value {
+    let quote = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+    let (quoted, cfg) = (quote(agency), quote(hook_cfg));
+    serde_json::json!({
+        "hooks": {
+            "PreToolUse": [{
+                "matcher": "*",
+                "hooks": [{
+                    "type": "command",
+                    "command": format!("{quoted} hook pre-tool-use --config {cfg} || exit 2"),
+                    "timeout": 60
+                }]
+            }]
+        }
+    })
 }
 
 fn collect_transcript(path: &Path) -> RunReport {
@@ -487,6 +528,43 @@ mod tests {
         }
         assert_eq!(var("NO_PROXY").unwrap(), "127.0.0.1,localhost,::1");
         assert_eq!(var("no_proxy").unwrap(), "127.0.0.1,localhost,::1");
+    }
+
+    /// Issue 11 item 4: every Claude Code tool call passes Agency's
+    /// `PreToolUse` hook; its token is in a private file, not on any
+    /// command line, and a hook that cannot run still blocks (`exit 2`).
+    #[test]
+    fn issue11_item4_the_pre_tool_use_hook_is_configured() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path());
+        let rt = ClaudeCodeRuntime::new(
+            ClaudeCodeConfig::default(),
+            crate::models::ModelRoutes::default(),
+        );
+        let args = args_of(&rt.command(&spec).unwrap());
+        let settings_path = arg_after(&args, "--settings");
+        let settings: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(settings_path).unwrap()).unwrap();
+        let hooks = &settings["hooks"]["PreToolUse"];
+        assert_eq!(hooks[0]["matcher"], "*");
+        let command = hooks[0]["hooks"][0]["command"].as_str().unwrap();
+        let cfg = dir.path().join("hook.json");
+        assert_eq!(
+            command,
+            format!(
+                "'/opt/agency' hook pre-tool-use --config '{}' || exit 2",
+                cfg.display()
+            )
+        );
+        assert!(!command.contains("agt_secret_token"));
+        assert!(args.iter().all(|a| !a.contains("agt_secret_token")));
+        let hook_cfg: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(hook_cfg["token"], "agt_secret_token");
+        assert_eq!(hook_cfg["url"], "http://127.0.0.1:1/mcp");
+        let mode = std::fs::metadata(&cfg).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "hook.json is private");
     }
 
     /// Issue 10 item 1: the configured built-in tools are the only ones

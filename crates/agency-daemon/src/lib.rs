@@ -38,6 +38,7 @@ mod sandbox_config;
 pub mod secrets;
 mod server;
 mod supervisor;
+pub mod tool_check;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,

@@ -59,6 +59,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/runs/{agent}/log", get(run_log))
         .merge(crate::rest_records::routes())
         .merge(crate::rest_models::routes())
+        .merge(crate::tool_check::rest_routes())
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)
@@ -311,6 +312,9 @@ struct GrantBody {
     /// outcome when absent.
     #[serde(default)]
     outcome: Option<String>,
+    /// `"each_use"`: every call using the capability asks the user.
+    #[serde(default)]
+    approval: Option<String>,
 }
 
 async fn grant(
@@ -336,7 +340,7 @@ async fn grant(
         .map(|o| parse("outcome", o))
         .transpose()?;
     Ok(call(&st, move |svc| {
-        svc.grant_for(USER, id, &req, outcome)
+        svc.grant_with_approval(USER, id, &req, outcome, body.approval.as_deref())
             .map(|capability| serde_json::json!({ "capability": capability }))
     })
     .await)

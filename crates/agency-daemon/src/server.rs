@@ -143,7 +143,10 @@ impl Daemon {
             }
         }
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
+        // A bad policy.toml stops the start here, naming file:line.
+        let policy = crate::tool_check::load_policy(home.dir())?;
         let svc = Arc::new(home.open_service()?);
+        svc.set_policy(policy);
         svc.set_declared(agency_service::Declared {
             mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
             repos: cfg.repos.keys().cloned().collect(),
@@ -248,6 +251,7 @@ impl Daemon {
             },
         )
         .merge(launch::routes().with_state(state.clone()))
+        .merge(crate::tool_check::agent_routes().with_state(state.clone()))
         .layer(from_fn_with_state(state.clone(), http_auth::agent_only))
         // The model gateway has its own token guard (it also reads
         // `x-api-key`, as Anthropic clients send their key there).

@@ -13,6 +13,7 @@
 
 mod access;
 mod agents;
+mod approvals;
 mod area;
 mod audit;
 mod budgets;
@@ -43,8 +44,10 @@ mod service;
 mod tokens;
 mod views;
 
+pub use agency_store::{ApprovalRow, ApprovalStatus};
 pub use agency_store::{BudgetLimits, BudgetRow, ReservedTotals};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
+pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
 pub use budgets::BudgetNode;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use declared::Declared;

@@ -249,6 +249,8 @@ pub(crate) fn grant_in(
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
+    // `approval = "each_use"` follows the capability down (issue 11).
+    crate::approvals::mark_derived(op, derived_from, id)?;
     op.events.push(Event::CapabilityGranted {
         capability: id,
         holder: grantee,

@@ -54,20 +54,45 @@ impl Service {
     /// Check again and record a push about to be made, in one transaction:
     /// an audit record in the caller's handler's audit log (repo, branch,
     /// ref, commit), under the calling agent.
+    ///
+    /// The push is a tool call admitted by the policy (`repo_push`, "ask"
+    /// by default): the approval it needs is consumed in this same
+    /// transaction; without one the push is refused with "pending approval
+    /// N" and the request waits for the user, bound to the repo, branch,
+    /// remote ref and commit.
     pub fn repo_push_record(&self, who: Principal, push: &RepoPush<'_>) -> Result<()> {
         agency_core::validate::check_name("repo", push.repo)?;
-        self.write(|op| {
-            let caller = authenticate(op.tx, who)?;
-            may_push(op.tx, &caller, push.repo)?;
+        let call = crate::approvals::ToolCallRequest {
+            tool: "repo_push".into(),
+            args: serde_json::json!({
+                "repo": push.repo,
+                "branch": push.branch,
+                "remote_ref": push.remote_ref,
+                "commit": push.commit,
+            }),
+            read_only: Some(false),
+        };
+        let admitted = self.admit_with(&call, None, |op, caller| {
+            may_push(op.tx, caller, push.repo)
+        }, |op, caller| {
             audit(
                 op,
-                &caller,
+                caller,
                 format!(
                     "{PUSH_PREFIX}: branch {} of repo {} (commit {}) to {} on the repo's origin",
                     push.branch, push.repo, push.commit, push.remote_ref
                 ),
             )
-        })
+        }, who)?;
+        match admitted {
+            crate::approvals::Admission::Allow { .. } => Ok(()),
+            other => Err(ServiceError::denied(format!(
+                "failed to push branch {} of repo {}: {}",
+                push.branch,
+                push.repo,
+                other.message()
+            ))),
+        }
     }
 
     /// Record that a push recorded by [`Service::repo_push_record`] failed,

@@ -32,6 +32,8 @@ pub struct Service {
     pub(crate) read_audit: ReadAudit,
     /// Names the configuration declares, once the daemon says (`declared.rs`).
     pub(crate) declared: std::sync::OnceLock<crate::declared::Declared>,
+    /// The tool-call policy, once the daemon installs it (`approvals.rs`).
+    pub(crate) policy: std::sync::OnceLock<agency_core::policy::Policy>,
 }
 
 /// The state of one write transaction in progress.
@@ -115,6 +117,7 @@ impl Service {
             events,
             read_audit,
             declared: std::sync::OnceLock::new(),
+            policy: std::sync::OnceLock::new(),
         }
     }
 

@@ -494,3 +494,65 @@ pub struct ReservedTotals {
     pub tokens: i64,
     pub micro_usd: i64,
 }
+
+/// Where an approval request stands (issue 11 item 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for the user.
+    Pending,
+    /// Approved and not used yet (or, with `always`, usable every time).
+    Approved,
+    /// Refused by the user.
+    Denied,
+    /// Approved once and used by the call it allowed.
+    Consumed,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Consumed => "consumed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ApprovalStatus> {
+        [
+            ApprovalStatus::Pending,
+            ApprovalStatus::Approved,
+            ApprovalStatus::Denied,
+            ApprovalStatus::Consumed,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+}
+
+/// One approval request: a tool call of a handler's agent that the policy
+/// (or an `each_use` capability) said to ask about, bound to the handler,
+/// the tool and the BLAKE3 hash of the arguments' canonical JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRow {
+    pub id: agency_core::policy::ApprovalId,
+    pub handler: HandlerId,
+    /// The agent whose call raised the request.
+    pub agent: AgentId,
+    pub tool: String,
+    pub args_hash: String,
+    /// The arguments as canonical JSON.
+    pub args: String,
+    /// Why the call was flagged.
+    pub reason: String,
+    pub status: ApprovalStatus,
+    /// Approved for every identical call of this handler, not just one.
+    pub always: bool,
+    pub created_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+    /// Who decided ("user").
+    pub decided_by: Option<String>,
+    pub deny_reason: Option<String>,
+    pub consumed_at: Option<Timestamp>,
+}

@@ -15,6 +15,7 @@
 //! The SQL lives in the submodules, one per group of tables; `tx` maps the
 //! [`Tx`] trait onto them and `convert` holds the column conventions.
 
+mod approvals;
 mod budgets;
 mod caps;
 mod convert;
@@ -61,6 +62,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v10.sql"),
     include_str!("sqlite/schema_v11.sql"),
     include_str!("sqlite/schema_v12.sql"),
+    include_str!("sqlite/schema_v13.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -2,6 +2,7 @@
 //! offered to the model beside the MCP tools. One file per tool group;
 //! `registry` names them, describes them to the model and routes calls.
 
+mod admission;
 mod common;
 mod files;
 mod globs;
@@ -9,5 +10,6 @@ mod registry;
 mod search;
 mod shell;
 
+pub(crate) use admission::ToolCheck;
 pub use registry::WORKSPACE_TOOLS;
 pub(crate) use registry::Workspace;

@@ -29,6 +29,9 @@ pub const WORKSPACE_TOOLS: &[&str] = &[
 pub(crate) struct Workspace {
     ctx: Ctx,
     offered: Vec<&'static str>,
+    /// The daemon's admission check, asked before every call; `None` only
+    /// in unit tests that drive the tools directly.
+    check: Option<super::ToolCheck>,
 }
 
 impl Workspace {
@@ -44,7 +47,14 @@ impl Workspace {
         Workspace {
             ctx: Ctx { root, hidden_env },
             offered,
+            check: None,
         }
+    }
+
+    /// Ask the daemon before every call (`admission.rs`).
+    pub fn with_check(mut self, check: super::ToolCheck) -> Workspace {
+        self.check = Some(check);
+        self
     }
 
     pub fn root(&self) -> &std::path::Path {
@@ -72,6 +82,15 @@ impl Workspace {
 
     /// Run one call; failures come back as `isError` results for the model.
     pub async fn call(&self, name: &str, input: &Value) -> ToolOutcome {
+        if let Some(check) = &self.check
+            && self.offers(name)
+            && let Err(content) = check.admit(name, input).await
+        {
+            return ToolOutcome {
+                content,
+                is_error: true,
+            };
+        }
         let result: Result<(String, bool), ToolError> = match name {
             "bash" => shell::bash(&self.ctx, input).await,
             _ => {

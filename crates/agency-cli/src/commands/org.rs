@@ -91,6 +91,9 @@ pub fn grant(ctx: &Ctx, a: &crate::cli::GrantArgs) -> Result<ExitCode> {
     if let Some(o) = &a.outcome {
         body["outcome"] = serde_json::Value::String(c.resolve(IdKind::Outcome, o)?);
     }
+    if let Some(ap) = &a.approval {
+        body["approval"] = serde_json::Value::String(ap.clone());
+    }
     let v = c.post(c.url(&["handlers", &id, "capabilities"]), &body)?;
     show(ctx, v, "grant", |g: &serde_json::Value| {
         format!(

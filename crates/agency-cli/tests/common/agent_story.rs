@@ -84,11 +84,25 @@ pub fn transcript(home: &Path, agent: &str) -> String {
 /// A fresh home (`<tmp>/home`), initialised, with `config` as its
 /// `agency.toml`.
 pub fn init_home(config: &str) -> (tempfile::TempDir, PathBuf) {
+    init_home_with_policy(config, Some(WALLS_ONLY_POLICY))
+}
+
+/// The `policy.toml` of story homes: the policy's defaults off, so that
+/// these stories test the other walls (sandbox, capabilities) on their
+/// own; the policy and approvals have tests of their own
+/// (`approvals.rs`, `approvals_runtimes.rs`).
+pub const WALLS_ONLY_POLICY: &str = "defaults = false\n";
+
+/// As `init_home`, with `policy` (if any) as the home's `policy.toml`.
+pub fn init_home_with_policy(config: &str, policy: Option<&str>) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let (code, _, err) = agency(&home, &["init"]);
     assert_eq!(code, 0, "{err}");
     std::fs::write(home.join("agency.toml"), config).unwrap();
+    if let Some(p) = policy {
+        std::fs::write(home.join("policy.toml"), p).unwrap();
+    }
     (tmp, home)
 }
 
@@ -140,7 +154,21 @@ impl Story {
 
     /// As `start`, with extra variables in the daemon's environment.
     pub async fn start_with_env(config: &str, timeout: Duration, env: &[(&str, &str)]) -> Story {
-        let (tmp, home) = init_home(config);
+        Story::start_full(config, timeout, env, Some(WALLS_ONLY_POLICY)).await
+    }
+
+    /// As `start`, with the home's `policy.toml` (`None`: the defaults).
+    pub async fn start_with_policy(config: &str, timeout: Duration, policy: Option<&str>) -> Story {
+        Story::start_full(config, timeout, &[], policy).await
+    }
+
+    async fn start_full(
+        config: &str,
+        timeout: Duration,
+        env: &[(&str, &str)],
+        policy: Option<&str>,
+    ) -> Story {
+        let (tmp, home) = init_home_with_policy(config, policy);
         let log = std::fs::File::create(tmp.path().join("serve.log")).unwrap();
         let serve = serve_command(&home, log)
             .envs(env.iter().copied())

@@ -130,17 +130,34 @@ async fn issue10_item5_repo_push_needs_write_checks_names_and_is_audited() {
     a.svc
         .grant(Principal::User, a.root, &grant(Level::Write))
         .unwrap();
+    // Under the default policy a push first waits for the user's approval
+    // (the agent gets an error naming the request), then goes through once.
+    let approve = |t: &str| {
+        let id: agency_core::policy::ApprovalId = t
+            .split("pending approval ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        a.svc.approve(Principal::User, id, false).unwrap();
+    };
+    approve(&err(
+        &call(&c, "repo_push", push("work")).await,
+        "[permission_denied] failed to push branch work of repo agency: pending approval",
+    ));
     let done = ok(&call(&c, "repo_push", push("work")).await);
     let prefix = format!("agency/{}", a.root);
     assert_eq!(done["remote_branch"], format!("{prefix}/work"));
     assert_eq!(done["ref"], format!("refs/heads/{prefix}/work"));
     assert_eq!(done["commit"], "0".repeat(40));
-    let renamed = ok(&call(
-        &c,
-        "repo_push",
-        json!({"repo": "agency", "path": "clone", "branch": "work", "remote_branch": "fix/y"}),
-    )
-    .await);
+    let renamed_push =
+        json!({"repo": "agency", "path": "clone", "branch": "work", "remote_branch": "fix/y"});
+    approve(&err(
+        &call(&c, "repo_push", renamed_push.clone()).await,
+        "pending approval",
+    ));
+    let renamed = ok(&call(&c, "repo_push", renamed_push).await);
     assert_eq!(renamed["remote_branch"], format!("{prefix}/fix/y"));
     let log = a.svc.audit_read(Principal::User, Some(a.root)).unwrap();
     let pushes: Vec<_> = log

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod approvals;
 mod bounded;
 mod budgets;
 mod concurrency;

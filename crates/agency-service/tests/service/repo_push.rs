@@ -36,6 +36,14 @@ fn pushes(env: &Env) -> Vec<String> {
 fn issue10_item5_read_is_not_enough_write_pushes_revoked_refuses() {
     let env = Env::new();
     let svc = &env.svc;
+    // The capability rules alone: pushes allowed by the policy (the
+    // approval of each push, the default, is tested in `approvals.rs`).
+    svc.set_policy(
+        agency_core::policy::Policy::from_toml(
+            "[[rule]]\ntool = \"repo_push\"\nverdict = \"allow\"\n",
+        )
+        .unwrap(),
+    );
     let me = env.agent(env.root);
 
     // Nothing held.

@@ -11,6 +11,7 @@ use agency_core::{
 };
 use rusqlite::Connection;
 
+use super::approvals;
 use super::budgets;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
@@ -482,5 +483,37 @@ impl Tx for SqliteTx<'_> {
     }
     fn clear_budget_reservations(&mut self) -> R<usize> {
         budgets::clear_reservations(self.conn)
+    }
+
+    fn insert_approval(&mut self, a: &ApprovalRow) -> R<agency_core::policy::ApprovalId> {
+        approvals::insert_approval(self.conn, a)
+    }
+    fn approval(&mut self, id: agency_core::policy::ApprovalId) -> R<Option<ApprovalRow>> {
+        approvals::approval(self.conn, id)
+    }
+    fn approvals_bound(
+        &mut self,
+        handler: HandlerId,
+        tool: &str,
+        args_hash: &str,
+    ) -> R<Vec<ApprovalRow>> {
+        approvals::approvals_bound(self.conn, handler, tool, args_hash)
+    }
+    fn update_approval(&mut self, a: &ApprovalRow, from: ApprovalStatus) -> R<bool> {
+        approvals::update_approval(self.conn, a, from)
+    }
+    fn approvals_list(
+        &mut self,
+        all: bool,
+        handler: Option<HandlerId>,
+        limit: usize,
+    ) -> R<Vec<ApprovalRow>> {
+        approvals::approvals_list(self.conn, all, handler, limit)
+    }
+    fn set_capability_approval(&mut self, cap: CapabilityId, mode: &str) -> R<()> {
+        approvals::set_capability_approval(self.conn, cap, mode)
+    }
+    fn capability_approval(&mut self, cap: CapabilityId) -> R<Option<String>> {
+        approvals::capability_approval(self.conn, cap)
     }
 }

@@ -1,0 +1,126 @@
+//! Asking the daemon before a workspace tool runs (issue 11 item 4): every
+//! call of `bash`, `read_file`, `write_file`, `edit_file`, `glob` and
+//! `grep` is sent to `POST /agent/tool-check` on the daemon's agents'
+//! listener with the agent's token, and runs only if the answer is
+//! "allow". "pending" and "deny" come back to the model as the tool's
+//! result (the daemon's message says what to do). It fails closed: if the
+//! daemon cannot be asked, or answers anything else, the tool does not run.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How long to wait for the daemon's answer.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The client of `/agent/tool-check` for one run.
+#[derive(Clone)]
+pub(crate) struct ToolCheck {
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for ToolCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCheck")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The check's URL on the listener that serves `mcp_url` (`…/mcp`).
+pub(crate) fn check_url(mcp_url: &str) -> String {
+    let root = mcp_url.trim_end_matches('/');
+    let root = root.strip_suffix("/mcp").unwrap_or(root);
+    format!("{root}/agent/tool-check")
+}
+
+impl ToolCheck {
+    pub fn new(mcp_url: &str, token: &str) -> ToolCheck {
+        ToolCheck {
+            url: check_url(mcp_url),
+            token: token.to_owned(),
+            // No proxy: the daemon is on loopback, and the sandbox's proxy
+            // variables must not route the check through the egress proxy.
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .timeout(TIMEOUT)
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// `Ok(())` if the daemon allows the call; else the text the model
+    /// gets instead of the tool's result.
+    pub async fn admit(&self, tool: &str, args: &Value) -> Result<(), String> {
+        let fail = |why: String| {
+            format!(
+                "[tool_check] failed to run tool {tool}: the daemon could not be asked whether it may run ({why}); the tool did not run, try again later"
+            )
+        };
+        let resp = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .json(&json!({ "tool": tool, "args": args }))
+            .send()
+            .await
+            .map_err(|e| fail(e.without_url().to_string()))?;
+        let status = resp.status();
+        let body: Value = resp
+            .json()
+            .await
+            .map_err(|e| fail(format!("unreadable answer: {}", e.without_url())))?;
+        if !status.is_success() {
+            let msg = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
+            return Err(fail(format!("HTTP {status}: {msg}")));
+        }
+        let message = body
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match body.get("decision").and_then(Value::as_str) {
+            Some("allow") => Ok(()),
+            Some("pending") => Err(format!("[pending_approval] {message}")),
+            Some("deny") => Err(format!("[denied] {message}")),
+            other => Err(fail(format!("unknown decision {other:?}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_from_mcp_url() {
+        assert_eq!(
+            check_url("http://127.0.0.1:7/mcp"),
+            "http://127.0.0.1:7/agent/tool-check"
+        );
+        assert_eq!(
+            check_url("http://127.0.0.1:7/mcp/"),
+            "http://127.0.0.1:7/agent/tool-check"
+        );
+    }
+
+    #[tokio::test]
+    async fn fails_closed_when_the_daemon_is_unreachable() {
+        // A port nothing listens on (bound, then closed).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let c = ToolCheck::new(&format!("http://127.0.0.1:{port}/mcp"), "t");
+        let e = c
+            .admit("bash", &json!({"command": "ls"}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("did not run"), "{e}");
+    }
+}
