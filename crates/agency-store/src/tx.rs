@@ -363,6 +363,13 @@ pub trait Tx {
     fn delete_budget_reservation(&mut self, id: i64) -> R<()>;
     /// The reservations in flight of the handlers given, summed.
     fn budget_reserved_of(&mut self, handlers: &[HandlerId]) -> R<ReservedTotals>;
-    /// Drop every reservation (a daemon starting: nothing is in flight).
+    /// Drop every reservation (a daemon starting: nothing is in flight),
+    /// and the ledger's totals of calls in flight with them.
     fn clear_budget_reservations(&mut self) -> R<usize>;
+    fn delete_budget(&mut self, handler: HandlerId) -> R<()>;
+    fn budget_reservation(&mut self, id: i64) -> R<Option<BudgetReservationRow>>;
+    /// The running totals of a handler's subtree (zeros if none yet).
+    fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend>;
+    /// Add `delta` to the running totals of every handler given.
+    fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()>;
 }

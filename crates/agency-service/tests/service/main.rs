@@ -8,6 +8,7 @@ mod support;
 
 mod bounded;
 mod budgets;
+mod budgets_ledger;
 mod concurrency;
 mod crash;
 mod dag_props;

@@ -471,4 +471,16 @@ impl Tx for SqliteTx<'_> {
     fn clear_budget_reservations(&mut self) -> R<usize> {
         budgets::clear_reservations(self.conn)
     }
+    fn delete_budget(&mut self, handler: HandlerId) -> R<()> {
+        budgets::delete_budget(self.conn, handler)
+    }
+    fn budget_reservation(&mut self, id: i64) -> R<Option<BudgetReservationRow>> {
+        budgets::reservation(self.conn, id)
+    }
+    fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend> {
+        budgets::spend_of(self.conn, handler)
+    }
+    fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()> {
+        budgets::spend_add(self.conn, handlers, delta)
+    }
 }
