@@ -123,6 +123,7 @@ impl Service {
                 return Ok(Err(e));
             }
             let u = HandlerId::from_root(outcome);
+            crate::handoffs::hand_off(op, &self.cfg.limits, &caller, u, &format!("delegate outcome {outcome}"))?;
             if let Some(limits) = &budget {
                 crate::budgets_carve::carve(op, boss, u, outcome, limits)?;
             }

@@ -25,6 +25,7 @@ mod error;
 mod events;
 mod gc;
 mod handlers;
+mod handoffs;
 mod kb;
 mod mail;
 mod metering;

@@ -372,4 +372,7 @@ pub trait Tx {
     fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend>;
     /// Add `delta` to the running totals of every handler given.
     fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()>;
+    /// The hop count of the chain of work a handler is on (0 if none).
+    fn handler_hops(&mut self, handler: HandlerId) -> R<i64>;
+    fn set_handler_hops(&mut self, handler: HandlerId, hops: i64) -> R<()>;
 }

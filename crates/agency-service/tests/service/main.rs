@@ -16,6 +16,7 @@ mod egress;
 mod escalation;
 mod faults_io;
 mod grant_props;
+mod handoffs;
 mod handover;
 mod invisibility;
 mod kb;

@@ -229,3 +229,25 @@ pub(crate) fn clear_reservations(c: &Connection) -> R<usize> {
         "clear the budget reservations left by a previous daemon".to_owned()
     })
 }
+
+pub(crate) fn handler_hops(c: &Connection, handler: HandlerId) -> R<i64> {
+    Ok(query_opt(
+        c,
+        "SELECT hops FROM handler_hops WHERE handler = ?1",
+        [handler.to_string()],
+        || format!("read the hop count of handler {handler}"),
+        |r| col(r, 0, "hops"),
+    )?
+    .unwrap_or(0))
+}
+
+pub(crate) fn set_handler_hops(c: &Connection, handler: HandlerId, hops: i64) -> R<()> {
+    execute(
+        c,
+        "INSERT INTO handler_hops (handler, hops) VALUES (?1, ?2)
+         ON CONFLICT (handler) DO UPDATE SET hops = ?2",
+        params![handler.to_string(), hops],
+        || format!("set the hop count of handler {handler}"),
+    )
+    .map(drop)
+}

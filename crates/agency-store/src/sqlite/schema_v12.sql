@@ -60,3 +60,12 @@ FROM budget_anc JOIN (
 ) AS own ON own.h = budget_anc.h
 GROUP BY budget_anc.a;
 DROP TABLE budget_anc;
+
+-- Bounded loops (issue 11 item 6): each handler's hop count in the chain
+-- of work it is on, the hops of the last message or delegation it got from
+-- another handler (0 from the user). A hand-off is one hop more than its
+-- sender's; `[limits] max_handoffs` bounds it.
+CREATE TABLE handler_hops (
+    handler TEXT PRIMARY KEY NOT NULL,
+    hops    INTEGER NOT NULL
+);

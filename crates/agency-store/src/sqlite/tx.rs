@@ -483,4 +483,10 @@ impl Tx for SqliteTx<'_> {
     fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()> {
         budgets::spend_add(self.conn, handlers, delta)
     }
+    fn handler_hops(&mut self, handler: HandlerId) -> R<i64> {
+        budgets::handler_hops(self.conn, handler)
+    }
+    fn set_handler_hops(&mut self, handler: HandlerId, hops: i64) -> R<()> {
+        budgets::set_handler_hops(self.conn, handler, hops)
+    }
 }
