@@ -179,7 +179,10 @@ async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
         .model_call_reserve(Principal::agent(root, minted.agent), request)
         .unwrap();
     let before = svc.budget_show(Principal::User, None).unwrap();
-    assert_eq!((before.spent.reserved_calls, before.spent.reserved_tokens), (1, 500));
+    assert_eq!(
+        (before.spent.reserved_calls, before.spent.reserved_tokens),
+        (1, 500)
+    );
     daemon.stop().await.unwrap();
     drop(svc);
 

@@ -33,7 +33,11 @@ async fn tool_calls_are_charged_noticed_at_80_percent_and_refused_at_the_limit()
         notices.push(r.content.len() > 1);
         if let Some(n) = r.content.get(1).and_then(|b| b.as_text()) {
             assert!(n.text.contains("80%"), "{}", n.text);
-            assert!(n.text.contains("tool calls used 4 of 5 (1 left)"), "{}", n.text);
+            assert!(
+                n.text.contains("tool calls used 4 of 5 (1 left)"),
+                "{}",
+                n.text
+            );
         }
     }
     assert_eq!(notices, [false, false, false, true, false]);
@@ -66,8 +70,12 @@ async fn delegate_carves_a_budget_never_more_than_remains() {
         let c = &c;
         let root = root.clone();
         async move {
-            ok(&call(c, "outcome_create", json!({"title": title, "parents": [root]})).await)
-                ["outcome"]
+            ok(&call(
+                c,
+                "outcome_create",
+                json!({"title": title, "parents": [root]}),
+            )
+            .await)["outcome"]
                 .clone()
         }
     };
@@ -82,10 +90,17 @@ async fn delegate_carves_a_budget_never_more_than_remains() {
         .await,
         "[quota]",
     );
-    assert!(t.contains("micro-USD 1000000000000 is more than the 5000000 left"), "{t}");
+    assert!(
+        t.contains("micro-USD 1000000000000 is more than the 5000000 left"),
+        "{t}"
+    );
     // Nothing was delegated.
     assert_eq!(
-        a.svc.budget_show(Principal::User, None).unwrap().children.len(),
+        a.svc
+            .budget_show(Principal::User, None)
+            .unwrap()
+            .children
+            .len(),
         0
     );
     let d = ok(&call(
@@ -104,18 +119,38 @@ async fn delegate_carves_a_budget_never_more_than_remains() {
     // $3 left: $3.5 is refused, $3 fits.
     let o2 = outcome("second").await;
     err(
-        &call(&c, "delegate", json!({"outcome": o2, "budget": {"usd": 3.5}})).await,
+        &call(
+            &c,
+            "delegate",
+            json!({"outcome": o2, "budget": {"usd": 3.5}}),
+        )
+        .await,
         "3000000 left",
     );
-    ok(&call(&c, "delegate", json!({"outcome": o2, "budget": {"usd": 3.0}})).await);
+    ok(&call(
+        &c,
+        "delegate",
+        json!({"outcome": o2, "budget": {"usd": 3.0}}),
+    )
+    .await);
     // Nonsense amounts are refused by name.
     let o3 = outcome("third").await;
     err(
-        &call(&c, "delegate", json!({"outcome": o3, "budget": {"usd": -1.0}})).await,
+        &call(
+            &c,
+            "delegate",
+            json!({"outcome": o3, "budget": {"usd": -1.0}}),
+        )
+        .await,
         "budget.usd",
     );
     err(
-        &call(&c, "delegate", json!({"outcome": o3, "budget": {"tokens": -1}})).await,
+        &call(
+            &c,
+            "delegate",
+            json!({"outcome": o3, "budget": {"tokens": -1}}),
+        )
+        .await,
         "negative",
     );
 }

@@ -22,16 +22,28 @@ fn mail_bouncing_between_handlers_stops_at_the_handoff_limit() {
     });
     let o = env.outcome(env.root, "work", &[env.root.root()]);
     // Delegation is hop 1.
-    let a = env.svc.delegate(env.agent(env.root), o, &[]).unwrap().handler;
+    let a = env
+        .svc
+        .delegate(env.agent(env.root), o, &[])
+        .unwrap()
+        .handler;
     let (root, under) = (env.agent(env.root), env.agent(a));
     env.svc
         .mail_send(Principal::User, MailTarget::Handler(env.root), &text("go"))
         .unwrap();
     // root (0) → a (1) → root (2) → a (3) → root (4) → a: 5 > 4.
-    env.svc.mail_send(root, MailTarget::Handler(a), &text("1")).unwrap();
-    env.svc.mail_send(under, MailTarget::Handler(env.root), &text("2")).unwrap();
-    env.svc.mail_send(root, MailTarget::Handler(a), &text("3")).unwrap();
-    env.svc.mail_send(under, MailTarget::Handler(env.root), &text("4")).unwrap();
+    env.svc
+        .mail_send(root, MailTarget::Handler(a), &text("1"))
+        .unwrap();
+    env.svc
+        .mail_send(under, MailTarget::Handler(env.root), &text("2"))
+        .unwrap();
+    env.svc
+        .mail_send(root, MailTarget::Handler(a), &text("3"))
+        .unwrap();
+    env.svc
+        .mail_send(under, MailTarget::Handler(env.root), &text("4"))
+        .unwrap();
     let e = assert_kind(
         env.svc.mail_send(root, MailTarget::Handler(a), &text("5")),
         "quota",
@@ -40,12 +52,20 @@ fn mail_bouncing_between_handlers_stops_at_the_handoff_limit() {
     assert!(msg.contains("handed on 4 times"), "{msg}");
     assert!(msg.contains("limits.max_handoffs = 4"), "{msg}");
     // Mail to the user and to oneself are not hand-offs.
-    env.svc.mail_send(root, MailTarget::User, &text("report")).unwrap();
+    env.svc
+        .mail_send(root, MailTarget::User, &text("report"))
+        .unwrap();
     // The user's next message starts a new chain.
     env.svc
-        .mail_send(Principal::User, MailTarget::Handler(env.root), &text("again"))
+        .mail_send(
+            Principal::User,
+            MailTarget::Handler(env.root),
+            &text("again"),
+        )
         .unwrap();
-    env.svc.mail_send(root, MailTarget::Handler(a), &text("1")).unwrap();
+    env.svc
+        .mail_send(root, MailTarget::Handler(a), &text("1"))
+        .unwrap();
 }
 
 #[test]
@@ -64,5 +84,8 @@ fn a_chain_of_delegations_stops_at_the_handoff_limit() {
     let o = env.outcome(h, "level 3", &[parent]);
     let e = assert_kind(env.svc.delegate(env.agent(h), o, &[]), "quota");
     assert!(e.to_string().contains("max_handoffs"), "{e}");
-    assert!(e.to_string().contains(&format!("delegate outcome {o}")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("delegate outcome {o}")),
+        "{e}"
+    );
 }
