@@ -326,7 +326,7 @@ fn check(op: &mut Op<'_>, h: &Held, charge: &Charge, action: &str) -> Result<Opt
                  (agency budget set {holder} {} …)",
                 kind.flag()
             )),
-            pause: reached.then(|| (holder, what)),
+            pause: reached.then_some((holder, what)),
         }));
     }
     Ok(None)
