@@ -14,6 +14,7 @@
 //! between exec and recording its start time.
 
 mod agents;
+mod budget;
 mod gateway;
 mod growth;
 mod latency;
@@ -42,7 +43,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-9); the others are listed as
+    /// Run only these items (comma separated, 1-10); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -76,7 +77,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 9] = [
+    let items: [Item; 10] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -93,6 +94,9 @@ fn main() -> Result<()> {
         }),
         (9, "9. Model gateway overhead", |c| {
             util::block(gateway::run(c))
+        }),
+        (10, "10. Budget check per tool call", |c| {
+            util::block(budget::run(c))
         }),
     ];
     let _guard = rt.enter();

@@ -37,7 +37,11 @@ pub struct Cli {
 pub enum Command {
     /// Create the home (configuration, admin token, store, root handler).
     /// An existing home is left unchanged.
-    Init,
+    ///
+    /// A new root handler gets a budget: the limits given here, or the
+    /// default ($25, 1000 agent spawns, 200 handlers) when none is given;
+    /// `--no-budget` for none. Change it later with `agency budget set`.
+    Init(InitArgs),
 
     /// Run the daemon in the foreground until SIGINT or SIGTERM.
     Serve,
@@ -205,10 +209,21 @@ pub enum Command {
     /// organisation.
     Cost(CostArgs),
 
-    /// Budgets on handlers: limits on a subtree's model tokens, cost and
-    /// calls, enforced by the daemon's model gateway before each call.
+    /// Budgets on handlers: limits on a subtree's tokens, cost, model
+    /// calls, tool calls, agent spawns, live agents, handlers, delegation
+    /// depth and wall-clock time, enforced by the daemon before each model
+    /// call, spawn, delegation and tool call.
     #[command(subcommand)]
     Budget(BudgetCommand),
+
+    /// Continue a handler's subtree that a reached budget paused, with the
+    /// limits as they are (raising a limit with `agency budget set` also
+    /// continues it).
+    Resume {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+    },
 
     /// The model upstream (a `[models.NAME]` of agency.toml) a handler's
     /// agents use; its underlings inherit it unless they have their own.
@@ -309,21 +324,93 @@ pub enum BudgetCommand {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         handler: String,
-        /// Tokens of every kind (input, output, cache read and write).
-        #[arg(long)]
-        tokens: Option<i64>,
-        /// Cost in US dollars (from the price table).
-        #[arg(long)]
-        usd: Option<f64>,
-        /// Model calls.
-        #[arg(long)]
-        calls: Option<i64>,
+        #[command(flatten)]
+        limits: BudgetLimitArgs,
     },
     /// Spend against limit, as a tree of handlers (default: everything).
     Show {
         /// Only this handler's subtree (id or unique prefix).
         handler: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Set no budget on the root handler.
+    #[arg(long, conflicts_with_all = ["tokens", "usd", "calls", "tool_calls", "spawns", "live_agents", "handlers", "depth", "wall_clock"])]
+    pub no_budget: bool,
+    #[command(flatten)]
+    pub budget: BudgetLimitArgs,
+}
+
+/// The limits of `agency budget set` (and of `agency init`'s root budget).
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetLimitArgs {
+    /// Tokens of every kind (input, output, cache read and write).
+    #[arg(long)]
+    pub tokens: Option<i64>,
+    /// Cost in US dollars (from the price table).
+    #[arg(long)]
+    pub usd: Option<f64>,
+    /// Model calls.
+    #[arg(long)]
+    pub calls: Option<i64>,
+    /// Tool calls (Agency's tools and every tool the daemon admits).
+    #[arg(long)]
+    pub tool_calls: Option<i64>,
+    /// Agent starts.
+    #[arg(long)]
+    pub spawns: Option<i64>,
+    /// Agents live at once.
+    #[arg(long)]
+    pub live_agents: Option<i64>,
+    /// Delegations to handlers below it.
+    #[arg(long)]
+    pub handlers: Option<i64>,
+    /// Levels of handlers below it.
+    #[arg(long)]
+    pub depth: Option<i64>,
+    /// Wall-clock time from when the budget was first set, e.g. 90s, 30m,
+    /// 2h, 1d, 1h30m.
+    #[arg(long, value_parser = parse_duration_ms)]
+    pub wall_clock: Option<i64>,
+}
+
+/// "2h", "30m", "90s", "1d", "1h30m", "500ms" as milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    let bad = || format!("{s:?} is not a duration such as 90s, 30m, 2h, 1d or 1h30m");
+    let mut total: i64 = 0;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let ms = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total = n
+            .checked_mul(ms)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    Ok(total)
 }
 
 #[derive(Debug, Args)]

@@ -84,7 +84,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         json: cli.json,
     };
     match cli.command {
-        Command::Init => daemon::init(&ctx),
+        Command::Init(a) => daemon::init(&ctx, &a),
         Command::Serve => daemon::serve(&ctx),
         Command::Status => daemon::status(&ctx),
         Command::Shutdown => daemon::shutdown(&ctx),
@@ -129,12 +129,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
         Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
-        Command::Budget(BudgetCommand::Set {
-            handler,
-            tokens,
-            usd,
-            calls,
-        }) => budget::set(&ctx, &handler, tokens, usd, calls),
+        Command::Budget(BudgetCommand::Set { handler, limits }) => {
+            budget::set(&ctx, &handler, &limits)
+        }
+        Command::Resume { handler } => budget::resume(&ctx, &handler),
         Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
         Command::Model(ModelCommand::Set { handler, upstream }) => {
             model::set(&ctx, &handler, Some(&upstream))

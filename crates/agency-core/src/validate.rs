@@ -46,6 +46,16 @@ pub struct Limits {
     pub max_handlers_per_subtree: usize,
     /// How many levels below the root handler a handler may be created.
     pub max_delegation_depth: usize,
+    /// Hand-offs in one chain of work (issue 11 item 6): each message
+    /// from a handler to another and each delegation is one more hop than
+    /// the hop count of the handler that makes it; the user's message
+    /// starts a chain at 0.
+    #[serde(default = "default_max_handoffs")]
+    pub max_handoffs: usize,
+}
+
+fn default_max_handoffs() -> usize {
+    500
 }
 
 fn default_page_bytes() -> usize {
@@ -71,6 +81,7 @@ impl Default for Limits {
             max_kb_files_per_handler: 10_000,
             max_handlers_per_subtree: 1_000,
             max_delegation_depth: 32,
+            max_handoffs: default_max_handoffs(),
         }
     }
 }

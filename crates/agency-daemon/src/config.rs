@@ -115,6 +115,9 @@ pub struct LimitsConfig {
     pub max_kb_files_per_handler: usize,
     pub max_handlers_per_subtree: usize,
     pub max_delegation_depth: usize,
+    /// Hand-offs (mail between handlers, delegations) in one chain of work
+    /// started by a message of the user.
+    pub max_handoffs: usize,
 }
 
 impl Default for LimitsConfig {
@@ -127,13 +130,14 @@ impl Default for LimitsConfig {
             max_kb_files_per_handler: l.max_kb_files_per_handler,
             max_handlers_per_subtree: l.max_handlers_per_subtree,
             max_delegation_depth: l.max_delegation_depth,
+            max_handoffs: l.max_handoffs,
         }
     }
 }
 
 impl LimitsConfig {
     /// The quota keys and values, for validation and messages.
-    fn quotas(&self) -> [(&'static str, usize); 5] {
+    fn quotas(&self) -> [(&'static str, usize); 6] {
         [
             (
                 "max_pending_deferred_per_handler",
@@ -143,6 +147,7 @@ impl LimitsConfig {
             ("max_kb_files_per_handler", self.max_kb_files_per_handler),
             ("max_handlers_per_subtree", self.max_handlers_per_subtree),
             ("max_delegation_depth", self.max_delegation_depth),
+            ("max_handoffs", self.max_handoffs),
         ]
     }
 }
@@ -483,6 +488,7 @@ impl Config {
             max_kb_files_per_handler: l.max_kb_files_per_handler,
             max_handlers_per_subtree: l.max_handlers_per_subtree,
             max_delegation_depth: l.max_delegation_depth,
+            max_handoffs: l.max_handoffs,
             ..Limits::default()
         }
     }
@@ -525,6 +531,11 @@ max_kb_files_per_handler = 10000
 # organisation), and how many levels below the root a handler may be.
 max_handlers_per_subtree = 1000
 max_delegation_depth = 32
+# Bounded loops: hand-offs (a message from one handler to another, or a
+# delegation) in one chain of work. The user's message starts a chain at 0;
+# each hand-off is one hop more than the hop count of the handler making it
+# (the hop count of the last message or delegation it received).
+max_handoffs = 500
 
 [retention]
 # `agency gc` and the daemon's automatic collection remove acknowledged mail

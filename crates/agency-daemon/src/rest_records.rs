@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agency_core::{AgentId, FileId, HandlerId, MessageId, Timestamp};
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::rest::{Answer, USER, call, parse};
@@ -27,6 +27,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/cost/{id}", get(cost_of))
         .route("/v1/budgets", get(budgets_all))
         .route("/v1/budgets/{id}", get(budgets_of).post(budget_set))
+        .route("/v1/budgets/{id}/resume", post(budget_resume))
 }
 
 #[derive(Debug, Deserialize)]
@@ -124,6 +125,12 @@ struct BudgetBody {
     tokens: Option<i64>,
     micro_usd: Option<i64>,
     calls: Option<i64>,
+    tool_calls: Option<i64>,
+    spawns: Option<i64>,
+    live_agents: Option<i64>,
+    handlers: Option<i64>,
+    depth: Option<i64>,
+    wall_clock_ms: Option<i64>,
 }
 
 async fn budget_set(
@@ -136,6 +143,18 @@ async fn budget_set(
         tokens: b.tokens,
         micro_usd: b.micro_usd,
         calls: b.calls,
+        tool_calls: b.tool_calls,
+        spawns: b.spawns,
+        live_agents: b.live_agents,
+        handlers: b.handlers,
+        depth: b.depth,
+        wall_clock_ms: b.wall_clock_ms,
     };
     Ok(call(&st, move |svc| svc.budget_set(USER, id, limits)).await)
+}
+
+/// `agency resume`: continue a subtree its budget paused.
+async fn budget_resume(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    Ok(call(&st, move |svc| svc.budget_resume(USER, id)).await)
 }

@@ -197,6 +197,8 @@ async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSende
             Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
             Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
             Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
+            // A lifted budget: its subtree's pending work may run again.
+            Ok(Event::BudgetResumed { .. }) => Msg::Rescan,
             Ok(
                 Event::CapabilityGranted {
                     holder,
@@ -333,7 +335,13 @@ impl State {
         }
         self.timers.remove(&h);
         let ready = self
-            .blocking(move |s| Ok(s.has_work(h)? && s.handler_stalled(h)?.is_none()))
+            .blocking(move |s| {
+                // A paused budget holds the handler until it is lifted
+                // (`BudgetResumed` rescans): not queued, so no retry spin.
+                Ok(s.has_work(h)?
+                    && s.handler_stalled(h)?.is_none()
+                    && s.budget_paused(h)?.is_none())
+            })
             .await;
         if ready.unwrap_or(false) {
             self.queued.insert(h);

@@ -126,10 +126,10 @@ async fn two_agents_racing_under_a_token_cap_end_within_one_reservation_of_it() 
 
     let shown = wait_for("every call settled", || {
         let s = svc.budget_show(Principal::User, Some(boss)).unwrap();
-        (s.reserved.calls == 0 && s.spent.calls == passed as i64).then_some(s)
+        (s.spent.reserved_calls == 0 && s.spent.calls == passed as i64).then_some(s)
     })
     .await;
-    let spent = shown.spent.usage.total();
+    let spent = shown.spent.tokens;
     assert!(spent <= CAP, "spent {spent} over the cap {CAP}");
     assert!(
         spent > CAP - WORST,
@@ -179,12 +179,15 @@ async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
         .model_call_reserve(Principal::agent(root, minted.agent), request)
         .unwrap();
     let before = svc.budget_show(Principal::User, None).unwrap();
-    assert_eq!((before.reserved.calls, before.reserved.tokens), (1, 500));
+    assert_eq!(
+        (before.spent.reserved_calls, before.spent.reserved_tokens),
+        (1, 500)
+    );
     daemon.stop().await.unwrap();
     drop(svc);
 
     let (daemon, svc, _) = start(&home).await;
     let after = svc.budget_show(Principal::User, None).unwrap();
-    assert_eq!(after.reserved.calls, 0);
+    assert_eq!(after.spent.reserved_calls, 0);
     daemon.stop().await.unwrap();
 }

@@ -24,7 +24,7 @@ use agency_service::Service;
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResponse, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResponse, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
@@ -114,19 +114,34 @@ where
         repos: ctx.service.repos(),
     };
     let inner = span.clone();
-    let outcome =
-        match tokio::task::spawn_blocking(move || inner.in_scope(|| body(&call, args))).await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(ToolError::internal(format!(
+    // Every call is charged to the caller's budgets first (the one place
+    // all Agency tools pass): refused at the tool-call limit; an 80%
+    // notice due is added to the result, where the agent reads it.
+    let run = move || {
+        inner.in_scope(|| match call.svc.tool_call_charge(call.who()) {
+            Err(e) => (Err(ToolError::from(e)), None),
+            Ok(notice) => (body(&call, args), notice),
+        })
+    };
+    let (outcome, notice) = match tokio::task::spawn_blocking(run).await {
+        Ok(r) => r,
+        Err(e) => (
+            Err(ToolError::internal(format!(
                 "failed to run tool {name}: {e}"
             ))),
-        };
+            None,
+        ),
+    };
     span.in_scope(|| match &outcome {
         Ok(_) => tracing::debug!("tool call succeeded"),
         Err(e) if e.kind == "internal" => tracing::warn!(error = %e.message, "tool call failed"),
         Err(e) => tracing::debug!(kind = e.kind, "tool call refused"),
     });
-    Ok(into_call_result(outcome).into())
+    let mut result = into_call_result(outcome);
+    if let Some(n) = notice {
+        result.content.push(ContentBlock::text(n));
+    }
+    Ok(result.into())
 }
 
 /// The JSON Schema of a tool's arguments, with every subschema inlined (no

@@ -12,8 +12,15 @@ use crate::service::{Op, Service, authenticate};
 impl Service {
     /// Daemon: record a new live agent for an active handler. Fails with
     /// `AgentLive` if the handler already has one.
+    /// A paused budget or a spawn or live-agent limit on the handler or
+    /// above it refuses (`quota`).
     pub fn agent_start(&self, handler: HandlerId) -> Result<AgentId> {
-        self.write(|op| Ok(insert_live_agent(op, handler)?.id))
+        self.write(|op| {
+            if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
+                return Ok(Err(e));
+            }
+            Ok(Ok(insert_live_agent(op, handler)?.id))
+        })?
     }
 
     /// Daemon: record that an agent ended. Returns false if it was not live

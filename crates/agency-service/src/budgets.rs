@@ -1,90 +1,211 @@
-//! Budgets on handlers (issue 11 item 3, model calls): the user sets
-//! limits on a handler's subtree ([`Service::budget_set`]) and reads spend
-//! against limit as a tree ([`Service::budget_show`]); the gateway's
-//! reservation ([`Service::model_call_reserve`]) checks them through
-//! [`reserve`].
+//! Budgets on handlers (issue 11 item 3): the user sets limits on a
+//! handler's subtree ([`Service::budget_set`]), reads spend against limit
+//! as a tree ([`Service::budget_show`]) and resumes a paused subtree
+//! ([`Service::budget_resume`]); Agency's MCP tools charge each call
+//! ([`Service::tool_call_charge`]); the daemon's supervisor asks whether a
+//! handler is paused ([`Service::budget_paused`]).
 //!
-//! Budgets are a ledger, not a counter (DESIGN §6): a call reserves its
-//! worst case from its handler and every ancestor with a limit in the same
-//! write transaction that checks them, and settling replaces the
-//! reservation by the actual usage. Parallel agents under one cap can
-//! therefore overspend only by what their calls use beyond the worst case
-//! they declared, never by racing each other.
+//! The checks and the running totals are the ledger (`budgets_ledger.rs`);
+//! a boss's budget carved for an underling on delegation is
+//! `budgets_carve.rs`.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use agency_core::{AgentId, HandlerId, Principal};
-use agency_store::{
-    BudgetLimits, BudgetReservationRow, BudgetRow, HandlerStatus, ReservedTotals, Tx, UsageTotals,
-};
+use agency_core::{HandlerId, Principal};
+use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerStatus, Tx};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::budgets_ledger::{Kind, charge_tool_call, elapsed, paused_by};
 use crate::error::ServiceError;
-use crate::metering::CostNode;
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::events::Event;
+use crate::service::{Caller, Service, authenticate};
 
 /// One handler in `agency budget show`: its limits (if any) against its
-/// subtree's spend and reservations in flight.
+/// subtree's running totals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BudgetNode {
     pub handler: HandlerId,
     pub status: HandlerStatus,
     /// `None`: no budget set on this handler (an ancestor's may still hold).
     pub limits: Option<BudgetLimits>,
-    /// What the subtree's recorded model calls used.
-    pub spent: UsageTotals,
-    /// The subtree's calls in flight, at their worst case.
-    pub reserved: ReservedTotals,
+    /// The subtree's spend and model calls in flight (at their worst case).
+    pub spent: BudgetSpend,
+    /// Agents live in the subtree now.
+    pub live_agents: i64,
+    /// Milliseconds since the budget was set (with a budget).
+    pub elapsed_ms: Option<i64>,
+    /// Set while a reached limit pauses the subtree.
+    pub paused: Option<BudgetPause>,
+    /// The boss that carved the budget on delegation; `None`: the user.
+    pub carved_by: Option<HandlerId>,
     pub children: Vec<BudgetNode>,
+}
+
+/// What `agency resume` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeReport {
+    /// Budgets in the handler's subtree (itself included) that were paused
+    /// and no longer are.
+    pub resumed: Vec<HandlerId>,
+    /// Budgets above it that still pause it: resume those too.
+    pub paused_above: Vec<HandlerId>,
+}
+
+/// Refuse negative limits, naming the handler and the kind.
+pub(crate) fn validate(handler: HandlerId, limits: &BudgetLimits, doing: &str) -> Result<()> {
+    for kind in Kind::ALL {
+        if let Some(v) = kind.limit(limits)
+            && v < 0
+        {
+            return Err(ServiceError::invalid(format!(
+                "failed to {doing} of handler {handler}: the {} limit is negative ({v}); give zero or more",
+                kind.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn require_user(tx: &mut dyn Tx, who: Principal, doing: &str) -> Result<()> {
+    if !matches!(authenticate(tx, who)?, Caller::User) {
+        return Err(ServiceError::denied(format!(
+            "failed to {doing}: only the user does that"
+        )));
+    }
+    Ok(())
 }
 
 impl Service {
     /// The user: set (replace) the limits on `handler`'s subtree. A limit
     /// left out is no limit of that kind; all left out removes the budget.
+    /// Setting limits continues a paused subtree (a limit still reached
+    /// pauses it again at its next call) and re-arms the 80% notices. The
+    /// wall clock keeps counting from when the budget was first set.
     pub fn budget_set(
         &self,
         who: Principal,
         handler: HandlerId,
         limits: BudgetLimits,
     ) -> Result<BudgetRow> {
-        for (what, v) in [
-            ("tokens", limits.tokens),
-            ("cost", limits.micro_usd),
-            ("calls", limits.calls),
-        ] {
-            if let Some(v) = v
-                && v < 0
-            {
-                return Err(ServiceError::invalid(format!(
-                    "failed to set the budget of handler {handler}: the {what} limit is negative ({v}); give zero or more"
-                )));
-            }
-        }
+        validate(handler, &limits, "set the budget")?;
         self.write(|op| {
-            if !matches!(authenticate(op.tx, who)?, Caller::User) {
-                return Err(ServiceError::denied(format!(
-                    "failed to set the budget of handler {handler}: only the user sets budgets"
-                )));
-            }
+            require_user(op.tx, who, &format!("set the budget of handler {handler}"))?;
             if op.tx.handler(handler)?.is_none() {
                 return Err(ServiceError::not_found("handler", handler));
             }
+            let old = op.tx.budget_of(handler)?;
             let row = BudgetRow {
                 handler,
                 limits,
-                set_at: op.now,
+                set_at: old.as_ref().map_or(op.now, |b| b.set_at),
+                carved_by: None,
+                paused: None,
+                warned: 0,
             };
-            op.tx.set_budget(&row)?;
+            if limits.is_empty() {
+                op.tx.delete_budget(handler)?;
+            } else {
+                op.tx.set_budget(&row)?;
+            }
+            if old.is_some_and(|b| b.paused.is_some()) {
+                op.events.push(Event::BudgetResumed { handler });
+            }
             Ok(row)
         })
     }
 
+    /// The user: continue the paused budgets of `handler`'s subtree (itself
+    /// included) as they are; pending work is scheduled again.
+    pub fn budget_resume(&self, who: Principal, handler: HandlerId) -> Result<ResumeReport> {
+        self.write(|op| {
+            require_user(op.tx, who, &format!("resume handler {handler}"))?;
+            let rows = op.tx.handler_subtree(handler)?;
+            if rows.is_empty() {
+                return Err(ServiceError::not_found("handler", handler));
+            }
+            let mut resumed = Vec::new();
+            for r in rows {
+                if let Some(mut b) = op.tx.budget_of(r.id)?
+                    && b.paused.is_some()
+                {
+                    b.paused = None;
+                    op.tx.set_budget(&b)?;
+                    resumed.push(r.id);
+                }
+            }
+            let mut paused_above = Vec::new();
+            let boss = op.tx.handler(handler)?.and_then(|r| r.boss);
+            if let Some(boss) = boss {
+                for r in crate::budgets_ledger::chain(op.tx, boss)? {
+                    if op.tx.budget_of(r.id)?.is_some_and(|b| b.paused.is_some()) {
+                        paused_above.push(r.id);
+                    }
+                }
+            }
+            if !resumed.is_empty() {
+                op.events.push(Event::BudgetResumed { handler });
+            }
+            Ok(ResumeReport {
+                resumed,
+                paused_above,
+            })
+        })
+    }
+
     /// The user: the budgets of `root`'s subtree (default: everything) as
-    /// a tree of subtree spend and reservations against each limit.
+    /// a tree of subtree spend against each limit.
     pub fn budget_show(&self, who: Principal, root: Option<HandlerId>) -> Result<BudgetNode> {
-        let cost = self.cost_tree(who, root)?;
-        self.read(|tx| budget_node(tx, cost))
+        let now = self.clock.now();
+        self.read(|tx| {
+            require_user(tx, who, "read budgets")?;
+            let root = match root {
+                Some(id) => id,
+                None => {
+                    tx.root_handler()?
+                        .ok_or_else(|| ServiceError::not_found("handler", "root"))?
+                        .id
+                }
+            };
+            let rows = tx.handler_subtree(root)?;
+            if rows.is_empty() {
+                return Err(ServiceError::not_found("handler", root));
+            }
+            let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
+            let mut live: BTreeMap<HandlerId, i64> = BTreeMap::new();
+            for a in tx.live_agents_of(&ids)? {
+                *live.entry(a.handler).or_default() += 1;
+            }
+            let mut kids: BTreeMap<HandlerId, Vec<HandlerId>> = BTreeMap::new();
+            let mut status = BTreeMap::new();
+            for r in &rows {
+                status.insert(r.id, r.status);
+                if r.id != root
+                    && let Some(b) = r.boss
+                {
+                    kids.entry(b).or_default().push(r.id);
+                }
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            node(tx, root, &kids, &status, &live, now, &mut seen)
+        })
+    }
+
+    /// Daemon: whether a paused budget (on the handler or above it) keeps
+    /// agents of `handler` from starting; the budget's handler if so.
+    pub fn budget_paused(&self, handler: HandlerId) -> Result<Option<HandlerId>> {
+        self.read(|tx| paused_by(tx, handler))
+    }
+
+    /// Agency's MCP tools: charge one tool call of the calling agent to its
+    /// handler's subtree and every budget above it. `Ok(Some(notice))`: an
+    /// 80% notice to add to the tool's result. Refused (`quota`) at the
+    /// tool-call limit.
+    pub fn tool_call_charge(&self, who: Principal) -> Result<Option<String>> {
+        self.write(|op| {
+            let handler = authenticate(op.tx, who)?.require_handler("call a tool")?.id;
+            charge_tool_call(op, handler)
+        })?
     }
 
     /// The daemon at start: no call is in flight, so a reservation left by
@@ -94,113 +215,36 @@ impl Service {
     }
 }
 
-fn budget_node(tx: &mut dyn Tx, cost: CostNode) -> Result<BudgetNode> {
-    let mut children = Vec::with_capacity(cost.children.len());
-    let mut reserved = tx.budget_reserved_of(&[cost.handler])?;
-    for c in cost.children {
-        let child = budget_node(tx, c)?;
-        reserved.calls += child.reserved.calls;
-        reserved.tokens += child.reserved.tokens;
-        reserved.micro_usd += child.reserved.micro_usd;
+fn node(
+    tx: &mut dyn Tx,
+    h: HandlerId,
+    kids: &BTreeMap<HandlerId, Vec<HandlerId>>,
+    status: &BTreeMap<HandlerId, HandlerStatus>,
+    live: &BTreeMap<HandlerId, i64>,
+    now: agency_core::Timestamp,
+    seen: &mut std::collections::BTreeSet<HandlerId>,
+) -> Result<BudgetNode> {
+    seen.insert(h);
+    let mut children = Vec::new();
+    let mut live_agents = live.get(&h).copied().unwrap_or(0);
+    for &c in kids.get(&h).map(Vec::as_slice).unwrap_or(&[]) {
+        if seen.contains(&c) {
+            continue; // a corrupt boss cycle stays finite
+        }
+        let child = node(tx, c, kids, status, live, now, seen)?;
+        live_agents += child.live_agents;
         children.push(child);
     }
+    let budget = tx.budget_of(h)?;
     Ok(BudgetNode {
-        handler: cost.handler,
-        status: cost.status,
-        limits: tx.budget_of(cost.handler)?.map(|b| b.limits),
-        spent: cost.subtree,
-        reserved,
+        handler: h,
+        status: status.get(&h).copied().unwrap_or(HandlerStatus::Active),
+        limits: budget.as_ref().map(|b| b.limits),
+        spent: tx.budget_spend_of(h)?,
+        live_agents,
+        elapsed_ms: budget.as_ref().map(|b| elapsed(b, now)),
+        paused: budget.as_ref().and_then(|b| b.paused.clone()),
+        carved_by: budget.as_ref().and_then(|b| b.carved_by),
         children,
     })
-}
-
-/// The worst case of one call, as the gateway estimated it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct WorstCase {
-    pub tokens: i64,
-    pub micro_usd: i64,
-}
-
-/// Check the call against the budget of `handler` and every ancestor and,
-/// if every one has room, record its reservation (returned: the ledger id
-/// the settlement releases). Runs inside the reserving write transaction.
-pub(crate) fn reserve(
-    op: &mut Op<'_>,
-    handler: HandlerId,
-    agent: AgentId,
-    worst: WorstCase,
-) -> Result<i64> {
-    let mut seen = BTreeSet::new();
-    let mut next = Some(handler);
-    while let Some(h) = next {
-        if !seen.insert(h) {
-            break; // a corrupt boss cycle: every handler on it was checked
-        }
-        let row = op
-            .tx
-            .handler(h)?
-            .ok_or_else(|| ServiceError::not_found("handler", h))?;
-        next = row.boss;
-        let Some(budget) = op.tx.budget_of(h)? else {
-            continue;
-        };
-        if budget.limits.is_empty() {
-            continue;
-        }
-        check(op.tx, h, &budget.limits, worst)?;
-    }
-    Ok(op.tx.insert_budget_reservation(&BudgetReservationRow {
-        at: op.now,
-        handler,
-        agent,
-        tokens: worst.tokens,
-        micro_usd: worst.micro_usd,
-    })?)
-}
-
-fn check(tx: &mut dyn Tx, h: HandlerId, limits: &BudgetLimits, worst: WorstCase) -> Result<()> {
-    let ids: Vec<HandlerId> = tx.handler_subtree(h)?.iter().map(|r| r.id).collect();
-    let mut spent = UsageTotals::default();
-    for t in tx.model_usage_of(&ids)? {
-        spent.add(&t);
-    }
-    let reserved = tx.budget_reserved_of(&ids)?;
-    let checks = [
-        (
-            "tokens",
-            "--tokens",
-            limits.tokens,
-            spent.usage.total(),
-            reserved.tokens,
-            worst.tokens,
-        ),
-        (
-            "micro-USD",
-            "--usd",
-            limits.micro_usd,
-            spent.cost_micro_usd,
-            reserved.micro_usd,
-            worst.micro_usd,
-        ),
-        (
-            "model calls",
-            "--calls",
-            limits.calls,
-            spent.calls,
-            reserved.calls,
-            1,
-        ),
-    ];
-    for (what, flag, limit, spent, in_flight, this) in checks {
-        let Some(limit) = limit else { continue };
-        if spent.saturating_add(in_flight).saturating_add(this) > limit {
-            return Err(ServiceError::Quota(format!(
-                "failed to call the model: budget of handler {h} reached: {what} limit {limit}, \
-                 spent {spent}, in flight {in_flight}, this call needs up to {this}; \
-                 save your state and stop; ask your boss or the user to raise it \
-                 (agency budget set {h} {flag} …)"
-            )));
-        }
-    }
-    Ok(())
 }

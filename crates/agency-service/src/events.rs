@@ -58,4 +58,9 @@ pub enum Event {
         agent: AgentId,
         handler: HandlerId,
     },
+    /// A paused budget was lifted (limits set or `agency resume`): pending
+    /// work in `handler`'s subtree may run again.
+    BudgetResumed {
+        handler: HandlerId,
+    },
 }

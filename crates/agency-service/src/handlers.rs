@@ -9,8 +9,8 @@ use agency_core::{
     StatusChange,
 };
 use agency_store::{
-    CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow, NewCapability,
-    OutcomeRow, RevokeSelector, Tx,
+    BudgetLimits, CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow,
+    NewCapability, OutcomeRow, RevokeSelector, Tx,
 };
 
 use crate::Result;
@@ -76,6 +76,20 @@ impl Service {
         outcome: OutcomeId,
         grants: &[GrantRequest],
     ) -> Result<Delegation> {
+        self.delegate_with_budget(who, outcome, grants, None)
+    }
+
+    /// [`Service::delegate`], giving the new underling a budget carved out
+    /// of what remains of the caller's own (and every budget above it),
+    /// never more (`budgets_carve.rs`). Every delegation is charged to the
+    /// budgets above: a paused one, or its handlers or depth limit, refuses.
+    pub fn delegate_with_budget(
+        &self,
+        who: Principal,
+        outcome: OutcomeId,
+        grants: &[GrantRequest],
+        budget: Option<BudgetLimits>,
+    ) -> Result<Delegation> {
         if grants.len() > 256 {
             return Err(ServiceError::invalid(
                 "failed to delegate: at most 256 capabilities per delegation",
@@ -104,10 +118,19 @@ impl Service {
                 )));
             }
             crate::quotas::check_new_handler(op.tx, &self.cfg.limits, boss, outcome)?;
+            // Before any write: a refusal that pauses a budget commits.
+            if let Err(e) = crate::budgets_carve::admit_delegation(op, boss, outcome)? {
+                return Ok(Err(e));
+            }
             let u = HandlerId::from_root(outcome);
+            crate::handoffs::hand_off(op, &self.cfg.limits, &caller, u, &format!("delegate outcome {outcome}"))?;
+            if let Some(limits) = &budget {
+                crate::budgets_carve::carve(op, boss, u, outcome, limits)?;
+            }
             let a = author(&caller);
             let reactivated = match op.tx.handler(u)? {
                 Some(mut existing) => {
+                    crate::budgets_carve::move_subtree(op, u, existing.boss, boss)?;
                     // A handler stopped earlier comes back with its state
                     // document and audit log: continuity for its next agent.
                     existing.boss = Some(boss);
@@ -136,8 +159,8 @@ impl Service {
             if reactivated && op.tx.inbox_count(MailTarget::Handler(u))? > 0 {
                 ensure_process_inbox(op, u)?;
             }
-            Ok(Delegation { handler: u, capabilities, outcomes_moved: moved, reactivated })
-        })
+            Ok(Ok(Delegation { handler: u, capabilities, outcomes_moved: moved, reactivated }))
+        })?
     }
 
     /// Force-stop a handler and reclaim its outcomes: its agents and every

@@ -104,6 +104,9 @@ impl Service {
         }
         self.write(|op| {
             let caller = precheck(op.tx)?;
+            if let MailTarget::Handler(t) = to {
+                crate::handoffs::hand_off(op, &self.cfg.limits, &caller, t, "send mail")?;
+            }
             let file = match body {
                 MailBody::Text { text, .. } => {
                     let id = FileId::new_random();

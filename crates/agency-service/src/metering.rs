@@ -10,11 +10,14 @@
 //! replaces it by the actual usage, both in one transaction each.
 
 use agency_core::{AgentId, HandlerId, Principal};
-use agency_store::{HandlerRow, HandlerStatus, ModelCallRow, TokenUsage, UsageTotals};
+use agency_store::{
+    BudgetReservationRow, BudgetSpend, HandlerRow, HandlerStatus, ModelCallRow, TokenUsage,
+    UsageTotals,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::budgets::WorstCase;
+use crate::budgets_ledger::{Charge, admit, chain, pause_reached, refuse};
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, authenticate};
 
@@ -101,22 +104,39 @@ impl Service {
                 "failed to reserve a model call: only an agent calls models through the gateway",
             )),
             Caller::Handler { row, agent } => {
-                let worst = WorstCase {
-                    tokens: request
-                        .max_tokens
-                        .max(0)
-                        .saturating_add(request.input_estimate.max(0)),
-                    micro_usd: request.worst_cost_micro_usd.max(0),
+                let worst_tokens = request
+                    .max_tokens
+                    .max(0)
+                    .saturating_add(request.input_estimate.max(0));
+                let charge = Charge {
+                    delta: BudgetSpend {
+                        reserved_tokens: worst_tokens,
+                        reserved_micro_usd: request.worst_cost_micro_usd.max(0),
+                        reserved_calls: 1,
+                        ..BudgetSpend::default()
+                    },
+                    blocked_by_pause: true,
+                    ..Charge::default()
                 };
-                let ledger = crate::budgets::reserve(op, row.id, agent, worst)?;
-                Ok(ModelReservation {
+                if let Err(r) = admit(op, row.id, &charge, "call the model")? {
+                    // Committed with the pause it may record.
+                    return Ok(Err(refuse(op, r)?));
+                }
+                let ledger = op.tx.insert_budget_reservation(&BudgetReservationRow {
+                    at: op.now,
+                    handler: row.id,
+                    agent,
+                    tokens: worst_tokens,
+                    micro_usd: request.worst_cost_micro_usd.max(0),
+                })?;
+                Ok(Ok(ModelReservation {
                     handler: row.id,
                     agent,
                     request,
                     ledger,
-                })
+                }))
             }
-        })
+        })?
     }
 
     /// Gateway: record what a reserved call used. Not authenticated again:
@@ -134,7 +154,23 @@ impl Service {
                 request,
                 ledger,
             } = reservation;
+            // The reservation is gone if a daemon restart cleared it (and
+            // the ledger's in-flight totals with it).
+            let held = op.tx.budget_reservation(ledger)?;
             op.tx.delete_budget_reservation(ledger)?;
+            let mut delta = BudgetSpend {
+                tokens: result.usage.total(),
+                micro_usd: result.cost_micro_usd,
+                calls: 1,
+                ..BudgetSpend::default()
+            };
+            if let Some(r) = held {
+                delta.reserved_tokens = -r.tokens;
+                delta.reserved_micro_usd = -r.micro_usd;
+                delta.reserved_calls = -1;
+            }
+            let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
+            op.tx.budget_spend_add(&ids, &delta)?;
             op.tx.insert_model_call(&ModelCallRow {
                 at: op.now,
                 handler,
@@ -147,6 +183,7 @@ impl Service {
                 usage: result.usage,
                 cost_micro_usd: result.cost_micro_usd,
             })?;
+            pause_reached(op, handler)?;
             Ok(())
         })
     }

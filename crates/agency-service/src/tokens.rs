@@ -74,6 +74,11 @@ impl Service {
         );
         let workspace = workspace.map(|w| w.to_string_lossy().into_owned());
         self.write(|op| {
+            // A paused budget or a spawn or live-agent limit refuses; the
+            // pause it may record is committed with the refusal.
+            if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
+                return Ok(Err(e));
+            }
             let agent = insert_live_agent(op, handler)?;
             op.tx.insert_token(&TokenRow {
                 hash: hash(&token),
@@ -83,12 +88,12 @@ impl Service {
                 created_at: op.now,
                 revoked_at: None,
             })?;
-            Ok(MintedToken {
+            Ok(Ok(MintedToken {
                 token: token.clone(),
                 agent: agent.id,
                 handler,
-            })
-        })
+            }))
+        })?
     }
 
     /// The user mints a token that lets an external MCP client act as an

@@ -451,20 +451,41 @@ impl UsageTotals {
 }
 
 /// Limits on a handler's subtree (issue 11 item 3); `None`: no limit of
-/// that kind.
+/// that kind. A limit left out of a JSON body is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BudgetLimits {
     /// Tokens of every kind (input, output, cache reads and writes).
     pub tokens: Option<i64>,
     pub micro_usd: Option<i64>,
     /// Model calls.
     pub calls: Option<i64>,
+    /// Tool calls (Agency's MCP tools and every tool admitted by the daemon).
+    pub tool_calls: Option<i64>,
+    /// Agents started for handlers of the subtree.
+    pub spawns: Option<i64>,
+    /// Agents live at once in the subtree.
+    pub live_agents: Option<i64>,
+    /// Delegations to handlers below the budget's handler (a handler
+    /// delegated to again counts again).
+    pub handlers: Option<i64>,
+    /// Levels of handlers below the budget's handler.
+    pub depth: Option<i64>,
+    /// Milliseconds of wall-clock time since the budget was set.
+    pub wall_clock_ms: Option<i64>,
 }
 
 impl BudgetLimits {
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_none() && self.micro_usd.is_none() && self.calls.is_none()
+        self == &BudgetLimits::default()
     }
+}
+
+/// Why and since when a budget's subtree is paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetPause {
+    pub at: Timestamp,
+    pub reason: String,
 }
 
 /// The budget set on one handler.
@@ -473,6 +494,32 @@ pub struct BudgetRow {
     pub handler: HandlerId,
     pub limits: BudgetLimits,
     pub set_at: Timestamp,
+    /// The boss that carved it out of its own budget on delegation;
+    /// `None`: the user set it.
+    #[serde(default)]
+    pub carved_by: Option<HandlerId>,
+    /// Set when a limit was reached, until a limit is raised or the user
+    /// resumes the subtree.
+    #[serde(default)]
+    pub paused: Option<BudgetPause>,
+    /// One bit per kind whose 80% notice was shown to an agent.
+    #[serde(default)]
+    pub warned: i64,
+}
+
+/// The ledger's running totals of one handler's whole subtree: what was
+/// spent and what model calls in flight hold at their worst case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetSpend {
+    pub tokens: i64,
+    pub micro_usd: i64,
+    pub calls: i64,
+    pub tool_calls: i64,
+    pub spawns: i64,
+    pub handlers: i64,
+    pub reserved_tokens: i64,
+    pub reserved_micro_usd: i64,
+    pub reserved_calls: i64,
 }
 
 /// The worst case of one model call in flight, held until it settles.

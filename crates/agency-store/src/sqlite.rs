@@ -63,6 +63,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v11.sql"),
     include_str!("sqlite/schema_v12.sql"),
     include_str!("sqlite/schema_v13.sql"),
+    include_str!("sqlite/schema_v14.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

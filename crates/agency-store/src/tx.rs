@@ -372,7 +372,8 @@ pub trait Tx {
     fn delete_budget_reservation(&mut self, id: i64) -> R<()>;
     /// The reservations in flight of the handlers given, summed.
     fn budget_reserved_of(&mut self, handlers: &[HandlerId]) -> R<ReservedTotals>;
-    /// Drop every reservation (a daemon starting: nothing is in flight).
+    /// Drop every reservation (a daemon starting: nothing is in flight),
+    /// and the ledger's totals of calls in flight with them.
     fn clear_budget_reservations(&mut self) -> R<usize>;
 
     // ---- Approvals (issue 11 item 4) -------------------------------------
@@ -402,4 +403,13 @@ pub trait Tx {
     /// Mark a capability as needing approval for each use (`each_use`).
     fn set_capability_approval(&mut self, cap: CapabilityId, mode: &str) -> R<()>;
     fn capability_approval(&mut self, cap: CapabilityId) -> R<Option<String>>;
+    fn delete_budget(&mut self, handler: HandlerId) -> R<()>;
+    fn budget_reservation(&mut self, id: i64) -> R<Option<BudgetReservationRow>>;
+    /// The running totals of a handler's subtree (zeros if none yet).
+    fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend>;
+    /// Add `delta` to the running totals of every handler given.
+    fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()>;
+    /// The hop count of the chain of work a handler is on (0 if none).
+    fn handler_hops(&mut self, handler: HandlerId) -> R<i64>;
+    fn set_handler_hops(&mut self, handler: HandlerId, hops: i64) -> R<()>;
 }

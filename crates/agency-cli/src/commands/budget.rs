@@ -1,30 +1,26 @@
-//! `agency budget set <handler> [--tokens N] [--usd F] [--calls N]` and
-//! `agency budget show [<handler>]`: limits on a handler's subtree and
-//! spend against them as a tree (REST `POST /v1/budgets/{handler}`,
-//! `GET /v1/budgets[/{handler}]`).
+//! `agency budget set <handler> [--tokens N] [--usd F] [--calls N]
+//! [--tool-calls N] [--spawns N] [--live-agents N] [--handlers N] [--depth N]
+//! [--wall-clock 2h]`, `agency budget show [<handler>]` (spend against
+//! limit as a tree) and `agency resume <handler>` (REST
+//! `POST /v1/budgets/{handler}`, `GET /v1/budgets[/{handler}]`,
+//! `POST /v1/budgets/{handler}/resume`).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_service::{BudgetLimits, BudgetNode};
+use agency_service::{BudgetLimits, BudgetNode, ResumeReport};
 use anyhow::{Result, bail};
 use serde_json::json;
 
 use super::cost::dollars;
 use super::{Ctx, show as emit_tree};
+use crate::cli::BudgetLimitArgs;
 use crate::client::IdKind;
 
-pub fn set(
-    ctx: &Ctx,
-    handler: &str,
-    tokens: Option<i64>,
-    usd: Option<f64>,
-    calls: Option<i64>,
-) -> Result<ExitCode> {
-    let micro_usd = usd.map(|d| micro_usd(handler, d)).transpose()?;
+pub fn set(ctx: &Ctx, handler: &str, a: &BudgetLimitArgs) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::Handler, handler)?;
-    let body = json!({ "tokens": tokens, "micro_usd": micro_usd, "calls": calls });
+    let body = serde_json::to_value(limits_of(handler, a)?)?;
     let v = c.post(c.url(&["budgets", &id]), &body)?;
     if ctx.json {
         super::emit_json(&v)?;
@@ -35,6 +31,47 @@ pub fn set(
             limits_text(&limits)
         ))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The limits given on the command line (dollars become micro-dollars).
+pub(crate) fn limits_of(handler: &str, a: &BudgetLimitArgs) -> Result<BudgetLimits> {
+    Ok(BudgetLimits {
+        tokens: a.tokens,
+        micro_usd: a.usd.map(|d| micro_usd(handler, d)).transpose()?,
+        calls: a.calls,
+        tool_calls: a.tool_calls,
+        spawns: a.spawns,
+        live_agents: a.live_agents,
+        handlers: a.handlers,
+        depth: a.depth,
+        wall_clock_ms: a.wall_clock,
+    })
+}
+
+/// `agency resume <handler>`.
+pub fn resume(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, handler)?;
+    let v = c.post(c.url(&["budgets", &id, "resume"]), &json!({}))?;
+    if ctx.json {
+        super::emit_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let r: ResumeReport = crate::client::decode(v, "resume report")?;
+    let mut out = if r.resumed.is_empty() {
+        format!("no budget in the subtree of handler {id} was paused\n")
+    } else {
+        let ids: Vec<String> = r.resumed.iter().map(|h| h.to_string()).collect();
+        format!("resumed: {}\n", ids.join(", "))
+    };
+    for h in &r.paused_above {
+        let _ = writeln!(
+            out,
+            "still paused by the budget of handler {h} above it: agency resume {h}"
+        );
+    }
+    super::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -78,7 +115,38 @@ fn limits_text(l: &BudgetLimits) -> String {
     if let Some(c) = l.calls {
         parts.push(format!("{c} calls"));
     }
+    for (v, what) in [
+        (l.tool_calls, "tool calls"),
+        (l.spawns, "spawns"),
+        (l.live_agents, "live agents"),
+        (l.handlers, "handlers"),
+        (l.depth, "levels deep"),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{v} {what}"));
+        }
+    }
+    if let Some(ms) = l.wall_clock_ms {
+        parts.push(format!("{} wall clock", duration(ms)));
+    }
     parts.join(", ")
+}
+
+/// Milliseconds as e.g. "2h", "1h30m", "45s".
+fn duration(ms: i64) -> String {
+    let s = ms / 1000;
+    let (h, m, sec) = (s / 3600, (s % 3600) / 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if m > 0 {
+        let _ = write!(out, "{m}m");
+    }
+    if sec > 0 || out.is_empty() {
+        let _ = write!(out, "{sec}s");
+    }
+    out
 }
 
 /// One line per handler, indented by depth: its subtree's spend (and
@@ -95,23 +163,37 @@ fn line(out: &mut String, n: &BudgetNode, depth: usize) {
     let s = &n.spent;
     let _ = write!(
         out,
-        "{:indent$}{short} ({}) spent: {} tokens, ${}, {} calls",
+        "{:indent$}{short} ({}) spent: {} tokens, ${}, {} calls, {} tool calls, {} spawns, {} handlers, {} live",
         "",
         n.status.as_str(),
-        s.usage.total(),
-        dollars(s.cost_micro_usd),
+        s.tokens,
+        dollars(s.micro_usd),
         s.calls,
+        s.tool_calls,
+        s.spawns,
+        s.handlers,
+        n.live_agents,
         indent = depth * 2
     );
-    if n.reserved.calls > 0 {
+    if s.reserved_calls > 0 {
         let _ = write!(
             out,
             "; in flight: {} calls, up to {} tokens",
-            n.reserved.calls, n.reserved.tokens
+            s.reserved_calls, s.reserved_tokens
         );
     }
     if let Some(l) = &n.limits {
         let _ = write!(out, "; limit: {}", limits_text(l));
+        if let (Some(_), Some(e)) = (l.wall_clock_ms, n.elapsed_ms) {
+            let _ = write!(out, " ({} elapsed)", duration(e));
+        }
+        if let Some(b) = n.carved_by {
+            let b = b.to_string();
+            let _ = write!(out, " (carved by {})", b.get(..8).unwrap_or(&b));
+        }
+    }
+    if let Some(p) = &n.paused {
+        let _ = write!(out, "; PAUSED: {} (agency resume {short})", p.reason);
     }
     out.push('\n');
     for c in &n.children {

@@ -13,11 +13,13 @@ use super::{Ctx, emit, emit_json};
 use crate::client::{ClientError, decode};
 use crate::output::{self, StatusView};
 
-pub fn init(ctx: &Ctx) -> Result<ExitCode> {
+pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
     let report = if ctx.home.exists() {
         existing(ctx)?
     } else {
-        ctx.home.init()?
+        let report = ctx.home.init()?;
+        root_budget(ctx, a, &report)?;
+        report
     };
     if ctx.json {
         emit_json(&report)?;
@@ -35,6 +37,38 @@ pub fn init(ctx: &Ctx) -> Result<ExitCode> {
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The budget a new root handler gets from `agency init` when no limit is
+/// given (README "Budgets"): generous for real work, a stop for runaways.
+pub const DEFAULT_ROOT_BUDGET: agency_service::BudgetLimits = agency_service::BudgetLimits {
+    tokens: None,
+    micro_usd: Some(25_000_000),
+    calls: None,
+    tool_calls: None,
+    spawns: Some(1000),
+    live_agents: None,
+    handlers: Some(200),
+    depth: None,
+    wall_clock_ms: None,
+};
+
+/// Set the new root handler's budget (no daemon serves the new home yet,
+/// so the store is opened here).
+fn root_budget(ctx: &Ctx, a: &crate::cli::InitArgs, report: &InitReport) -> Result<()> {
+    if a.no_budget {
+        return Ok(());
+    }
+    let root = report.root_handler.to_string();
+    let given = super::budget::limits_of(&root, &a.budget)?;
+    let limits = if given.is_empty() {
+        DEFAULT_ROOT_BUDGET
+    } else {
+        given
+    };
+    let svc = ctx.home.open_service()?;
+    svc.budget_set(agency_core::Principal::User, report.root_handler, limits)?;
+    Ok(())
 }
 
 /// An existing home is left alone. Its root handler comes from the daemon

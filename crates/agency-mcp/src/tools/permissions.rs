@@ -2,7 +2,7 @@
 //! an outcome to a new underling, force-stop an underling.
 
 use agency_core::{HandlerId, OutcomeId};
-use agency_service::GrantRequest;
+use agency_service::{BudgetLimits, GrantRequest};
 use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -43,7 +43,8 @@ Returns the new capability's id. Errors: permission_denied (not your direct unde
 const DELEGATE: &str = "Delegate an outcome you are responsible for (open or blocked, not your own root) to a new underling handler, which gets an agent to work on it. \
 The new handler's UUID is the outcome's UUID; it and its descendants you were responsible for move to it. You and it may then mail each other. \
 Optionally grant it capabilities in the same step (each as for permissions_grant). A handler stopped earlier for this outcome is reactivated with its state. \
-Errors: permission_denied (not responsible, capability not grantable), invalid_input (own root, finished or Process Inbox outcome), not_found.";
+Optionally give it a budget carved out of what remains of yours (and of every budget above you), never more; its subtree pauses when it is spent. \
+Errors: permission_denied (not responsible, capability not grantable), invalid_input (own root, finished or Process Inbox outcome), not_found, quota (a budget refuses: too many handlers, too deep, paused, or more budget asked than remains; the message names the limit and what is left).";
 
 const FORCE_STOP: &str = "Force-stop your direct underling handler: its agent and every agent below it are stopped, those handlers are deactivated (their state is kept), you become responsible for every outcome they were responsible for, and their capabilities are revoked. \
 Use it when an underling is stuck or working against its outcome; prefer mail first. Cannot be undone except by delegating the outcome again. \
@@ -91,6 +92,60 @@ pub(super) struct DelegateArgs {
     outcome: String,
     /// Capabilities to grant the new handler, each derived from one you hold.
     capabilities: Option<Vec<CapabilityArg>>,
+    /// A budget for the new handler's subtree, carved out of what remains of yours; a limit left out is none of that kind (yours still hold).
+    budget: Option<BudgetArg>,
+}
+
+/// Limits on the new handler's subtree.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BudgetArg {
+    /// Tokens of every kind (input, output, cache).
+    tokens: Option<i64>,
+    /// Cost in US dollars.
+    usd: Option<f64>,
+    /// Model calls.
+    calls: Option<i64>,
+    /// Tool calls.
+    tool_calls: Option<i64>,
+    /// Agent starts.
+    spawns: Option<i64>,
+    /// Agents live at once.
+    live_agents: Option<i64>,
+    /// Delegations below it.
+    handlers: Option<i64>,
+    /// Levels of handlers below it.
+    depth: Option<i64>,
+    /// Wall-clock seconds from now.
+    wall_clock_seconds: Option<i64>,
+}
+
+impl BudgetArg {
+    fn limits(self) -> Result<BudgetLimits, ToolError> {
+        let micro_usd = match self.usd {
+            None => None,
+            Some(d) if d.is_finite() && (0.0..=9.0e12).contains(&d) => {
+                // In range (checked), so the conversion cannot saturate.
+                Some((d * 1_000_000.0).round() as i64)
+            }
+            Some(d) => {
+                return Err(ToolError::invalid(format!(
+                    "failed to read budget.usd: {d} is not an amount of zero or more dollars"
+                )));
+            }
+        };
+        Ok(BudgetLimits {
+            tokens: self.tokens,
+            micro_usd,
+            calls: self.calls,
+            tool_calls: self.tool_calls,
+            spawns: self.spawns,
+            live_agents: self.live_agents,
+            handlers: self.handlers,
+            depth: self.depth,
+            wall_clock_ms: self.wall_clock_seconds.map(|s| s.saturating_mul(1000)),
+        })
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -135,7 +190,12 @@ fn delegate(call: &Call, a: DelegateArgs) -> ToolResult {
                 })
             })
             .collect::<Result<Vec<_>, ToolError>>()?;
-    json(&call.svc.delegate(call.who(), outcome, &grants)?)
+    let budget = a.budget.map(BudgetArg::limits).transpose()?;
+    json(
+        &call
+            .svc
+            .delegate_with_budget(call.who(), outcome, &grants, budget)?,
+    )
 }
 
 fn force_stop(call: &Call, a: HandlerArgs) -> ToolResult {

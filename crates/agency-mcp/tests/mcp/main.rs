@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod budgets;
 mod fuzz;
 mod grant_outcome;
 mod records;

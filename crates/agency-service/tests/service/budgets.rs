@@ -105,14 +105,14 @@ fn a_reservation_holds_until_settled_with_the_actual_usage() {
     // In flight: 600 reserved, so a second worst case of 600 does not fit.
     assert_kind(env.svc.model_call_reserve(agent, request(600, 0)), "quota");
     let shown = env.svc.budget_show(Principal::User, None).unwrap();
-    assert_eq!(shown.reserved.tokens, 600);
-    assert_eq!(shown.reserved.calls, 1);
+    assert_eq!(shown.spent.reserved_tokens, 600);
+    assert_eq!(shown.spent.reserved_calls, 1);
     assert_eq!(shown.limits, Some(tokens(1000)));
     // Settled at 100 actual: the reservation is replaced by the usage.
     env.svc.model_call_settle(first, used(40, 60)).unwrap();
     let shown = env.svc.budget_show(Principal::User, None).unwrap();
-    assert_eq!(shown.reserved.tokens, 0);
-    assert_eq!(shown.spent.usage.total(), 100);
+    assert_eq!(shown.spent.reserved_tokens, 0);
+    assert_eq!(shown.spent.tokens, 100);
     assert_eq!(shown.spent.calls, 1);
     let second = env.svc.model_call_reserve(agent, request(600, 0)).unwrap();
     env.svc.model_call_settle(second, used(0, 10)).unwrap();

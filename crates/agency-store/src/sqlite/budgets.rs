@@ -1,25 +1,43 @@
 //! Budgets on handlers and the ledger of model calls in flight
-//! (`budgets`, `budget_reservations`): the store side of issue 11 item 3.
+//! (`budgets`, `budget_reservations`) and the ledger's running totals
+//! per handler subtree (`budget_spend`): the store side of issue 11 item 3.
 
 use agency_core::HandlerId;
 use rusqlite::{Connection, params};
 
 use super::convert::*;
-use crate::model::{BudgetLimits, BudgetReservationRow, BudgetRow, ReservedTotals};
+use crate::model::{
+    BudgetLimits, BudgetPause, BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals,
+};
+
+const BUDGET_COLUMNS: &str = "handler, max_tokens, max_micro_usd, max_calls, set_at,
+    max_tool_calls, max_spawns, max_live_agents, max_handlers, max_depth, max_wall_clock_ms,
+    carved_by, paused_at, paused_reason, warned";
 
 pub(crate) fn set_budget(c: &Connection, b: &BudgetRow) -> R<()> {
+    let l = &b.limits;
     execute(
         c,
-        "INSERT INTO budgets (handler, max_tokens, max_micro_usd, max_calls, set_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (handler) DO UPDATE SET max_tokens = ?2, max_micro_usd = ?3,
-           max_calls = ?4, set_at = ?5",
+        &format!(
+            "INSERT OR REPLACE INTO budgets ({BUDGET_COLUMNS})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+        ),
         params![
             b.handler.to_string(),
-            b.limits.tokens,
-            b.limits.micro_usd,
-            b.limits.calls,
-            b.set_at.0
+            l.tokens,
+            l.micro_usd,
+            l.calls,
+            b.set_at.0,
+            l.tool_calls,
+            l.spawns,
+            l.live_agents,
+            l.handlers,
+            l.depth,
+            l.wall_clock_ms,
+            b.carved_by.map(|h| h.to_string()),
+            b.paused.as_ref().map(|p| p.at.0),
+            b.paused.as_ref().map(|p| p.reason.as_str()),
+            b.warned
         ],
         || format!("set the budget of handler {}", b.handler),
     )
@@ -29,19 +47,118 @@ pub(crate) fn set_budget(c: &Connection, b: &BudgetRow) -> R<()> {
 pub(crate) fn budget_of(c: &Connection, handler: HandlerId) -> R<Option<BudgetRow>> {
     query_opt(
         c,
-        "SELECT handler, max_tokens, max_micro_usd, max_calls, set_at
-         FROM budgets WHERE handler = ?1",
+        &format!("SELECT {BUDGET_COLUMNS} FROM budgets WHERE handler = ?1"),
         [handler.to_string()],
         || format!("read the budget of handler {handler}"),
         |r| {
+            let paused_at = col_opt_ts(r, 12, "budget paused at")?;
+            let reason: Option<String> = col(r, 13, "budget paused reason")?;
             Ok(BudgetRow {
                 handler: col_id(r, 0, "budget handler")?,
                 limits: BudgetLimits {
                     tokens: col(r, 1, "budget tokens")?,
                     micro_usd: col(r, 2, "budget cost")?,
                     calls: col(r, 3, "budget calls")?,
+                    tool_calls: col(r, 5, "budget tool calls")?,
+                    spawns: col(r, 6, "budget spawns")?,
+                    live_agents: col(r, 7, "budget live agents")?,
+                    handlers: col(r, 8, "budget handlers")?,
+                    depth: col(r, 9, "budget depth")?,
+                    wall_clock_ms: col(r, 10, "budget wall clock")?,
                 },
                 set_at: col_ts(r, 4, "budget set at")?,
+                carved_by: col_opt_id(r, 11, "budget carved by")?,
+                paused: paused_at.map(|at| BudgetPause {
+                    at,
+                    reason: reason.unwrap_or_default(),
+                }),
+                warned: col(r, 14, "budget warned")?,
+            })
+        },
+    )
+}
+
+pub(crate) fn delete_budget(c: &Connection, handler: HandlerId) -> R<()> {
+    execute(
+        c,
+        "DELETE FROM budgets WHERE handler = ?1",
+        [handler.to_string()],
+        || format!("remove the budget of handler {handler}"),
+    )
+    .map(drop)
+}
+
+pub(crate) fn spend_of(c: &Connection, handler: HandlerId) -> R<BudgetSpend> {
+    Ok(query_opt(
+        c,
+        "SELECT tokens, micro_usd, calls, tool_calls, spawns, handlers,
+                reserved_tokens, reserved_micro_usd, reserved_calls
+         FROM budget_spend WHERE handler = ?1",
+        [handler.to_string()],
+        || format!("read the budget ledger of handler {handler}"),
+        |r| {
+            Ok(BudgetSpend {
+                tokens: col(r, 0, "spent tokens")?,
+                micro_usd: col(r, 1, "spent cost")?,
+                calls: col(r, 2, "spent calls")?,
+                tool_calls: col(r, 3, "spent tool calls")?,
+                spawns: col(r, 4, "spent spawns")?,
+                handlers: col(r, 5, "spent handlers")?,
+                reserved_tokens: col(r, 6, "reserved tokens")?,
+                reserved_micro_usd: col(r, 7, "reserved cost")?,
+                reserved_calls: col(r, 8, "reserved calls")?,
+            })
+        },
+    )?
+    .unwrap_or_default())
+}
+
+/// Add `d` (which may hold negative amounts: a settled reservation) to
+/// the running totals of each handler given.
+pub(crate) fn spend_add(c: &Connection, handlers: &[HandlerId], d: &BudgetSpend) -> R<()> {
+    for h in handlers {
+        execute(
+            c,
+            "INSERT INTO budget_spend (handler, tokens, micro_usd, calls, tool_calls, spawns,
+               handlers, reserved_tokens, reserved_micro_usd, reserved_calls)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (handler) DO UPDATE SET tokens = tokens + ?2,
+               micro_usd = micro_usd + ?3, calls = calls + ?4, tool_calls = tool_calls + ?5,
+               spawns = spawns + ?6, handlers = handlers + ?7,
+               reserved_tokens = reserved_tokens + ?8,
+               reserved_micro_usd = reserved_micro_usd + ?9,
+               reserved_calls = reserved_calls + ?10",
+            params![
+                h.to_string(),
+                d.tokens,
+                d.micro_usd,
+                d.calls,
+                d.tool_calls,
+                d.spawns,
+                d.handlers,
+                d.reserved_tokens,
+                d.reserved_micro_usd,
+                d.reserved_calls
+            ],
+            || format!("update the budget ledger of handler {h}"),
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) fn reservation(c: &Connection, id: i64) -> R<Option<BudgetReservationRow>> {
+    query_opt(
+        c,
+        "SELECT at, handler, agent, tokens, micro_usd FROM budget_reservations WHERE id = ?1",
+        [id],
+        || format!("read budget reservation {id}"),
+        |r| {
+            Ok(BudgetReservationRow {
+                at: col_ts(r, 0, "reservation at")?,
+                handler: col_id(r, 1, "reservation handler")?,
+                agent: col_id(r, 2, "reservation agent")?,
+                tokens: col(r, 3, "reservation tokens")?,
+                micro_usd: col(r, 4, "reservation cost")?,
             })
         },
     )
@@ -101,7 +218,36 @@ pub(crate) fn reserved_of(c: &Connection, handlers: &[HandlerId]) -> R<ReservedT
 }
 
 pub(crate) fn clear_reservations(c: &Connection) -> R<usize> {
+    execute(
+        c,
+        "UPDATE budget_spend SET reserved_tokens = 0, reserved_micro_usd = 0, reserved_calls = 0
+         WHERE reserved_tokens <> 0 OR reserved_micro_usd <> 0 OR reserved_calls <> 0",
+        [],
+        || "clear the budget ledger's calls in flight left by a previous daemon".to_owned(),
+    )?;
     execute(c, "DELETE FROM budget_reservations", [], || {
         "clear the budget reservations left by a previous daemon".to_owned()
     })
+}
+
+pub(crate) fn handler_hops(c: &Connection, handler: HandlerId) -> R<i64> {
+    Ok(query_opt(
+        c,
+        "SELECT hops FROM handler_hops WHERE handler = ?1",
+        [handler.to_string()],
+        || format!("read the hop count of handler {handler}"),
+        |r| col(r, 0, "hops"),
+    )?
+    .unwrap_or(0))
+}
+
+pub(crate) fn set_handler_hops(c: &Connection, handler: HandlerId, hops: i64) -> R<()> {
+    execute(
+        c,
+        "INSERT INTO handler_hops (handler, hops) VALUES (?1, ?2)
+         ON CONFLICT (handler) DO UPDATE SET hops = ?2",
+        params![handler.to_string(), hops],
+        || format!("set the hop count of handler {handler}"),
+    )
+    .map(drop)
 }

@@ -516,4 +516,22 @@ impl Tx for SqliteTx<'_> {
     fn capability_approval(&mut self, cap: CapabilityId) -> R<Option<String>> {
         approvals::capability_approval(self.conn, cap)
     }
+    fn delete_budget(&mut self, handler: HandlerId) -> R<()> {
+        budgets::delete_budget(self.conn, handler)
+    }
+    fn budget_reservation(&mut self, id: i64) -> R<Option<BudgetReservationRow>> {
+        budgets::reservation(self.conn, id)
+    }
+    fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend> {
+        budgets::spend_of(self.conn, handler)
+    }
+    fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()> {
+        budgets::spend_add(self.conn, handlers, delta)
+    }
+    fn handler_hops(&mut self, handler: HandlerId) -> R<i64> {
+        budgets::handler_hops(self.conn, handler)
+    }
+    fn set_handler_hops(&mut self, handler: HandlerId, hops: i64) -> R<()> {
+        budgets::set_handler_hops(self.conn, handler, hops)
+    }
 }
