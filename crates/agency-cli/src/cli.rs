@@ -209,6 +209,41 @@ pub enum Command {
     /// calls, enforced by the daemon's model gateway before each call.
     #[command(subcommand)]
     Budget(BudgetCommand),
+
+    /// Extra MCP servers' pinned tool definitions: list them, and approve
+    /// or reject the quarantined changes (a tool whose definition changed,
+    /// or that appeared, after the server's first listing).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Every pinned tool (approved or quarantined) and the changes
+    /// waiting for a decision, with their ids.
+    Pins,
+    /// Show the diff of a quarantined tool's definition against the
+    /// approved one, and approve it (or reject it with --reject).
+    ApproveTool {
+        /// The server's name in `[mcp_servers]`.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// Reject the new definition instead: the tool stays quarantined
+        /// while the server presents it.
+        #[arg(long)]
+        reject: bool,
+    },
+    /// Approve a change by its id (from `agency mcp pins`), showing its diff.
+    Approve {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
+    /// Reject a change by its id, showing its diff.
+    Reject {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,7 @@ mod kb;
 mod launch;
 mod logs;
 mod mail;
+mod mcp;
 mod org;
 mod records;
 mod reopen;
@@ -29,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, KbCommand, MailCommand, OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, KbCommand, MailCommand, McpCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -128,6 +129,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             calls,
         }) => budget::set(&ctx, &handler, tokens, usd, calls),
         Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
+        Command::Mcp(McpCommand::Pins) => mcp::pins(&ctx),
+        Command::Mcp(McpCommand::ApproveTool {
+            server,
+            tool,
+            reject,
+        }) => mcp::approve_tool(&ctx, &server, &tool, reject),
+        Command::Mcp(McpCommand::Approve { id }) => mcp::decide_id(&ctx, &id, false),
+        Command::Mcp(McpCommand::Reject { id }) => mcp::decide_id(&ctx, &id, true),
     }
 }
 

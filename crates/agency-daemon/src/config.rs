@@ -345,7 +345,7 @@ impl Config {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Config, DaemonError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| DaemonError::Config {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| DaemonError::Config {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
@@ -408,6 +408,12 @@ impl Config {
             }
         }
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
+        // Manifests are read relative to the home, the directory of agency.toml.
+        crate::mcp_servers::load_manifests(
+            &mut cfg.mcp_servers,
+            path.parent().unwrap_or(Path::new("")),
+        )
+        .map_err(bad)?;
         crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
         crate::models::check_upstreams(&cfg).map_err(bad)?;
         crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;

@@ -58,6 +58,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
         .route("/v1/runs/{agent}/log", get(run_log))
         .merge(crate::rest_records::routes())
+        .merge(crate::mcp_guard::admin_routes())
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)

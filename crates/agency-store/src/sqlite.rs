@@ -21,6 +21,7 @@ mod convert;
 mod handlers;
 mod kb;
 mod mail;
+mod mcp_pins;
 mod outcomes;
 mod pages;
 mod processes;
@@ -59,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v9.sql"),
     include_str!("sqlite/schema_v10.sql"),
     include_str!("sqlite/schema_v11.sql"),
+    include_str!("sqlite/schema_v12.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a
