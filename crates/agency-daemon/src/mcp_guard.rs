@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http_auth::error;
-use crate::mcp_manifest::{Compiled, RateLimit, violations};
+use crate::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
 use crate::rest::{USER, call as rest_call};
 use crate::server::AppState;
 
@@ -516,7 +516,9 @@ pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value)
         };
     }
     let why = match structured(&result) {
-        Some(v) => violations(output, &v),
+        // The server's text stays out of the message (it may be the very
+        // injection being withheld).
+        Some(v) => violation_places(output, &v),
         None => Some("it carries no structured content (structuredContent, or one text block of JSON) to check".to_owned()),
     };
     match why {

@@ -198,6 +198,27 @@ pub fn violations(schema: &jsonschema::Validator, instance: &Value) -> Option<St
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 
+/// Where `instance` breaks `schema`, without quoting the instance: the
+/// instance path and the schema rule broken (`/n` breaks
+/// `/properties/n/type`). For output a server sent, whose text must not
+/// reach the agent through the error that withholds it.
+pub fn violation_places(schema: &jsonschema::Validator, instance: &Value) -> Option<String> {
+    let errors: Vec<String> = schema
+        .iter_errors(instance)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
+            format!("{path} breaks the schema's {}", e.schema_path())
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
 /// A manifest with its schemas compiled, as the guard uses it.
 #[derive(Debug)]
 pub struct Compiled {
@@ -264,6 +285,11 @@ mod tests {
         let why = violations(input, &json!({"text": "toolong"})).unwrap();
         assert!(why.contains("/text"), "{why}");
         assert!(violations(input, &json!({})).unwrap().contains("text"));
+        let places = violation_places(input, &json!({"text": "secret-ish"})).unwrap();
+        assert_eq!(
+            places,
+            "/text breaks the schema's /properties/text/maxLength"
+        );
     }
 
     #[test]
