@@ -83,6 +83,9 @@ pub fn load(server: &str, value: &Value, home: &Path) -> Result<Manifest, String
     let at = format!("[mcp_servers.{server}] manifest");
     let (value, at) = match value {
         Value::String(file) => {
+            if !(file.ends_with(".json") || file.ends_with(".toml")) {
+                return Err(format!("{at}: {file:?} must end in .json or .toml"));
+            }
             let path = home.join(file);
             let text = std::fs::read_to_string(&path).map_err(|e| {
                 format!(
