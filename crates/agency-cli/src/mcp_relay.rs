@@ -140,7 +140,7 @@ pub fn run(
         let child = child.clone();
         std::thread::spawn(move || {
             if let Ok(sig) = signals.wait() {
-                stop(&child, group);
+                stop(&child, group, false);
                 std::process::exit(128 + sig as i32);
             }
         });
@@ -163,7 +163,7 @@ pub fn run(
                     &format!("failed to get an answer from MCP server {name}: it ended"),
                 ));
             }
-            stop(&child, group);
+            stop(&child, group, false);
             std::process::exit(0);
         })
     };
@@ -180,30 +180,35 @@ pub fn run(
     // The agent is done: close the server's stdin (a well-behaved server
     // exits), then make sure it does.
     drop(to_server);
-    stop(&child, group);
+    stop(&child, group, true);
     let _ = reader.join();
     Ok(ExitCode::SUCCESS)
 }
 
-/// Stop the server's process group: SIGTERM, a grace, SIGKILL. Safe to
-/// call again (the group is gone, or the child reaped).
-fn stop(child: &Mutex<std::process::Child>, group: Pid) {
+/// Stop the server's process group: SIGTERM, a grace, SIGKILL. With
+/// `polite` (its stdin was just closed), first give it the grace to exit
+/// on its own, as MCP's stdio shutdown asks. Safe to call again (the group
+/// is gone, or the child reaped).
+fn stop(child: &Mutex<std::process::Child>, group: Pid, polite: bool) {
     let mut child = child
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        // Whatever it left in its group goes too.
-        let _ = killpg(group, Signal::SIGKILL);
-        return;
-    }
-    let _ = killpg(group, Signal::SIGTERM);
-    let deadline = Instant::now() + GRACE;
-    while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            break;
+    let exited = |child: &mut std::process::Child| {
+        let deadline = Instant::now() + GRACE;
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        false
+    };
+    let done = matches!(child.try_wait(), Ok(Some(_))) || (polite && exited(&mut child));
+    if !done {
+        let _ = killpg(group, Signal::SIGTERM);
+        exited(&mut child);
     }
+    // Whatever is left in its group goes too.
     let _ = killpg(group, Signal::SIGKILL);
     let _ = child.wait();
 }
