@@ -402,3 +402,143 @@ async fn a_bad_manifest_stops_the_daemon_naming_server_tool_and_field() {
         "{err}"
     );
 }
+
+/// Start the launcher entry `name` of the agent's MCP configuration and
+/// initialize it, as the agent's MCP client would.
+fn launch(config: &Value, name: &str) -> (std::process::Child, Client) {
+    let entry = &config["mcpServers"][name];
+    let mut launcher = Command::new(entry["command"].as_str().unwrap());
+    launcher
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap());
+    for a in entry["args"].as_array().unwrap() {
+        launcher.arg(a.as_str().unwrap());
+    }
+    for (k, v) in entry["env"].as_object().unwrap() {
+        launcher.env(k, v.as_str().unwrap());
+    }
+    let mut child = spawn_piped(&mut launcher);
+    let mut c = Client {
+        stdin: child.stdin.take().unwrap(),
+        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+        next: 0,
+    };
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    c.notify("notifications/initialized");
+    (child, c)
+}
+
+/// The same guard in the daemon's `/mcp-proxy` for an HTTP server: the
+/// listing is pinned, input against the schema is refused there, output
+/// against it is withheld. Two names for one server, with two manifests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue11_item5_an_http_server_is_guarded_by_the_daemons_proxy() {
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/echo_mcp_http.py"
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_owned();
+    let out = tempfile::tempdir().unwrap();
+    let config_file = out.path().join("mcp.json");
+    let script = format!(
+        "cp \"$AGENCY_MCP_CONFIG\" {0:?}.tmp; mv {0:?}.tmp {0:?}; exec sleep 300",
+        config_file.display().to_string()
+    );
+    let cfg = format!(
+        r#"[agents]
+runtime = "command"
+agency_program = {:?}
+[agents.command]
+program = "sh"
+args = ["-c", {script:?}]
+[mcp_servers.web]
+url = {url:?}
+[mcp_servers.web.manifest.tools.reveal]
+input_schema = {{ type = "object", additionalProperties = false }}
+output_schema = {{ type = "object", required = ["reversed_key"], properties = {{ authorization_seen = {{ const = false }} }} }}
+[mcp_servers.strict]
+url = {url:?}
+[mcp_servers.strict.manifest.tools.reveal]
+output_schema = {{ type = "object", properties = {{ authorization_seen = {{ const = true }} }} }}
+{}"#,
+        agent_story::BIN,
+        agency_testkit::sandbox::sandbox_toml(&[out.path()])
+    );
+    let story = Story::start(&cfg, Duration::from_secs(60)).await;
+    let root = json(&story.home, &["handlers"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for s in ["web", "strict"] {
+        let (code, _, err) = agency(
+            &story.home,
+            &["grant", &root, &format!("mcp_server:{s}"), "read"],
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) = agency(&story.home, &["send", "go"]);
+    assert_eq!(code, 0, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let config: Value = loop {
+        if let Ok(t) = std::fs::read_to_string(&config_file)
+            && let Ok(v) = serde_json::from_str::<Value>(&t)
+            && v["mcpServers"]["strict"].is_object()
+        {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+
+    let (mut web, mut c) = tokio::task::block_in_place(|| launch(&config, "web"));
+    // Calling before any listing is refused: nothing is pinned yet.
+    let early = c.call("reveal", json!({}));
+    assert!(text(&early).contains("has not listed"), "{early}");
+    assert_eq!(names(&c.tools()), ["reveal"]);
+    let refused = c.call("reveal", json!({"extra": 1}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("input schema"), "{refused}");
+    let ok = c.call("reveal", json!({}));
+    assert!(ok.get("isError").is_none(), "{ok}");
+    let report: Value = serde_json::from_str(&text(&ok)).unwrap();
+    assert_eq!(report["authorization_seen"], false, "{ok}");
+    drop(c);
+    let _ = web.kill();
+    let _ = web.wait();
+
+    let (mut strict, mut c) = tokio::task::block_in_place(|| launch(&config, "strict"));
+    assert_eq!(names(&c.tools()), ["reveal"]);
+    let withheld = c.call("reveal", json!({}));
+    assert_eq!(withheld["isError"], true, "{withheld}");
+    assert!(text(&withheld).contains("output schema"), "{withheld}");
+    assert!(!withheld.to_string().contains("reversed_key"), "{withheld}");
+    drop(c);
+    let _ = strict.kill();
+    let _ = strict.wait();
+
+    let pins = json(&story.home, &["mcp", "pins"]);
+    assert_eq!(pins["pins"].as_array().unwrap().len(), 2, "{pins}");
+    assert!(
+        pins["pins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["state"] == "approved")
+    );
+    story.stop();
+    let _ = server.kill();
+    let _ = server.wait();
+}
