@@ -247,19 +247,19 @@ async fn reject(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Resp
 }
 
 /// The request must carry the guard session `/launch` gave this agent's
-/// launcher of this server.
+/// launcher of this server: the refusal if it does not.
 fn session(
     st: &AppState,
     id: &AgentIdentity,
     name: &str,
     headers: &HeaderMap,
-) -> Result<(), Response> {
+) -> Option<Response> {
     let key = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     if st.nonces.session_is(key.trim(), id.agent, name) {
-        return Ok(());
+        return None;
     }
     tracing::warn!(
         server = name,
@@ -267,7 +267,7 @@ fn session(
         handler = %id.handler,
         "refused a guard request without the launcher's session"
     );
-    Err(error(
+    Some(error(
         StatusCode::FORBIDDEN,
         "denied",
         &format!(
@@ -283,7 +283,7 @@ async fn tools(
     headers: HeaderMap,
     Json(report): Json<ToolsReport>,
 ) -> Response {
-    if let Err(r) = session(&st, &id, &name, &headers) {
+    if let Some(r) = session(&st, &id, &name, &headers) {
         return r;
     }
     match filter_tools(&st, &id, &name, report.result).await {
@@ -299,7 +299,7 @@ async fn call(
     headers: HeaderMap,
     Json(report): Json<CallReport>,
 ) -> Response {
-    if let Err(r) = session(&st, &id, &name, &headers) {
+    if let Some(r) = session(&st, &id, &name, &headers) {
         return r;
     }
     match admit_call(&st, &id, &name, &report.tool, &report.arguments).await {
@@ -324,7 +324,7 @@ async fn result(
     headers: HeaderMap,
     Json(report): Json<ResultReport>,
 ) -> Response {
-    if let Err(r) = session(&st, &id, &name, &headers) {
+    if let Some(r) = session(&st, &id, &name, &headers) {
         return r;
     }
     Json(check_result(&st, &name, &report.tool, report.result)).into_response()
