@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::client::{self, http_client};
+
+/// The launcher's exit code once a signal told it to stop (0 otherwise).
+static EXIT: AtomicI32 = AtomicI32::new(0);
 
 /// How long the server gets to exit after its stdin closes or SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
@@ -97,17 +101,12 @@ fn error_response(id: &Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
-/// Run server `name` (`command args`, environment `env`) behind the guard.
-pub fn run(
-    name: &str,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    guard: GuardLink,
-) -> Result<ExitCode> {
-    // Signals that end the launcher are taken by a thread of ours (so the
-    // server is stopped too); blocked before any thread starts. A child's
-    // signal mask is reset by std's spawn.
+/// Block the signals that end the launcher, so that a thread of ours takes
+/// them (and stops the server too). Must run before any thread starts —
+/// the HTTP client's included — or that thread would take them and the
+/// launcher die without stopping its server. A child's mask is reset by
+/// std's spawn.
+pub fn block_signals() -> Result<SigSet> {
     let mut signals = SigSet::empty();
     for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         signals.add(s);
@@ -115,6 +114,19 @@ pub fn run(
     signals
         .thread_block()
         .context("failed to take the launcher's signals")?;
+    Ok(signals)
+}
+
+/// Run server `name` (`command args`, environment `env`) behind the guard;
+/// `signals` from [`block_signals`].
+pub fn run(
+    name: &str,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    guard: GuardLink,
+    signals: SigSet,
+) -> Result<ExitCode> {
     let mut cmd = Command::new(command);
     cmd.env_clear();
     for k in INHERITED_ENV.iter().chain(&["HOME", "TMPDIR"]) {
@@ -140,6 +152,9 @@ pub fn run(
         let child = child.clone();
         std::thread::spawn(move || {
             if let Ok(sig) = signals.wait() {
+                // Set first: the reader thread, seeing the server's output
+                // end, exits with it too.
+                EXIT.store(128 + sig as i32, Ordering::SeqCst);
                 stop(&child, group, false);
                 std::process::exit(128 + sig as i32);
             }
@@ -164,7 +179,7 @@ pub fn run(
                 ));
             }
             stop(&child, group, false);
-            std::process::exit(0);
+            std::process::exit(EXIT.load(Ordering::SeqCst));
         })
     };
     let stdin = std::io::stdin();

@@ -127,7 +127,7 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
         config_file.display().to_string()
     );
     let cfg = format!(
-        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[mcp_servers.rug]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\nenv = {{ RUGPULL_CALLS = {:?} }}\n{MANIFEST}{}",
+        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[mcp_servers.rug]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\nenv = {{ RUGPULL_CALLS = {:?} }}\n{MANIFEST}[mcp_servers.rug2]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\n{}",
         agent_story::BIN,
         calls_file.display().to_string(),
         agency_testkit::sandbox::sandbox_toml(&[out.path()])
@@ -137,8 +137,13 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
         .as_str()
         .unwrap()
         .to_owned();
-    let (code, _, err) = agency(&story.home, &["grant", &root, "mcp_server:rug", "read"]);
-    assert_eq!(code, 0, "{err}");
+    for s in ["rug", "rug2"] {
+        let (code, _, err) = agency(
+            &story.home,
+            &["grant", &root, &format!("mcp_server:{s}"), "read"],
+        );
+        assert_eq!(code, 0, "{err}");
+    }
     let (code, _, err) = agency(&story.home, &["send", "go"]);
     assert_eq!(code, 0, "{err}");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -355,7 +360,32 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
     assert!(text(&refused).contains("rejected"), "{refused}");
 
     // Closing the client's end stops the launcher and its server.
-    let server_pid = std::fs::read_dir("/proc")
+    let server_pid = server_of(child.id());
+    drop(c);
+    let status = tokio::task::block_in_place(|| child.wait()).unwrap();
+    assert!(status.success(), "{status}");
+    story
+        .wait_gone(server_pid, "the MCP server", Duration::from_secs(10))
+        .await;
+
+    // SIGTERM to a launcher stops its server too.
+    let (mut child, mut c) = tokio::task::block_in_place(|| launch(&config, "rug2"));
+    assert_eq!(names(&c.tools()), ["note", "count"]);
+    let server_pid = server_of(child.id());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::task::block_in_place(|| child.wait()).unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status}");
+    story
+        .wait_gone(server_pid, "the MCP server", Duration::from_secs(10))
+        .await;
+    drop(c.stdin);
+    story.stop();
+}
+
+/// The fixture server running as `launcher`'s child.
+fn server_of(launcher: u32) -> u32 {
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -365,17 +395,10 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
                 && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
                     s.rsplit_once(')')
                         .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_owned))
-                        == Some(child.id().to_string())
+                        == Some(launcher.to_string())
                 })
         })
-        .expect("the server runs as the launcher's child");
-    drop(c);
-    let status = tokio::task::block_in_place(|| child.wait()).unwrap();
-    assert!(status.success(), "{status}");
-    story
-        .wait_gone(server_pid, "the MCP server", Duration::from_secs(10))
-        .await;
-    story.stop();
+        .expect("the server runs as the launcher's child")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

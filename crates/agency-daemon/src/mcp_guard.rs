@@ -248,12 +248,7 @@ async fn reject(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Resp
 
 /// The request must carry the guard session `/launch` gave this agent's
 /// launcher of this server: the refusal if it does not.
-fn session(
-    st: &AppState,
-    id: &AgentIdentity,
-    name: &str,
-    headers: &HeaderMap,
-) -> Option<Response> {
+fn session(st: &AppState, id: &AgentIdentity, name: &str, headers: &HeaderMap) -> Option<Response> {
     let key = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())

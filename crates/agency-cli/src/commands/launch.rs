@@ -26,7 +26,15 @@ const TOKEN_VAR: &str = "AGENCY_TOKEN";
 const NONCE_VAR: &str = "AGENCY_LAUNCH_NONCE";
 
 pub fn mcp_launch(name: &str) -> Result<ExitCode> {
+    // Before any thread starts (the HTTP client's): see `block_signals`.
+    let signals = crate::mcp_relay::block_signals()?;
     let (spec, session) = fetch(name)?;
+    if !matches!(spec, LaunchSpec::Stdio { .. }) {
+        // A bridge ends on a signal as any process does.
+        signals
+            .thread_unblock()
+            .context("failed to restore the launcher's signals")?;
+    }
     match spec {
         LaunchSpec::Stdio { command, args, env } => {
             // Every stdio launch is guarded: the daemon hands a session
@@ -38,7 +46,7 @@ pub fn mcp_launch(name: &str) -> Result<ExitCode> {
             };
             let var = |v: &str| std::env::var(v).unwrap_or_default();
             let guard = crate::mcp_relay::link(name, &var(URL_VAR), &var(TOKEN_VAR), session)?;
-            crate::mcp_relay::run(name, &command, &args, &env, guard)
+            crate::mcp_relay::run(name, &command, &args, &env, guard, signals)
         }
         LaunchSpec::Http { url, headers } => {
             let mut map = HeaderMap::new();
