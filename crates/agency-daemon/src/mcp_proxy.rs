@@ -305,7 +305,10 @@ async fn read_bounded(mut upstream: reqwest::Response) -> Result<Vec<u8>, String
 
 /// The answer with the response to the inspected request rewritten by the
 /// guard; every other message passes as it came. An SSE body is rebuilt
-/// event by event (an event's `data` lines become one).
+/// event by event (an event's `data` lines become one). Fail closed: what
+/// does not parse as JSON is dropped, and if no response to the request
+/// was seen, a JSON-RPC error answers it (the agent never gets an
+/// unchecked listing or result, nor waits forever).
 async fn rewrite(
     st: &AppState,
     id: &AgentIdentity,
@@ -314,17 +317,27 @@ async fn rewrite(
     body: &[u8],
     sse: bool,
 ) -> Vec<u8> {
+    let want = match inspect {
+        Inspect::Nothing => return body.to_vec(),
+        Inspect::List(want) | Inspect::Call(want, _) => want.clone(),
+    };
+    let unanswered = || {
+        json!({"jsonrpc": "2.0", "id": want, "error": {"code": -32603, "message": format!(
+            "failed to get an answer from MCP server {name} that Agency could check"
+        )}})
+    };
     let text = String::from_utf8_lossy(body);
     if !sse {
-        return match serde_json::from_str::<Value>(&text) {
-            Ok(msg) => guard_response(st, id, name, inspect, msg)
-                .await
-                .to_string()
-                .into_bytes(),
-            Err(_) => body.to_vec(),
+        let msg = match serde_json::from_str::<Value>(&text) {
+            Ok(msg) if msg.get("id") == Some(&want) => {
+                guard_response(st, id, name, inspect, msg).await
+            }
+            _ => unanswered(),
         };
+        return msg.to_string().into_bytes();
     }
     let mut out = String::new();
+    let mut answered = false;
     for event in text.replace("\r\n", "\n").split("\n\n") {
         if event.trim().is_empty() {
             continue;
@@ -337,23 +350,26 @@ async fn rewrite(
                 None => fields.push(line),
             }
         }
+        let payload = match serde_json::from_str::<Value>(&data.join("\n")) {
+            Ok(msg) => {
+                answered |= msg.get("method").is_none() && msg.get("id") == Some(&want);
+                Some(guard_response(st, id, name, inspect, msg).await.to_string())
+            }
+            Err(_) => None,
+        };
         for f in fields {
             out.push_str(f);
             out.push('\n');
         }
-        if !data.is_empty() {
-            let joined = data.join("\n");
-            let payload = match serde_json::from_str::<Value>(&joined) {
-                Ok(msg) => guard_response(st, id, name, inspect, msg).await.to_string(),
-                Err(_) => joined,
-            };
-            for l in payload.lines() {
-                out.push_str("data: ");
-                out.push_str(l);
-                out.push('\n');
-            }
+        if let Some(p) = payload {
+            out.push_str("data: ");
+            out.push_str(&p);
+            out.push('\n');
         }
         out.push('\n');
+    }
+    if !answered {
+        out.push_str(&format!("event: message\ndata: {}\n\n", unanswered()));
     }
     out.into_bytes()
 }
