@@ -216,8 +216,12 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
     );
     c.notify("notifications/initialized");
 
-    // The first listing pins both tools.
-    assert_eq!(names(&c.tools()), ["note", "count"]);
+    // The first listing pins both tools; the manifest's word on what
+    // they do replaces the server's hints.
+    let first = c.tools();
+    assert_eq!(names(&first), ["note", "count"]);
+    assert_eq!(first[0]["annotations"]["readOnlyHint"], false, "{first:?}");
+    assert_eq!(first[1]["annotations"]["readOnlyHint"], true, "{first:?}");
     let ok = c.call("note", json!({"text": "hello"}));
     assert_eq!(ok["structuredContent"], json!({"saved": "hello"}), "{ok}");
 

@@ -388,7 +388,7 @@ pub(crate) async fn filter_tools(
             Some(Err(e)) => Some(format!("the manifest of MCP server {name} is broken: {e}")),
         };
         match (verdict, not_offered) {
-            (PinVerdict::Allowed, None) => kept.push(tool),
+            (PinVerdict::Allowed, None) => kept.push(with_manifest_hints(tool, manifest, &tname)),
             (PinVerdict::Allowed, Some(reason)) => withheld.push(Withheld {
                 tool: tname,
                 reason,
@@ -422,6 +422,39 @@ pub(crate) async fn filter_tools(
         result = json!({ "tools": kept });
     }
     Ok(ToolsAnswer { result, withheld })
+}
+
+/// The tool as agents see it: the manifest's `read_only`/`destructive`
+/// (the user's word) replace the server's `readOnlyHint`/`destructiveHint`.
+/// The pin is of the server's own definition, taken before this.
+fn with_manifest_hints(
+    mut tool: Value,
+    manifest: Option<&Result<Compiled, String>>,
+    name: &str,
+) -> Value {
+    let Some(Ok(m)) = manifest else { return tool };
+    let Some(t) = m.manifest.tools.get(name) else {
+        return tool;
+    };
+    let hints = [
+        ("readOnlyHint", t.read_only),
+        ("destructiveHint", t.destructive),
+    ];
+    if hints.iter().all(|(_, v)| v.is_none()) {
+        return tool;
+    }
+    if let Value::Object(obj) = &mut tool {
+        let ann = obj.entry("annotations").or_insert_with(|| json!({}));
+        if !ann.is_object() {
+            *ann = json!({});
+        }
+        for (key, v) in hints {
+            if let (Some(v), Value::Object(a)) = (v, &mut *ann) {
+                a.insert(key.to_owned(), Value::Bool(v));
+            }
+        }
+    }
+    tool
 }
 
 /// Every check before a call is forwarded, in order: the manifest offers
