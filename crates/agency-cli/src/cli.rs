@@ -246,6 +246,12 @@ pub enum Command {
     /// same call again.
     Deny(DenyArgs),
 
+    /// Extra MCP servers' pinned tool definitions: list them, and approve
+    /// or reject the quarantined changes (a tool whose definition changed,
+    /// or that appeared, after the server's first listing).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+
     /// Hooks for agent runtimes (Claude Code's `PreToolUse`); run by the
     /// agent, not by hand.
     #[command(subcommand, hide = true)]
@@ -313,6 +319,35 @@ pub enum ModelCommand {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         handler: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Every pinned tool (approved or quarantined) and the changes
+    /// waiting for a decision, with their ids.
+    Pins,
+    /// Show the diff of a quarantined tool's definition against the
+    /// approved one, and approve it (or reject it with --reject).
+    ApproveTool {
+        /// The server's name in `[mcp_servers]`.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// Reject the new definition instead: the tool stays quarantined
+        /// while the server presents it.
+        #[arg(long)]
+        reject: bool,
+    },
+    /// Approve a change by its id (from `agency mcp pins`), showing its diff.
+    Approve {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
+    /// Reject a change by its id, showing its diff.
+    Reject {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
     },
 }
 

@@ -13,6 +13,7 @@ mod kb;
 mod launch;
 mod logs;
 mod mail;
+mod mcp;
 mod model;
 mod org;
 mod records;
@@ -32,8 +33,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, HookCommand, KbCommand, MailCommand, ModelCommand, OutcomeCommand,
-    TokenCommand,
+    BudgetCommand, Cli, Command, HookCommand, KbCommand, MailCommand, McpCommand, ModelCommand,
+    OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -143,6 +144,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Approve(a) => approvals::approve(&ctx, &a.id, a.always),
         Command::Deny(a) => approvals::deny(&ctx, &a.id, &a.reason),
         Command::Hook(_) => unreachable!("handled before the home is resolved"),
+        Command::Mcp(McpCommand::Pins) => mcp::pins(&ctx),
+        Command::Mcp(McpCommand::ApproveTool {
+            server,
+            tool,
+            reject,
+        }) => mcp::approve_tool(&ctx, &server, &tool, reject),
+        Command::Mcp(McpCommand::Approve { id }) => mcp::decide_id(&ctx, &id, false),
+        Command::Mcp(McpCommand::Reject { id }) => mcp::decide_id(&ctx, &id, true),
     }
 }
 

@@ -114,8 +114,15 @@ async fn issue9_item6_an_http_server_is_reached_through_the_daemon_with_its_secr
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         false,
     );
+    // Tools are listed (and pinned by the daemon's guard) before a call.
+    let listed = call(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+        true,
+    )
+    .unwrap();
+    assert_eq!(listed["result"]["tools"][0]["name"], "reveal", "{listed}");
     let reveal = call(
-        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
             "params": {"name": "reveal", "arguments": {}}}),
         true,
     )

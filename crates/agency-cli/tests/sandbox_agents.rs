@@ -339,7 +339,7 @@ async fn issue10_item3_a_setsid_child_dies_when_its_agent_exits_or_the_daemon_st
 }
 
 /// An extra MCP server runs as a child of the agent (`agency mcp-launch`
-/// execs it), inside the agent's sandbox: it cannot read the admin token
+/// runs it as its own child), inside the agent's sandbox: it cannot read the admin token
 /// either. The agent starts the launcher from its MCP configuration, as
 /// an MCP client would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -433,6 +433,12 @@ impl Config {
         // deprecated settings is checked like any other.
         cfg.notices = crate::models::route_direct_settings(&mut cfg).map_err(bad)?;
         crate::mcp_servers::validate(&cfg.mcp_servers, &cfg.secrets).map_err(bad)?;
+        // Manifests are read relative to the home, the directory of agency.toml.
+        crate::mcp_servers::load_manifests(
+            &mut cfg.mcp_servers,
+            path.parent().unwrap_or(Path::new("")),
+        )
+        .map_err(bad)?;
         crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
         crate::models::check_upstreams(&cfg).map_err(bad)?;
         crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;

@@ -20,7 +20,7 @@ use agency_mcp::AgentIdentity;
 use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
@@ -38,6 +38,9 @@ pub const NONCE_HEADER: &str = "x-agency-launch-nonce";
 #[derive(Debug, Default)]
 pub(crate) struct LaunchNonces {
     pending: Mutex<HashMap<blake3::Hash, (AgentId, String)>>,
+    /// Guard sessions handed to launchers of stdio servers with their
+    /// launch (`mcp_guard.rs`), keyed by hash, bound to agent and server.
+    sessions: Mutex<HashMap<blake3::Hash, (AgentId, String)>>,
 }
 
 impl LaunchNonces {
@@ -64,9 +67,38 @@ impl LaunchNonces {
         }
     }
 
-    /// The agent ended: its unused nonces die with it.
+    /// The agent ended: its unused nonces and its guard sessions die with it.
     pub fn forget_agent(&self, agent: AgentId) {
         self.lock().retain(|_, (a, _)| *a != agent);
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, (a, _)| *a != agent);
+    }
+
+    /// A guard session for the launcher that just spent its nonce: the
+    /// key it presents to `/mcp-guard/NAME/…`. It lives in the launcher's
+    /// memory only (not in any environment the agent could read).
+    pub fn issue_session(&self, agent: AgentId, server: &str) -> String {
+        let key = format!(
+            "ags_{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(blake3::hash(key.as_bytes()), (agent, server.to_owned()));
+        key
+    }
+
+    /// Whether `key` is a guard session of `agent` for `server`.
+    pub fn session_is(&self, key: &str, agent: AgentId, server: &str) -> bool {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&blake3::hash(key.as_bytes()))
+            .is_some_and(|(a, s)| *a == agent && s == server)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<blake3::Hash, (AgentId, String)>> {
@@ -104,6 +136,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/launch/{name}", post(launch))
         .merge(crate::mcp_proxy::routes())
+        .merge(crate::mcp_guard::routes())
 }
 
 async fn launch(
@@ -149,24 +182,36 @@ async fn launch(
         ),
         Some(Ok(spec)) => {
             // An HTTP server's URL and headers (its secrets) stay here: the
-            // launcher bridges to the daemon's proxy instead.
-            let spec = match spec {
-                LaunchSpec::Http { .. } => LaunchSpec::Proxy {
-                    url: format!("http://{}/mcp-proxy/{name}", st.addr),
-                },
-                s => s,
+            // launcher bridges to the daemon's proxy instead, which guards
+            // every call itself. A stdio server's launcher relays and asks
+            // the guard, with the session it gets here.
+            let (spec, session) = match spec {
+                LaunchSpec::Http { .. } => (
+                    LaunchSpec::Proxy {
+                        url: format!("http://{}/mcp-proxy/{name}", st.addr),
+                    },
+                    None,
+                ),
+                s => (s, Some(st.nonces.issue_session(id.agent, &name))),
             };
             match serde_json::to_vec(&spec) {
-                Ok(body) => (
-                    StatusCode::OK,
-                    [
-                        (header::CONTENT_TYPE, "application/json"),
-                        // Secrets inside: no cache anywhere may keep this.
-                        (header::CACHE_CONTROL, "no-store"),
-                    ],
-                    body,
-                )
-                    .into_response(),
+                Ok(body) => {
+                    let mut resp = (
+                        StatusCode::OK,
+                        [
+                            (header::CONTENT_TYPE, "application/json"),
+                            // Secrets inside: no cache anywhere may keep this.
+                            (header::CACHE_CONTROL, "no-store"),
+                        ],
+                        body,
+                    )
+                        .into_response();
+                    if let Some(key) = session.and_then(|k| HeaderValue::from_str(&k).ok()) {
+                        resp.headers_mut()
+                            .insert(crate::mcp_guard::SESSION_HEADER, key);
+                    }
+                    resp
+                }
                 Err(e) => error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",

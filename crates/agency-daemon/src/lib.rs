@@ -23,6 +23,8 @@ mod home;
 mod http_auth;
 pub mod launch;
 pub mod logging;
+pub mod mcp_guard;
+pub mod mcp_manifest;
 mod mcp_proxy;
 pub mod mcp_servers;
 pub mod models;

@@ -6,6 +6,14 @@
 //! revoked between two requests) — before it is forwarded with the
 //! configured headers added. The agent's token is not forwarded. Responses
 //! (JSON or an SSE stream) are streamed back unbuffered.
+//!
+//! The proxy is also the guard of an HTTP server (`mcp_guard.rs`): the
+//! JSON-RPC body is parsed (and forwarded as parsed, so the server reads
+//! what was checked); a `tools/call` is admitted or answered with the
+//! refusal as a tool error result without reaching the server; the answer
+//! to a `tools/list` or `tools/call` (JSON or SSE) is read whole, bounded,
+//! and its response rewritten: the listing pinned and filtered, the result
+//! checked against the output schema.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +21,15 @@ use std::time::Duration;
 use agency_mcp::AgentIdentity;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use axum::routing::any;
 use axum::{Extension, Router};
+use serde_json::{Value, json};
 
 use crate::error::DaemonError;
 use crate::http_auth::error;
+use crate::mcp_guard::{Refusal, admit_call, check_result, filter_tools, refusal_result};
 use crate::mcp_servers::LaunchSpec;
 use crate::server::AppState;
 
@@ -117,7 +127,7 @@ async fn proxy(
         headers.insert(key, value);
     }
     let method = req.method().clone();
-    let body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+    let mut body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
         Ok(b) => b,
         Err(_) => {
             return error(
@@ -128,6 +138,17 @@ async fn proxy(
                 ),
             );
         }
+    };
+    let inspect = if method == Method::POST {
+        match guard_request(&st, &id, &name, &body).await {
+            Ok((inspect, parsed)) => {
+                body = parsed;
+                inspect
+            }
+            Err(answer) => return answer,
+        }
+    } else {
+        Inspect::Nothing
     };
     let sent = st
         .proxy_client
@@ -156,12 +177,238 @@ async fn proxy(
             out = out.header(*k, v.clone());
         }
     }
-    out.body(Body::from_stream(upstream.bytes_stream()))
-        .unwrap_or_else(|e| {
+    let body = match inspect {
+        Inspect::Nothing => Body::from_stream(upstream.bytes_stream()),
+        inspect => {
+            let sse = upstream
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            let bytes = match read_bounded(upstream).await {
+                Ok(b) => b,
+                Err(why) => {
+                    return error(
+                        StatusCode::BAD_GATEWAY,
+                        "unavailable",
+                        &format!("failed to read the answer of MCP server {name}: {why}"),
+                    );
+                }
+            };
+            Body::from(rewrite(&st, &id, &name, &inspect, &bytes, sse).await)
+        }
+    };
+    out.body(body).unwrap_or_else(|e| {
+        error(
+            StatusCode::BAD_GATEWAY,
+            "unavailable",
+            &format!("failed to relay the answer of MCP server {name}: {e}"),
+        )
+    })
+}
+
+/// What the proxy must do with the answer to a request.
+enum Inspect {
+    Nothing,
+    /// Pin and filter the listing answering request `id`.
+    List(Value),
+    /// Check the result of tool `.1` answering request `.0`.
+    Call(Value, String),
+}
+
+/// The guard's look at a POSTed JSON-RPC message: the body to forward
+/// (re-encoded from what was parsed, so that the server cannot read
+/// anything else than what was checked) and what to check in the answer;
+/// or the answer itself when the request goes no further.
+async fn guard_request(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    body: &[u8],
+) -> Result<(Inspect, axum::body::Bytes), Response> {
+    let msg: Value = serde_json::from_slice(body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            &format!("failed to forward to MCP server {name}: the body is not JSON ({e})"),
+        )
+    })?;
+    if msg.is_array() {
+        return Err(rpc_answer(&json!({"jsonrpc": "2.0", "id": null, "error": {
+            "code": -32600,
+            "message": "failed to forward a JSON-RPC batch: Agency's MCP guard takes one message per request"
+        }})));
+    }
+    let method = msg.get("method").and_then(Value::as_str);
+    let rpc_id = msg.get("id").cloned().filter(|_| method.is_some());
+    let inspect = match (method, rpc_id) {
+        (Some("tools/call"), Some(rpc_id)) => {
+            let params = msg.get("params").cloned().unwrap_or(Value::Null);
+            let tool = params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            match admit_call(st, id, name, &tool, &args).await {
+                Ok(()) => Inspect::Call(rpc_id, tool),
+                Err(Refusal::Agent(message)) => {
+                    return Err(rpc_answer(&json!({
+                        "jsonrpc": "2.0", "id": rpc_id, "result": refusal_result(&message)
+                    })));
+                }
+                Err(Refusal::Http(r)) => return Err(r),
+            }
+        }
+        (Some("tools/list"), Some(rpc_id)) => Inspect::List(rpc_id),
+        _ => Inspect::Nothing,
+    };
+    let bytes = serde_json::to_vec(&msg).map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            &format!("failed to encode the request to MCP server {name}: {e}"),
+        )
+    })?;
+    Ok((inspect, bytes.into()))
+}
+
+fn rpc_answer(msg: &Value) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(Body::from(msg.to_string()))
+        .unwrap_or_else(|_| {
             error(
-                StatusCode::BAD_GATEWAY,
-                "unavailable",
-                &format!("failed to relay the answer of MCP server {name}: {e}"),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "failed to build an answer",
             )
         })
+}
+
+/// The whole answer, at most [`MAX_REQUEST_BYTES`].
+async fn read_bounded(mut upstream: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(chunk) = upstream
+        .chunk()
+        .await
+        .map_err(|e| e.without_url().to_string())?
+    {
+        if out.len() + chunk.len() > MAX_REQUEST_BYTES {
+            return Err(format!("it is over {MAX_REQUEST_BYTES} bytes"));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// The answer with the response to the inspected request rewritten by the
+/// guard; every other message passes as it came. An SSE body is rebuilt
+/// event by event (an event's `data` lines become one). Fail closed: what
+/// does not parse as JSON is dropped, and if no response to the request
+/// was seen, a JSON-RPC error answers it (the agent never gets an
+/// unchecked listing or result, nor waits forever).
+async fn rewrite(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    inspect: &Inspect,
+    body: &[u8],
+    sse: bool,
+) -> Vec<u8> {
+    let want = match inspect {
+        Inspect::Nothing => return body.to_vec(),
+        Inspect::List(want) | Inspect::Call(want, _) => want.clone(),
+    };
+    let unanswered = || {
+        json!({"jsonrpc": "2.0", "id": want, "error": {"code": -32603, "message": format!(
+            "failed to get an answer from MCP server {name} that Agency could check"
+        )}})
+    };
+    let text = String::from_utf8_lossy(body);
+    if !sse {
+        let msg = match serde_json::from_str::<Value>(&text) {
+            Ok(msg) if msg.get("id") == Some(&want) => {
+                guard_response(st, id, name, inspect, msg).await
+            }
+            _ => unanswered(),
+        };
+        return msg.to_string().into_bytes();
+    }
+    let mut out = String::new();
+    let mut answered = false;
+    for event in text.replace("\r\n", "\n").split("\n\n") {
+        if event.trim().is_empty() {
+            continue;
+        }
+        let mut fields = Vec::new();
+        let mut data = Vec::new();
+        for line in event.lines() {
+            match line.strip_prefix("data:") {
+                Some(d) => data.push(d.strip_prefix(' ').unwrap_or(d)),
+                None => fields.push(line),
+            }
+        }
+        let payload = match serde_json::from_str::<Value>(&data.join("\n")) {
+            Ok(msg) => {
+                answered |= msg.get("method").is_none() && msg.get("id") == Some(&want);
+                Some(guard_response(st, id, name, inspect, msg).await.to_string())
+            }
+            Err(_) => None,
+        };
+        for f in fields {
+            out.push_str(f);
+            out.push('\n');
+        }
+        if let Some(p) = payload {
+            out.push_str("data: ");
+            out.push_str(&p);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if !answered {
+        out.push_str(&format!("event: message\ndata: {}\n\n", unanswered()));
+    }
+    out.into_bytes()
+}
+
+/// One JSON-RPC message of the answer, through the guard if it is the
+/// response to the inspected request.
+async fn guard_response(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    inspect: &Inspect,
+    mut msg: Value,
+) -> Value {
+    let (want, tool) = match inspect {
+        Inspect::Nothing => return msg,
+        Inspect::List(want) => (want, None),
+        Inspect::Call(want, tool) => (want, Some(tool)),
+    };
+    if msg.get("method").is_some() || msg.get("id") != Some(want) {
+        return msg;
+    }
+    let Some(result) = msg.get_mut("result").map(Value::take) else {
+        return msg;
+    };
+    msg["result"] = match tool {
+        Some(tool) => check_result(st, name, tool, result).result,
+        None => match filter_tools(st, id, name, result).await {
+            Ok(a) => a.result,
+            Err(_) => {
+                // No listing rather than an unchecked one.
+                if let Value::Object(m) = &mut msg {
+                    m.remove("result");
+                    m.insert("error".to_owned(), json!({"code": -32603, "message": format!(
+                        "failed to list the tools of MCP server {name}: Agency could not check them"
+                    )}));
+                }
+                return msg;
+            }
+        },
+    };
+    msg
 }

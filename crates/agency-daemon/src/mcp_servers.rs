@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::mcp_manifest::Compiled;
 use crate::secrets::{self, SecretSource, Secrets};
 
 /// The name Agency's own server has in agents' MCP configurations.
@@ -38,6 +39,11 @@ pub struct McpServerConfig {
     pub url: Option<String>,
     /// HTTP headers sent to `url`; values may hold `${secret:NAME}`.
     pub headers: BTreeMap<String, String>,
+    /// The server's capability manifest (`mcp_manifest.rs`): an inline
+    /// table, or the path of a JSON or TOML file relative to the home,
+    /// which [`load_manifests`] replaces by its content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<serde_json::Value>,
 }
 
 /// What the launcher runs: the server's configuration with its secrets
@@ -147,16 +153,56 @@ pub(crate) fn validate(
     Ok(())
 }
 
+/// Read and check every server's manifest, replacing a file reference by
+/// the file's content, so that what the daemon runs with is what was
+/// checked. The home is the directory of `agency.toml`.
+pub(crate) fn load_manifests(
+    servers: &mut BTreeMap<String, McpServerConfig>,
+    home: &std::path::Path,
+) -> Result<(), String> {
+    for (name, s) in servers.iter_mut() {
+        if let Some(value) = &s.manifest {
+            let m = crate::mcp_manifest::load(name, value, home)?;
+            s.manifest = Some(
+                serde_json::to_value(&m)
+                    .map_err(|e| format!("[mcp_servers.{name}] manifest: {e}"))?,
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The declared servers with the secrets read at start.
 #[derive(Debug, Clone, Default)]
 pub struct McpServers {
     servers: BTreeMap<String, McpServerConfig>,
     secrets: Secrets,
+    /// Compiled manifests of the servers that declare one (an error only
+    /// if a manifest escaped the checks at start: every call is refused).
+    manifests: BTreeMap<String, std::sync::Arc<Result<Compiled, String>>>,
 }
 
 impl McpServers {
     pub fn new(servers: BTreeMap<String, McpServerConfig>, secrets: Secrets) -> McpServers {
-        McpServers { servers, secrets }
+        let manifests = servers
+            .iter()
+            .filter_map(|(name, s)| {
+                let v = s.manifest.as_ref()?;
+                let at = format!("[mcp_servers.{name}] manifest");
+                let compiled = crate::mcp_manifest::parse(v, &at).and_then(Compiled::new);
+                Some((name.clone(), std::sync::Arc::new(compiled)))
+            })
+            .collect();
+        McpServers {
+            servers,
+            secrets,
+            manifests,
+        }
+    }
+
+    /// The server's compiled manifest, if it declares one.
+    pub fn manifest(&self, name: &str) -> Option<&Result<Compiled, String>> {
+        self.manifests.get(name).map(|m| &**m)
     }
 
     pub fn is_declared(&self, name: &str) -> bool {

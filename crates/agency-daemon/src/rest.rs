@@ -60,6 +60,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .merge(crate::rest_records::routes())
         .merge(crate::rest_models::routes())
         .merge(crate::tool_check::rest_routes())
+        .merge(crate::mcp_guard::admin_routes())
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)

@@ -52,6 +52,8 @@ pub(crate) struct AppState {
     pub shutdown_requested: Arc<Notify>,
     /// The model gateway's upstreams (keys filled in) and price table.
     pub models: Arc<crate::models::Models>,
+    /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
+    pub guard: Arc<crate::mcp_guard::Guard>,
 }
 
 /// A running daemon (in this process).
@@ -225,6 +227,7 @@ impl Daemon {
             home: home.dir().to_owned(),
             servers: servers.clone(),
             models: Arc::new(models),
+            guard: Arc::default(),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's

@@ -260,9 +260,12 @@ async fn issue9_item6_an_http_servers_secret_headers_stay_in_the_daemon() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(resp.headers()["mcp-session-id"], "sess-1");
+    // The guard forwards the message it parsed (re-encoded: the server
+    // reads what was checked), so compare it as JSON.
+    let echoed: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
     assert_eq!(
-        resp.text().await.unwrap(),
-        r#"{"echo":{"jsonrpc":"2.0","id":1,"method":"ping"}}"#
+        echoed,
+        serde_json::json!({"echo": {"jsonrpc": "2.0", "id": 1, "method": "ping"}})
     );
     {
         let seen = seen.lock().unwrap();

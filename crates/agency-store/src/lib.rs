@@ -10,6 +10,7 @@
 pub mod blob;
 pub mod error;
 pub mod fsck;
+pub mod mcp_pins;
 pub mod model;
 pub mod sqlite;
 pub mod store;
@@ -20,6 +21,7 @@ pub use blob::FaultHook;
 pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore, PutStep};
 pub use error::StoreError;
 pub use fsck::{FsckProblem, FsckReport, fsck};
+pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 pub use model::*;
 pub use sqlite::SqliteStore;
 pub use store::{Store, read, write};

@@ -23,6 +23,7 @@ mod handler_models;
 mod handlers;
 mod kb;
 mod mail;
+mod mcp_pins;
 mod outcomes;
 mod pages;
 mod processes;
@@ -64,6 +65,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v12.sql"),
     include_str!("sqlite/schema_v13.sql"),
     include_str!("sqlite/schema_v14.sql"),
+    include_str!("sqlite/schema_v15.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

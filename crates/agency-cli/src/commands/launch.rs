@@ -2,18 +2,18 @@
 //! agent's MCP configuration runs this (stdio) with the agent's token and
 //! the spawn's single-use launch nonce; it asks the daemon for the server's
 //! launch specification — which the daemon gives once, and only if the
-//! agent's handler holds a capability on `mcp_server:NAME` — then becomes
-//! the server (exec, so the server speaks on this stdio) from an empty
-//! environment plus the server's own, or bridges stdio to the daemon's
-//! proxy of an HTTP server. The secrets in the specification reach the
-//! server's process and no other.
+//! agent's handler holds a capability on `mcp_server:NAME` — then runs a
+//! stdio server as its child behind the daemon's guard
+//! ([`crate::mcp_relay`]: pins, manifest, rate limits, policy), from an
+//! empty environment plus the server's own, or bridges stdio to the
+//! daemon's proxy of an HTTP server (which guards it itself). The secrets
+//! in the specification reach the server's process and no other.
 
-use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 use agency_daemon::launch::NONCE_HEADER;
+use agency_daemon::mcp_guard::SESSION_HEADER;
 use agency_daemon::mcp_servers::LaunchSpec;
-use agency_daemon::runtime::INHERITED_ENV;
 use anyhow::{Context, Result, bail};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -26,22 +26,27 @@ const TOKEN_VAR: &str = "AGENCY_TOKEN";
 const NONCE_VAR: &str = "AGENCY_LAUNCH_NONCE";
 
 pub fn mcp_launch(name: &str) -> Result<ExitCode> {
-    let spec = fetch(name)?;
+    // Before any thread starts (the HTTP client's): see `block_signals`.
+    let signals = crate::mcp_relay::block_signals()?;
+    let (spec, session) = fetch(name)?;
+    if !matches!(spec, LaunchSpec::Stdio { .. }) {
+        // A bridge ends on a signal as any process does.
+        signals
+            .thread_unblock()
+            .context("failed to restore the launcher's signals")?;
+    }
     match spec {
         LaunchSpec::Stdio { command, args, env } => {
-            // From an empty environment: the variables every agent process
-            // may have (its agent's HOME and TMPDIR among them) and the
-            // server's own `env`, nothing else of the agent's.
-            let mut cmd = std::process::Command::new(&command);
-            cmd.env_clear();
-            for k in INHERITED_ENV.iter().chain(&["HOME", "TMPDIR"]) {
-                if let Some(v) = std::env::var_os(k) {
-                    cmd.env(k, v);
-                }
-            }
-            // exec returns only on failure.
-            let e = cmd.args(&args).envs(&env).exec();
-            bail!("failed to run MCP server {name} ({command}): {e}")
+            // Every stdio launch is guarded: the daemon hands a session
+            // with the specification, or the server does not start.
+            let Some(session) = session else {
+                bail!(
+                    "failed to launch MCP server {name}: the daemon's answer carried no guard session; is the daemon older than this launcher?"
+                );
+            };
+            let var = |v: &str| std::env::var(v).unwrap_or_default();
+            let guard = crate::mcp_relay::link(name, &var(URL_VAR), &var(TOKEN_VAR), session)?;
+            crate::mcp_relay::run(name, &command, &args, &env, guard, signals)
         }
         LaunchSpec::Http { url, headers } => {
             let mut map = HeaderMap::new();
@@ -71,8 +76,9 @@ pub fn mcp_launch(name: &str) -> Result<ExitCode> {
     }
 }
 
-/// Ask the daemon for the launch specification of server `name`.
-fn fetch(name: &str) -> Result<LaunchSpec> {
+/// Ask the daemon for the launch specification of server `name`, and the
+/// guard session of a stdio server.
+fn fetch(name: &str) -> Result<(LaunchSpec, Option<String>)> {
     let var = |v: &str| {
         std::env::var(v).with_context(|| {
             format!("failed to launch MCP server {name}: {v} is not set (agency mcp-launch is run by an agent's MCP configuration)")
@@ -92,6 +98,11 @@ fn fetch(name: &str) -> Result<LaunchSpec> {
         .send()
         .with_context(|| format!("failed to reach the Agency daemon at {url}"))?;
     let status = resp.status();
+    let session = resp
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = resp
         .bytes()
         .with_context(|| format!("failed to read the daemon's answer from {url}"))?;
@@ -99,6 +110,7 @@ fn fetch(name: &str) -> Result<LaunchSpec> {
         let why = client::api_error(status.as_u16(), &String::from_utf8_lossy(&body));
         bail!("failed to launch MCP server {name}: {why}");
     }
-    serde_json::from_slice(&body)
-        .with_context(|| format!("failed to parse the launch of MCP server {name}"))
+    let spec = serde_json::from_slice(&body)
+        .with_context(|| format!("failed to parse the launch of MCP server {name}"))?;
+    Ok((spec, session))
 }

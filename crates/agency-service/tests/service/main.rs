@@ -23,6 +23,7 @@ mod invisibility;
 mod kb;
 mod mail;
 mod mail_caps;
+mod mcp_pins;
 mod org_model;
 mod org_props;
 mod outcome_visibility;

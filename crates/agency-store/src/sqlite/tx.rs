@@ -13,10 +13,12 @@ use rusqlite::Connection;
 
 use super::approvals;
 use super::budgets;
+use super::mcp_pins;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
 use crate::blob::BlobId;
+use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -533,5 +535,51 @@ impl Tx for SqliteTx<'_> {
     }
     fn set_handler_hops(&mut self, handler: HandlerId, hops: i64) -> R<()> {
         budgets::set_handler_hops(self.conn, handler, hops)
+    }
+    fn mcp_pin_sealed(&mut self, server: &str) -> R<bool> {
+        mcp_pins::sealed(self.conn, server)
+    }
+    fn mcp_pin_seal(&mut self, server: &str, at: Timestamp) -> R<()> {
+        mcp_pins::seal(self.conn, server, at)
+    }
+    fn mcp_pin(&mut self, server: &str, tool: &str) -> R<Option<McpPinRow>> {
+        mcp_pins::pin(self.conn, server, tool)
+    }
+    fn put_mcp_pin(&mut self, pin: &McpPinRow) -> R<()> {
+        mcp_pins::put_pin(self.conn, pin)
+    }
+    fn mcp_pins(&mut self, server: Option<&str>) -> R<Vec<McpPinRow>> {
+        mcp_pins::pins(self.conn, server)
+    }
+    fn insert_mcp_pin_change(&mut self, change: &McpPinChangeRow) -> R<()> {
+        mcp_pins::insert_change(self.conn, change)
+    }
+    fn mcp_pin_change(&mut self, id: &str) -> R<Option<McpPinChangeRow>> {
+        mcp_pins::change(self.conn, id)
+    }
+    fn mcp_pin_open_change(
+        &mut self,
+        server: &str,
+        tool: &str,
+        new_hash: &str,
+        old_hash: Option<&str>,
+    ) -> R<Option<McpPinChangeRow>> {
+        mcp_pins::open_change(self.conn, server, tool, new_hash, old_hash)
+    }
+    fn mcp_pin_changes(
+        &mut self,
+        status: Option<PinChangeStatus>,
+        tool: Option<(&str, &str)>,
+        limit: usize,
+    ) -> R<Vec<McpPinChangeRow>> {
+        mcp_pins::changes(self.conn, status, tool, limit)
+    }
+    fn set_mcp_pin_change_status(
+        &mut self,
+        id: &str,
+        status: PinChangeStatus,
+        at: Timestamp,
+    ) -> R<()> {
+        mcp_pins::set_change_status(self.conn, id, status, at)
     }
 }

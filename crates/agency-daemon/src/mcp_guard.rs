@@ -1,0 +1,648 @@
+//! The guard between agents and extra MCP servers (issue 11 item 5): every
+//! decision about what an agent may see of a server and send to it is made
+//! here, in the daemon, with the agent's own token.
+//!
+//! Where it sits: a stdio server is run by the agent's launcher (`agency
+//! mcp-launch NAME`, inside the agent's sandbox) as its child; the launcher
+//! relays JSON-RPC and asks these routes about each `tools/list` answer,
+//! each `tools/call` and each call's result. An HTTP server is reached
+//! through `/mcp-proxy/NAME`, which calls the same functions itself.
+//!
+//! - `POST /mcp-guard/NAME/tools` — a `tools/list` result: the service pins
+//!   and compares every tool (`Service::mcp_tools_seen`); quarantined tools
+//!   and tools the manifest does not offer are removed.
+//! - `POST /mcp-guard/NAME/call` — before a call is forwarded: offered by
+//!   the manifest, pinned and not quarantined (`Service::mcp_tool_check`),
+//!   arguments valid against the input schema, the tool-call policy
+//!   ([`admit_policy`]), the rate limits. A refusal is a message for the
+//!   agent; the launcher answers the call with it as a tool error.
+//! - `POST /mcp-guard/NAME/result` — a call's result, checked against the
+//!   output schema; a violating one is replaced by an error result.
+//!
+//! These routes need, besides the agent's token, the guard session that
+//! `/launch` handed the launcher with the server's launch specification
+//! (single use, like the launch nonce): an agent calling them itself
+//! cannot report a listing (to pin a definition of its choosing) or
+//! anything else. Approving a quarantined tool is the user's alone (REST
+//! on the admin socket, [`admin_routes`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agency_core::{HandlerId, Principal};
+use agency_mcp::AgentIdentity;
+use agency_service::PinVerdict;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::http_auth::error;
+use crate::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
+use crate::rest::{USER, call as rest_call};
+use crate::server::AppState;
+
+/// The header carrying the launcher's guard session.
+pub const SESSION_HEADER: &str = "x-agency-guard-session";
+/// Tool results may be large; this bounds a hostile one.
+const MAX_BODY: usize = 32 << 20;
+const WINDOW: Duration = Duration::from_secs(60);
+
+/// `/mcp-guard/NAME/tools` body: a `tools/list` result as the server sent it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolsReport {
+    pub result: Value,
+}
+
+/// A tool removed from a listing, and why (for the launcher's log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Withheld {
+    pub tool: String,
+    pub reason: String,
+}
+
+/// The listing the agent may see.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolsAnswer {
+    pub result: Value,
+    pub withheld: Vec<Withheld>,
+}
+
+/// `/mcp-guard/NAME/call` body: a `tools/call`'s params.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallReport {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// Whether the call may go to the server; if not, what the agent is told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallAnswer {
+    pub allow: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `/mcp-guard/NAME/result` body: a call's result as the server sent it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultReport {
+    pub tool: String,
+    pub result: Value,
+}
+
+/// The result the agent may see (the server's, or an error in its place).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultAnswer {
+    pub result: Value,
+    pub withheld: bool,
+}
+
+/// A tool error result: what MCP clients show the model as the call's
+/// failure (rather than a protocol error, which some clients hide).
+pub fn refusal_result(message: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+}
+
+/// The rate-limit windows, in daemon memory (a restart starts them afresh;
+/// a minute's worth of calls is all they hold).
+#[derive(Debug, Default)]
+pub(crate) struct Guard {
+    windows: Mutex<HashMap<RateKey, VecDeque<Instant>>>,
+}
+
+/// (server, tool or all tools, calling handler or all handlers).
+type RateKey = (String, Option<String>, Option<HandlerId>);
+
+impl Guard {
+    /// Admit one call against every limit that applies, and count it only
+    /// if all of them have room.
+    fn admit_rate(
+        &self,
+        server: &str,
+        tool: &str,
+        handler: HandlerId,
+        manifest: &Compiled,
+    ) -> Result<(), String> {
+        let mut limits: Vec<(RateKey, u32, String)> = Vec::new();
+        let mut add = |r: Option<&RateLimit>, t: Option<&str>| {
+            let Some(r) = r else { return };
+            let scope = match t {
+                Some(_) => "for this tool",
+                None => "over all the server's tools",
+            };
+            if let Some(n) = r.per_handler {
+                let key = (server.to_owned(), t.map(str::to_owned), Some(handler));
+                limits.push((key, n, format!("{n} calls per minute per handler {scope}")));
+            }
+            if let Some(n) = r.per_server {
+                let key = (server.to_owned(), t.map(str::to_owned), None);
+                limits.push((
+                    key,
+                    n,
+                    format!("{n} calls per minute by all agents {scope}"),
+                ));
+            }
+        };
+        add(manifest.manifest.rate_limit.as_ref(), None);
+        add(
+            manifest
+                .manifest
+                .tools
+                .get(tool)
+                .and_then(|t| t.rate_limit.as_ref()),
+            Some(tool),
+        );
+        if limits.is_empty() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut windows = self
+            .windows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, n, what) in &limits {
+            let w = windows.entry(key.clone()).or_default();
+            while w.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+                w.pop_front();
+            }
+            if w.len() >= *n as usize {
+                return Err(format!(
+                    "failed to call tool {tool} of MCP server {server}: its rate limit is reached ({what}, in the server's manifest); wait a minute before calling it again, or do without it"
+                ));
+            }
+        }
+        for (key, _, _) in limits {
+            windows.entry(key).or_default().push_back(now);
+        }
+        Ok(())
+    }
+}
+
+/// The tool-call policy of issue 11 item 4, asked before a call is
+/// forwarded: `Service::tool_call_admit` with tool `mcp:SERVER/TOOL`, the
+/// arguments, and `read_only` from the manifest. That service call is
+/// being built beside this; until it is merged this allows, and the lead
+/// connects it here (an `Admission::Pending`/`Denied` becomes `Err` with
+/// the message for the agent, `Allow` becomes `Ok`).
+async fn admit_policy(
+    _st: &AppState,
+    _who: Principal,
+    server: &str,
+    tool: &str,
+    _args: &Value,
+    _read_only: Option<bool>,
+) -> Result<(), String> {
+    let _policy_tool = format!("mcp:{server}/{tool}");
+    Ok(())
+}
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/mcp-guard/{name}/tools", post(tools))
+        .route("/mcp-guard/{name}/call", post(call))
+        .route("/mcp-guard/{name}/result", post(result))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+}
+
+/// The user's routes (admin socket, admin token): the pins and changes,
+/// and deciding a change.
+pub(crate) fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/v1/mcp/pins", get(pins))
+        .route("/v1/mcp/changes/{id}", get(change))
+        .route("/v1/mcp/changes/{id}/approve", post(approve))
+        .route("/v1/mcp/changes/{id}/reject", post(reject))
+        .route("/v1/mcp/pins/{server}/{tool}/change", get(change_of_tool))
+}
+
+async fn pins(State(st): State<Arc<AppState>>) -> Response {
+    rest_call(&st, |svc| svc.mcp_pins(USER)).await
+}
+
+async fn change(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    rest_call(&st, move |svc| svc.mcp_pin_change(USER, &id)).await
+}
+
+async fn change_of_tool(
+    State(st): State<Arc<AppState>>,
+    Path((server, tool)): Path<(String, String)>,
+) -> Response {
+    rest_call(&st, move |svc| {
+        svc.mcp_pin_change_of_tool(USER, &server, &tool)
+    })
+    .await
+}
+
+async fn approve(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    rest_call(&st, move |svc| svc.mcp_pin_approve(USER, &id)).await
+}
+
+async fn reject(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    rest_call(&st, move |svc| svc.mcp_pin_reject(USER, &id)).await
+}
+
+/// The request must carry the guard session `/launch` gave this agent's
+/// launcher of this server: the refusal if it does not.
+fn session(st: &AppState, id: &AgentIdentity, name: &str, headers: &HeaderMap) -> Option<Response> {
+    let key = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if st.nonces.session_is(key.trim(), id.agent, name) {
+        return None;
+    }
+    tracing::warn!(
+        server = name,
+        agent = %id.agent,
+        handler = %id.handler,
+        "refused a guard request without the launcher's session"
+    );
+    Some(error(
+        StatusCode::FORBIDDEN,
+        "denied",
+        &format!(
+            "failed to use the guard of MCP server {name}: this request does not carry the guard session of the launcher Agency started for this agent; only that launcher reports to the guard"
+        ),
+    ))
+}
+
+async fn tools(
+    State(st): State<Arc<AppState>>,
+    Extension(id): Extension<AgentIdentity>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    Json(report): Json<ToolsReport>,
+) -> Response {
+    if let Some(r) = session(&st, &id, &name, &headers) {
+        return r;
+    }
+    match filter_tools(&st, &id, &name, report.result).await {
+        Ok(a) => Json(a).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn call(
+    State(st): State<Arc<AppState>>,
+    Extension(id): Extension<AgentIdentity>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    Json(report): Json<CallReport>,
+) -> Response {
+    if let Some(r) = session(&st, &id, &name, &headers) {
+        return r;
+    }
+    match admit_call(&st, &id, &name, &report.tool, &report.arguments).await {
+        Ok(()) => Json(CallAnswer {
+            allow: true,
+            message: None,
+        })
+        .into_response(),
+        Err(Refusal::Agent(message)) => Json(CallAnswer {
+            allow: false,
+            message: Some(message),
+        })
+        .into_response(),
+        Err(Refusal::Http(r)) => r,
+    }
+}
+
+async fn result(
+    State(st): State<Arc<AppState>>,
+    Extension(id): Extension<AgentIdentity>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    Json(report): Json<ResultReport>,
+) -> Response {
+    if let Some(r) = session(&st, &id, &name, &headers) {
+        return r;
+    }
+    Json(check_result(&st, &name, &report.tool, report.result)).into_response()
+}
+
+/// Why a call is not forwarded.
+pub(crate) enum Refusal {
+    /// A decision, told to the agent as the call's error result.
+    Agent(String),
+    /// The guard itself failed (already an HTTP answer).
+    Http(Response),
+}
+
+/// Run a blocking service call as the agent.
+async fn blocking<T: Send + 'static>(
+    st: &AppState,
+    f: impl FnOnce(&agency_service::Service) -> agency_service::Result<T> + Send + 'static,
+) -> Result<agency_service::Result<T>, Response> {
+    let svc = st.svc.clone();
+    tokio::task::spawn_blocking(move || f(&svc))
+        .await
+        .map_err(|_| {
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "failed to run the guard's check: the worker panicked",
+            )
+        })
+}
+
+/// Pin and filter one `tools/list` result.
+pub(crate) async fn filter_tools(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    mut result: Value,
+) -> Result<ToolsAnswer, Response> {
+    let tools = match result.get_mut("tools").map(Value::take) {
+        Some(Value::Array(t)) => t,
+        // Not a listing: nothing in it may reach the agent.
+        _ => Vec::new(),
+    };
+    let complete = result.get("nextCursor").is_none_or(Value::is_null);
+    let who = Principal::agent(id.handler, id.agent);
+    let (n, list) = (name.to_owned(), tools.clone());
+    let verdicts =
+        match blocking(st, move |svc| svc.mcp_tools_seen(who, &n, &list, complete)).await? {
+            Ok(v) => v,
+            Err(e) => return Err(crate::rest::service_error(&e)),
+        };
+    let manifest = st.servers.manifest(name);
+    let mut kept = Vec::new();
+    let mut withheld = Vec::new();
+    for (tool, verdict) in tools.into_iter().zip(verdicts) {
+        let tname = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let not_offered = match manifest {
+            None => None,
+            Some(Ok(m)) if m.offers(&tname) => None,
+            Some(Ok(_)) => Some(format!(
+                "tool {tname} of MCP server {name} is not in the server's manifest (allow_unlisted is off)"
+            )),
+            Some(Err(e)) => Some(format!("the manifest of MCP server {name} is broken: {e}")),
+        };
+        match (verdict, not_offered) {
+            (PinVerdict::Allowed, None) => kept.push(with_manifest_hints(tool, manifest, &tname)),
+            (PinVerdict::Allowed, Some(reason)) => withheld.push(Withheld {
+                tool: tname,
+                reason,
+            }),
+            (
+                PinVerdict::Quarantined {
+                    reason,
+                    new,
+                    change,
+                },
+                _,
+            ) => {
+                if new {
+                    tracing::warn!(
+                        server = name,
+                        tool = %tname,
+                        change = change.as_deref().unwrap_or(""),
+                        "quarantined an MCP tool whose definition differs from the pinned one; `agency mcp pins` shows it"
+                    );
+                }
+                withheld.push(Withheld {
+                    tool: tname,
+                    reason,
+                });
+            }
+        }
+    }
+    if let Value::Object(m) = &mut result {
+        m.insert("tools".to_owned(), Value::Array(kept));
+    } else {
+        result = json!({ "tools": kept });
+    }
+    Ok(ToolsAnswer { result, withheld })
+}
+
+/// The tool as agents see it: the manifest's `read_only`/`destructive`
+/// (the user's word) replace the server's `readOnlyHint`/`destructiveHint`.
+/// The pin is of the server's own definition, taken before this.
+fn with_manifest_hints(
+    mut tool: Value,
+    manifest: Option<&Result<Compiled, String>>,
+    name: &str,
+) -> Value {
+    let Some(Ok(m)) = manifest else { return tool };
+    let Some(t) = m.manifest.tools.get(name) else {
+        return tool;
+    };
+    let hints = [
+        ("readOnlyHint", t.read_only),
+        ("destructiveHint", t.destructive),
+    ];
+    if hints.iter().all(|(_, v)| v.is_none()) {
+        return tool;
+    }
+    if let Value::Object(obj) = &mut tool {
+        let ann = obj.entry("annotations").or_insert_with(|| json!({}));
+        if !ann.is_object() {
+            *ann = json!({});
+        }
+        for (key, v) in hints {
+            if let (Some(v), Value::Object(a)) = (v, &mut *ann) {
+                a.insert(key.to_owned(), Value::Bool(v));
+            }
+        }
+    }
+    tool
+}
+
+/// Every check before a call is forwarded, in order: the manifest offers
+/// the tool, the pin, the input schema, the tool-call policy, the rate
+/// limits (last, so that refused calls do not count).
+pub(crate) async fn admit_call(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<(), Refusal> {
+    let manifest = match st.servers.manifest(name) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(e)) => {
+            return Err(Refusal::Agent(format!(
+                "failed to call tool {tool} of MCP server {name}: the server's manifest is broken ({e}); tell the user"
+            )));
+        }
+    };
+    if let Some(m) = manifest
+        && !m.offers(tool)
+    {
+        return Err(Refusal::Agent(format!(
+            "failed to call tool {tool} of MCP server {name}: the server's manifest does not offer it; use the tools tools/list shows"
+        )));
+    }
+    let who = Principal::agent(id.handler, id.agent);
+    let (n, t) = (name.to_owned(), tool.to_owned());
+    match blocking(st, move |svc| svc.mcp_tool_check(who, &n, &t))
+        .await
+        .map_err(Refusal::Http)?
+    {
+        Ok(()) => {}
+        Err(e @ agency_service::ServiceError::PermissionDenied(_)) => {
+            return Err(Refusal::Agent(e.to_string()));
+        }
+        Err(e) => return Err(Refusal::Http(crate::rest::service_error(&e))),
+    }
+    if let Some(input) = manifest
+        .and_then(|m| m.tools.get(tool))
+        .and_then(|t| t.input.as_ref())
+        && let Some(why) = violations(input, args)
+    {
+        return Err(Refusal::Agent(format!(
+            "failed to call tool {tool} of MCP server {name}: its arguments do not match the input schema of the server's manifest ({why}); the call was not sent: fix the arguments and call again"
+        )));
+    }
+    let read_only = manifest
+        .and_then(|m| m.manifest.tools.get(tool))
+        .and_then(|t| t.read_only);
+    admit_policy(st, who, name, tool, args, read_only)
+        .await
+        .map_err(Refusal::Agent)?;
+    if let Some(m) = manifest {
+        st.guard
+            .admit_rate(name, tool, id.handler, m)
+            .map_err(Refusal::Agent)?;
+    }
+    Ok(())
+}
+
+/// A call's result as the agent may see it: unchanged, or an error in its
+/// place when it breaks the manifest's output schema.
+pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value) -> ResultAnswer {
+    let output = match st.servers.manifest(name) {
+        Some(Ok(m)) => m.tools.get(tool).and_then(|t| t.output.as_ref()),
+        Some(Err(e)) => {
+            return withheld(&format!(
+                "failed to get the result of tool {tool} of MCP server {name}: the server's manifest is broken ({e}); tell the user"
+            ));
+        }
+        None => None,
+    };
+    let Some(output) = output else {
+        return ResultAnswer {
+            result,
+            withheld: false,
+        };
+    };
+    // A tool's own error carries no output to check.
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return ResultAnswer {
+            result,
+            withheld: false,
+        };
+    }
+    let why = match structured(&result) {
+        // The server's text stays out of the message (it may be the very
+        // injection being withheld).
+        Some(v) => violation_places(output, &v),
+        None => Some("it carries no structured content (structuredContent, or one text block of JSON) to check".to_owned()),
+    };
+    match why {
+        None => ResultAnswer {
+            result,
+            withheld: false,
+        },
+        Some(why) => {
+            tracing::warn!(server = name, tool, %why, "withheld an MCP tool result that breaks the manifest's output schema");
+            withheld(&format!(
+                "failed to get the result of tool {tool} of MCP server {name}: Agency withheld it, as it does not match the output schema of the server's manifest ({why}); tell the user, the server may have changed"
+            ))
+        }
+    }
+}
+
+fn withheld(message: &str) -> ResultAnswer {
+    ResultAnswer {
+        result: refusal_result(message),
+        withheld: true,
+    }
+}
+
+/// The structured output of a result: `structuredContent`, or the JSON of
+/// its only text block (servers that predate structured output).
+fn structured(result: &Value) -> Option<Value> {
+    if let Some(s) = result.get("structuredContent") {
+        return Some(s.clone());
+    }
+    match result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        Some([one]) if one.get("type").and_then(Value::as_str) == Some("text") => {
+            serde_json::from_str(one.get("text")?.as_str()?).ok()
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn compiled(v: Value) -> Compiled {
+        Compiled::new(crate::mcp_manifest::parse(&v, "m").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_rate_limit_refuses_the_call_past_the_limit_and_counts_admitted_calls_only() {
+        let g = Guard::default();
+        let m = compiled(json!({
+            "rate_limit": {"per_server": 5},
+            "tools": {"a": {"rate_limit": {"per_handler": 2}}, "b": {}}
+        }));
+        let (h1, h2) = (
+            HandlerId(uuid::Uuid::new_v4()),
+            HandlerId(uuid::Uuid::new_v4()),
+        );
+        g.admit_rate("s", "a", h1, &m).unwrap();
+        g.admit_rate("s", "a", h1, &m).unwrap();
+        let e = g.admit_rate("s", "a", h1, &m).unwrap_err();
+        assert!(
+            e.contains("2 calls per minute per handler for this tool"),
+            "{e}"
+        );
+        // Another handler has its own per-handler window.
+        g.admit_rate("s", "a", h2, &m).unwrap();
+        // The server-wide limit counts every tool and handler: 3 so far.
+        g.admit_rate("s", "b", h1, &m).unwrap();
+        g.admit_rate("s", "b", h2, &m).unwrap();
+        let e = g.admit_rate("s", "b", h1, &m).unwrap_err();
+        assert!(
+            e.contains("5 calls per minute by all agents over all"),
+            "{e}"
+        );
+        // Another server is another window.
+        g.admit_rate("t", "b", h1, &m).unwrap();
+    }
+
+    #[test]
+    fn structured_output_is_found_in_either_place() {
+        assert_eq!(
+            structured(&json!({"structuredContent": {"a": 1}, "content": []})),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(
+            structured(&json!({"content": [{"type": "text", "text": "{\"b\":2}"}]})),
+            Some(json!({"b": 2}))
+        );
+        assert_eq!(
+            structured(&json!({"content": [{"type": "text", "text": "plain"}]})),
+            None
+        );
+        assert_eq!(structured(&json!({"content": []})), None);
+    }
+}
