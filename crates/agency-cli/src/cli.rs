@@ -239,11 +239,12 @@ pub enum Command {
 
     /// Approve a request: the same call (same handler, tool and
     /// arguments) runs once when the agent makes it again; with
-    /// `--always`, every time.
+    /// `--always`, every time. Also approves a quarantined MCP tool
+    /// change (its id, a UUID, from `agency mcp pins`).
     Approve(ApproveArgs),
 
     /// Refuse a request; the agent is told the reason when it makes the
-    /// same call again.
+    /// same call again. Also rejects a quarantined MCP tool change.
     Deny(DenyArgs),
 
     /// Extra MCP servers' pinned tool definitions: list them, and approve

@@ -141,6 +141,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
         Command::Approvals(a) => approvals::list(&ctx, a.all),
+        // A quarantined MCP tool change has a UUID where an approval
+        // request has a number: one `agency approve` decides both.
+        Command::Approve(a) if is_pin_change(&a.id) => {
+            if a.always {
+                anyhow::bail!(
+                    "failed to approve MCP tool change {}: --always applies to tool-call requests; a tool change is approved once, for its new definition",
+                    a.id
+                );
+            }
+            mcp::decide_id(&ctx, &a.id, false)
+        }
+        Command::Deny(a) if is_pin_change(&a.id) => mcp::decide_id(&ctx, &a.id, true),
         Command::Approve(a) => approvals::approve(&ctx, &a.id, a.always),
         Command::Deny(a) => approvals::deny(&ctx, &a.id, &a.reason),
         Command::Hook(_) => unreachable!("handled before the home is resolved"),
@@ -205,4 +217,10 @@ pub fn show<T: DeserializeOwned>(
     } else {
         emit(&render(&decode::<T>(v, what)?))
     }
+}
+
+/// Whether `id` names a quarantined MCP tool change (a UUID) rather than
+/// an approval request (a number, optionally written `#N`).
+fn is_pin_change(id: &str) -> bool {
+    uuid::Uuid::parse_str(id).is_ok()
 }

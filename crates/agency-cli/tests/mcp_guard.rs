@@ -119,41 +119,7 @@ fn post(base: &str, path: &str, token: &str, session: Option<&str>, body: &Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enforced() {
-    let out = tempfile::tempdir().unwrap();
-    let calls_file = out.path().join("calls.jsonl");
-    let config_file = out.path().join("mcp.json");
-    let script = format!(
-        "cp \"$AGENCY_MCP_CONFIG\" {0:?}.tmp; mv {0:?}.tmp {0:?}; exec sleep 300",
-        config_file.display().to_string()
-    );
-    let cfg = format!(
-        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[mcp_servers.rug]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\nenv = {{ RUGPULL_CALLS = {:?} }}\n{MANIFEST}[mcp_servers.rug2]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\n{}",
-        agent_story::BIN,
-        calls_file.display().to_string(),
-        agency_testkit::sandbox::sandbox_toml(&[out.path()])
-    );
-    let story = Story::start(&cfg, Duration::from_secs(60)).await;
-    let root = json(&story.home, &["handlers"])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    for s in ["rug", "rug2"] {
-        let (code, _, err) = agency(
-            &story.home,
-            &["grant", &root, &format!("mcp_server:{s}"), "read"],
-        );
-        assert_eq!(code, 0, "{err}");
-    }
-    let (code, _, err) = agency(&story.home, &["send", "go"]);
-    assert_eq!(code, 0, "{err}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let config: Value = loop {
-        if let Ok(t) = std::fs::read_to_string(&config_file) {
-            break serde_json::from_str(&t).unwrap();
-        }
-        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (_out, calls_file, story, config) = start_rug(Some(agent_story::WALLS_ONLY_POLICY)).await;
     let entry = &config["mcpServers"]["rug"];
     let env = entry["env"].as_object().unwrap();
     let token = env["AGENCY_TOKEN"].as_str().unwrap().to_owned();
@@ -355,8 +321,12 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
     assert_eq!(seen.len(), 4, "{seen:?}");
     assert!(!seen.iter().any(|c| c["arguments"]["text"] == "d"));
 
-    // The user rejects `extra`: it stays withheld.
-    let (code, shown, err) = agency(&story.home, &["mcp", "reject", &extra_id]);
+    // The user rejects `extra` with the same command that decides
+    // tool-call requests (a change's id is a UUID): it stays withheld.
+    let (code, shown, err) = agency(
+        &story.home,
+        &["deny", &extra_id, "--reason", "not asked for"],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(shown.contains("rejected change"), "{shown}");
     assert_eq!(names(&c.tools()), ["note", "count"]);
@@ -428,6 +398,83 @@ async fn a_bad_manifest_stops_the_daemon_naming_server_tool_and_field() {
             && err.contains("tool \"note\" input_schema: not a valid JSON Schema"),
         "{err}"
     );
+}
+
+/// A daemon whose agent (the `command` runtime) holds `rug` and `rug2`
+/// and has written its MCP configuration: the home's `policy.toml` is
+/// `policy` (`None`: the defaults). Returns the scratch directory, the
+/// server's call log, the story and the agent's MCP configuration.
+async fn start_rug(policy: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf, Story, Value) {
+    let out = tempfile::tempdir().unwrap();
+    let calls_file = out.path().join("calls.jsonl");
+    let config_file = out.path().join("mcp.json");
+    let script = format!(
+        "cp \"$AGENCY_MCP_CONFIG\" {0:?}.tmp; mv {0:?}.tmp {0:?}; exec sleep 300",
+        config_file.display().to_string()
+    );
+    let cfg = format!(
+        "[agents]\nruntime = \"command\"\nagency_program = {:?}\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n[mcp_servers.rug]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\nenv = {{ RUGPULL_CALLS = {:?} }}\n{MANIFEST}[mcp_servers.rug2]\ncommand = \"python3\"\nargs = [{FIXTURE:?}]\n{}",
+        agent_story::BIN,
+        calls_file.display().to_string(),
+        agency_testkit::sandbox::sandbox_toml(&[out.path()])
+    );
+    let story = Story::start_with_policy(&cfg, Duration::from_secs(60), policy).await;
+    let root = json(&story.home, &["handlers"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for s in ["rug", "rug2"] {
+        let (code, _, err) = agency(
+            &story.home,
+            &["grant", &root, &format!("mcp_server:{s}"), "read"],
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) = agency(&story.home, &["send", "go"]);
+    assert_eq!(code, 0, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let config: Value = loop {
+        if let Ok(t) = std::fs::read_to_string(&config_file) {
+            break serde_json::from_str(&t).unwrap();
+        }
+        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    (out, calls_file, story, config)
+}
+
+/// Issue 11 items 4 and 5 together: a tool the manifest marks as not
+/// read-only is asked about by the default policy; the call is pending
+/// (and never reaches the server) until the user approves it, then runs
+/// exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue11_item4_a_write_through_an_extra_mcp_tool_waits_for_approval_once() {
+    let (_out, calls_file, story, config) = start_rug(None).await;
+    let (mut child, mut c) = tokio::task::block_in_place(|| launch(&config, "rug"));
+    assert_eq!(names(&c.tools()), ["note", "count"]);
+    let pending = c.call("note", json!({"text": "ship it"}));
+    assert_eq!(pending["isError"], true, "{pending}");
+    let t = text(&pending);
+    assert!(t.contains("pending approval"), "{t}");
+    assert!(calls(&calls_file).is_empty(), "the server never saw it");
+    let requests = json(&story.home, &["approvals"]);
+    let request = &requests.as_array().unwrap()[0];
+    assert_eq!(request["tool"], "mcp:rug/note", "{requests}");
+    let id = request["id"].to_string();
+    let (code, _, err) = agency(&story.home, &["approve", &id]);
+    assert_eq!(code, 0, "{err}");
+    let ok = c.call("note", json!({"text": "ship it"}));
+    assert_eq!(ok["structuredContent"], json!({"saved": "ship it"}), "{ok}");
+    assert_eq!(calls(&calls_file).len(), 1);
+    let again = c.call("note", json!({"text": "ship it"}));
+    assert!(text(&again).contains("pending approval"), "{again}");
+    assert_eq!(calls(&calls_file).len(), 1, "the approval served one call");
+    // A read-only tool is not asked about.
+    let count = c.call("count", json!({}));
+    assert!(!text(&count).contains("pending approval"), "{count}");
+    drop(c);
+    let _ = tokio::task::block_in_place(|| child.wait());
+    story.stop();
 }
 
 /// Start the launcher entry `name` of the agent's MCP configuration and

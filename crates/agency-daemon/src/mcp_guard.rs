@@ -185,20 +185,35 @@ impl Guard {
 
 /// The tool-call policy of issue 11 item 4, asked before a call is
 /// forwarded: `Service::tool_call_admit` with tool `mcp:SERVER/TOOL`, the
-/// arguments, and `read_only` from the manifest. That service call is
-/// being built beside this; until it is merged this allows, and the lead
-/// connects it here (an `Admission::Pending`/`Denied` becomes `Err` with
-/// the message for the agent, `Allow` becomes `Ok`).
+/// arguments, and `read_only` from the manifest (an `each_use`
+/// capability, a `policy.toml` rule or the defaults may ask the user).
+/// `Pending`/`Denied` become `Err` with the message for the agent, which
+/// it reads as the call's tool error; the tool-call budget is charged
+/// there too.
 async fn admit_policy(
-    _st: &AppState,
-    _who: Principal,
+    st: &AppState,
+    who: Principal,
     server: &str,
     tool: &str,
-    _args: &Value,
-    _read_only: Option<bool>,
+    args: &Value,
+    read_only: Option<bool>,
 ) -> Result<(), String> {
-    let _policy_tool = format!("mcp:{server}/{tool}");
-    Ok(())
+    let req = agency_service::ToolCallRequest {
+        tool: format!("mcp:{server}/{tool}"),
+        args: args.clone(),
+        read_only,
+    };
+    let svc = st.svc.clone();
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(|| svc.tool_call_admit(who, req))).await
+    {
+        Ok(Ok(agency_service::Admission::Allow { .. })) => Ok(()),
+        Ok(Ok(a)) => Err(a.message()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "failed to check the call of {tool} on MCP server {server}: the worker panicked"
+        )),
+    }
 }
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {

@@ -120,8 +120,16 @@ impl Service {
         let (canonical, hash, decision) = self.prepare(&call, workspace)?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
-            admit_in(op, &caller, &call.tool, &hash, &canonical, decision.clone())
-        })
+            let h = caller.require_handler("check a tool call")?.id;
+            // Every tool call is charged to the budgets on the handler's
+            // chain before it is admitted, so that a call a tool-call
+            // limit refuses consumes no approval; the refusal is returned
+            // inside `Ok` so that the pause it may cause commits.
+            if let Err(e) = crate::budgets_ledger::charge_tool_call(op, h)? {
+                return Ok(Err(e));
+            }
+            admit_in(op, &caller, &call.tool, &hash, &canonical, decision.clone()).map(Ok)
+        })?
     }
 
     /// Admit `call` inside one write transaction together with the
