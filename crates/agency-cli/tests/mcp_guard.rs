@@ -264,6 +264,19 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
         listing.contains(&extra_id) && listing.contains("new tool"),
         "{listing}"
     );
+    // The user hears of each quarantine once, in the inbox, with the way
+    // to decide it.
+    let (code, inbox, err) = agency(&story.home, &["inbox"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        inbox.matches("MCP tool quarantined: ").count(),
+        2,
+        "{inbox}"
+    );
+    assert!(
+        inbox.contains(&format!("agency approve {extra_id}")),
+        "{inbox}"
+    );
 
     // Attack: the agent approves through the admin API: not on its listener.
     let (status, _) = post(

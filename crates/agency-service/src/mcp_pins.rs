@@ -21,14 +21,15 @@
 //! tool may be called, and only for servers their handler holds a
 //! capability on.
 
-use agency_core::{HandlerId, Level, Principal, Resource, Timestamp};
+use agency_core::{HandlerId, Level, MailTarget, Principal, Resource, Timestamp};
 use agency_store::{McpPinChangeRow, McpPinRow, PinChangeStatus, Tx};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::service::{Caller, Service, authenticate};
+use crate::mail::system_mail;
+use crate::service::{Caller, Op, Service, authenticate};
 
 /// What the listing an agent reported does with one of its tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +122,14 @@ impl Service {
                 }
                 let verdict =
                     pin_one(op.tx, op.now, caller.handler(), server, name, canon, sealed)?;
+                if let PinVerdict::Quarantined {
+                    change: Some(id),
+                    new: true,
+                    ..
+                } = &verdict
+                {
+                    quarantine_mail(op, &caller, server, name, id)?;
+                }
                 out.push(verdict);
             }
             if complete && !sealed {
@@ -375,6 +384,31 @@ fn pin_one(
         change: Some(change.id),
         new,
     })
+}
+
+/// Tell the user, once per change, that a tool was quarantined: a change
+/// nobody hears of would leave the agents without the tool and the user
+/// without a reason (the request is durable either way; this is the
+/// inbox's copy).
+fn quarantine_mail(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    server: &str,
+    tool: &str,
+    id: &str,
+) -> Result<()> {
+    let subject = format!("MCP tool quarantined: {tool} of server {server} (change {id})");
+    let body = format!(
+        "The definition of tool `{tool}` of MCP server `{server}` is not the one pinned at \
+         the server's first listing (or the tool is new since then), so agents no longer see \
+         it or may call it.\n\n\
+         - see the difference and approve it: `agency mcp approve-tool {server} {tool}` \
+         (or `agency approve {id}`)\n\
+         - keep it out: `agency deny {id} --reason \"…\"`\n\
+         - every pin and change: `agency mcp pins`\n"
+    );
+    system_mail(op, caller, MailTarget::User, &subject, &body)?;
+    Ok(())
 }
 
 fn malformed(why: &str) -> PinVerdict {
