@@ -432,27 +432,7 @@ async fn start_rug(policy: Option<&str>) -> (tempfile::TempDir, std::path::PathB
         agency_testkit::sandbox::sandbox_toml(&[out.path()])
     );
     let story = Story::start_with_policy(&cfg, Duration::from_secs(60), policy).await;
-    let root = json(&story.home, &["handlers"])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    for s in ["rug", "rug2"] {
-        let (code, _, err) = agency(
-            &story.home,
-            &["grant", &root, &format!("mcp_server:{s}"), "read"],
-        );
-        assert_eq!(code, 0, "{err}");
-    }
-    let (code, _, err) = agency(&story.home, &["send", "go"]);
-    assert_eq!(code, 0, "{err}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let config: Value = loop {
-        if let Ok(t) = std::fs::read_to_string(&config_file) {
-            break serde_json::from_str(&t).unwrap();
-        }
-        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let config = grant_and_start(&story, &["rug", "rug2"], &config_file).await;
     (out, calls_file, story, config)
 }
 
@@ -488,6 +468,37 @@ async fn issue11_item4_a_write_through_an_extra_mcp_tool_waits_for_approval_once
     drop(c);
     let _ = tokio::task::block_in_place(|| child.wait());
     story.stop();
+}
+
+/// Grant the root handler every server of `servers`, wake its agent, and
+/// wait for the MCP configuration it writes to `config_file` (whole: the
+/// last server has its entry).
+async fn grant_and_start(story: &Story, servers: &[&str], config_file: &std::path::Path) -> Value {
+    let root = json(&story.home, &["handlers"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for s in servers {
+        let (code, _, err) = agency(
+            &story.home,
+            &["grant", &root, &format!("mcp_server:{s}"), "read"],
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) = agency(&story.home, &["send", "go"]);
+    assert_eq!(code, 0, "{err}");
+    let last = servers.last().copied().unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(config_file)
+            && let Ok(v) = serde_json::from_str::<Value>(&t)
+            && v["mcpServers"][last].is_object()
+        {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Start the launcher entry `name` of the agent's MCP configuration and
@@ -565,30 +576,7 @@ output_schema = {{ type = "object", properties = {{ authorization_seen = {{ cons
         agency_testkit::sandbox::sandbox_toml(&[out.path()])
     );
     let story = Story::start(&cfg, Duration::from_secs(60)).await;
-    let root = json(&story.home, &["handlers"])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    for s in ["web", "strict"] {
-        let (code, _, err) = agency(
-            &story.home,
-            &["grant", &root, &format!("mcp_server:{s}"), "read"],
-        );
-        assert_eq!(code, 0, "{err}");
-    }
-    let (code, _, err) = agency(&story.home, &["send", "go"]);
-    assert_eq!(code, 0, "{err}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let config: Value = loop {
-        if let Ok(t) = std::fs::read_to_string(&config_file)
-            && let Ok(v) = serde_json::from_str::<Value>(&t)
-            && v["mcpServers"]["strict"].is_object()
-        {
-            break v;
-        }
-        assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let config = grant_and_start(&story, &["web", "strict"], &config_file).await;
 
     let (mut web, mut c) = tokio::task::block_in_place(|| launch(&config, "web"));
     // Calling before any listing is refused: nothing is pinned yet.

@@ -159,18 +159,7 @@ impl Service {
         let now = self.clock.now();
         self.read(|tx| {
             require_user(tx, who, "read budgets")?;
-            let root = match root {
-                Some(id) => id,
-                None => {
-                    tx.root_handler()?
-                        .ok_or_else(|| ServiceError::not_found("handler", "root"))?
-                        .id
-                }
-            };
-            let rows = tx.handler_subtree(root)?;
-            if rows.is_empty() {
-                return Err(ServiceError::not_found("handler", root));
-            }
+            let (root, rows) = crate::metering::subtree_of(tx, root)?;
             let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
             let mut live: BTreeMap<HandlerId, i64> = BTreeMap::new();
             for a in tx.live_agents_of(&ids)? {

@@ -211,18 +211,7 @@ impl Service {
                     "failed to read costs: only the user reads the cost tree",
                 ));
             }
-            let root = match root {
-                Some(id) => id,
-                None => {
-                    tx.root_handler()?
-                        .ok_or_else(|| ServiceError::not_found("handler", "root"))?
-                        .id
-                }
-            };
-            let rows = tx.handler_subtree(root)?;
-            if rows.is_empty() {
-                return Err(ServiceError::not_found("handler", root));
-            }
+            let (root, rows) = subtree_of(tx, root)?;
             let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
             let totals = tx.model_usage_of(&ids)?;
             Ok(build_tree(root, &rows, &totals))
@@ -232,6 +221,27 @@ impl Service {
 
 /// Assemble the tree from the subtree's rows (`root` among them) and each
 /// row's own totals, children ordered by id.
+/// `root` (default: the root handler) and its subtree's rows, root first;
+/// not found if `root` names no handler.
+pub(crate) fn subtree_of(
+    tx: &mut dyn agency_store::Tx,
+    root: Option<HandlerId>,
+) -> Result<(HandlerId, Vec<HandlerRow>)> {
+    let root = match root {
+        Some(id) => id,
+        None => {
+            tx.root_handler()?
+                .ok_or_else(|| ServiceError::not_found("handler", "root"))?
+                .id
+        }
+    };
+    let rows = tx.handler_subtree(root)?;
+    if rows.is_empty() {
+        return Err(ServiceError::not_found("handler", root));
+    }
+    Ok((root, rows))
+}
+
 fn build_tree(root: HandlerId, rows: &[HandlerRow], totals: &[UsageTotals]) -> CostNode {
     use std::collections::BTreeMap;
     let mut children: BTreeMap<HandlerId, Vec<usize>> = BTreeMap::new();
