@@ -118,6 +118,13 @@ impl Service {
         workspace: Option<&Path>,
     ) -> Result<Admission> {
         let (canonical, hash, decision) = self.prepare(&call, workspace)?;
+        let now = self.clock.now();
+        let charge = self.read(|tx| {
+            let h = authenticate(tx, who)?
+                .require_handler("check a tool call")?
+                .id;
+            crate::budgets_ledger::tool_call_charge_due(tx, h, now)
+        })?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             let h = caller.require_handler("check a tool call")?.id;
@@ -125,7 +132,7 @@ impl Service {
             // chain before it is admitted, so that a call a tool-call
             // limit refuses consumes no approval; the refusal is returned
             // inside `Ok` so that the pause it may cause commits.
-            if let Err(e) = crate::budgets_ledger::charge_tool_call(op, h)? {
+            if charge && let Err(e) = crate::budgets_ledger::charge_tool_call(op, h)? {
                 return Ok(Err(e));
             }
             admit_in(op, &caller, &call.tool, &hash, &canonical, decision.clone()).map(Ok)

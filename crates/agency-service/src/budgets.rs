@@ -16,7 +16,7 @@ use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerSta
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::budgets_ledger::{Kind, charge_tool_call, elapsed, paused_by};
+use crate::budgets_ledger::{Kind, charge_tool_call, elapsed, paused_by, tool_call_charge_due};
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::{Caller, Service, authenticate};
@@ -191,6 +191,14 @@ impl Service {
     /// 80% notice to add to the tool's result. Refused (`quota`) at the
     /// tool-call limit.
     pub fn tool_call_charge(&self, who: Principal) -> Result<Option<String>> {
+        let now = self.clock.now();
+        let due = self.read(|tx| {
+            let handler = authenticate(tx, who)?.require_handler("call a tool")?.id;
+            tool_call_charge_due(tx, handler, now)
+        })?;
+        if !due {
+            return Ok(None);
+        }
         self.write(|op| {
             let handler = authenticate(op.tx, who)?.require_handler("call a tool")?.id;
             charge_tool_call(op, handler)

@@ -419,6 +419,53 @@ pub(crate) fn pause_reached(op: &mut Op<'_>, handler: HandlerId) -> Result<()> {
     Ok(())
 }
 
+/// The use and the limit of `kind` on budget `b` if it is at or past 80%
+/// and the agents were not told yet.
+fn notice_due(
+    b: &BudgetRow,
+    spend: &BudgetSpend,
+    kind: Kind,
+    now: Timestamp,
+) -> Option<(i64, i64)> {
+    let limit = kind.limit(&b.limits)?;
+    if limit <= 0 || b.warned & kind.bit() != 0 {
+        return None;
+    }
+    let used = match kind {
+        Kind::WallClock => elapsed(b, now),
+        _ => kind.spent(spend)? + kind.in_flight(spend),
+    };
+    (used.saturating_mul(5) >= limit.saturating_mul(4)).then_some((used, limit))
+}
+
+/// Whether a tool call of `handler` has to take the write path of
+/// [`charge_tool_call`]: a budget on its chain limits tool calls or
+/// wall-clock time (the call may reach them), or owes an 80% notice.
+/// Otherwise the call changes nothing a budget reads, and the durable
+/// commit a charge costs is skipped on Agency's hottest path; so tool calls
+/// count toward a subtree's total while a tool-call limit is above it.
+pub(crate) fn tool_call_charge_due(
+    tx: &mut dyn Tx,
+    handler: HandlerId,
+    now: Timestamp,
+) -> Result<bool> {
+    let rows = chain(tx, handler)?;
+    for h in held(tx, &rows)? {
+        let b = &h.budget;
+        if Kind::ToolCalls.limit(&b.limits).is_some() || Kind::WallClock.limit(&b.limits).is_some()
+        {
+            return Ok(true);
+        }
+        if Kind::ALL
+            .iter()
+            .any(|&k| notice_due(b, &h.spend, k, now).is_some())
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The 80% notices due on `handler`'s chain: one line per kind of a
 /// budget whose spend (with what is in flight) passed 80% of its limit
 /// since its last notice; each is marked shown, so an agent reads it once
@@ -430,20 +477,7 @@ pub(crate) fn notices(op: &mut Op<'_>, handler: HandlerId) -> Result<Option<Stri
         let mut b = h.budget;
         let before = b.warned;
         for kind in Kind::ALL {
-            let Some(limit) = kind.limit(&b.limits) else {
-                continue;
-            };
-            if limit <= 0 || b.warned & kind.bit() != 0 {
-                continue;
-            }
-            let used = match kind {
-                Kind::WallClock => elapsed(&b, op.now),
-                _ => match kind.spent(&h.spend) {
-                    Some(s) => s + kind.in_flight(&h.spend),
-                    None => continue,
-                },
-            };
-            if used.saturating_mul(5) >= limit.saturating_mul(4) {
+            if let Some((used, limit)) = notice_due(&b, &h.spend, kind, op.now) {
                 b.warned |= kind.bit();
                 lines.push(format!(
                     "budget of handler {}: {} used {used} of {limit} ({} left)",

@@ -549,3 +549,31 @@ proptest! {
         }
     }
 }
+
+/// A tool call under no tool-call (or wall-clock) limit and owing no
+/// notice takes no write: it is not counted, so the tool-call total of a
+/// subtree counts from when a tool-call limit is above it (the durable
+/// commit per call is skipped on the hottest path). With the limit set it
+/// counts, and the limit holds.
+#[test]
+fn tool_calls_count_while_a_tool_call_limit_is_above() {
+    let o = Org::new();
+    o.set(BudgetLimits {
+        tokens: Some(1_000_000),
+        ..BudgetLimits::default()
+    });
+    for _ in 0..3 {
+        o.env.svc.tool_call_charge(o.env.agent(o.worker)).unwrap();
+    }
+    assert_eq!(spent(&o).tool_calls, 0);
+    o.set(BudgetLimits {
+        tokens: Some(1_000_000),
+        tool_calls: Some(2),
+        ..BudgetLimits::default()
+    });
+    for _ in 0..2 {
+        o.env.svc.tool_call_charge(o.env.agent(o.worker)).unwrap();
+    }
+    assert_eq!(spent(&o).tool_calls, 2);
+    assert_kind(o.env.svc.tool_call_charge(o.env.agent(o.worker)), "quota");
+}
