@@ -412,13 +412,19 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
     }
     let addrs = match resolve(t, decision.check_resolved()).await {
         Err(Resolve::Local(ip)) => {
+            let address = EgressPattern::exact(&EgressTarget {
+                host: Host::Ip(ip),
+                port: t.port,
+            });
+            let way_out = match via {
+                Via::Agent => format!("grant the address itself, egress:{address}"),
+                Via::Mcp { server, .. } => format!(
+                    "declare the address itself, {address}, in the egress of MCP server {server}'s manifest"
+                ),
+            };
             let why = format!(
-                "{} resolves to {ip}, a local address; a grant of a host name never reaches the machine or its network (grant the address itself, egress:{}, if that is meant)",
+                "{} resolves to {ip}, a local address; a host name never reaches the machine or its network ({way_out}, if that is meant)",
                 t.host_str(),
-                EgressPattern::exact(&EgressTarget {
-                    host: Host::Ip(ip),
-                    port: t.port,
-                }),
             );
             tracing::info!(target = %t, %ip, "egress refused: local address");
             record(p, who, t, &decision, Some(why.clone())).await?;
