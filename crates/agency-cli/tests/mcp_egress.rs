@@ -14,6 +14,7 @@
 //!   uses it — it reaches the manifest's hosts and nothing else; a made-up
 //!   key, or the agent's token presented as a server's, gets 407; the
 //!   agent's token still reaches only the agent's own grants.
+//! - A declared name that resolves to a local address is refused.
 //! - A server without a manifest `egress` list gets no proxy at all.
 
 #![allow(clippy::unwrap_used)]
@@ -226,7 +227,7 @@ command = "python3"
 args = [{FIXTURE:?}]
 [mcp_servers.web.manifest]
 allow_unlisted = true
-egress = ["127.0.0.1:{a_port}"]
+egress = ["127.0.0.1:{a_port}", "localhost:{a_port}"]
 [mcp_servers.plain]
 command = "python3"
 args = [{FIXTURE:?}]
@@ -351,6 +352,24 @@ args = [{FIXTURE:?}]
         "{log:?}"
     );
     assert!(log[5].contains("allowed by capability"), "{log:?}");
+
+    // A declared host *name* that resolves to a local address is refused,
+    // as a granted one is; the address as written (above) is not.
+    let local = format!("http://localhost:{a_port}/db");
+    let got = tokio::task::block_in_place(|| c.call("fetch", json!({ "url": local })));
+    assert_eq!(got["status"], 403, "{got}");
+    assert!(
+        got["body"].as_str().unwrap().contains("a local address"),
+        "{got}"
+    );
+    assert_eq!(allowed.connections(), 2, "{:?}", allowed.heads);
+    let log = egress_log(&story, &root);
+    assert!(
+        log[6].starts_with(&format!(
+            "egress to localhost:{a_port} refused: localhost resolves to"
+        )),
+        "{log:?}"
+    );
 
     drop(c);
     let _ = tokio::task::block_in_place(|| web.wait());
