@@ -12,7 +12,10 @@
 //! the result are replaced by errors.
 //!
 //! The server runs in its own process group, from an empty environment
-//! plus the variables every agent process may have and its own `env`; it
+//! plus the variables every agent process may have and its own `env`
+//! (and, when its manifest declares `egress`, the proxy variables for the
+//! daemon's egress proxy with the server's own key: its manifest's hosts
+//! are then its one way out; otherwise it has none); it
 //! is stopped (SIGTERM to its group, SIGKILL after a grace) when the agent
 //! closes stdin, when the launcher is told to stop, or when the server's
 //! output ends. The launcher runs inside the agent's sandbox, and so does
@@ -117,16 +120,27 @@ pub fn block_signals() -> Result<SigSet> {
     Ok(signals)
 }
 
-/// Run server `name` (`command args`, environment `env`) behind the guard;
-/// `signals` from [`block_signals`].
-pub fn run(
-    name: &str,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    guard: GuardLink,
-    signals: SigSet,
-) -> Result<ExitCode> {
+/// What to run: the server's command line and environment from its launch
+/// specification, and the egress proxy URL `/launch` gave (if any).
+pub struct Server<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub egress_proxy: Option<&'a str>,
+}
+
+/// Hosts a server reaches without the proxy: loopback, as for agents (in
+/// the sandbox only the daemon's own listeners are there).
+const NO_PROXY: &str = "127.0.0.1,localhost,::1";
+
+/// Run server `name` behind the guard; `signals` from [`block_signals`].
+pub fn run(name: &str, server: &Server<'_>, guard: GuardLink, signals: SigSet) -> Result<ExitCode> {
+    let Server {
+        command,
+        args,
+        env,
+        egress_proxy,
+    } = *server;
     let mut cmd = Command::new(command);
     cmd.env_clear();
     for k in INHERITED_ENV.iter().chain(&["HOME", "TMPDIR"]) {
@@ -134,9 +148,17 @@ pub fn run(
             cmd.env(k, v);
         }
     }
-    cmd.args(args)
-        .envs(env)
-        .stdin(Stdio::piped())
+    cmd.args(args).envs(env);
+    // Set last: the server's way out is Agency's proxy or none.
+    if let Some(url) = egress_proxy {
+        for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            cmd.env(k, url);
+        }
+        for k in ["NO_PROXY", "no_proxy"] {
+            cmd.env(k, NO_PROXY);
+        }
+    }
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);

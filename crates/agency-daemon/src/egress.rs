@@ -23,13 +23,22 @@
 //! - Every connection allowed or refused is one record in the handler's
 //!   audit log (`Service::egress_record`), written before the connection
 //!   is opened: if it cannot be written, nothing is opened.
+//! - An extra stdio MCP server whose manifest declares `egress` (issue 11
+//!   item 5) comes with a credential of its own: user `mcp`, password the
+//!   egress key `/launch` gave its launcher (`launch::LaunchNonces`, bound
+//!   to the agent and the server). Such a connection may reach only the
+//!   manifest's hosts, while the agent's handler holds a capability on
+//!   `mcp_server:NAME` (`Service::mcp_egress_check`); the handler's
+//!   `egress` capabilities count for nothing there, and the manifest for
+//!   nothing with the agent's token. Same resolution rules, same records
+//!   (naming the server).
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::egress::{Host, is_local_address};
+use agency_core::egress::{EgressPattern, Host, is_local_address};
 use agency_core::{EgressTarget, Principal};
 use agency_mcp::CancellationToken;
 use agency_service::{EgressDecision, Service, ServiceError};
@@ -47,6 +56,12 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::activity::Activity;
 use crate::error::DaemonError;
+use crate::launch::LaunchNonces;
+use crate::mcp_servers::McpServers;
+
+/// The proxy user name of an MCP server's credential (the password is its
+/// egress key); any other user name means the password is an agent token.
+pub const MCP_PROXY_USER: &str = "mcp";
 
 /// Resolving a name, and opening each TCP connection, give up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,6 +87,8 @@ pub struct EgressProxy {
 struct Proxy {
     svc: Arc<Service>,
     activity: Arc<Activity>,
+    nonces: Arc<LaunchNonces>,
+    servers: Arc<McpServers>,
     slots: Arc<Semaphore>,
     stop: CancellationToken,
 }
@@ -81,6 +98,8 @@ impl EgressProxy {
     pub(crate) async fn start(
         svc: Arc<Service>,
         activity: Arc<Activity>,
+        nonces: Arc<LaunchNonces>,
+        servers: Arc<McpServers>,
     ) -> Result<EgressProxy, DaemonError> {
         let want = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let listen_err = |cause| DaemonError::Listen {
@@ -93,6 +112,8 @@ impl EgressProxy {
         let proxy = Arc::new(Proxy {
             svc,
             activity,
+            nonces,
+            servers,
             slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             stop: stop.clone(),
         });
@@ -177,14 +198,29 @@ async fn handle(p: Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
     result.unwrap_or_else(Fail::into_response)
 }
 
-/// The agent's token from `Proxy-Authorization` (Basic: the password;
+/// Who a connection is for: the agent itself, or an MCP server Agency
+/// launched for it (and the hosts its manifest declares).
+#[derive(Clone)]
+enum Via {
+    Agent,
+    Mcp {
+        server: String,
+        manifest: Arc<Vec<EgressPattern>>,
+    },
+}
+
+/// The caller from `Proxy-Authorization`: user `mcp` with a live egress
+/// key (an MCP server), else the agent's token (Basic: the password;
 /// Bearer: the token), checked as `/mcp` checks it.
-async fn authenticate(p: &Proxy, headers: &HeaderMap) -> Result<Principal, Fail> {
-    let Some(token) = proxy_token(headers) else {
+async fn authenticate(p: &Proxy, headers: &HeaderMap) -> Result<(Principal, Via), Fail> {
+    let Some((user, token)) = proxy_credential(headers) else {
         return Err(auth_required(
             "failed to authenticate to Agency's egress proxy: send the agent's token as the proxy password (HTTPS_PROXY=http://agent:TOKEN@HOST:PORT, as Agency sets it)",
         ));
     };
+    if user.as_deref() == Some(MCP_PROXY_USER) {
+        return mcp_caller(p, &token);
+    }
     let svc = p.svc.clone();
     let span = tracing::Span::current();
     let found =
@@ -192,7 +228,7 @@ async fn authenticate(p: &Proxy, headers: &HeaderMap) -> Result<Principal, Fail>
     match found {
         Ok(Ok(id)) => {
             p.activity.touch(id.agent);
-            Ok(id.principal())
+            Ok((id.principal(), Via::Agent))
         }
         Ok(Err(e)) => Err(auth_required(&e.to_string())),
         Err(_) => Err(text(
@@ -202,26 +238,63 @@ async fn authenticate(p: &Proxy, headers: &HeaderMap) -> Result<Principal, Fail>
     }
 }
 
-fn proxy_token(headers: &HeaderMap) -> Option<String> {
+/// An MCP server's egress key: the agent and server it was issued for,
+/// and that server's manifest `egress` list (checked at start).
+fn mcp_caller(p: &Proxy, key: &str) -> Result<(Principal, Via), Fail> {
+    let unknown = || {
+        auth_required(
+            "failed to authenticate to Agency's egress proxy: this MCP server egress key is unknown or its agent has ended (only a server Agency launched gets one)",
+        )
+    };
+    let (who, server) = p.nonces.egress_of(key).ok_or_else(unknown)?;
+    let manifest = match p.servers.manifest(&server) {
+        Some(Ok(m)) => m
+            .manifest
+            .egress
+            .iter()
+            .filter_map(|h| EgressPattern::parse(h).ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Principal::Agent { agent, .. } = who {
+        p.activity.touch(agent);
+    }
+    Ok((
+        who,
+        Via::Mcp {
+            server,
+            manifest: Arc::new(manifest),
+        },
+    ))
+}
+
+/// The user name (Basic only) and password or token of
+/// `Proxy-Authorization`.
+fn proxy_credential(headers: &HeaderMap) -> Option<(Option<String>, String)> {
     let v = headers.get(header::PROXY_AUTHORIZATION)?.to_str().ok()?;
     let (scheme, rest) = v.trim().split_once(' ')?;
-    let token = if scheme.eq_ignore_ascii_case("basic") {
+    let (user, token) = if scheme.eq_ignore_ascii_case("basic") {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(rest.trim())
             .ok()?;
         let pair = String::from_utf8(raw).ok()?;
-        pair.split_once(':')?.1.to_owned()
+        let (user, pass) = pair.split_once(':')?;
+        (Some(user.to_owned()), pass.to_owned())
     } else if scheme.eq_ignore_ascii_case("bearer") {
-        rest.trim().to_owned()
+        (None, rest.trim().to_owned())
     } else {
         return None;
     };
-    (!token.is_empty()).then_some(token)
+    (!token.is_empty()).then_some((user, token))
 }
 
 /// `CONNECT host:port`: authorise, connect, answer 200, then copy bytes
 /// both ways until either side closes.
-async fn tunnel(p: &Proxy, who: Principal, req: Request<Incoming>) -> Result<Response<Body>, Fail> {
+async fn tunnel(
+    p: &Proxy,
+    (who, via): (Principal, Via),
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Fail> {
     let authority = req.uri().authority().map(|a| a.as_str().to_owned());
     let target = authority
         .as_deref()
@@ -231,7 +304,7 @@ async fn tunnel(p: &Proxy, who: Principal, req: Request<Incoming>) -> Result<Res
         })
         .map_err(|m| text(StatusCode::BAD_REQUEST, &m))?;
     let permit = slot(p)?;
-    let mut upstream = open(p, who, &target).await?;
+    let mut upstream = open(p, who, &via, &target).await?;
     let stop = p.stop.clone();
     tokio::spawn(async move {
         let _permit = permit;
@@ -251,7 +324,7 @@ async fn tunnel(p: &Proxy, who: Principal, req: Request<Incoming>) -> Result<Res
 /// origin form without hop-by-hop headers, stream the answer back.
 async fn forward(
     p: &Proxy,
-    who: Principal,
+    (who, via): (Principal, Via),
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Fail> {
     let uri = req.uri().clone();
@@ -265,7 +338,7 @@ async fn forward(
     let target = EgressTarget::new(host, port)
         .map_err(|e| text(StatusCode::BAD_REQUEST, &format!("failed to forward: {e}")))?;
     let permit = slot(p)?;
-    let upstream = open(p, who, &target).await?;
+    let upstream = open(p, who, &via, &target).await?;
     let (mut parts, body) = req.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     let host_header = match port {
@@ -319,27 +392,47 @@ fn slot(p: &Proxy) -> Result<OwnedSemaphorePermit, Fail> {
 }
 
 /// Check, resolve, record, connect: the one path to a socket.
-async fn open(p: &Proxy, who: Principal, t: &EgressTarget) -> Result<TcpStream, Fail> {
+async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<TcpStream, Fail> {
     let (host, port) = (t.host_str(), t.port);
-    let decision = blocking(p, move |svc| svc.egress_check(who, &host, port)).await?;
+    let decision = match via.clone() {
+        Via::Agent => blocking(p, move |svc| svc.egress_check(who, &host, port)).await?,
+        Via::Mcp { server, manifest } => {
+            blocking(p, move |svc| {
+                svc.mcp_egress_check(who, &server, &manifest, &host, port)
+            })
+            .await?
+        }
+    };
     if let EgressDecision::Refused { message } = &decision {
-        tracing::info!(target = %t, "egress refused: no capability");
-        record(p, who, t, &decision, None).await?;
-        return Err(forbidden(t, message));
+        tracing::info!(target = %t, "egress refused: not granted");
+        // A server's refusal is recorded with its message (naming it).
+        let why = matches!(via, Via::Mcp { .. }).then(|| message.clone());
+        record(p, who, t, &decision, why).await?;
+        return Err(forbidden(t, via, message));
     }
     let addrs = match resolve(t, decision.check_resolved()).await {
         Err(Resolve::Local(ip)) => {
+            let address = EgressPattern::exact(&EgressTarget {
+                host: Host::Ip(ip),
+                port: t.port,
+            });
+            let way_out = match via {
+                Via::Agent => format!("grant the address itself, egress:{address}"),
+                Via::Mcp { server, .. } => format!(
+                    "declare the address itself, {address}, in the egress of MCP server {server}'s manifest"
+                ),
+            };
             let why = format!(
-                "{} resolves to {ip}, a local address; a grant of a host name never reaches the machine or its network (grant the address itself, egress:{}, if that is meant)",
+                "{} resolves to {ip}, a local address; a host name never reaches the machine or its network ({way_out}, if that is meant)",
                 t.host_str(),
-                agency_core::EgressPattern::exact(&EgressTarget {
-                    host: Host::Ip(ip),
-                    port: t.port,
-                }),
             );
             tracing::info!(target = %t, %ip, "egress refused: local address");
             record(p, who, t, &decision, Some(why.clone())).await?;
-            return Err(forbidden(t, &format!("failed to connect to {t}: {why}")));
+            return Err(forbidden(
+                t,
+                via,
+                &format!("failed to connect to {t}: {why}"),
+            ));
         }
         other => other,
     };
@@ -539,12 +632,16 @@ fn auth_required(message: &str) -> Fail {
 /// 403 naming the host and the way out, in the body and the reason
 /// phrase (a client of a refused `CONNECT` often shows only the status
 /// line).
-fn forbidden(t: &EgressTarget, message: &str) -> Fail {
+fn forbidden(t: &EgressTarget, via: &Via, message: &str) -> Fail {
+    let way_out = match via {
+        Via::Agent => format!("ask your boss to grant egress:{}", EgressPattern::exact(t)),
+        Via::Mcp { server, .. } => format!(
+            "MCP server {server}'s manifest declares no egress {}",
+            EgressPattern::exact(t)
+        ),
+    };
     Fail {
-        reason: Some(format!(
-            "Forbidden: ask your boss to grant egress:{}",
-            agency_core::EgressPattern::exact(t)
-        )),
+        reason: Some(format!("Forbidden: {way_out}")),
         ..text(StatusCode::FORBIDDEN, message)
     }
 }
@@ -585,17 +682,19 @@ mod tests {
                 base64::engine::general_purpose::STANDARD.encode(s)
             );
             h.insert(header::PROXY_AUTHORIZATION, v.parse().unwrap());
-            proxy_token(&h)
+            proxy_credential(&h)
         };
-        assert_eq!(basic("agent:agency_abc").as_deref(), Some("agency_abc"));
-        assert_eq!(basic("agent:").as_deref(), None);
-        assert_eq!(basic("no-colon").as_deref(), None);
+        let some = |u: &str, t: &str| Some((Some(u.to_owned()), t.to_owned()));
+        assert_eq!(basic("agent:agency_abc"), some("agent", "agency_abc"));
+        assert_eq!(basic("mcp:age_abc"), some("mcp", "age_abc"));
+        assert_eq!(basic("agent:"), None);
+        assert_eq!(basic("no-colon"), None);
         let mut h = HeaderMap::new();
         h.insert(
             header::PROXY_AUTHORIZATION,
             "Bearer agency_x".parse().unwrap(),
         );
-        assert_eq!(proxy_token(&h).as_deref(), Some("agency_x"));
-        assert_eq!(proxy_token(&HeaderMap::new()), None);
+        assert_eq!(proxy_credential(&h), Some((None, "agency_x".to_owned())));
+        assert_eq!(proxy_credential(&HeaderMap::new()), None);
     }
 }

@@ -32,6 +32,12 @@ use crate::server::AppState;
 /// The header that carries the launch nonce.
 pub const NONCE_HEADER: &str = "x-agency-launch-nonce";
 
+/// The header of `/launch`'s answer that gives a stdio server whose
+/// manifest declares `egress` its proxy URL, credential included
+/// (`http://mcp:KEY@127.0.0.1:PORT`): the launcher sets it as the
+/// server's `HTTP(S)_PROXY`. Absent: the server gets no proxy.
+pub const EGRESS_PROXY_HEADER: &str = "x-agency-egress-proxy";
+
 /// Launch nonces issued at spawns and not yet used, in memory only (a
 /// restart reaps every agent, so none survives one). Keyed by the nonce's
 /// hash; each is bound to one agent and one server.
@@ -41,6 +47,11 @@ pub(crate) struct LaunchNonces {
     /// Guard sessions handed to launchers of stdio servers with their
     /// launch (`mcp_guard.rs`), keyed by hash, bound to agent and server.
     sessions: Mutex<HashMap<blake3::Hash, (AgentId, String)>>,
+    /// Egress keys handed to launchers of stdio servers whose manifest
+    /// declares `egress` (`egress.rs`), keyed by hash, bound to the agent
+    /// (with its handler) and server. Not the guard session: the key sits
+    /// in the server's environment, which the agent may read.
+    egress: Mutex<HashMap<blake3::Hash, (Principal, String)>>,
 }
 
 impl LaunchNonces {
@@ -74,6 +85,35 @@ impl LaunchNonces {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|_, (a, _)| *a != agent);
+        self.egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, (who, _)| !matches!(who, Principal::Agent { agent: a, .. } if *a == agent));
+    }
+
+    /// An egress key for the server `who`'s launcher is starting: the
+    /// proxy password (user `mcp`) that lets the server reach its
+    /// manifest's `egress` hosts and nothing else.
+    pub fn issue_egress(&self, who: Principal, server: &str) -> String {
+        let key = format!(
+            "age_{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        self.egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(blake3::hash(key.as_bytes()), (who, server.to_owned()));
+        key
+    }
+
+    /// The agent and server an egress key was issued for, if it is live.
+    pub fn egress_of(&self, key: &str) -> Option<(Principal, String)> {
+        self.egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&blake3::hash(key.as_bytes()))
+            .cloned()
     }
 
     /// A guard session for the launcher that just spent its nonce: the
@@ -194,6 +234,22 @@ async fn launch(
                 ),
                 s => (s, Some(st.nonces.issue_session(id.agent, &name))),
             };
+            // A stdio server whose manifest declares egress reaches those
+            // hosts (and only those) through the egress proxy, with a key
+            // of its own; any other server gets no way out.
+            let egress = match (&spec, st.servers.manifest(&name), st.egress_addr) {
+                (LaunchSpec::Stdio { .. }, Some(Ok(m)), Some(addr))
+                    if !m.manifest.egress.is_empty() =>
+                {
+                    let who = Principal::agent(id.handler, id.agent);
+                    let key = st.nonces.issue_egress(who, &name);
+                    Some(format!(
+                        "http://{}:{key}@{addr}",
+                        crate::egress::MCP_PROXY_USER
+                    ))
+                }
+                _ => None,
+            };
             match serde_json::to_vec(&spec) {
                 Ok(body) => {
                     let mut resp = (
@@ -209,6 +265,9 @@ async fn launch(
                     if let Some(key) = session.and_then(|k| HeaderValue::from_str(&k).ok()) {
                         resp.headers_mut()
                             .insert(crate::mcp_guard::SESSION_HEADER, key);
+                    }
+                    if let Some(url) = egress.and_then(|u| HeaderValue::from_str(&u).ok()) {
+                        resp.headers_mut().insert(EGRESS_PROXY_HEADER, url);
                     }
                     resp
                 }
@@ -242,5 +301,22 @@ mod tests {
         n.forget_agent(a);
         assert!(n.consume(&w, a, "gh").is_err(), "the agent ended");
         assert!(n.consume("", a, "gh").is_err());
+    }
+
+    #[test]
+    fn an_egress_key_names_its_agent_and_server_until_the_agent_ends() {
+        let n = LaunchNonces::default();
+        let h = agency_core::HandlerId(uuid::Uuid::new_v4());
+        let (a, b) = (AgentId(uuid::Uuid::new_v4()), AgentId(uuid::Uuid::new_v4()));
+        let ka = n.issue_egress(Principal::agent(h, a), "web");
+        let kb = n.issue_egress(Principal::agent(h, b), "web");
+        assert_eq!(
+            n.egress_of(&ka),
+            Some((Principal::agent(h, a), "web".to_owned()))
+        );
+        assert_eq!(n.egress_of("age_made_up"), None);
+        n.forget_agent(a);
+        assert_eq!(n.egress_of(&ka), None, "the agent ended");
+        assert!(n.egress_of(&kb).is_some(), "another agent's key stays");
     }
 }

@@ -8,7 +8,7 @@
 //! ```toml
 //! [mcp_servers.notes.manifest]
 //! allow_unlisted = false        # tools not declared below are withheld
-//! egress = ["api.example.com"]  # hosts the server needs (informational)
+//! egress = ["api.example.com"]  # the only hosts the server may reach (egress proxy)
 //! rate_limit = { per_handler = 60, per_server = 600 }  # calls/minute, all tools
 //! [mcp_servers.notes.manifest.tools.add_note]
 //! read_only = false
@@ -72,7 +72,8 @@ pub struct Manifest {
     /// A limit over all the server's tools together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
-    /// The hosts the server needs to reach (`HOST`, `*.DOMAIN`, `:PORT`).
+    /// The only hosts the server may reach, through the egress proxy
+    /// (`HOST`, `*.DOMAIN`, `:PORT`; `egress.rs`): enforced, not advisory.
     pub egress: Vec<String>,
 }
 

@@ -54,6 +54,9 @@ pub(crate) struct AppState {
     pub models: Arc<crate::models::Models>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
     pub guard: Arc<crate::mcp_guard::Guard>,
+    /// The egress proxy's address, told to launchers of stdio servers
+    /// whose manifest declares `egress` (`launch.rs`).
+    pub egress_addr: Option<SocketAddr>,
 }
 
 /// A running daemon (in this process).
@@ -211,8 +214,14 @@ impl Daemon {
         }
         let confiner = Arc::new(confiner);
         let activity = Arc::new(Activity::default());
-        let egress = EgressProxy::start(svc.clone(), activity.clone()).await?;
         let nonces = Arc::new(launch::LaunchNonces::default());
+        let egress = EgressProxy::start(
+            svc.clone(),
+            activity.clone(),
+            nonces.clone(),
+            servers.clone(),
+        )
+        .await?;
         let shutdown_requested = Arc::new(Notify::new());
         let state = Arc::new(AppState {
             nonces: nonces.clone(),
@@ -228,6 +237,7 @@ impl Daemon {
             servers: servers.clone(),
             models: Arc::new(models),
             guard: Arc::default(),
+            egress_addr: Some(egress.addr()),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's

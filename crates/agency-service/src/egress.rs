@@ -31,6 +31,13 @@ pub enum EgressDecision {
         capability: CapabilityId,
         pattern: EgressPattern,
     },
+    /// An extra MCP server launched by Agency for the agent may reach it:
+    /// its manifest's `egress` list has `pattern`, and the agent's handler
+    /// holds a capability on `mcp_server:server` now.
+    McpManifest {
+        server: String,
+        pattern: EgressPattern,
+    },
     /// Nothing allows it; `message` says so and how to get it.
     Refused { message: String },
 }
@@ -44,7 +51,11 @@ impl EgressDecision {
     /// local) before connecting: a granted host name, not an address
     /// granted as written.
     pub fn check_resolved(&self) -> bool {
-        matches!(self, EgressDecision::Granted { pattern, .. } if !pattern.is_address())
+        matches!(
+            self,
+            EgressDecision::Granted { pattern, .. } | EgressDecision::McpManifest { pattern, .. }
+                if !pattern.is_address()
+        )
     }
 }
 
@@ -77,6 +88,48 @@ impl Service {
         })
     }
 
+    /// Whether extra MCP server `server`, launched by Agency for agent
+    /// `who`, may connect to `host:port`: one of `manifest` (the server's
+    /// manifest `egress` list, from the daemon's configuration) matches,
+    /// and `who`'s handler still holds a capability on `mcp_server:server`.
+    /// The agent's own `egress` capabilities count for nothing here, and
+    /// the manifest for nothing in [`egress_check`]: each credential gets
+    /// its own list. Reads only.
+    ///
+    /// [`egress_check`]: Service::egress_check
+    pub fn mcp_egress_check(
+        &self,
+        who: Principal,
+        server: &str,
+        manifest: &[EgressPattern],
+        host: &str,
+        port: u16,
+    ) -> Result<EgressDecision> {
+        let target = EgressTarget::new(host, port)?;
+        // A capability revoked since the launch: refused (and recorded)
+        // like any other destination.
+        if let Err(e) = self.mcp_server_check(who, server) {
+            if e.kind() == "permission_denied" {
+                return Ok(EgressDecision::Refused {
+                    message: e.to_string(),
+                });
+            }
+            return Err(e);
+        }
+        if let Some(p) = manifest.iter().find(|p| p.matches(&target)) {
+            return Ok(EgressDecision::McpManifest {
+                server: server.to_owned(),
+                pattern: p.clone(),
+            });
+        }
+        Ok(EgressDecision::Refused {
+            message: format!(
+                "failed to connect to {target}: the manifest of MCP server {server} declares no egress for it; the user may add {} to egress in [mcp_servers.{server}.manifest]",
+                EgressPattern::exact(&target)
+            ),
+        })
+    }
+
     /// Record one connection in the agent's handler's audit log: allowed as
     /// `decision` says, or refused (`refusal`: why, when the check allowed
     /// it but the daemon did not, e.g. the name resolved to a local
@@ -104,6 +157,11 @@ impl Service {
                 None,
             ) => {
                 format!("egress to {target} allowed by capability {capability} (egress:{pattern})")
+            }
+            (EgressDecision::McpManifest { server, pattern }, None) => {
+                format!(
+                    "egress to {target} by MCP server {server} allowed by its manifest (egress {pattern})"
+                )
             }
         };
         self.write(|op| {

@@ -7,11 +7,14 @@
 //! ([`crate::mcp_relay`]: pins, manifest, rate limits, policy), from an
 //! empty environment plus the server's own, or bridges stdio to the
 //! daemon's proxy of an HTTP server (which guards it itself). The secrets
-//! in the specification reach the server's process and no other.
+//! in the specification reach the server's process and no other. A stdio
+//! server whose manifest declares `egress` also gets the egress proxy URL
+//! the daemon's answer carries (its own key as the password) as its
+//! `HTTP(S)_PROXY`: its only way out, to those hosts only.
 
 use std::process::ExitCode;
 
-use agency_daemon::launch::NONCE_HEADER;
+use agency_daemon::launch::{EGRESS_PROXY_HEADER, NONCE_HEADER};
 use agency_daemon::mcp_guard::SESSION_HEADER;
 use agency_daemon::mcp_servers::LaunchSpec;
 use anyhow::{Context, Result, bail};
@@ -28,7 +31,7 @@ const NONCE_VAR: &str = "AGENCY_LAUNCH_NONCE";
 pub fn mcp_launch(name: &str) -> Result<ExitCode> {
     // Before any thread starts (the HTTP client's): see `block_signals`.
     let signals = crate::mcp_relay::block_signals()?;
-    let (spec, session) = fetch(name)?;
+    let (spec, session, egress) = fetch(name)?;
     if !matches!(spec, LaunchSpec::Stdio { .. }) {
         // A bridge ends on a signal as any process does.
         signals
@@ -46,7 +49,13 @@ pub fn mcp_launch(name: &str) -> Result<ExitCode> {
             };
             let var = |v: &str| std::env::var(v).unwrap_or_default();
             let guard = crate::mcp_relay::link(name, &var(URL_VAR), &var(TOKEN_VAR), session)?;
-            crate::mcp_relay::run(name, &command, &args, &env, guard, signals)
+            let server = crate::mcp_relay::Server {
+                command: &command,
+                args: &args,
+                env: &env,
+                egress_proxy: egress.as_deref(),
+            };
+            crate::mcp_relay::run(name, &server, guard, signals)
         }
         LaunchSpec::Http { url, headers } => {
             let mut map = HeaderMap::new();
@@ -76,9 +85,10 @@ pub fn mcp_launch(name: &str) -> Result<ExitCode> {
     }
 }
 
-/// Ask the daemon for the launch specification of server `name`, and the
-/// guard session of a stdio server.
-fn fetch(name: &str) -> Result<(LaunchSpec, Option<String>)> {
+/// Ask the daemon for the launch specification of server `name`, the
+/// guard session of a stdio server, and its egress proxy URL (only when
+/// its manifest declares egress).
+fn fetch(name: &str) -> Result<(LaunchSpec, Option<String>, Option<String>)> {
     let var = |v: &str| {
         std::env::var(v).with_context(|| {
             format!("failed to launch MCP server {name}: {v} is not set (agency mcp-launch is run by an agent's MCP configuration)")
@@ -98,11 +108,13 @@ fn fetch(name: &str) -> Result<(LaunchSpec, Option<String>)> {
         .send()
         .with_context(|| format!("failed to reach the Agency daemon at {url}"))?;
     let status = resp.status();
-    let session = resp
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let header = |h: &str| {
+        resp.headers()
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (session, egress) = (header(SESSION_HEADER), header(EGRESS_PROXY_HEADER));
     let body = resp
         .bytes()
         .with_context(|| format!("failed to read the daemon's answer from {url}"))?;
@@ -112,5 +124,5 @@ fn fetch(name: &str) -> Result<(LaunchSpec, Option<String>)> {
     }
     let spec = serde_json::from_slice(&body)
         .with_context(|| format!("failed to parse the launch of MCP server {name}"))?;
-    Ok((spec, session))
+    Ok((spec, session, egress))
 }

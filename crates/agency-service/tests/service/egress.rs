@@ -265,3 +265,87 @@ fn issue10_item4_every_connection_is_in_the_audit_log() {
         .unwrap();
     assert!(last.summary.len() < 500, "{}", last.summary.len());
 }
+
+/// Issue 11 item 5: an extra MCP server launched for an agent reaches its
+/// manifest's hosts (same matching rules: no port means 80 and 443), only
+/// while the agent's handler holds a capability on `mcp_server:NAME`, and
+/// never through the handler's own `egress` capabilities.
+#[test]
+fn issue11_item5_a_servers_egress_is_its_manifest_while_the_server_is_held() {
+    let env = Env::new();
+    let svc = &env.svc;
+    let pr = env.agent(env.root);
+    let manifest = ["api.example.com", "127.0.0.1:8080"]
+        .map(|p| agency_core::egress::EgressPattern::parse(p).unwrap());
+    let check = |host: &str, port: u16| svc.mcp_egress_check(pr, "web", &manifest, host, port);
+    // Not held: refused, whatever the manifest says.
+    let EgressDecision::Refused { message } = check("api.example.com", 443).unwrap() else {
+        panic!("refused expected")
+    };
+    assert!(message.contains("mcp_server web"), "{message}");
+    let held = svc
+        .grant(
+            Principal::User,
+            env.root,
+            &GrantRequest {
+                resource: Resource::from_parts("mcp_server", "web").unwrap(),
+                level: Level::Read,
+                delegatable: false,
+            },
+        )
+        .unwrap();
+    svc.grant(
+        Principal::User,
+        env.root,
+        &egress("other.example.com", Level::Read, false),
+    )
+    .unwrap();
+    match check("api.example.com", 443).unwrap() {
+        EgressDecision::McpManifest { server, pattern } => {
+            assert_eq!(server, "web");
+            assert_eq!(pattern.to_string(), "api.example.com");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(check("api.example.com", 80).unwrap().check_resolved());
+    assert!(!check("api.example.com", 8443).unwrap().allowed());
+    let ip = check("127.0.0.1", 8080).unwrap();
+    assert!(ip.allowed() && !ip.check_resolved());
+    assert!(!check("127.0.0.1", 8081).unwrap().allowed());
+    // The handler's own grant is not the server's, nor the reverse.
+    let EgressDecision::Refused { message } = check("other.example.com", 443).unwrap() else {
+        panic!("refused expected")
+    };
+    assert!(
+        message.contains("manifest of MCP server web declares no egress"),
+        "{message}"
+    );
+    assert!(allowed(&env, pr, "other.example.com", 443));
+    assert!(!allowed(&env, pr, "api.example.com", 443));
+    // Each connection is recorded naming the server.
+    svc.egress_record(
+        pr,
+        "api.example.com",
+        443,
+        &check("api.example.com", 443).unwrap(),
+        None,
+    )
+    .unwrap();
+    let log: Vec<String> = svc
+        .audit_read(Principal::User, Some(env.root))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.summary)
+        .filter(|s| s.starts_with("egress"))
+        .collect();
+    assert_eq!(
+        log,
+        [
+            "egress to api.example.com:443 by MCP server web allowed by its manifest (egress api.example.com)"
+        ]
+    );
+    // Revoked: refused again.
+    svc.revoke(Principal::User, held).unwrap();
+    assert!(!check("api.example.com", 443).unwrap().allowed());
+    assert_kind(check("http://x", 443), "invalid_input");
+}
