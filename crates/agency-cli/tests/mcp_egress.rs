@@ -23,17 +23,18 @@
 mod agent_story;
 #[path = "common/home.rs"]
 mod home;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
-use std::io::{BufRead, BufReader, Lines, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{ChildStdin, ChildStdout, Command};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_story::{Story, agency, json};
 use base64::Engine as _;
-use home::spawn_piped;
+use mcp_stdio::Client;
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(
@@ -83,71 +84,18 @@ impl External {
     }
 }
 
-/// The agent's MCP client: one launcher, JSON-RPC over its stdio.
-struct Client {
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-    next: i64,
-}
-
-impl Client {
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{msg}").unwrap();
-        self.stdin.flush().unwrap();
-        let answer: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
-        assert_eq!(answer["id"], id, "{answer}");
-        answer
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let a = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        a["result"]["structuredContent"].clone()
-    }
-}
-
-/// Start the launcher entry `name` of the agent's MCP configuration,
-/// initialize it and list its tools (which pins them), as the agent's MCP
-/// client would.
+/// Start the launcher entry `name` and list its tools (which pins them),
+/// as the agent's MCP client would.
 fn launch(config: &Value, name: &str) -> (std::process::Child, Client) {
-    let entry = &config["mcpServers"][name];
-    let mut launcher = Command::new(entry["command"].as_str().unwrap());
-    launcher
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap());
-    for a in entry["args"].as_array().unwrap() {
-        launcher.arg(a.as_str().unwrap());
-    }
-    for (k, v) in entry["env"].as_object().unwrap() {
-        launcher.env(k, v.as_str().unwrap());
-    }
-    let mut child = spawn_piped(&mut launcher);
-    let mut c = Client {
-        stdin: child.stdin.take().unwrap(),
-        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
-        next: 0,
-    };
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    assert!(init["result"]["serverInfo"].is_object(), "{init}");
-    writeln!(
-        c.stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    let tools = c.request("tools/list", json!({}));
-    assert_eq!(
-        tools["result"]["tools"].as_array().unwrap().len(),
-        2,
-        "{tools}"
-    );
+    let (child, mut c) = mcp_stdio::launch(config, name);
+    let tools = c.tools();
+    assert_eq!(tools.len(), 2, "{tools:?}");
     (child, c)
+}
+
+/// A tool call's structured result.
+fn call(c: &mut Client, tool: &str, args: Value) -> Value {
+    c.call(tool, args)["structuredContent"].clone()
 }
 
 /// The fixture server running as `launcher`'s child: its environment, as
@@ -276,14 +224,14 @@ args = [{FIXTURE:?}]
     // The manifest's host: reached, through the proxy, which removed the
     // server's credential on the way.
     let a_url = format!("http://127.0.0.1:{a_port}/data");
-    let got = tokio::task::block_in_place(|| c.call("fetch", json!({ "url": a_url })));
+    let got = tokio::task::block_in_place(|| call(&mut c, "fetch", json!({ "url": a_url })));
     assert_eq!(got["status"], 200, "{got}");
     assert_eq!(got["body"], "seen /data", "{got}");
     let head = allowed.heads.lock().unwrap()[0].to_ascii_lowercase();
     assert!(!head.contains("proxy-authorization"), "{head}");
     // Another port: refused, though the agent's handler holds it.
     let o_url = format!("http://127.0.0.1:{o_port}/leak");
-    let got = tokio::task::block_in_place(|| c.call("fetch", json!({ "url": o_url })));
+    let got = tokio::task::block_in_place(|| call(&mut c, "fetch", json!({ "url": o_url })));
     assert_eq!(got["status"], 403, "{got}");
     assert!(
         got["body"]
@@ -356,7 +304,7 @@ args = [{FIXTURE:?}]
     // A declared host *name* that resolves to a local address is refused,
     // as a granted one is; the address as written (above) is not.
     let local = format!("http://localhost:{a_port}/db");
-    let got = tokio::task::block_in_place(|| c.call("fetch", json!({ "url": local })));
+    let got = tokio::task::block_in_place(|| call(&mut c, "fetch", json!({ "url": local })));
     assert_eq!(got["status"], 403, "{got}");
     assert!(
         got["body"].as_str().unwrap().contains("a local address"),
@@ -376,7 +324,7 @@ args = [{FIXTURE:?}]
 
     // A server without a manifest egress list gets no proxy.
     let (mut plain, mut c) = tokio::task::block_in_place(|| launch(&config, "plain"));
-    let got = tokio::task::block_in_place(|| c.call("proxy", json!({})));
+    let got = tokio::task::block_in_place(|| call(&mut c, "proxy", json!({})));
     assert_eq!(got["proxy"], Value::Null, "{got}");
     drop(c);
     let _ = tokio::task::block_in_place(|| plain.wait());

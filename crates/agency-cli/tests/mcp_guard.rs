@@ -12,13 +12,15 @@
 mod agent_story;
 #[path = "common/home.rs"]
 mod home;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
-use std::io::{BufRead, BufReader, Lines, Write};
-use std::process::{ChildStdin, ChildStdout, Command};
+use std::io::{BufRead, BufReader};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agent_story::{Story, agency, json};
-use home::spawn_piped;
+use mcp_stdio::launch;
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(
@@ -40,46 +42,6 @@ output_schema = { type = "object", required = ["saved"], properties = { saved = 
 read_only = true
 output_schema = { type = "object", required = ["n"], properties = { n = { type = "integer" } } }
 "#;
-
-/// The agent's MCP client: one launcher, JSON-RPC over its stdio.
-struct Client {
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-    next: i64,
-}
-
-impl Client {
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{msg}").unwrap();
-        self.stdin.flush().unwrap();
-        let answer: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
-        assert_eq!(answer["id"], id, "{answer}");
-        answer
-    }
-
-    fn notify(&mut self, method: &str) {
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "method": method})
-        )
-        .unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn tools(&mut self) -> Vec<Value> {
-        let a = self.request("tools/list", json!({}));
-        a["result"]["tools"].as_array().unwrap().clone()
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let a = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        a["result"].clone()
-    }
-}
 
 fn names(tools: &[Value]) -> Vec<&str> {
     tools.iter().map(|t| t["name"].as_str().unwrap()).collect()
@@ -155,32 +117,12 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
     );
 
     // The launcher, run as the agent's MCP client runs it.
-    let mut launcher = Command::new(entry["command"].as_str().unwrap());
-    launcher
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap());
-    for a in entry["args"].as_array().unwrap() {
-        launcher.arg(a.as_str().unwrap());
-    }
-    for (k, v) in env {
-        launcher.env(k, v.as_str().unwrap());
-    }
-    let mut child = spawn_piped(&mut launcher);
-    let mut c = Client {
-        stdin: child.stdin.take().unwrap(),
-        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
-        next: 0,
-    };
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
+    let (mut child, mut c) = tokio::task::block_in_place(|| launch(&config, "rug"));
     assert_eq!(
-        init["result"]["serverInfo"]["name"], "rugpull-fixture",
-        "{init}"
+        c.server_info["name"], "rugpull-fixture",
+        "{:?}",
+        c.server_info
     );
-    c.notify("notifications/initialized");
 
     // The first listing pins both tools; the manifest's word on what
     // they do replaces the server's hints.
@@ -499,36 +441,6 @@ async fn grant_and_start(story: &Story, servers: &[&str], config_file: &std::pat
         assert!(Instant::now() < deadline, "no agent; log:\n{}", story.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Start the launcher entry `name` of the agent's MCP configuration and
-/// initialize it, as the agent's MCP client would.
-fn launch(config: &Value, name: &str) -> (std::process::Child, Client) {
-    let entry = &config["mcpServers"][name];
-    let mut launcher = Command::new(entry["command"].as_str().unwrap());
-    launcher
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap());
-    for a in entry["args"].as_array().unwrap() {
-        launcher.arg(a.as_str().unwrap());
-    }
-    for (k, v) in entry["env"].as_object().unwrap() {
-        launcher.env(k, v.as_str().unwrap());
-    }
-    let mut child = spawn_piped(&mut launcher);
-    let mut c = Client {
-        stdin: child.stdin.take().unwrap(),
-        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
-        next: 0,
-    };
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    assert!(init["result"]["serverInfo"].is_object(), "{init}");
-    c.notify("notifications/initialized");
-    (child, c)
 }
 
 /// The same guard in the daemon's `/mcp-proxy` for an HTTP server: the
