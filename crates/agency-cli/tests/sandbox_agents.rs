@@ -317,8 +317,15 @@ async fn issue10_item6_a_setsid_child_dies_with_its_force_stopped_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item3_a_setsid_child_dies_when_its_agent_exits_or_the_daemon_stops() {
     let out = tempfile::tempdir().unwrap();
-    let story = setsid_story(out.path(), "exit 0").await;
+    // The agent exits only once the test has seen its child alive: exiting
+    // at once let the cgroup kill take the child before the test looked.
+    let story = setsid_story(
+        out.path(),
+        "while [ ! -e \"$O/seen\" ]; do sleep 0.05; done\nexit 0",
+    )
+    .await;
     let child = setsid_child(out.path(), &story).await;
+    std::fs::write(out.path().join("seen"), "").unwrap();
     story
         .wait_gone(
             child,
