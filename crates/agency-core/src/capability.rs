@@ -33,6 +33,9 @@ pub enum Resource {
     /// Network destinations reachable through the daemon's egress proxy:
     /// an [`EgressPattern`] in canonical form (read = may connect).
     Egress(String),
+    /// A tool of an applied organisation (issue 12 item 4: a `.tool` file),
+    /// by its name (read = may call).
+    Tool(String),
 }
 
 /// The resource kinds as stored.
@@ -44,6 +47,7 @@ pub enum ResourceKind {
     Repo,
     Mail,
     Egress,
+    Tool,
 }
 
 impl ResourceKind {
@@ -54,6 +58,7 @@ impl ResourceKind {
             ResourceKind::Repo => "repo",
             ResourceKind::Mail => "mail",
             ResourceKind::Egress => "egress",
+            ResourceKind::Tool => "tool",
         }
     }
 }
@@ -66,6 +71,7 @@ impl Resource {
             Resource::Repo(_) => ResourceKind::Repo,
             Resource::Mail(_) => ResourceKind::Mail,
             Resource::Egress(_) => ResourceKind::Egress,
+            Resource::Tool(_) => ResourceKind::Tool,
         }
     }
 
@@ -73,7 +79,10 @@ impl Resource {
     pub fn key(&self) -> String {
         match self {
             Resource::Kb(f) => f.to_string(),
-            Resource::McpServer(n) | Resource::Repo(n) | Resource::Egress(n) => n.clone(),
+            Resource::McpServer(n)
+            | Resource::Repo(n)
+            | Resource::Egress(n)
+            | Resource::Tool(n) => n.clone(),
             Resource::Mail(MailTarget::User) => "user".to_owned(),
             Resource::Mail(MailTarget::Handler(h)) => h.to_string(),
         }
@@ -103,8 +112,12 @@ impl Resource {
             // Normalised here, so that `API.example.com.` and
             // `api.example.com` are one resource.
             "egress" => Ok(Resource::Egress(EgressPattern::parse(key)?.to_string())),
+            "tool" => {
+                check_name("tool", key)?;
+                Ok(Resource::Tool(key.to_owned()))
+            }
             other => Err(InvalidInput(format!(
-                "unknown resource kind {other:?}: expected kb, mcp_server, repo or egress"
+                "unknown resource kind {other:?}: expected kb, mcp_server, repo, egress or tool"
             ))),
         }
     }

@@ -36,7 +36,11 @@ impl Service {
         let (kind, what, name, names) = match resource {
             Resource::McpServer(n) => ("mcp_server", "server", n, &d.mcp_servers),
             Resource::Repo(n) => ("repo", "repo", n, &d.repos),
-            Resource::Kb(_) | Resource::Mail(_) | Resource::Egress(_) => return Ok(()),
+            // Tools are checked against the applied organisations where they
+            // are granted (`agency up`), not against agency.toml.
+            Resource::Kb(_) | Resource::Mail(_) | Resource::Egress(_) | Resource::Tool(_) => {
+                return Ok(());
+            }
         };
         if names.contains(name) {
             return Ok(());
