@@ -141,9 +141,11 @@ mod engine;
 mod fuzz;
 mod openai;
 pub mod sandbox;
+mod weather;
 mod script;
 mod server;
 mod template;
 
 pub use script::{Script, ScriptError};
 pub use server::{Api, ModelServer, RecordedRequest, RecordedToolCall, serve};
+pub use weather::WeatherServer;
