@@ -70,6 +70,9 @@ impl Index<'_> {
     /// An agent named in an agency must be defined in that agency's folder.
     fn own_agent(&self, diags: &mut Diags, f: &RawFolder, r: &S<String>, what: &str) {
         let file = &f.agency.file;
+        if f.agents.iter().any(|a| a.name.v == r.v) {
+            return;
+        }
         match self.agents.get(&r.v) {
             Some((a, dir)) if *dir != f.dir => diags.error(file, r.pos, format!("{what} `{}` is defined in {}, not in this agency's folder", r.v, a.file)),
             Some(_) => {}
@@ -88,6 +91,8 @@ pub fn check(root: &RawFolder, ix: &Index, diags: &mut Diags) -> Vec<String> {
         let g = &f.agency;
         match &g.executive {
             Some(e) => ix.own_agent(diags, f, e, "executive agent"),
+            // An agents.json without agents has been reported already.
+            None if f.agents.is_empty() && g.file.ends_with("agents.json") => {}
             None => diags.error(&g.file, g.name.pos, format!("agency `{}` has no executive agent: say which of its {} agents receives its messages under `## Executive Agent`", g.name.v, f.agents.len())),
         }
         for (n, _) in &g.agents {

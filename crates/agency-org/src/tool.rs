@@ -322,19 +322,20 @@ fn http(cx: &mut Cx, name: &S<String>, spec: &mut Spec, timeout_ms: u64) -> Opti
     if spec.endpoint.is_none() {
         missing.push("`- Endpoint:` (or `endpoint`)");
     }
-    if !missing.is_empty() {
+    let mut ok = missing.is_empty();
+    if !ok {
         cx.err(name.pos, format!("HTTP tool `{}` has no implementation: missing {}", name.v, missing.join(" and ")));
-        return None;
     }
-    let (base, endpoint) = (spec.base_url.clone()?, spec.endpoint.clone()?);
-    let mut ok = true;
-    let base_url = base.v.trim_end_matches('/').to_owned();
-    let rest = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
-    if !rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', '?', '#', ' ', '@'])) {
-        cx.err(base.pos, format!("bad base URL `{}`: expected http(s)://HOST[:PORT] with no path (the path goes in the endpoint)", base.v));
-        ok = false;
+    let base_url = spec.base_url.as_ref().map(|b| b.v.trim_end_matches('/').to_owned()).unwrap_or_default();
+    if let Some(base) = &spec.base_url {
+        let rest = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
+        if !rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', '?', '#', ' ', '@'])) {
+            cx.err(base.pos, format!("bad base URL `{}`: expected http(s)://HOST[:PORT] with no path (the path goes in the endpoint)", base.v));
+            ok = false;
+        }
     }
-    if !endpoint.v.starts_with('/') || endpoint.v.contains([' ', '#']) {
+    let endpoint = spec.endpoint.clone().unwrap_or_else(|| S::new(String::new(), name.pos));
+    if spec.endpoint.is_some() && (!endpoint.v.starts_with('/') || endpoint.v.contains([' ', '#'])) {
         cx.err(endpoint.pos, format!("bad endpoint `{}`: expected a path starting with `/`", endpoint.v));
         ok = false;
     }

@@ -168,8 +168,7 @@ impl Walker<'_> {
             self.script_tools(abs, rel, &agents, &listing, &mut f.tools);
             f.agents = agents;
         } else {
-            let what = if rel.is_empty() { "the source folder" } else { "this folder" };
-            self.diags.error(&here, Pos::start(), format!("{what} has agents or tools but no .agency file (or agents.json) to say which agency they belong to"));
+            self.diags.error(&here, Pos::start(), "the source folder has no .agency file (or agents.json): nothing says which agency this is");
             return None;
         }
         for name in &listing.agents {
