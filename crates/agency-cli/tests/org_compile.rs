@@ -21,7 +21,9 @@ fn agency(args: &[&str]) -> Output {
 }
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
 }
 
 fn text(b: &[u8]) -> String {
@@ -39,15 +41,36 @@ fn compile_writes_the_model_and_fails_with_every_diagnostic() {
 
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("model.json");
-    let out = agency(&["compile", weather.to_str().unwrap(), "-o", file.to_str().unwrap()]);
+    let out = agency(&[
+        "compile",
+        weather.to_str().unwrap(),
+        "-o",
+        file.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
-    assert_eq!(std::fs::read(&file).unwrap(), agency(&["compile", weather.to_str().unwrap()]).stdout);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        agency(&["compile", weather.to_str().unwrap()]).stdout
+    );
 
     let bad = tmp.path().join("bad");
     std::fs::create_dir(&bad).unwrap();
-    std::fs::write(bad.join("A.agency"), "# Agency Name: A\n## Executive Agent\nBos\n").unwrap();
-    std::fs::write(bad.join("Boss.agent"), "---\nagency: {runtme: builtin}\n---\n# Boss\n").unwrap();
-    let out = agency(&["compile", bad.to_str().unwrap(), "-o", file.to_str().unwrap()]);
+    std::fs::write(
+        bad.join("A.agency"),
+        "# Agency Name: A\n## Executive Agent\nBos\n",
+    )
+    .unwrap();
+    std::fs::write(
+        bad.join("Boss.agent"),
+        "---\nagency: {runtme: builtin}\n---\n# Boss\n",
+    )
+    .unwrap();
+    let out = agency(&[
+        "compile",
+        bad.to_str().unwrap(),
+        "-o",
+        file.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(out.stdout, b"");
     let stderr = text(&out.stderr).replace(bad.to_str().unwrap(), "DIR");
@@ -57,7 +80,10 @@ fn compile_writes_the_model_and_fails_with_every_diagnostic() {
     error: failed to compile DIR: 2 error(s)
     ");
     // The earlier model is still there, whole.
-    assert_eq!(std::fs::read(&file).unwrap(), agency(&["compile", weather.to_str().unwrap()]).stdout);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        agency(&["compile", weather.to_str().unwrap()]).stdout
+    );
 }
 
 #[test]
@@ -86,11 +112,20 @@ fn explain_says_where_each_field_came_from() {
       tools               "WeatherTool"    <- WeatherAgent.agent:15
       memory.guidance     "Stores latest location requests for repeated usage."    <- WeatherAgent.agent:18
     "#);
-    let out = agency(&["--json", "explain", weather.to_str().unwrap(), "WeatherAgent"]);
+    let out = agency(&[
+        "--json",
+        "explain",
+        weather.to_str().unwrap(),
+        "WeatherAgent",
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["agent"]["tools"][0], "WeatherTool");
     assert_eq!(v["fields"][0]["from"]["file"], "WeatherAgent.agent");
     let out = agency(&["explain", weather.to_str().unwrap(), "WeatherAgnt"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("did you mean `WeatherAgent`?"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("did you mean `WeatherAgent`?"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -59,7 +59,13 @@ pub const AGENT_SECTIONS: &[&str] = &[
 ];
 
 /// What `agency.replace` may name: the fields that otherwise append.
-pub const REPLACEABLE: &[&str] = &["staticMemory", "behavior", "memory", "capabilities", "connections"];
+pub const REPLACEABLE: &[&str] = &[
+    "staticMemory",
+    "behavior",
+    "memory",
+    "capabilities",
+    "connections",
+];
 
 pub fn read(
     file: &str,
@@ -93,11 +99,23 @@ pub fn read(
     let heading = doc.title.as_ref().map(|t| {
         let (explicit, name) = strip_name_prefix(&t.text);
         let off = t.text.find(name).unwrap_or(0);
-        (explicit, S::new(name.to_owned(), Pos::new(t.pos.line, t.pos.col + chars(&t.text[..off]))))
+        (
+            explicit,
+            S::new(
+                name.to_owned(),
+                Pos::new(t.pos.line, t.pos.col + chars(&t.text[..off])),
+            ),
+        )
     });
     a.name = match (fm_name, heading) {
         (Some(f), Some((true, h))) if h.v != f.v => {
-            cx.err(h.pos, format!("the heading names the agent `{}` but the frontmatter `name` is `{}`", h.v, f.v));
+            cx.err(
+                h.pos,
+                format!(
+                    "the heading names the agent `{}` but the frontmatter `name` is `{}`",
+                    h.v, f.v
+                ),
+            );
             f
         }
         (Some(f), _) => f,
@@ -108,12 +126,12 @@ pub fn read(
         cx.err(a.name.pos, m);
     }
     // A bare `# Heading` of a Claude file that has a `name` is prose.
-    if claude_mode {
-        if let Some(t) = &doc.title {
-            if !strip_name_prefix(&t.text).0 && a.name.v != t.text {
-                a.static_memory.push(S::new(format!("# {}", t.text), t.pos));
-            }
-        }
+    if claude_mode
+        && let Some(t) = &doc.title
+        && !strip_name_prefix(&t.text).0
+        && a.name.v != t.text
+    {
+        a.static_memory.push(S::new(format!("# {}", t.text), t.pos));
     }
     for l in &doc.preamble {
         match l.text.strip_prefix("Title:") {
@@ -202,7 +220,9 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
     for (key, v) in cx.known_entries(entries, AGENT_KEYS, namespace) {
         match key {
             "title" => a.title = cx.string(v, "title"),
-            "inherits" => a.inherits.extend(cx.string_list(v, "inherits").unwrap_or_default()),
+            "inherits" => a
+                .inherits
+                .extend(cx.string_list(v, "inherits").unwrap_or_default()),
             "runtime" => {
                 if let Some(r) = cx.string(v, "runtime") {
                     if RUNTIMES.contains(&r.v.as_str()) {
@@ -223,7 +243,9 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
                 }
             }
             "budget" => a.budget = cx.budget(v),
-            "connections" => a.connections.extend(cx.string_list(v, "connections").unwrap_or_default()),
+            "connections" => a
+                .connections
+                .extend(cx.string_list(v, "connections").unwrap_or_default()),
             "memory" => read_memory(cx, v, a),
             "tools" => {
                 let list = cx.string_list(v, "tools").unwrap_or_default();
@@ -232,7 +254,9 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
                     None => a.tools = Some(S::new(list, v.pos)),
                 }
             }
-            "tools_add" => a.tools_add.extend(cx.string_list(v, "tools_add").unwrap_or_default()),
+            "tools_add" => a
+                .tools_add
+                .extend(cx.string_list(v, "tools_add").unwrap_or_default()),
             "replace" => {
                 for r in cx.string_list(v, "replace").unwrap_or_default() {
                     if REPLACEABLE.contains(&r.v.as_str()) {
@@ -243,7 +267,9 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
                     }
                 }
             }
-            "static_memory" => a.static_memory.extend(cx.string_list_lines(v, "static_memory")),
+            "static_memory" => a
+                .static_memory
+                .extend(cx.string_list_lines(v, "static_memory")),
             _ => a.behavior.extend(cx.string_list_lines(v, "behavior")),
         }
     }
@@ -265,7 +291,8 @@ fn read_memory(cx: &mut Cx, v: &Node, a: &mut RawAgent) {
     };
     for (key, v) in cx.known_entries(entries, &["guidance", "keep_warm"], "`agency.memory`") {
         if key == "guidance" {
-            a.guidance.extend(cx.string_list_lines(v, "memory.guidance"));
+            a.guidance
+                .extend(cx.string_list_lines(v, "memory.guidance"));
         } else if let Some(s) = cx.string(v, "memory.keep_warm") {
             match check_duration(&s.v) {
                 Ok(()) => a.keep_warm = Some(s),
@@ -280,28 +307,49 @@ fn read_memory(cx: &mut Cx, v: &Node, a: &mut RawAgent) {
 pub fn check_capability(c: &str) -> Result<String, String> {
     let (res, level) = match c.rsplit_once('=') {
         Some((r, l)) if l == "read" || l == "write" => (r, l),
-        Some((_, l)) => return Err(format!("bad capability `{c}`: level `{l}` is not read or write")),
+        Some((_, l)) => {
+            return Err(format!(
+                "bad capability `{c}`: level `{l}` is not read or write"
+            ));
+        }
         None => (c, "read"),
     };
     let Some((kind, key)) = res.split_once(':') else {
-        return Err(format!("bad capability `{c}`: expected egress:HOST[:PORT], mcp_server:NAME or repo:NAME"));
+        return Err(format!(
+            "bad capability `{c}`: expected egress:HOST[:PORT], mcp_server:NAME or repo:NAME"
+        ));
     };
     if !matches!(kind, "egress" | "mcp_server" | "repo") {
         let hint = did_you_mean(kind, ["egress", "mcp_server", "repo"]);
-        return Err(format!("bad capability `{c}`: kind `{kind}` is not egress, mcp_server or repo{hint}"));
+        return Err(format!(
+            "bad capability `{c}`: kind `{kind}` is not egress, mcp_server or repo{hint}"
+        ));
     }
-    let r = agency_core::Resource::from_parts(kind, key).map_err(|e| format!("bad capability `{c}`: {}", e.0))?;
+    let r = agency_core::Resource::from_parts(kind, key)
+        .map_err(|e| format!("bad capability `{c}`: {}", e.0))?;
     Ok(format!("{kind}:{}={level}", r.key()))
 }
 
-fn read_section(cx: &mut Cx, s: &Section, a: &mut RawAgent, claude_mode: bool, assist: Option<&dyn Assist>) {
-    let known = AGENT_SECTIONS.iter().find(|k| k.eq_ignore_ascii_case(&s.heading));
+fn read_section(
+    cx: &mut Cx,
+    s: &Section,
+    a: &mut RawAgent,
+    claude_mode: bool,
+    assist: Option<&dyn Assist>,
+) {
+    let known = AGENT_SECTIONS
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(&s.heading));
     match known.copied() {
         Some("Static Memory") => a.static_memory.extend(lines(&s.lines)),
         Some("Behavior" | "Behaviour") => a.behavior.extend(steps(&s.lines)),
         Some("Volatile Memory") => a.guidance.extend(lines(&s.lines)),
         Some("Tools") => {
-            let list = if says_none(&s.lines) { Vec::new() } else { names(cx, &s.lines, "tools") };
+            let list = if says_none(&s.lines) {
+                Vec::new()
+            } else {
+                names(cx, &s.lines, "tools")
+            };
             match &mut a.tools {
                 Some(t) => t.v.extend(list),
                 None => a.tools = Some(S::new(list, s.pos)),
@@ -317,21 +365,38 @@ fn read_section(cx: &mut Cx, s: &Section, a: &mut RawAgent, claude_mode: bool, a
     }
 }
 
-fn unknown_section(cx: &mut Cx, s: &Section, a: &mut RawAgent, claude_mode: bool, assist: Option<&dyn Assist>) {
+fn unknown_section(
+    cx: &mut Cx,
+    s: &Section,
+    a: &mut RawAgent,
+    claude_mode: bool,
+    assist: Option<&dyn Assist>,
+) {
     if let Some(near) = closest(&s.heading, AGENT_SECTIONS.iter().copied()) {
-        cx.err(s.pos, format!("unknown section `{}`; did you mean `{near}`?", s.heading));
+        cx.err(
+            s.pos,
+            format!("unknown section `{}`; did you mean `{near}`?", s.heading),
+        );
         return;
     }
     // A Claude Code subagent's body is its prompt: its own headings are prose.
     if !claude_mode {
-        if let Some(assist) = assist {
-            if place(cx, s, a, assist) {
-                return;
-            }
+        if let Some(assist) = assist
+            && place(cx, s, a, assist)
+        {
+            return;
         }
-        cx.warn(s.pos, format!("section `{}` is not one Agency reads ({}); its text is kept as static memory", s.heading, AGENT_SECTIONS.join(", ")));
+        cx.warn(
+            s.pos,
+            format!(
+                "section `{}` is not one Agency reads ({}); its text is kept as static memory",
+                s.heading,
+                AGENT_SECTIONS.join(", ")
+            ),
+        );
     }
-    a.static_memory.push(S::new(format!("## {}", s.heading), s.pos));
+    a.static_memory
+        .push(S::new(format!("## {}", s.heading), s.pos));
     a.static_memory.extend(lines(&s.lines));
 }
 
@@ -348,12 +413,23 @@ fn place(cx: &mut Cx, s: &Section, a: &mut RawAgent, assist: &dyn Assist) -> boo
     match assist.place(&req) {
         Ok(answer) => {
             let node = Node::from_json(&answer, s.pos);
-            apply_fields(cx, &node, a, &format!("the --assist answer for section `{}`", s.heading));
-            cx.warn(s.pos, format!("section `{}` was placed by --assist: {answer}", s.heading));
+            apply_fields(
+                cx,
+                &node,
+                a,
+                &format!("the --assist answer for section `{}`", s.heading),
+            );
+            cx.warn(
+                s.pos,
+                format!("section `{}` was placed by --assist: {answer}", s.heading),
+            );
             true
         }
         Err(e) => {
-            cx.warn(s.pos, format!("--assist could not place section `{}`: {e}", s.heading));
+            cx.warn(
+                s.pos,
+                format!("--assist could not place section `{}`: {e}", s.heading),
+            );
             false
         }
     }
@@ -385,10 +461,16 @@ pub fn names(cx: &mut Cx, ls: &[Line], what: &str) -> Vec<S<String>> {
             Some((t, off)) => {
                 let (name, _) = split_name(t);
                 if !name.is_empty() {
-                    out.push(S::new(name.to_owned(), Pos::new(l.pos.line, l.pos.col + off)));
+                    out.push(S::new(
+                        name.to_owned(),
+                        Pos::new(l.pos.line, l.pos.col + off),
+                    ));
                 }
             }
-            None => cx.warn(l.pos, format!("this line of {what} is not a list item (`- Name`) and is ignored")),
+            None => cx.warn(
+                l.pos,
+                format!("this line of {what} is not a list item (`- Name`) and is ignored"),
+            ),
         }
     }
     out
@@ -405,7 +487,11 @@ pub fn split_name(item: &str) -> (&str, Option<&str>) {
         .trim()
         .trim_start_matches([':', '-', '–', ','])
         .trim();
-    let role = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(rest).trim();
+    let role = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(rest)
+        .trim();
     (name, (!role.is_empty()).then_some(role))
 }
 
@@ -417,12 +503,20 @@ fn inherits(cx: &mut Cx, ls: &[Line]) -> Vec<S<String>> {
             out.extend(names(cx, std::slice::from_ref(l), "inheritance"));
             continue;
         }
-        let Some(rest) = strip_prefix_ci(&l.text, "inherits from ").or_else(|| strip_prefix_ci(&l.text, "inherits ")) else {
-            cx.warn(l.pos, "this line of inheritance is not `- Parent` or `Inherits Parent` and is ignored");
+        let Some(rest) = strip_prefix_ci(&l.text, "inherits from ")
+            .or_else(|| strip_prefix_ci(&l.text, "inherits "))
+        else {
+            cx.warn(
+                l.pos,
+                "this line of inheritance is not `- Parent` or `Inherits Parent` and is ignored",
+            );
             continue;
         };
         let mut cursor = l.text.len() - rest.len();
-        let parts = rest.split([',', '.']).flat_map(|p| p.split(" and ")).map(str::trim);
+        let parts = rest
+            .split([',', '.'])
+            .flat_map(|p| p.split(" and "))
+            .map(str::trim);
         for name in parts.filter(|n| !n.is_empty()) {
             let at = l.text[cursor..].find(name).map_or(cursor, |i| cursor + i);
             cursor = at + name.len();

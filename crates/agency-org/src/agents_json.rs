@@ -15,7 +15,12 @@ use crate::raw::{RawAgency, RawAgent, S};
 pub const ENTRY_KEYS: &[&str] = &["name", "description", "tools", "connections", "agency"];
 
 /// The agency, its agents and the executive's name (if any agent).
-pub fn read(file: &str, folder_name: &str, text: &str, diags: &mut Diags) -> (RawAgency, Vec<RawAgent>, Option<S<String>>) {
+pub fn read(
+    file: &str,
+    folder_name: &str,
+    text: &str,
+    diags: &mut Diags,
+) -> (RawAgency, Vec<RawAgent>, Option<S<String>>) {
     let mut cx = Cx { file, diags };
     let agency = RawAgency {
         file: file.to_owned(),
@@ -23,7 +28,10 @@ pub fn read(file: &str, folder_name: &str, text: &str, diags: &mut Diags) -> (Ra
         ..RawAgency::default()
     };
     if let Err(m) = check_name("agency", folder_name) {
-        cx.err(Pos::start(), format!("{m} (an agents.json agency is named after its folder)"));
+        cx.err(
+            Pos::start(),
+            format!("{m} (an agents.json agency is named after its folder)"),
+        );
     }
     let root = match json::parse(text) {
         Ok(r) => r,
@@ -67,8 +75,15 @@ pub fn read(file: &str, folder_name: &str, text: &str, diags: &mut Diags) -> (Ra
                 "name" => a.title = cx.string(val, "name"),
                 "description" => a.description = cx.string(val, "description"),
                 "tools" => a.tools = strict_list(&mut cx, val, "tools").map(|l| S::new(l, val.pos)),
-                "connections" => a.connections.extend(strict_list(&mut cx, val, "connections").unwrap_or_default()),
-                _ => apply_fields(&mut cx, val, &mut a, &format!("agent `{}`'s `agency` object", key.v)),
+                "connections" => a
+                    .connections
+                    .extend(strict_list(&mut cx, val, "connections").unwrap_or_default()),
+                _ => apply_fields(
+                    &mut cx,
+                    val,
+                    &mut a,
+                    &format!("agent `{}`'s `agency` object", key.v),
+                ),
             }
         }
         agents.push(a);
@@ -77,7 +92,13 @@ pub fn read(file: &str, folder_name: &str, text: &str, diags: &mut Diags) -> (Ra
         Some(m) => Some(m.name.clone()),
         None => agents.first().map(|a| {
             if agents.len() > 1 {
-                cx.warn(a.name.pos, format!("no agent is keyed `main`: the first, `{}`, is the executive agent", a.name.v));
+                cx.warn(
+                    a.name.pos,
+                    format!(
+                        "no agent is keyed `main`: the first, `{}`, is the executive agent",
+                        a.name.v
+                    ),
+                );
             }
             a.name.clone()
         }),
@@ -91,7 +112,13 @@ pub fn read(file: &str, folder_name: &str, text: &str, diags: &mut Diags) -> (Ra
 /// A JSON array of strings (agents.json is strict: no comma strings).
 fn strict_list(cx: &mut Cx, node: &Node, what: &str) -> Option<Vec<S<String>>> {
     let NodeKind::Seq(items) = &node.kind else {
-        cx.err(node.pos, format!("`{what}` must be an array of strings, found {}", node.type_name()));
+        cx.err(
+            node.pos,
+            format!(
+                "`{what}` must be an array of strings, found {}",
+                node.type_name()
+            ),
+        );
         return None;
     };
     Some(items.iter().filter_map(|i| cx.string(i, what)).collect())

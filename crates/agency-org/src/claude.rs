@@ -7,7 +7,14 @@ use serde_json::Value;
 use crate::model::Agent;
 
 /// Claude Code's usual field order; other fields follow, sorted.
-const ORDER: &[&str] = &["name", "description", "tools", "model", "color", "permissionMode"];
+const ORDER: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "model",
+    "color",
+    "permissionMode",
+];
 
 /// The agent as a Claude Code subagent file.
 pub fn export_claude(agent: &Agent) -> String {
@@ -17,7 +24,10 @@ pub fn export_claude(agent: &Agent) -> String {
             let mut m = std::collections::BTreeMap::new();
             m.insert("name".to_owned(), Value::from(agent.name.clone()));
             if !agent.description.is_empty() {
-                m.insert("description".to_owned(), Value::from(agent.description.clone()));
+                m.insert(
+                    "description".to_owned(),
+                    Value::from(agent.description.clone()),
+                );
             }
             let mut body = agent.static_memory.join("\n");
             if !agent.behavior.on_message.is_empty() {
@@ -29,7 +39,10 @@ pub fn export_claude(agent: &Agent) -> String {
             (m, format!("\n{}\n", body.trim_end()))
         }
     };
-    let mut keys: Vec<&String> = fields.keys().filter(|k| ORDER.contains(&k.as_str())).collect();
+    let mut keys: Vec<&String> = fields
+        .keys()
+        .filter(|k| ORDER.contains(&k.as_str()))
+        .collect();
     keys.sort_by_key(|k| ORDER.iter().position(|o| o == k));
     keys.extend(fields.keys().filter(|k| !ORDER.contains(&k.as_str())));
     let mut out = String::from("---\n");
@@ -42,7 +55,11 @@ pub fn export_claude(agent: &Agent) -> String {
 }
 
 fn yaml_key(k: &str) -> String {
-    if is_plain(k) { k.to_owned() } else { Value::from(k).to_string() }
+    if is_plain(k) {
+        k.to_owned()
+    } else {
+        Value::from(k).to_string()
+    }
 }
 
 /// Scalars plain when that reads back as the same string; everything else
@@ -55,7 +72,9 @@ fn yaml_value(v: &Value) -> String {
 }
 
 fn is_plain(s: &str) -> bool {
-    let Some(first) = s.chars().next() else { return false };
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
     let special_start = "-?:,[]{}#&*!|>'\"%@`".contains(first);
     !special_start
         && s.trim() == s

@@ -54,13 +54,17 @@ pub fn compile_with(dir: &Path, assist: Option<&dyn Assist>) -> Result<Compiled,
     let mut diags = Diags::default();
     let read = walk::read_tree(dir, &mut diags, assist);
     let Some(root) = read.root else {
-        return Err(CompileError { diagnostics: diags.sorted() });
+        return Err(CompileError {
+            diagnostics: diags.sorted(),
+        });
     };
     let ix = resolve::index(&root, &mut diags);
     let broken = resolve::check(&root, &ix, &mut diags);
     let explanations = resolve::explain_all(&ix, &broken, &mut diags);
     if diags.has_errors() {
-        return Err(CompileError { diagnostics: diags.sorted() });
+        return Err(CompileError {
+            diagnostics: diags.sorted(),
+        });
     }
     let warnings = diags.sorted();
     let mut model = resolve::model(&root, &explanations);
@@ -77,7 +81,11 @@ pub fn compile_with(dir: &Path, assist: Option<&dyn Assist>) -> Result<Compiled,
         source_hash: hasher.finalize().to_hex().to_string(),
         compiler_warnings: warnings.iter().map(ToString::to_string).collect(),
     });
-    Ok(Compiled { model, warnings, explanations })
+    Ok(Compiled {
+        model,
+        warnings,
+        explanations,
+    })
 }
 
 /// The model as written by `agency compile`: pretty JSON and a newline.

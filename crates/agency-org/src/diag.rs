@@ -106,9 +106,8 @@ impl Diags {
     /// Every diagnostic, by file, line, column, then severity and text.
     pub fn sorted(mut self) -> Vec<Diagnostic> {
         self.list.sort_by(|a, b| {
-            (&a.file, a.line, a.col, a.severity, &a.message).cmp(&(
-                &b.file, b.line, b.col, b.severity, &b.message,
-            ))
+            (&a.file, a.line, a.col, a.severity, &a.message)
+                .cmp(&(&b.file, b.line, b.col, b.severity, &b.message))
         });
         self.list
     }
@@ -123,13 +122,15 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }

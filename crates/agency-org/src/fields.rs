@@ -28,7 +28,10 @@ impl Cx<'_> {
         match &node.kind {
             NodeKind::Map(e) => Some(e),
             _ => {
-                self.err(node.pos, format!("{what} must be a mapping, found {}", node.type_name()));
+                self.err(
+                    node.pos,
+                    format!("{what} must be a mapping, found {}", node.type_name()),
+                );
                 None
             }
         }
@@ -53,10 +56,7 @@ impl Cx<'_> {
                 out.push((key, v));
             } else {
                 let hint = did_you_mean(key, allowed.iter().copied());
-                self.err(
-                    k.pos,
-                    format!("unknown key `{key}` in {namespace}{hint}"),
-                );
+                self.err(k.pos, format!("unknown key `{key}` in {namespace}{hint}"));
             }
         }
         out
@@ -66,7 +66,10 @@ impl Cx<'_> {
         match node.as_str() {
             Some(s) => Some(S::new(s.to_owned(), node.pos)),
             None => {
-                self.err(node.pos, format!("`{what}` must be a string, found {}", node.type_name()));
+                self.err(
+                    node.pos,
+                    format!("`{what}` must be a string, found {}", node.type_name()),
+                );
                 None
             }
         }
@@ -77,7 +80,10 @@ impl Cx<'_> {
         match node.scalar_text() {
             Some(s) if !node.is_null() => Some(S::new(s.to_owned(), node.pos)),
             _ => {
-                self.err(node.pos, format!("`{what}` must be a name, found {}", node.type_name()));
+                self.err(
+                    node.pos,
+                    format!("`{what}` must be a name, found {}", node.type_name()),
+                );
                 None
             }
         }
@@ -108,7 +114,10 @@ impl Cx<'_> {
                 )
             }
             NodeKind::Map(_) => {
-                self.err(node.pos, format!("`{what}` must be a list of strings, found a mapping"));
+                self.err(
+                    node.pos,
+                    format!("`{what}` must be a list of strings, found a mapping"),
+                );
                 None
             }
         }
@@ -138,7 +147,14 @@ impl Cx<'_> {
 
     pub fn budget(&mut self, node: &Node) -> Option<S<Budget>> {
         const KEYS: &[&str] = &[
-            "usd", "tokens", "calls", "tool_calls", "spawns", "live_agents", "handlers", "depth",
+            "usd",
+            "tokens",
+            "calls",
+            "tool_calls",
+            "spawns",
+            "live_agents",
+            "handlers",
+            "depth",
             "wall_clock",
         ];
         let entries = self.map(node, "`budget`")?;
@@ -154,7 +170,9 @@ impl Cx<'_> {
                 if let Some(s) = self.name_like(v, "budget.wall_clock") {
                     match check_duration(&s.v) {
                         Ok(()) => b.wall_clock = Some(s.v),
-                        Err(m) => self.err(v.pos, format!("bad budget value for `wall_clock`: {m}")),
+                        Err(m) => {
+                            self.err(v.pos, format!("bad budget value for `wall_clock`: {m}"))
+                        }
                     }
                 }
             } else {

@@ -67,13 +67,20 @@ fn append(parents: &[&Eff], get: fn(&Eff) -> &Items, replace: bool, mine: Items)
     let mut out: Items = if replace {
         Vec::new()
     } else {
-        parents.iter().flat_map(|p| get(p).iter().cloned()).collect()
+        parents
+            .iter()
+            .flat_map(|p| get(p).iter().cloned())
+            .collect()
     };
     out.extend(mine);
     out
 }
 
-fn last<T: Clone>(parents: &[&Eff], get: fn(&Eff) -> &Option<(T, SourceRef)>, mine: Option<(T, SourceRef)>) -> Option<(T, SourceRef)> {
+fn last<T: Clone>(
+    parents: &[&Eff],
+    get: fn(&Eff) -> &Option<(T, SourceRef)>,
+    mine: Option<(T, SourceRef)>,
+) -> Option<(T, SourceRef)> {
     mine.or_else(|| parents.iter().rev().find_map(|p| get(p).clone()))
 }
 
@@ -94,7 +101,11 @@ pub fn effective(a: &RawAgent, parents: &[&Eff], diags: &mut Diags) -> Eff {
             for t in &list.v {
                 if !parents.is_empty() && !union.iter().any(|(u, _)| *u == t.v) {
                     let have: Vec<&str> = union.iter().map(|(u, _)| u.as_str()).collect();
-                    let have = if have.is_empty() { "none".to_owned() } else { have.join(", ") };
+                    let have = if have.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        have.join(", ")
+                    };
                     diags.error(f, t.pos, format!("agent `{}` lists tool `{}`, which none of its parents has (they have: {have}); inherited tools only narrow: to add a tool, list it under `agency: {{tools_add: [{}]}}`", a.name.v, t.v, t.v));
                     continue;
                 }
@@ -110,16 +121,40 @@ pub fn effective(a: &RawAgent, parents: &[&Eff], diags: &mut Diags) -> Eff {
     }
     let one = |o: &Option<S<String>>| o.as_ref().map(|s| (s.v.clone(), at(f, s)));
     Eff {
-        static_memory: append(parents, |e| &e.static_memory, rep("staticMemory"), own(f, &a.static_memory)),
-        behavior: append(parents, |e| &e.behavior, rep("behavior"), own(f, &a.behavior)),
+        static_memory: append(
+            parents,
+            |e| &e.static_memory,
+            rep("staticMemory"),
+            own(f, &a.static_memory),
+        ),
+        behavior: append(
+            parents,
+            |e| &e.behavior,
+            rep("behavior"),
+            own(f, &a.behavior),
+        ),
         guidance: append(parents, |e| &e.guidance, rep("memory"), own(f, &a.guidance)),
-        capabilities: append(parents, |e| &e.capabilities, rep("capabilities"), own(f, &a.capabilities)),
-        connections: append(parents, |e| &e.connections, rep("connections"), own(f, &a.connections)),
+        capabilities: append(
+            parents,
+            |e| &e.capabilities,
+            rep("capabilities"),
+            own(f, &a.capabilities),
+        ),
+        connections: append(
+            parents,
+            |e| &e.connections,
+            rep("connections"),
+            own(f, &a.connections),
+        ),
         tools,
         model: last(parents, |e| &e.model, one(&a.model)),
         runtime: last(parents, |e| &e.runtime, one(&a.runtime)),
         keep_warm: last(parents, |e| &e.keep_warm, one(&a.keep_warm)),
-        budget: last(parents, |e| &e.budget, a.budget.as_ref().map(|b| (b.v.clone(), at(f, b)))),
+        budget: last(
+            parents,
+            |e| &e.budget,
+            a.budget.as_ref().map(|b| (b.v.clone(), at(f, b))),
+        ),
     }
 }
 
@@ -140,16 +175,33 @@ pub fn finish(a: &RawAgent, e: &Eff, role: Option<&str>) -> Explanation {
     let name_src = at(f, &a.name);
     let mut tools = values(&e.tools);
     let mut seen = Vec::new();
-    tools.retain(|t| if seen.contains(t) { false } else { seen.push(t.clone()); true });
+    tools.retain(|t| {
+        if seen.contains(t) {
+            false
+        } else {
+            seen.push(t.clone());
+            true
+        }
+    });
     let agent = Agent {
         name: a.name.v.clone(),
-        title: a.title.as_ref().map_or_else(|| a.name.v.clone(), |t| t.v.clone()),
-        description: a.description.as_ref().map(|d| d.v.clone()).or_else(|| role.map(str::to_owned)).unwrap_or_default(),
+        title: a
+            .title
+            .as_ref()
+            .map_or_else(|| a.name.v.clone(), |t| t.v.clone()),
+        description: a
+            .description
+            .as_ref()
+            .map(|d| d.v.clone())
+            .or_else(|| role.map(str::to_owned))
+            .unwrap_or_default(),
         inherits: a.inherits.iter().map(|p| p.v.clone()).collect(),
         static_memory: values(&e.static_memory),
         volatile_memory: Vec::new(),
         tools,
-        behavior: Behavior { on_message: values(&e.behavior) },
+        behavior: Behavior {
+            on_message: values(&e.behavior),
+        },
         model: e.model.as_ref().map(|m| m.0.clone()),
         runtime: e.runtime.as_ref().map(|m| m.0.clone()),
         capabilities: sorted_unique(&e.capabilities),
@@ -162,14 +214,30 @@ pub fn finish(a: &RawAgent, e: &Eff, role: Option<&str>) -> Explanation {
         claude: a.claude.clone(),
         source: name_src.clone(),
     };
-    let mut fields = vec![FieldOrigin { field: "name".into(), value: json!(agent.name), from: name_src.clone() }];
+    let mut fields = vec![FieldOrigin {
+        field: "name".into(),
+        value: json!(agent.name),
+        from: name_src.clone(),
+    }];
     let title_src = a.title.as_ref().map_or(name_src.clone(), |t| at(f, t));
-    fields.push(FieldOrigin { field: "title".into(), value: json!(agent.title), from: title_src });
+    fields.push(FieldOrigin {
+        field: "title".into(),
+        value: json!(agent.title),
+        from: title_src,
+    });
     if let Some(d) = &a.description {
-        fields.push(FieldOrigin { field: "description".into(), value: json!(d.v), from: at(f, d) });
+        fields.push(FieldOrigin {
+            field: "description".into(),
+            value: json!(d.v),
+            from: at(f, d),
+        });
     }
     for p in &a.inherits {
-        fields.push(FieldOrigin { field: "inherits".into(), value: json!(p.v), from: at(f, p) });
+        fields.push(FieldOrigin {
+            field: "inherits".into(),
+            value: json!(p.v),
+            from: at(f, p),
+        });
     }
     let lists: [(&str, &Items); 6] = [
         ("staticMemory", &e.static_memory),
@@ -181,24 +249,44 @@ pub fn finish(a: &RawAgent, e: &Eff, role: Option<&str>) -> Explanation {
     ];
     for (name, items) in lists {
         for (v, src) in items {
-            fields.push(FieldOrigin { field: name.into(), value: json!(v), from: src.clone() });
+            fields.push(FieldOrigin {
+                field: name.into(),
+                value: json!(v),
+                from: src.clone(),
+            });
         }
     }
-    let singles: [(&str, &Option<(String, SourceRef)>); 3] = [("model", &e.model), ("runtime", &e.runtime), ("memory.keepWarm", &e.keep_warm)];
+    let singles: [(&str, &Option<(String, SourceRef)>); 3] = [
+        ("model", &e.model),
+        ("runtime", &e.runtime),
+        ("memory.keepWarm", &e.keep_warm),
+    ];
     for (name, v) in singles {
         if let Some((v, src)) = v {
-            fields.push(FieldOrigin { field: name.into(), value: json!(v), from: src.clone() });
+            fields.push(FieldOrigin {
+                field: name.into(),
+                value: json!(v),
+                from: src.clone(),
+            });
         }
     }
     if let Some((b, src)) = &e.budget {
-        fields.push(FieldOrigin { field: "budget".into(), value: serde_json::to_value(b).unwrap_or(Value::Null), from: src.clone() });
+        fields.push(FieldOrigin {
+            field: "budget".into(),
+            value: serde_json::to_value(b).unwrap_or(Value::Null),
+            from: src.clone(),
+        });
     }
     Explanation { agent, fields }
 }
 
 /// Effective agents for every agent whose ancestry is sound (no unknown
 /// parent, no cycle, within the depth limit), in dependency order.
-pub fn all(raws: &BTreeMap<String, &RawAgent>, broken: &[String], diags: &mut Diags) -> BTreeMap<String, Eff> {
+pub fn all(
+    raws: &BTreeMap<String, &RawAgent>,
+    broken: &[String],
+    diags: &mut Diags,
+) -> BTreeMap<String, Eff> {
     let mut done: BTreeMap<String, Eff> = BTreeMap::new();
     // At most one pass per level of the deepest chain.
     for _ in 0..=raws.len() {
@@ -207,7 +295,10 @@ pub fn all(raws: &BTreeMap<String, &RawAgent>, broken: &[String], diags: &mut Di
             if done.contains_key(name) || broken.contains(name) {
                 continue;
             }
-            if a.inherits.iter().any(|p| broken.contains(&p.v) || !raws.contains_key(&p.v)) {
+            if a.inherits
+                .iter()
+                .any(|p| broken.contains(&p.v) || !raws.contains_key(&p.v))
+            {
                 continue;
             }
             if a.inherits.iter().all(|p| done.contains_key(&p.v)) {

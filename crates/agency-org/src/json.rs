@@ -19,7 +19,10 @@ pub fn parse(text: &str) -> Result<Node, (Pos, String)> {
     let v = p.value(0)?;
     p.ws();
     if p.i < p.chars.len() {
-        return Err((p.pos(), "invalid JSON: trailing characters after the document".into()));
+        return Err((
+            p.pos(),
+            "invalid JSON: trailing characters after the document".into(),
+        ));
     }
     Ok(v)
 }
@@ -63,7 +66,10 @@ impl Reader {
             self.bump();
             Ok(())
         } else {
-            Err((self.pos(), format!("invalid JSON: expected `{c}`{}", self.found())))
+            Err((
+                self.pos(),
+                format!("invalid JSON: expected `{c}`{}", self.found()),
+            ))
         }
     }
 
@@ -76,7 +82,10 @@ impl Reader {
 
     fn value(&mut self, depth: usize) -> Result<Node, (Pos, String)> {
         if depth > MAX_DEPTH {
-            return Err((self.pos(), format!("JSON nests deeper than {MAX_DEPTH} levels")));
+            return Err((
+                self.pos(),
+                format!("JSON nests deeper than {MAX_DEPTH} levels"),
+            ));
         }
         let pos = self.pos();
         match self.peek() {
@@ -86,12 +95,18 @@ impl Reader {
                 self.ws();
                 if self.peek() == Some('}') {
                     self.bump();
-                    return Ok(Node { pos, kind: NodeKind::Map(entries) });
+                    return Ok(Node {
+                        pos,
+                        kind: NodeKind::Map(entries),
+                    });
                 }
                 loop {
                     self.ws();
                     if self.peek() != Some('"') {
-                        return Err((self.pos(), format!("invalid JSON: expected a string key{}", self.found())));
+                        return Err((
+                            self.pos(),
+                            format!("invalid JSON: expected a string key{}", self.found()),
+                        ));
                     }
                     let key = self.value(depth + 1)?;
                     self.ws();
@@ -106,9 +121,17 @@ impl Reader {
                         }
                         Some('}') => {
                             self.bump();
-                            return Ok(Node { pos, kind: NodeKind::Map(entries) });
+                            return Ok(Node {
+                                pos,
+                                kind: NodeKind::Map(entries),
+                            });
                         }
-                        _ => return Err((self.pos(), format!("invalid JSON: expected `,` or `}}`{}", self.found()))),
+                        _ => {
+                            return Err((
+                                self.pos(),
+                                format!("invalid JSON: expected `,` or `}}`{}", self.found()),
+                            ));
+                        }
                     }
                 }
             }
@@ -118,7 +141,10 @@ impl Reader {
                 self.ws();
                 if self.peek() == Some(']') {
                     self.bump();
-                    return Ok(Node { pos, kind: NodeKind::Seq(items) });
+                    return Ok(Node {
+                        pos,
+                        kind: NodeKind::Seq(items),
+                    });
                 }
                 loop {
                     self.ws();
@@ -130,9 +156,17 @@ impl Reader {
                         }
                         Some(']') => {
                             self.bump();
-                            return Ok(Node { pos, kind: NodeKind::Seq(items) });
+                            return Ok(Node {
+                                pos,
+                                kind: NodeKind::Seq(items),
+                            });
                         }
-                        _ => return Err((self.pos(), format!("invalid JSON: expected `,` or `]`{}", self.found()))),
+                        _ => {
+                            return Err((
+                                self.pos(),
+                                format!("invalid JSON: expected `,` or `]`{}", self.found()),
+                            ));
+                        }
                     }
                 }
             }
@@ -158,7 +192,8 @@ impl Reader {
             }
             Some(c) if c == '-' || c.is_ascii_alphanumeric() => {
                 let start = self.i;
-                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.')) {
+                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.'))
+                {
                     self.bump();
                 }
                 let word: String = self.chars[start..self.i].iter().collect();
@@ -169,7 +204,10 @@ impl Reader {
                 }
                 Ok(Node::scalar(pos, word, true))
             }
-            _ => Err((pos, format!("invalid JSON: expected a value{}", self.found()))),
+            _ => Err((
+                pos,
+                format!("invalid JSON: expected a value{}", self.found()),
+            )),
         }
     }
 }
@@ -181,7 +219,9 @@ mod tests {
     #[test]
     fn values_and_positions() {
         let n = parse("{\n  \"a\": [1, true, \"x\\n\"],\n  \"b\": null\n}").expect("parses");
-        let NodeKind::Map(e) = &n.kind else { panic!("map") };
+        let NodeKind::Map(e) = &n.kind else {
+            panic!("map")
+        };
         assert_eq!(e[0].0.pos, Pos::new(2, 3));
         assert_eq!(e[0].1.to_json(), serde_json::json!([1, true, "x\n"]));
         assert!(e[1].1.is_null());

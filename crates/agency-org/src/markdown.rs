@@ -50,7 +50,8 @@ pub fn parse(text: &str) -> Result<Doc, (Pos, String)> {
             .ok_or_else(|| {
                 (
                     Pos::start(),
-                    "the frontmatter opened here is never closed: add a `---` line after it".to_owned(),
+                    "the frontmatter opened here is never closed: add a `---` line after it"
+                        .to_owned(),
                 )
             })?;
         doc.frontmatter = Some((lines[1..end].join("\n"), 2));
@@ -67,7 +68,11 @@ pub fn parse(text: &str) -> Result<Doc, (Pos, String)> {
             in_fence = !in_fence;
         }
         if !in_fence && indent < 4 {
-            if let Some(h) = trimmed.strip_prefix("## ").or(if trimmed == "##" { Some("") } else { None }) {
+            if let Some(h) =
+                trimmed
+                    .strip_prefix("## ")
+                    .or(if trimmed == "##" { Some("") } else { None })
+            {
                 doc.sections.push(Section {
                     heading: h.trim().trim_end_matches('#').trim().to_owned(),
                     pos: Pos::new(line_no, col + 3),
@@ -75,14 +80,16 @@ pub fn parse(text: &str) -> Result<Doc, (Pos, String)> {
                 });
                 continue;
             }
-            if let Some(h) = trimmed.strip_prefix("# ") {
-                if doc.title.is_none() && doc.sections.is_empty() && doc.preamble.is_empty() {
-                    doc.title = Some(Line {
-                        pos: Pos::new(line_no, col + 2),
-                        text: h.trim().trim_end_matches('#').trim().to_owned(),
-                    });
-                    continue;
-                }
+            if let Some(h) = trimmed.strip_prefix("# ")
+                && doc.title.is_none()
+                && doc.sections.is_empty()
+                && doc.preamble.is_empty()
+            {
+                doc.title = Some(Line {
+                    pos: Pos::new(line_no, col + 2),
+                    text: h.trim().trim_end_matches('#').trim().to_owned(),
+                });
+                continue;
             }
         }
         if trimmed.is_empty() {
@@ -139,8 +146,10 @@ mod tests {
 
     #[test]
     fn frontmatter_title_sections() {
-        let d = parse("---\nname: x\n---\n# Agent Name: A\nTitle: T\n\n## Tools\n- W\n```\n## not\n```\n")
-            .expect("parses");
+        let d = parse(
+            "---\nname: x\n---\n# Agent Name: A\nTitle: T\n\n## Tools\n- W\n```\n## not\n```\n",
+        )
+        .expect("parses");
         assert_eq!(d.frontmatter, Some(("name: x".into(), 2)));
         assert_eq!(d.title.as_ref().map(|t| t.pos), Some(Pos::new(4, 3)));
         assert_eq!(d.preamble[0].text, "Title: T");
@@ -155,7 +164,10 @@ mod tests {
         assert_eq!(list_item("- WeatherTool"), Some(("WeatherTool", 2)));
         assert_eq!(list_item("12. Step"), Some(("Step", 4)));
         assert_eq!(list_item("Prose line"), None);
-        let l = |t: &str| Line { pos: Pos::start(), text: t.into() };
+        let l = |t: &str| Line {
+            pos: Pos::start(),
+            text: t.into(),
+        };
         assert!(says_none(&[l("No direct tools needed here.")]));
         assert!(says_none(&[l("None.")]));
         assert!(!says_none(&[l("Nobody knows")]));

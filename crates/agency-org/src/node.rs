@@ -20,7 +20,10 @@ pub enum NodeKind {
     Seq(Vec<Node>),
     /// `plain`: an unquoted YAML scalar or a JSON number/true/false/null,
     /// whose text is resolved to a type; a quoted scalar is always a string.
-    Scalar { text: String, plain: bool },
+    Scalar {
+        text: String,
+        plain: bool,
+    },
 }
 
 impl Node {
@@ -123,23 +126,23 @@ pub fn resolve_plain(text: &str) -> Value {
         _ => {}
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(i) = text.parse::<i64>() {
-            return Value::from(i);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::from(i);
     }
     let numeric = text
         .bytes()
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
         && text.bytes().any(|b| b.is_ascii_digit());
-    if numeric {
-        if let Some(n) = text
+    if numeric
+        && let Some(n) = text
             .parse::<f64>()
             .ok()
             .and_then(serde_json::Number::from_f64)
-        {
-            return Value::Number(n);
-        }
+    {
+        return Value::Number(n);
     }
     Value::String(text.to_owned())
 }

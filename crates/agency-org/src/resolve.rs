@@ -23,7 +23,11 @@ fn src(file: &str, line: u32) -> String {
 }
 
 pub fn index<'a>(root: &'a RawFolder, diags: &mut Diags) -> Index<'a> {
-    let mut ix = Index { agents: BTreeMap::new(), tools: BTreeMap::new(), roles: BTreeMap::new() };
+    let mut ix = Index {
+        agents: BTreeMap::new(),
+        tools: BTreeMap::new(),
+        roles: BTreeMap::new(),
+    };
     for f in root.all() {
         for a in &f.agents {
             match ix.agents.get(&a.name.v) {
@@ -56,14 +60,28 @@ impl Index<'_> {
             return true;
         }
         let hint = did_you_mean(&r.v, self.agents.keys().map(String::as_str));
-        diags.error(file, r.pos, format!("{what} `{}` is not an agent of this organisation{hint}", r.v));
+        diags.error(
+            file,
+            r.pos,
+            format!(
+                "{what} `{}` is not an agent of this organisation{hint}",
+                r.v
+            ),
+        );
         false
     }
 
     fn tool_ref(&self, diags: &mut Diags, file: &str, r: &S<String>) {
         if !self.tools.contains_key(&r.v) {
             let hint = did_you_mean(&r.v, self.tools.keys().map(String::as_str));
-            diags.error(file, r.pos, format!("tool `{}` is not defined (no .tool file or tool script of that name){hint}", r.v));
+            diags.error(
+                file,
+                r.pos,
+                format!(
+                    "tool `{}` is not defined (no .tool file or tool script of that name){hint}",
+                    r.v
+                ),
+            );
         }
     }
 
@@ -74,12 +92,26 @@ impl Index<'_> {
             return;
         }
         match self.agents.get(&r.v) {
-            Some((a, dir)) if *dir != f.dir => diags.error(file, r.pos, format!("{what} `{}` is defined in {}, not in this agency's folder", r.v, a.file)),
+            Some((a, dir)) if *dir != f.dir => diags.error(
+                file,
+                r.pos,
+                format!(
+                    "{what} `{}` is defined in {}, not in this agency's folder",
+                    r.v, a.file
+                ),
+            ),
             Some(_) => {}
             None => {
                 let local: Vec<&str> = f.agents.iter().map(|a| a.name.v.as_str()).collect();
                 let hint = did_you_mean(&r.v, local);
-                diags.error(file, r.pos, format!("{what} `{}` is not an agent of this agency (no {}.agent here){hint}", r.v, r.v));
+                diags.error(
+                    file,
+                    r.pos,
+                    format!(
+                        "{what} `{}` is not an agent of this agency (no {}.agent here){hint}",
+                        r.v, r.v
+                    ),
+                );
             }
         }
     }
@@ -112,7 +144,14 @@ pub fn check(root: &RawFolder, ix: &Index, diags: &mut Diags) -> Vec<String> {
         for s in &g.sub_agencies {
             if !f.children.iter().any(|c| c.agency.name.v == s.v) {
                 let hint = did_you_mean(&s.v, f.children.iter().map(|c| c.agency.name.v.as_str()));
-                diags.error(&g.file, s.pos, format!("sub-agency `{}` is not the agency of a subfolder here{hint}", s.v));
+                diags.error(
+                    &g.file,
+                    s.pos,
+                    format!(
+                        "sub-agency `{}` is not the agency of a subfolder here{hint}",
+                        s.v
+                    ),
+                );
             }
         }
         for (a, b) in &g.connections {
@@ -123,7 +162,12 @@ pub fn check(root: &RawFolder, ix: &Index, diags: &mut Diags) -> Vec<String> {
             for p in &a.inherits {
                 ix.agent_ref(diags, &a.file, p, "parent");
             }
-            for t in a.tools.iter().flat_map(|t| t.v.iter()).chain(a.tools_add.iter()) {
+            for t in a
+                .tools
+                .iter()
+                .flat_map(|t| t.v.iter())
+                .chain(a.tools_add.iter())
+            {
                 ix.tool_ref(diags, &a.file, t);
             }
             for c in &a.connections {
@@ -149,14 +193,28 @@ fn cycles(ix: &Index, diags: &mut Diags) -> Vec<String> {
         }
         if let Some(chain) = too_deep(ix, name, 0) {
             let (a, _) = ix.agents[name];
-            diags.error(&a.file, a.name.pos, format!("inheritance deeper than {MAX_DEPTH} levels: {}", chain.join(" -> ")));
+            diags.error(
+                &a.file,
+                a.name.pos,
+                format!(
+                    "inheritance deeper than {MAX_DEPTH} levels: {}",
+                    chain.join(" -> ")
+                ),
+            );
             broken.push(name.clone());
         }
     }
     broken
 }
 
-fn walk(ix: &Index, name: &str, path: &mut Vec<String>, broken: &mut Vec<String>, reported: &mut Vec<Vec<String>>, diags: &mut Diags) {
+fn walk(
+    ix: &Index,
+    name: &str,
+    path: &mut Vec<String>,
+    broken: &mut Vec<String>,
+    reported: &mut Vec<Vec<String>>,
+    diags: &mut Diags,
+) {
     if let Some(i) = path.iter().position(|p| p == name) {
         let members: Vec<String> = path[i..].to_vec();
         let mut key = members.clone();
@@ -165,10 +223,18 @@ fn walk(ix: &Index, name: &str, path: &mut Vec<String>, broken: &mut Vec<String>
             reported.push(key);
             let (first, _) = ix.agents[&members[0]];
             let next = members.get(1).unwrap_or(&members[0]);
-            let pos = first.inherits.iter().find(|p| p.v == *next).map_or(first.name.pos, |p| p.pos);
+            let pos = first
+                .inherits
+                .iter()
+                .find(|p| p.v == *next)
+                .map_or(first.name.pos, |p| p.pos);
             let mut chain = members.clone();
             chain.push(members[0].clone());
-            diags.error(&first.file, pos, format!("inheritance cycle: {}", chain.join(" -> ")));
+            diags.error(
+                &first.file,
+                pos,
+                format!("inheritance cycle: {}", chain.join(" -> ")),
+            );
         }
         for m in members {
             if !broken.contains(&m) {
@@ -178,7 +244,9 @@ fn walk(ix: &Index, name: &str, path: &mut Vec<String>, broken: &mut Vec<String>
         return;
     }
     // The path is bounded: a chain longer than the number of agents repeats.
-    let Some((a, _)) = ix.agents.get(name) else { return };
+    let Some((a, _)) = ix.agents.get(name) else {
+        return;
+    };
     if path.len() > ix.agents.len() {
         return;
     }
@@ -223,7 +291,8 @@ fn schema(fields: &[(String, String)], closed: bool) -> Value {
 }
 
 fn tool(t: &RawTool) -> Option<Tool> {
-    let format = |f: &Option<Vec<(String, String)>>| f.iter().flatten().cloned().collect::<BTreeMap<_, _>>();
+    let format =
+        |f: &Option<Vec<(String, String)>>| f.iter().flatten().cloned().collect::<BTreeMap<_, _>>();
     let input_schema = match &t.input {
         Some(f) => schema(f, true),
         None => json!({ "type": "object" }),
@@ -236,8 +305,16 @@ fn tool(t: &RawTool) -> Option<Tool> {
         name: t.name.v.clone(),
         description: t.description.clone(),
         implementation: t.implementation.clone()?,
-        interface: ToolInterface { input_format: format(&t.input), output_format: format(&t.output), input_schema, output_schema },
-        source: SourceRef { file: t.file.clone(), line: t.name.pos.line },
+        interface: ToolInterface {
+            input_format: format(&t.input),
+            output_format: format(&t.output),
+            input_schema,
+            output_schema,
+        },
+        source: SourceRef {
+            file: t.file.clone(),
+            line: t.name.pos.line,
+        },
     })
 }
 
@@ -249,21 +326,45 @@ pub fn model(f: &RawFolder, explained: &BTreeMap<String, Explanation>) -> Agency
         kind: AgencyKind::Agency,
         description: g.description.join("\n"),
         static_memory: g.static_memory.iter().map(|s| s.v.clone()).collect(),
-        executive_agent: g.executive.as_ref().map(|e| e.v.clone()).unwrap_or_default(),
-        agents: f.agents.iter().filter_map(|a| explained.get(&a.name.v).map(|e| e.agent.clone())).collect(),
+        executive_agent: g
+            .executive
+            .as_ref()
+            .map(|e| e.v.clone())
+            .unwrap_or_default(),
+        agents: f
+            .agents
+            .iter()
+            .filter_map(|a| explained.get(&a.name.v).map(|e| e.agent.clone()))
+            .collect(),
         tools: f.tools.iter().filter_map(tool).collect(),
         sub_agencies: f.children.iter().map(|c| model(c, explained)).collect(),
         budget: g.budget.as_ref().map(|b| b.v.clone()),
-        source: SourceRef { file: g.file.clone(), line: g.name.pos.line },
+        source: SourceRef {
+            file: g.file.clone(),
+            line: g.name.pos.line,
+        },
         metadata: None,
     }
 }
 
 /// Effective agents and their explanations.
-pub fn explain_all(ix: &Index, broken: &[String], diags: &mut Diags) -> BTreeMap<String, Explanation> {
-    let raws: BTreeMap<String, &RawAgent> = ix.agents.iter().map(|(k, (a, _))| (k.clone(), *a)).collect();
+pub fn explain_all(
+    ix: &Index,
+    broken: &[String],
+    diags: &mut Diags,
+) -> BTreeMap<String, Explanation> {
+    let raws: BTreeMap<String, &RawAgent> = ix
+        .agents
+        .iter()
+        .map(|(k, (a, _))| (k.clone(), *a))
+        .collect();
     let effs = inherit::all(&raws, broken, diags);
     effs.iter()
-        .map(|(name, e)| (name.clone(), inherit::finish(raws[name], e, ix.roles.get(name).map(String::as_str))))
+        .map(|(name, e)| {
+            (
+                name.clone(),
+                inherit::finish(raws[name], e, ix.roles.get(name).map(String::as_str)),
+            )
+        })
         .collect()
 }

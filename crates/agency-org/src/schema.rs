@@ -129,7 +129,10 @@ mod tests {
     use super::*;
 
     fn keys(v: &Value) -> Vec<String> {
-        let mut k: Vec<String> = v["properties"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let mut k: Vec<String> = v["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         k.sort();
         k
     }

@@ -66,7 +66,13 @@ struct Spec {
     output: Option<Vec<(String, String)>>,
 }
 
-pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Option<&dyn Assist>) -> Option<RawTool> {
+pub fn read(
+    file: &str,
+    stem: &str,
+    text: &str,
+    diags: &mut Diags,
+    assist: Option<&dyn Assist>,
+) -> Option<RawTool> {
     let mut cx = Cx { file, diags };
     let doc = match markdown::parse(text) {
         Ok(d) => d,
@@ -79,7 +85,10 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
     if let Some(t) = &doc.title {
         let (_, n) = strip_name_prefix(&t.text);
         let off = t.text.find(n).unwrap_or(0);
-        name = S::new(n.to_owned(), Pos::new(t.pos.line, t.pos.col + chars(&t.text[..off])));
+        name = S::new(
+            n.to_owned(),
+            Pos::new(t.pos.line, t.pos.col + chars(&t.text[..off])),
+        );
     }
     let mut spec = Spec::default();
     let mut description: Vec<String> = Vec::new();
@@ -89,7 +98,14 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
             Ok(None) => {}
             Ok(Some(node)) => {
                 let node = crate::agency::unwrap_agency_key(&node);
-                apply_fields(&mut cx, &node, &mut spec, &mut name, &mut description, "a .tool file's frontmatter");
+                apply_fields(
+                    &mut cx,
+                    &node,
+                    &mut spec,
+                    &mut name,
+                    &mut description,
+                    "a .tool file's frontmatter",
+                );
             }
         }
     }
@@ -98,7 +114,11 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
     }
     bullets(&mut cx, &doc.preamble, &mut spec, &mut description);
     for s in &doc.sections {
-        match TOOL_SECTIONS.iter().find(|k| k.eq_ignore_ascii_case(&s.heading)).copied() {
+        match TOOL_SECTIONS
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(&s.heading))
+            .copied()
+        {
             Some("Interface") => bullets(&mut cx, &s.lines, &mut spec, &mut description),
             Some(_) => {
                 description.push(format!("{}:", s.heading));
@@ -106,7 +126,10 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
             }
             None => {
                 if let Some(near) = closest(&s.heading, TOOL_SECTIONS.iter().copied()) {
-                    cx.err(s.pos, format!("unknown section `{}`; did you mean `{near}`?", s.heading));
+                    cx.err(
+                        s.pos,
+                        format!("unknown section `{}`; did you mean `{near}`?", s.heading),
+                    );
                 } else {
                     cx.warn(s.pos, format!("section `{}` is not one Agency reads (Implementation, Interface); its text is kept as the description", s.heading));
                     description.push(format!("{}:", s.heading));
@@ -115,24 +138,40 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
             }
         }
     }
-    if spec_is_empty(&spec) {
-        if let Some(assist) = assist {
-            let req = AssistRequest {
-                file: file.to_owned(),
-                kind: EntityKind::Tool,
-                heading: String::new(),
-                text: doc.body.clone(),
-                schema: crate::schema::tool_fields(),
-            };
-            match assist.place(&req) {
-                Ok(answer) => {
-                    let at = name.pos;
-                    let mut ignored = name.clone();
-                    apply_fields(&mut cx, &Node::from_json(&answer, at), &mut spec, &mut ignored, &mut Vec::new(), "the --assist answer for this tool");
-                    cx.warn(at, format!("the implementation of tool `{}` was placed by --assist: {answer}", name.v));
-                }
-                Err(e) => cx.warn(name.pos, format!("--assist could not place tool `{}`: {e}", name.v)),
+    if spec_is_empty(&spec)
+        && let Some(assist) = assist
+    {
+        let req = AssistRequest {
+            file: file.to_owned(),
+            kind: EntityKind::Tool,
+            heading: String::new(),
+            text: doc.body.clone(),
+            schema: crate::schema::tool_fields(),
+        };
+        match assist.place(&req) {
+            Ok(answer) => {
+                let at = name.pos;
+                let mut ignored = name.clone();
+                apply_fields(
+                    &mut cx,
+                    &Node::from_json(&answer, at),
+                    &mut spec,
+                    &mut ignored,
+                    &mut Vec::new(),
+                    "the --assist answer for this tool",
+                );
+                cx.warn(
+                    at,
+                    format!(
+                        "the implementation of tool `{}` was placed by --assist: {answer}",
+                        name.v
+                    ),
+                );
             }
+            Err(e) => cx.warn(
+                name.pos,
+                format!("--assist could not place tool `{}`: {e}", name.v),
+            ),
         }
     }
     let implementation = implementation(&mut cx, &name, &mut spec);
@@ -147,10 +186,21 @@ pub fn read(file: &str, stem: &str, text: &str, diags: &mut Diags, assist: Optio
 }
 
 fn spec_is_empty(s: &Spec) -> bool {
-    s.kind.is_none() && s.base_url.is_none() && s.endpoint.is_none() && s.command.is_none() && s.url.is_none()
+    s.kind.is_none()
+        && s.base_url.is_none()
+        && s.endpoint.is_none()
+        && s.command.is_none()
+        && s.url.is_none()
 }
 
-fn apply_fields(cx: &mut Cx, node: &Node, spec: &mut Spec, name: &mut S<String>, description: &mut Vec<String>, ns: &str) {
+fn apply_fields(
+    cx: &mut Cx,
+    node: &Node,
+    spec: &mut Spec,
+    name: &mut S<String>,
+    description: &mut Vec<String>,
+    ns: &str,
+) {
     let Some(entries) = cx.map(node, "the frontmatter") else {
         return;
     };
@@ -166,25 +216,43 @@ fn apply_fields(cx: &mut Cx, node: &Node, spec: &mut Spec, name: &mut S<String>,
             "base_url" => spec.base_url = cx.string(v, "base_url"),
             "endpoint" => spec.endpoint = cx.string(v, "endpoint"),
             "method" => spec.method = cx.string(v, "method"),
-            "query" => spec.query.extend(cx.string_list(v, "query").unwrap_or_default().into_iter().map(|q| (q, true))),
-            "body" => spec.body.extend(cx.string_list(v, "body").unwrap_or_default().into_iter().map(|q| (q, true))),
+            "query" => spec.query.extend(
+                cx.string_list(v, "query")
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|q| (q, true)),
+            ),
+            "body" => spec.body.extend(
+                cx.string_list(v, "body")
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|q| (q, true)),
+            ),
             "output_map" => {
                 if let Some(entries) = cx.map(v, "`output_map`") {
                     for (k, p) in entries {
                         if let Some(p) = cx.string(p, "output_map") {
-                            spec.output_map.push((k.scalar_text().unwrap_or_default().to_owned(), p));
+                            spec.output_map
+                                .push((k.scalar_text().unwrap_or_default().to_owned(), p));
                         }
                     }
                 }
             }
             "timeout_ms" => match v.to_json().as_u64() {
                 Some(n) if (1..=600_000).contains(&n) => spec.timeout_ms = Some(n),
-                _ => cx.err(v.pos, "`timeout_ms` must be a whole number of milliseconds from 1 to 600000"),
+                _ => cx.err(
+                    v.pos,
+                    "`timeout_ms` must be a whole number of milliseconds from 1 to 600000",
+                ),
             },
             "command" => {
                 let parts = match &v.kind {
-                    crate::node::NodeKind::Seq(_) => cx.string_list(v, "command").map(|l| l.into_iter().map(|s| s.v).collect()),
-                    _ => cx.string(v, "command").map(|s| s.v.split_whitespace().map(str::to_owned).collect()),
+                    crate::node::NodeKind::Seq(_) => cx
+                        .string_list(v, "command")
+                        .map(|l| l.into_iter().map(|s| s.v).collect()),
+                    _ => cx
+                        .string(v, "command")
+                        .map(|s| s.v.split_whitespace().map(str::to_owned).collect()),
                 };
                 spec.command = parts.map(|p| S::new(p, v.pos));
             }
@@ -207,12 +275,18 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
             description.push(l.text.clone());
             continue;
         };
-        let value_off = off + chars(&item[..key.len() + 1]) + chars(&value[..value.len() - value.trim_start().len()]);
+        let value_off = off
+            + chars(&item[..key.len() + 1])
+            + chars(&value[..value.len() - value.trim_start().len()]);
         let vpos = Pos::new(l.pos.line, l.pos.col + value_off);
         let kpos = Pos::new(l.pos.line, l.pos.col + off);
         let value = value.trim();
         let k = key.trim().trim_end_matches('s');
-        let Some(known) = BULLETS.iter().find(|b| b.trim_end_matches('s').eq_ignore_ascii_case(k)).copied() else {
+        let Some(known) = BULLETS
+            .iter()
+            .find(|b| b.trim_end_matches('s').eq_ignore_ascii_case(k))
+            .copied()
+        else {
             if key.split_whitespace().count() <= 5 {
                 let hint = did_you_mean(key.trim(), BULLETS.iter().copied());
                 if !hint.is_empty() {
@@ -225,25 +299,45 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
         };
         let sv = S::new(value.to_owned(), vpos);
         let params = |v: &str| -> Vec<S<String>> {
-            v.split(',').map(str::trim).filter(|p| !p.is_empty()).map(|p| S::new(p.trim_matches('`').to_owned(), vpos)).collect()
+            v.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| S::new(p.trim_matches('`').to_owned(), vpos))
+                .collect()
         };
         match known {
             "Base URL" => spec.base_url = Some(sv),
             "Endpoint" => spec.endpoint = Some(sv),
             "Method" => spec.method = Some(sv),
-            "Required Query Param" => spec.query.extend(params(value).into_iter().map(|p| (p, true))),
-            "Optional Query Param" => spec.query.extend(params(value).into_iter().map(|p| (p, false))),
-            "Required Body Field" => spec.body.extend(params(value).into_iter().map(|p| (p, true))),
-            "Optional Body Field" => spec.body.extend(params(value).into_iter().map(|p| (p, false))),
+            "Required Query Param" => spec
+                .query
+                .extend(params(value).into_iter().map(|p| (p, true))),
+            "Optional Query Param" => spec
+                .query
+                .extend(params(value).into_iter().map(|p| (p, false))),
+            "Required Body Field" => spec
+                .body
+                .extend(params(value).into_iter().map(|p| (p, true))),
+            "Optional Body Field" => spec
+                .body
+                .extend(params(value).into_iter().map(|p| (p, false))),
             "Returns JSON with fields" | "Accepts JSON with fields" => match fields(value) {
                 Ok(f) if known.starts_with("Returns") => spec.output = Some(f),
                 Ok(f) => spec.input = Some(f),
                 Err(m) => cx.err(vpos, m),
             },
-            "Command" => spec.command = Some(S::new(value.split_whitespace().map(str::to_owned).collect(), vpos)),
+            "Command" => {
+                spec.command = Some(S::new(
+                    value.split_whitespace().map(str::to_owned).collect(),
+                    vpos,
+                ))
+            }
             "MCP Command" => {
                 spec.kind = Some(S::new("mcp".into(), kpos));
-                spec.command = Some(S::new(value.split_whitespace().map(str::to_owned).collect(), vpos));
+                spec.command = Some(S::new(
+                    value.split_whitespace().map(str::to_owned).collect(),
+                    vpos,
+                ));
             }
             _ => {
                 spec.kind = Some(S::new("mcp".into(), kpos));
@@ -255,12 +349,16 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
 
 /// `{ "temp": number, "conditions": string }` → fields with types.
 pub fn fields(text: &str) -> Result<Vec<(String, String)>, String> {
-    let inner = text.trim().strip_prefix('{').and_then(|t| t.strip_suffix('}')).ok_or_else(|| {
-        format!("expected fields as `{{ \"name\": type, … }}`, found `{text}`")
-    })?;
+    let inner = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or_else(|| format!("expected fields as `{{ \"name\": type, … }}`, found `{text}`"))?;
     let mut out: Vec<(String, String)> = Vec::new();
     for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, t) = part.split_once(':').ok_or_else(|| format!("field `{part}` is not `\"name\": type`"))?;
+        let (k, t) = part
+            .split_once(':')
+            .ok_or_else(|| format!("field `{part}` is not `\"name\": type`"))?;
         let k = k.trim().trim_matches('"').trim_matches('\'').to_owned();
         let t = t.trim().trim_matches('"').to_owned();
         if k.is_empty() {
@@ -290,17 +388,33 @@ fn implementation(cx: &mut Cx, name: &S<String>, spec: &mut Spec) -> Option<Tool
     match kind.as_str() {
         "http" => http(cx, name, spec, timeout_ms),
         "command" => match &spec.command {
-            Some(c) if !c.v.is_empty() => Some(ToolImplementation::Command(CommandTool { command: c.v.clone(), timeout_ms })),
+            Some(c) if !c.v.is_empty() => Some(ToolImplementation::Command(CommandTool {
+                command: c.v.clone(),
+                timeout_ms,
+            })),
             _ => {
-                cx.err(name.pos, format!("command tool `{}` has no `command`", name.v));
+                cx.err(
+                    name.pos,
+                    format!("command tool `{}` has no `command`", name.v),
+                );
                 None
             }
         },
         "mcp" => {
-            let command = spec.command.as_ref().map(|c| c.v.clone()).filter(|c| !c.is_empty());
+            let command = spec
+                .command
+                .as_ref()
+                .map(|c| c.v.clone())
+                .filter(|c| !c.is_empty());
             let url = spec.url.as_ref().map(|u| u.v.clone());
             if command.is_some() == url.is_some() {
-                cx.err(name.pos, format!("MCP tool `{}` needs exactly one of `command` and `url`", name.v));
+                cx.err(
+                    name.pos,
+                    format!(
+                        "MCP tool `{}` needs exactly one of `command` and `url`",
+                        name.v
+                    ),
+                );
                 return None;
             }
             Some(ToolImplementation::Mcp(McpTool { command, url }))
@@ -308,13 +422,21 @@ fn implementation(cx: &mut Cx, name: &S<String>, spec: &mut Spec) -> Option<Tool
         other => {
             let at = spec.kind.as_ref().map_or(name.pos, |k| k.pos);
             let hint = did_you_mean(other, ["http", "command", "mcp"]);
-            cx.err(at, format!("unknown tool type `{other}`: expected http, command or mcp{hint}"));
+            cx.err(
+                at,
+                format!("unknown tool type `{other}`: expected http, command or mcp{hint}"),
+            );
             None
         }
     }
 }
 
-fn http(cx: &mut Cx, name: &S<String>, spec: &mut Spec, timeout_ms: u64) -> Option<ToolImplementation> {
+fn http(
+    cx: &mut Cx,
+    name: &S<String>,
+    spec: &mut Spec,
+    timeout_ms: u64,
+) -> Option<ToolImplementation> {
     let mut missing = Vec::new();
     if spec.base_url.is_none() {
         missing.push("`- Base URL:` (or `base_url`)");
@@ -324,25 +446,54 @@ fn http(cx: &mut Cx, name: &S<String>, spec: &mut Spec, timeout_ms: u64) -> Opti
     }
     let mut ok = missing.is_empty();
     if !ok {
-        cx.err(name.pos, format!("HTTP tool `{}` has no implementation: missing {}", name.v, missing.join(" and ")));
+        cx.err(
+            name.pos,
+            format!(
+                "HTTP tool `{}` has no implementation: missing {}",
+                name.v,
+                missing.join(" and ")
+            ),
+        );
     }
-    let base_url = spec.base_url.as_ref().map(|b| b.v.trim_end_matches('/').to_owned()).unwrap_or_default();
+    let base_url = spec
+        .base_url
+        .as_ref()
+        .map(|b| b.v.trim_end_matches('/').to_owned())
+        .unwrap_or_default();
     if let Some(base) = &spec.base_url {
-        let rest = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
+        let rest = base_url
+            .strip_prefix("https://")
+            .or_else(|| base_url.strip_prefix("http://"));
         if !rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', '?', '#', ' ', '@'])) {
             cx.err(base.pos, format!("bad base URL `{}`: expected http(s)://HOST[:PORT] with no path (the path goes in the endpoint)", base.v));
             ok = false;
         }
     }
-    let endpoint = spec.endpoint.clone().unwrap_or_else(|| S::new(String::new(), name.pos));
-    if spec.endpoint.is_some() && (!endpoint.v.starts_with('/') || endpoint.v.contains([' ', '#'])) {
-        cx.err(endpoint.pos, format!("bad endpoint `{}`: expected a path starting with `/`", endpoint.v));
+    let endpoint = spec
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| S::new(String::new(), name.pos));
+    if spec.endpoint.is_some() && (!endpoint.v.starts_with('/') || endpoint.v.contains([' ', '#']))
+    {
+        cx.err(
+            endpoint.pos,
+            format!(
+                "bad endpoint `{}`: expected a path starting with `/`",
+                endpoint.v
+            ),
+        );
         ok = false;
     }
-    let method = spec.method.as_ref().map_or_else(|| "GET".to_owned(), |m| m.v.to_uppercase());
+    let method = spec
+        .method
+        .as_ref()
+        .map_or_else(|| "GET".to_owned(), |m| m.v.to_uppercase());
     if !matches!(method.as_str(), "GET" | "POST") {
         let at = spec.method.as_ref().map_or(name.pos, |m| m.pos);
-        cx.err(at, format!("unsupported HTTP method `{method}`: expected GET or POST"));
+        cx.err(
+            at,
+            format!("unsupported HTTP method `{method}`: expected GET or POST"),
+        );
         ok = false;
     }
     if method == "GET" && !spec.body.is_empty() {
@@ -353,24 +504,50 @@ fn http(cx: &mut Cx, name: &S<String>, spec: &mut Spec, timeout_ms: u64) -> Opti
     // others are added as strings (optional ones with `?`).
     let declared = spec.input.is_some();
     let mut input = spec.input.clone().unwrap_or_default();
-    let path_params: Vec<String> = endpoint.v.split('{').skip(1).filter_map(|p| p.split_once('}').map(|(n, _)| n.to_owned())).collect();
-    let params = spec.query.iter().chain(spec.body.iter()).map(|(p, req)| (p.v.clone(), *req, p.pos));
-    for (p, required, pos) in params.chain(path_params.into_iter().map(|p| (p, true, endpoint.pos))) {
-        if input.iter().any(|(f, _)| f == &p || f.strip_suffix('?') == Some(&p)) {
+    let path_params: Vec<String> = endpoint
+        .v
+        .split('{')
+        .skip(1)
+        .filter_map(|p| p.split_once('}').map(|(n, _)| n.to_owned()))
+        .collect();
+    let params = spec
+        .query
+        .iter()
+        .chain(spec.body.iter())
+        .map(|(p, req)| (p.v.clone(), *req, p.pos));
+    for (p, required, pos) in params.chain(path_params.into_iter().map(|p| (p, true, endpoint.pos)))
+    {
+        if input
+            .iter()
+            .any(|(f, _)| f == &p || f.strip_suffix('?') == Some(&p))
+        {
             continue;
         }
         if declared {
-            cx.err(pos, format!("parameter `{p}` is not a field of the tool's declared input"));
+            cx.err(
+                pos,
+                format!("parameter `{p}` is not a field of the tool's declared input"),
+            );
             ok = false;
         } else {
-            input.push((p, if required { "string".into() } else { "string?".into() }));
+            input.push((
+                p,
+                if required {
+                    "string".into()
+                } else {
+                    "string?".into()
+                },
+            ));
         }
     }
     spec.input = Some(input);
     let mut output = std::collections::BTreeMap::new();
     for (field, ptr) in &spec.output_map {
         if !(ptr.v.is_empty() || ptr.v.starts_with('/')) {
-            cx.err(ptr.pos, format!("`output_map.{field}` must be a JSON pointer such as `/main/temp`"));
+            cx.err(
+                ptr.pos,
+                format!("`output_map.{field}` must be a JSON pointer such as `/main/temp`"),
+            );
             ok = false;
         }
         output.insert(field.clone(), ptr.v.clone());

@@ -101,24 +101,37 @@ fn stem(name: &str) -> &str {
 
 impl Walker<'_> {
     fn where_(dir: &str) -> String {
-        if dir.is_empty() { ".".to_owned() } else { dir.to_owned() }
+        if dir.is_empty() {
+            ".".to_owned()
+        } else {
+            dir.to_owned()
+        }
     }
 
     /// A file's text, recorded for the hash; `None` (reported) if unreadable.
     fn text(&mut self, abs: &Path, rel: &str) -> Option<String> {
         if self.files.len() >= MAX_FILES {
-            self.diags.error(rel, Pos::start(), format!("failed to read {rel}: the sources hold more than {MAX_FILES} files"));
+            self.diags.error(
+                rel,
+                Pos::start(),
+                format!("failed to read {rel}: the sources hold more than {MAX_FILES} files"),
+            );
             return None;
         }
         let meta = fs::metadata(abs).ok()?;
         if meta.len() > MAX_FILE_BYTES {
-            self.diags.error(rel, Pos::start(), format!("failed to read {rel}: it is larger than {MAX_FILE_BYTES} bytes"));
+            self.diags.error(
+                rel,
+                Pos::start(),
+                format!("failed to read {rel}: it is larger than {MAX_FILE_BYTES} bytes"),
+            );
             return None;
         }
         let bytes = match fs::read(abs) {
             Ok(b) => b,
             Err(e) => {
-                self.diags.error(rel, Pos::start(), format!("failed to read {rel}: {e}"));
+                self.diags
+                    .error(rel, Pos::start(), format!("failed to read {rel}: {e}"));
                 return None;
             }
         };
@@ -126,7 +139,14 @@ impl Walker<'_> {
         match String::from_utf8(bytes) {
             Ok(t) => Some(t.replace("\r\n", "\n")),
             Err(e) => {
-                self.diags.error(rel, Pos::start(), format!("failed to read {rel}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()));
+                self.diags.error(
+                    rel,
+                    Pos::start(),
+                    format!(
+                        "failed to read {rel}: not UTF-8 text (byte {})",
+                        e.utf8_error().valid_up_to()
+                    ),
+                );
                 None
             }
         }
@@ -137,7 +157,11 @@ impl Walker<'_> {
         let listing = match list(abs) {
             Ok(l) => l,
             Err(e) => {
-                self.diags.error(&here, Pos::start(), format!("failed to read folder {here}: {e}"));
+                self.diags.error(
+                    &here,
+                    Pos::start(),
+                    format!("failed to read folder {here}: {e}"),
+                );
                 return None;
             }
         };
@@ -147,7 +171,11 @@ impl Walker<'_> {
         };
         for extra in listing.agency.iter().skip(1) {
             let first = rel_join(rel, &listing.agency[0]);
-            self.diags.error(&rel_join(rel, extra), Pos::start(), format!("a folder holds one .agency file, and {first} is already this folder's"));
+            self.diags.error(
+                &rel_join(rel, extra),
+                Pos::start(),
+                format!("a folder holds one .agency file, and {first} is already this folder's"),
+            );
         }
         let mut exec: Vec<S<String>> = Vec::new();
         if let Some(name) = listing.agency.first() {
@@ -174,13 +202,25 @@ impl Walker<'_> {
         for name in &listing.agents {
             let file = rel_join(rel, name);
             if let Some(text) = self.text(&abs.join(name), &file) {
-                f.agents.extend(agent::read(&file, stem(name), &text, self.diags, self.assist));
+                f.agents.extend(agent::read(
+                    &file,
+                    stem(name),
+                    &text,
+                    self.diags,
+                    self.assist,
+                ));
             }
         }
         for name in &listing.tools {
             let file = rel_join(rel, name);
             if let Some(text) = self.text(&abs.join(name), &file) {
-                f.tools.extend(tool::read(&file, stem(name), &text, self.diags, self.assist));
+                f.tools.extend(tool::read(
+                    &file,
+                    stem(name),
+                    &text,
+                    self.diags,
+                    self.assist,
+                ));
             }
         }
         // The executive: the first candidate naming an agent of the folder.
@@ -206,7 +246,11 @@ impl Walker<'_> {
         let sub_abs = abs.join(d);
         let sub_rel = rel_join(rel, d);
         let Ok(sub_listing) = list(&sub_abs) else {
-            self.diags.error(&sub_rel, Pos::start(), format!("failed to read folder {sub_rel}"));
+            self.diags.error(
+                &sub_rel,
+                Pos::start(),
+                format!("failed to read folder {sub_rel}"),
+            );
             return;
         };
         let defines = !sub_listing.agency.is_empty() || sub_listing.agents_json;
@@ -218,13 +262,20 @@ impl Walker<'_> {
         }
         let canonical = fs::canonicalize(&sub_abs).unwrap_or_else(|_| sub_abs.clone());
         if let Some(i) = self.ancestors.iter().position(|(p, _)| *p == canonical) {
-            let mut chain: Vec<&str> = self.ancestors[i..].iter().map(|(_, n)| n.as_str()).collect();
+            let mut chain: Vec<&str> = self.ancestors[i..]
+                .iter()
+                .map(|(_, n)| n.as_str())
+                .collect();
             chain.push(&self.ancestors[i].1);
             self.diags.error(&sub_rel, Pos::start(), format!("sub-agency cycle: {} (folder {sub_rel} leads back to an enclosing agency's folder)", chain.join(" -> ")));
             return;
         }
         if self.ancestors.len() >= MAX_NESTING {
-            self.diags.error(&sub_rel, Pos::start(), format!("sub-agencies nest deeper than {MAX_NESTING} levels"));
+            self.diags.error(
+                &sub_rel,
+                Pos::start(),
+                format!("sub-agencies nest deeper than {MAX_NESTING} levels"),
+            );
             return;
         }
         if let Some(child) = self.folder(&sub_abs, &sub_rel, d) {
@@ -235,7 +286,14 @@ impl Walker<'_> {
     /// Seed 004's tool scripts (`"tools": ["airtable.py"]`) as command
     /// tools named by the script, when the script is in the folder (or its
     /// `tools/`) and no `.tool` file of the folder defines that name.
-    fn script_tools(&mut self, abs: &Path, rel: &str, agents: &[crate::raw::RawAgent], listing: &Listing, out: &mut Vec<RawTool>) {
+    fn script_tools(
+        &mut self,
+        abs: &Path,
+        rel: &str,
+        agents: &[crate::raw::RawAgent],
+        listing: &Listing,
+        out: &mut Vec<RawTool>,
+    ) {
         let defined: Vec<&str> = listing.tools.iter().map(|t| stem(t)).collect();
         for a in agents {
             for t in a.tools.iter().flat_map(|t| t.v.iter()) {

@@ -38,19 +38,30 @@ pub fn parse(text: &str, first_line: u32) -> Result<Option<Node>, (Pos, String)>
             Event::DocumentStart(_) => {
                 documents += 1;
                 if documents > 1 {
-                    return Err((at(&span), "frontmatter holds more than one YAML document".into()));
+                    return Err((
+                        at(&span),
+                        "frontmatter holds more than one YAML document".into(),
+                    ));
                 }
                 None
             }
             Event::Alias(_) => {
-                return Err((at(&span), "YAML aliases (`*name`) are not supported in frontmatter".into()));
+                return Err((
+                    at(&span),
+                    "YAML aliases (`*name`) are not supported in frontmatter".into(),
+                ));
             }
-            Event::Scalar(v, style, _, _) => {
-                Some(Node::scalar(at(&span), v.into_owned(), style == ScalarStyle::Plain))
-            }
+            Event::Scalar(v, style, _, _) => Some(Node::scalar(
+                at(&span),
+                v.into_owned(),
+                style == ScalarStyle::Plain,
+            )),
             Event::SequenceStart(..) | Event::MappingStart(..) => {
                 if stack.len() >= MAX_DEPTH {
-                    return Err((at(&span), format!("frontmatter nests deeper than {MAX_DEPTH} levels")));
+                    return Err((
+                        at(&span),
+                        format!("frontmatter nests deeper than {MAX_DEPTH} levels"),
+                    ));
                 }
                 stack.push((at(&span), Vec::new(), matches!(ev, Event::MappingStart(..))));
                 None
@@ -64,7 +75,10 @@ pub fn parse(text: &str, first_line: u32) -> Result<Option<Node>, (Pos, String)>
                     let mut it = items.into_iter();
                     while let (Some(k), Some(v)) = (it.next(), it.next()) {
                         if !matches!(k.kind, NodeKind::Scalar { .. }) {
-                            return Err((k.pos, "a mapping key must be a plain value, not a list or mapping".into()));
+                            return Err((
+                                k.pos,
+                                "a mapping key must be a plain value, not a list or mapping".into(),
+                            ));
                         }
                         entries.push((k, v));
                     }

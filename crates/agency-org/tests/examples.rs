@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use agency_org::{ToolImplementation, compile, export_claude, to_json};
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
 }
 
 #[test]
@@ -18,35 +20,70 @@ fn weather_agency_compiles_as_the_seed_describes() {
     let m = &c.model;
     assert_eq!(m.name, "WeatherAgency");
     assert_eq!(m.executive_agent, "FrontDeskAgent");
-    assert_eq!(m.static_memory, ["We are WeatherAgency. We handle user greetings and weather information."]);
+    assert_eq!(
+        m.static_memory,
+        ["We are WeatherAgency. We handle user greetings and weather information."]
+    );
     let front = &m.agents[0];
-    assert_eq!((front.name.as_str(), front.title.as_str()), ("FrontDeskAgent", "Front Desk"));
+    assert_eq!(
+        (front.name.as_str(), front.title.as_str()),
+        ("FrontDeskAgent", "Front Desk")
+    );
     assert!(front.tools.is_empty() && front.inherits.is_empty());
-    assert_eq!(front.behavior.on_message, [
-        "Decide if the user is just greeting.",
-        "If they want weather information, pass the request to WeatherAgent.",
-        "Return a final response.",
-    ]);
+    assert_eq!(
+        front.behavior.on_message,
+        [
+            "Decide if the user is just greeting.",
+            "If they want weather information, pass the request to WeatherAgent.",
+            "Return a final response.",
+        ]
+    );
     assert_eq!(front.static_memory.len(), 2);
     let weather = &m.agents[1];
     assert_eq!(weather.tools, ["WeatherTool"]);
     assert_eq!(weather.description, "Helps retrieve weather information");
-    assert_eq!(weather.behavior.on_message, [
-        "When requested for weather, use WeatherTool to fetch the data.",
-        "Format the result and return it to the caller.",
-    ]);
-    assert_eq!(weather.memory.guidance, ["Stores latest location requests for repeated usage."]);
+    assert_eq!(
+        weather.behavior.on_message,
+        [
+            "When requested for weather, use WeatherTool to fetch the data.",
+            "Format the result and return it to the caller.",
+        ]
+    );
+    assert_eq!(
+        weather.memory.guidance,
+        ["Stores latest location requests for repeated usage."]
+    );
     let tool = &m.tools[0];
-    let ToolImplementation::Http(h) = &tool.implementation else { panic!("not http: {:?}", tool.implementation) };
+    let ToolImplementation::Http(h) = &tool.implementation else {
+        panic!("not http: {:?}", tool.implementation)
+    };
     assert_eq!(h.base_url, "https://api.example-weather.com");
     assert_eq!(h.endpoint, "/current");
     assert_eq!(h.method, "GET");
     assert_eq!(h.query, ["location"]);
-    assert_eq!(tool.interface.input_format.get("location").map(String::as_str), Some("string"));
-    assert_eq!(tool.interface.output_format.get("temp").map(String::as_str), Some("number"));
-    assert_eq!(tool.interface.output_format.get("conditions").map(String::as_str), Some("string"));
+    assert_eq!(
+        tool.interface
+            .input_format
+            .get("location")
+            .map(String::as_str),
+        Some("string")
+    );
+    assert_eq!(
+        tool.interface.output_format.get("temp").map(String::as_str),
+        Some("number")
+    );
+    assert_eq!(
+        tool.interface
+            .output_format
+            .get("conditions")
+            .map(String::as_str),
+        Some("string")
+    );
     assert_eq!(tool.interface.input_schema["additionalProperties"], false);
-    assert_eq!(tool.interface.input_schema["required"], serde_json::json!(["location"]));
+    assert_eq!(
+        tool.interface.input_schema["required"],
+        serde_json::json!(["location"])
+    );
 }
 
 #[test]
@@ -60,7 +97,9 @@ fn octybot_agents_json_compiles() {
     assert_eq!(main.title, "Main Agent");
     let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["airtable.py", "github.py"]);
-    let ToolImplementation::Command(cmd) = &m.tools[0].implementation else { panic!("not a command") };
+    let ToolImplementation::Command(cmd) = &m.tools[0].implementation else {
+        panic!("not a command")
+    };
     assert_eq!(cmd.command, ["python3", "airtable.py"]);
 }
 
@@ -85,12 +124,20 @@ fn compiling_is_deterministic_and_independent_of_location() {
         assert_eq!(a, c, "{name}");
         assert!(a.ends_with("}\n"));
         // A changed source changes the hash.
-        let any = std::fs::read_dir(&copy).expect("dir").next().expect("a file").expect("entry").path();
+        let any = std::fs::read_dir(&copy)
+            .expect("dir")
+            .next()
+            .expect("a file")
+            .expect("entry")
+            .path();
         let mut text = std::fs::read_to_string(&any).expect("read");
         text.push(' ');
         std::fs::write(&any, text).expect("write");
         let d = compile(&copy).expect("compiles").model;
-        assert_ne!(d.metadata, compile(&example(name)).expect("compiles").model.metadata);
+        assert_ne!(
+            d.metadata,
+            compile(&example(name)).expect("compiles").model.metadata
+        );
     }
 }
 
@@ -116,14 +163,24 @@ When invoked:
 #[test]
 fn a_claude_code_subagent_is_an_agent_and_round_trips() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    std::fs::write(tmp.path().join("review.agency"), "# Agency Name: Review\n## Executive Agent\ncode-reviewer\n").expect("write");
+    std::fs::write(
+        tmp.path().join("review.agency"),
+        "# Agency Name: Review\n## Executive Agent\ncode-reviewer\n",
+    )
+    .expect("write");
     std::fs::write(tmp.path().join("code-reviewer.agent"), REVIEWER).expect("write");
     let c = compile(tmp.path()).unwrap_or_else(|e| panic!("{e}"));
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     let a = &c.model.agents[0];
     assert_eq!(a.name, "code-reviewer");
-    assert_eq!(a.description, "Expert code review specialist. Use immediately after writing or modifying code.");
-    assert!(a.tools.is_empty(), "Claude's tools are Claude Code's, not organisation tools");
+    assert_eq!(
+        a.description,
+        "Expert code review specialist. Use immediately after writing or modifying code."
+    );
+    assert!(
+        a.tools.is_empty(),
+        "Claude's tools are Claude Code's, not organisation tools"
+    );
     assert!(a.static_memory.iter().any(|l| l == "## Review checklist"));
     assert_eq!(export_claude(a), REVIEWER);
 }

@@ -8,16 +8,44 @@ fn name() -> impl Strategy<Value = String> {
         "[A-Za-z0-9 ._-]{1,12}",
         prop::sample::select(vec![".agency", ".agent", ".tool", "", ".md"]),
     )
-        .prop_map(|(n, ext)| if n == "agents" && ext.is_empty() { "agents.json".into() } else { format!("{n}{ext}") })
+        .prop_map(|(n, ext)| {
+            if n == "agents" && ext.is_empty() {
+                "agents.json".into()
+            } else {
+                format!("{n}{ext}")
+            }
+        })
 }
 
 fn content() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
-        "---\n", "agency:\n", "  tools: [", "]\n", "# Agent Name: ", "## Tools\n", "- ", "X\n", "## Inheritance\n",
-        "Inherits ", "## Executive Agent\n", "{\"agents\": {", "\"main\": {}", "}}", "- Base URL: http://", "é",
-        "- Returns JSON with fields: {", "\"a\": string", "## Behaviour\n1. ", "budget: {usd: ", "&a ", "*a", "\t", "\n",
+        "---\n",
+        "agency:\n",
+        "  tools: [",
+        "]\n",
+        "# Agent Name: ",
+        "## Tools\n",
+        "- ",
+        "X\n",
+        "## Inheritance\n",
+        "Inherits ",
+        "## Executive Agent\n",
+        "{\"agents\": {",
+        "\"main\": {}",
+        "}}",
+        "- Base URL: http://",
+        "é",
+        "- Returns JSON with fields: {",
+        "\"a\": string",
+        "## Behaviour\n1. ",
+        "budget: {usd: ",
+        "&a ",
+        "*a",
+        "\t",
+        "\n",
     ]);
-    prop::collection::vec(prop_oneof![piece.prop_map(String::from), ".{0,20}"], 0..24).prop_map(|v| v.concat())
+    prop::collection::vec(prop_oneof![piece.prop_map(String::from), ".{0,20}"], 0..24)
+        .prop_map(|v| v.concat())
 }
 
 proptest! {

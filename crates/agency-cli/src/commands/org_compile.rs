@@ -42,7 +42,10 @@ pub struct ExplainArgs {
 /// Compile, printing every diagnostic; `None` when there were errors.
 fn build(dir: &Path) -> Result<Option<Compiled>> {
     if !dir.is_dir() {
-        bail!("failed to compile {}: not a folder; give the folder that holds the .agency file", dir.display());
+        bail!(
+            "failed to compile {}: not a folder; give the folder that holds the .agency file",
+            dir.display()
+        );
     }
     match agency_org::compile(dir) {
         Ok(c) => {
@@ -52,7 +55,11 @@ fn build(dir: &Path) -> Result<Option<Compiled>> {
         Err(CompileError { diagnostics }) => {
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             print_diagnostics(diagnostics.iter().map(ToString::to_string));
-            let _ = writeln!(std::io::stderr(), "error: failed to compile {}: {errors} error(s)", dir.display());
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: failed to compile {}: {errors} error(s)",
+                dir.display()
+            );
             Ok(None)
         }
     }
@@ -76,15 +83,21 @@ pub fn compile(a: &CompileArgs) -> Result<ExitCode> {
         Some(path) => {
             // Written beside the target and renamed: a reader never sees half a model.
             let tmp = path.with_extension("json.tmp");
-            std::fs::write(&tmp, &text).with_context(|| format!("failed to write {}", tmp.display()))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("failed to write {}", path.display()))?;
+            std::fs::write(&tmp, &text)
+                .with_context(|| format!("failed to write {}", tmp.display()))?;
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("failed to write {}", path.display()))?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn schema(a: &SchemaArgs) -> Result<ExitCode> {
-    let v = if a.sources { agency_org::sources_schema() } else { agency_org::model_schema() };
+    let v = if a.sources {
+        agency_org::sources_schema()
+    } else {
+        agency_org::model_schema()
+    };
     let text = serde_json::to_string_pretty(&v).context("failed to format the schema")?;
     emit(&format!("{text}\n"))?;
     Ok(ExitCode::SUCCESS)
@@ -97,19 +110,36 @@ pub fn explain(a: &ExplainArgs, json: bool) -> Result<ExitCode> {
     let Some(e) = c.explanations.get(&a.agent) else {
         let names = c.explanations.keys().map(String::as_str);
         let hint = agency_org::diag::did_you_mean(&a.agent, names);
-        bail!("failed to explain agent {:?}: the organisation has no such agent{hint} (agents: {})", a.agent, c.explanations.keys().cloned().collect::<Vec<_>>().join(", "));
+        bail!(
+            "failed to explain agent {:?}: the organisation has no such agent{hint} (agents: {})",
+            a.agent,
+            c.explanations
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     };
     if json {
         emit_json(e)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut out = format!("agent {} ({}:{})\n", e.agent.name, e.agent.source.file, e.agent.source.line);
+    let mut out = format!(
+        "agent {} ({}:{})\n",
+        e.agent.name, e.agent.source.file, e.agent.source.line
+    );
     if !e.agent.inherits.is_empty() {
-        out.push_str(&format!("inherits (applied in order): {}\n", e.agent.inherits.join(", ")));
+        out.push_str(&format!(
+            "inherits (applied in order): {}\n",
+            e.agent.inherits.join(", ")
+        ));
     }
     let width = e.fields.iter().map(|f| f.field.len()).max().unwrap_or(0);
     for f in &e.fields {
-        out.push_str(&format!("  {:width$}  {}    <- {}:{}\n", f.field, f.value, f.from.file, f.from.line));
+        out.push_str(&format!(
+            "  {:width$}  {}    <- {}:{}\n",
+            f.field, f.value, f.from.file, f.from.line
+        ));
     }
     emit(&crate::safe_text::block(&out))?;
     Ok(ExitCode::SUCCESS)
