@@ -64,6 +64,19 @@ pub enum Command {
     /// `--json`). Needs no daemon.
     Tools,
 
+    /// Compile an organisation's sources (.agency/.agent/.tool files or
+    /// agents.json) into the Agency Model JSON; every problem is printed as
+    /// `file:line:col: error|warning: …`. Exits 1 on any error. Needs no daemon.
+    Compile(crate::commands::org_compile::CompileArgs),
+
+    /// The JSON Schema of the Agency Model (`--sources`: of the sources'
+    /// frontmatter). Needs no daemon.
+    Schema(crate::commands::org_compile::SchemaArgs),
+
+    /// An agent's effective definition after inheritance, and the file
+    /// and line each field came from. Needs no daemon.
+    Explain(crate::commands::org_compile::ExplainArgs),
+
     /// Send a message to the root handler.
     Send(SendArgs),
 

@@ -16,6 +16,7 @@ mod mail;
 mod mcp;
 mod model;
 mod org;
+pub(crate) mod org_compile;
 mod records;
 mod reopen;
 mod runtime;
@@ -60,6 +61,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     // The launcher needs no home: everything comes from its environment.
     if let Command::McpLaunch(a) = &cli.command {
         return launch::mcp_launch(&a.name);
+    }
+    // Nor does the organisation compiler.
+    match &cli.command {
+        Command::Compile(a) => return org_compile::compile(a),
+        Command::Schema(a) => return org_compile::schema(a),
+        Command::Explain(a) => return org_compile::explain(a, cli.json),
+        _ => {}
     }
     // Neither does the tool list, nor the model server.
     if let Command::Tools = &cli.command {
@@ -127,6 +135,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             unreachable!("handled before the home is resolved")
         }
         Command::Demo => unreachable!("handled before the home is resolved"),
+        Command::Compile(_) | Command::Schema(_) | Command::Explain(_) => {
+            unreachable!("handled before the home is resolved")
+        }
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
         Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),

@@ -1,0 +1,146 @@
+//! `agency compile DIR [-o FILE]`, `agency schema [--sources]` and
+//! `agency explain DIR AGENT`: the organisation compiler (crate
+//! `agency-org`) on the command line. None of them needs a home or a
+//! daemon. Diagnostics go to stderr as `file:line:col: error|warning: …`;
+//! any error exits 1 and writes nothing.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agency_org::{CompileError, Compiled};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::{emit, emit_json};
+
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    /// The organisation's source folder (an .agency file or agents.json,
+    /// its .agent and .tool files, sub-agency subfolders).
+    pub dir: PathBuf,
+    /// Write the model here instead of stdout (replaced only on success).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The sources' frontmatter schema instead of the model's.
+    #[arg(long)]
+    pub sources: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The organisation's source folder.
+    pub dir: PathBuf,
+    /// The agent to explain.
+    pub agent: String,
+}
+
+/// Compile, printing every diagnostic; `None` when there were errors.
+fn build(dir: &Path) -> Result<Option<Compiled>> {
+    if !dir.is_dir() {
+        bail!(
+            "failed to compile {}: not a folder; give the folder that holds the .agency file",
+            dir.display()
+        );
+    }
+    match agency_org::compile(dir) {
+        Ok(c) => {
+            print_diagnostics(c.warnings.iter().map(ToString::to_string));
+            Ok(Some(c))
+        }
+        Err(CompileError { diagnostics }) => {
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            print_diagnostics(diagnostics.iter().map(ToString::to_string));
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: failed to compile {}: {errors} error(s)",
+                dir.display()
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn print_diagnostics(lines: impl Iterator<Item = String>) {
+    let mut err = std::io::stderr().lock();
+    for l in lines {
+        // Diagnostics quote source text: keep control characters out of the terminal.
+        let _ = writeln!(err, "{}", crate::safe_text::block(&l));
+    }
+}
+
+pub fn compile(a: &CompileArgs) -> Result<ExitCode> {
+    let Some(c) = build(&a.dir)? else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let text = agency_org::to_json(&c.model);
+    match &a.output {
+        None => emit(&text)?,
+        Some(path) => {
+            // Written beside the target and renamed: a reader never sees half a model.
+            let tmp = path.with_extension("json.tmp");
+            std::fs::write(&tmp, &text)
+                .with_context(|| format!("failed to write {}", tmp.display()))?;
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("failed to write {}", path.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn schema(a: &SchemaArgs) -> Result<ExitCode> {
+    let v = if a.sources {
+        agency_org::sources_schema()
+    } else {
+        agency_org::model_schema()
+    };
+    let text = serde_json::to_string_pretty(&v).context("failed to format the schema")?;
+    emit(&format!("{text}\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn explain(a: &ExplainArgs, json: bool) -> Result<ExitCode> {
+    let Some(c) = build(&a.dir)? else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let Some(e) = c.explanations.get(&a.agent) else {
+        let names = c.explanations.keys().map(String::as_str);
+        let hint = agency_org::diag::did_you_mean(&a.agent, names);
+        bail!(
+            "failed to explain agent {:?}: the organisation has no such agent{hint} (agents: {})",
+            a.agent,
+            c.explanations
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    if json {
+        emit_json(e)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = format!(
+        "agent {} ({}:{})\n",
+        e.agent.name, e.agent.source.file, e.agent.source.line
+    );
+    if !e.agent.inherits.is_empty() {
+        out.push_str(&format!(
+            "inherits (applied in order): {}\n",
+            e.agent.inherits.join(", ")
+        ));
+    }
+    let width = e.fields.iter().map(|f| f.field.len()).max().unwrap_or(0);
+    for f in &e.fields {
+        out.push_str(&format!(
+            "  {:width$}  {}    <- {}:{}\n",
+            f.field, f.value, f.from.file, f.from.line
+        ));
+    }
+    emit(&crate::safe_text::block(&out))?;
+    Ok(ExitCode::SUCCESS)
+}
