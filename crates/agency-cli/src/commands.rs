@@ -16,6 +16,7 @@ mod mail;
 mod mcp;
 mod model;
 mod org;
+mod org_up;
 mod records;
 mod reopen;
 mod runtime;
@@ -140,6 +141,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
+        Command::Up(a) => org_up::up(&ctx, &a.path, a.plan),
+        Command::Down { name } => org_up::down(&ctx, &name),
+        Command::Orgs => org_up::orgs(&ctx),
         Command::Approvals(a) => approvals::list(&ctx, a.all),
         // A quarantined MCP tool change has a UUID where an approval
         // request has a number: one `agency approve` decides both.
