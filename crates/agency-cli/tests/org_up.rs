@@ -49,7 +49,10 @@ fn issue12_item5_the_user_stands_an_organisation_up_and_down() {
 
     let out = home.ok(&["up", path, "--plan"]);
     assert!(out.contains("would change (nothing written"), "{out}");
-    assert!(out.contains("FrontDeskAgent") && out.contains("create"), "{out}");
+    assert!(
+        out.contains("FrontDeskAgent") && out.contains("create"),
+        "{out}"
+    );
     assert!(out.contains("tool:WeatherTool"), "{out}");
     assert_eq!(home.json(&["orgs"]), json!([]));
 
@@ -71,7 +74,10 @@ fn issue12_item5_the_user_stands_an_organisation_up_and_down() {
     assert_eq!(front["boss"], root.as_str(), "{front}");
     assert_eq!(front["title"], "WeatherAgency: FrontDeskAgent (Front Desk)");
     let text = home.ok(&["orgs"]);
-    assert!(text.contains("WeatherAgency (up)") && text.contains("Weather Assistant"), "{text}");
+    assert!(
+        text.contains("WeatherAgency (up)") && text.contains("Weather Assistant"),
+        "{text}"
+    );
 
     let again = home.ok(&["up", path]);
     assert!(again.contains("up to date, nothing to change"), "{again}");
@@ -83,7 +89,10 @@ fn issue12_item5_the_user_stands_an_organisation_up_and_down() {
     std::fs::write(&bad_file, bad.to_string()).unwrap();
     let r = home.run(&["up", bad_file.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("nothing was changed") && r.stderr.contains("disk"), "{r:?}");
+    assert!(
+        r.stderr.contains("nothing was changed") && r.stderr.contains("disk"),
+        "{r:?}"
+    );
     // A folder needs the compiler.
     let r = home.run(&["up", home.tmp.path().to_str().unwrap()]);
     assert_eq!(r.code, 1);
@@ -91,15 +100,26 @@ fn issue12_item5_the_user_stands_an_organisation_up_and_down() {
     assert_eq!(home.json(&["orgs"]), orgs);
 
     let down = home.ok(&["down", "WeatherAgency"]);
-    assert!(down.contains("organisation WeatherAgency is down: 2 handlers retired"), "{down}");
+    assert!(
+        down.contains("organisation WeatherAgency is down: 2 handlers retired"),
+        "{down}"
+    );
     assert!(home.ok(&["orgs"]).contains("WeatherAgency (down)"));
     let r = home.run(&["down", "WeatherAgency"]);
     assert_eq!(r.code, 1);
 
     let back = home.json(&["up", path]);
-    assert_eq!(back["executive"], exec.as_str(), "the same handlers come back");
+    assert_eq!(
+        back["executive"],
+        exec.as_str(),
+        "the same handlers come back"
+    );
     assert!(
-        back["agents"].as_array().unwrap().iter().all(|a| a["action"] == "reactivate"),
+        back["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["action"] == "reactivate"),
         "{back}"
     );
 }

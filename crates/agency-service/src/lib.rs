@@ -52,8 +52,8 @@ mod service;
 mod tokens;
 mod views;
 
-pub use agency_store::PinChangeStatus;
 pub use agency_store::OrgAgentStatus;
+pub use agency_store::PinChangeStatus;
 pub use agency_store::{ApprovalRow, ApprovalStatus};
 pub use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, ReservedTotals};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};

@@ -165,15 +165,30 @@ fn apply(
                 match action {
                     AgentAction::Unchanged => {}
                     AgentAction::Reactivate => {
-                        log(op, h, None, format!("reactivated by agency up (organisation {org})"))?;
+                        log(
+                            op,
+                            h,
+                            None,
+                            format!("reactivated by agency up (organisation {org})"),
+                        )?;
                         render_audit_log_file(op, h, a)?;
-                        op.events.push(Event::HandlerCreated { handler: h, boss: Some(boss) });
+                        op.events.push(Event::HandlerCreated {
+                            handler: h,
+                            boss: Some(boss),
+                        });
                         if op.tx.inbox_count(MailTarget::Handler(h))? > 0 {
                             ensure_process_inbox(op, h)?;
                         }
                     }
                     _ => {
-                        log(op, h, None, format!("definition updated by agency up (organisation {org}): {fields}"))?;
+                        log(
+                            op,
+                            h,
+                            None,
+                            format!(
+                                "definition updated by agency up (organisation {org}): {fields}"
+                            ),
+                        )?;
                         render_audit_log_file(op, h, a)?;
                     }
                 }
@@ -183,12 +198,16 @@ fn apply(
         handlers.insert(name.to_owned(), h);
         if action != AgentAction::Unchanged {
             let changed = |f: &str| {
-                matches!(action, AgentAction::Create) || p.agents.iter().any(|c| c.agent == name && c.fields.iter().any(|x| x == f))
+                matches!(action, AgentAction::Create)
+                    || p.agents
+                        .iter()
+                        .any(|c| c.agent == name && c.fields.iter().any(|x| x == f))
             };
             if changed("model") || matches!(action, AgentAction::Create) {
                 let cur = op.tx.handler_model(h)?;
                 if cur.as_deref() != wa.agent.model.as_deref() {
-                    op.tx.set_handler_model(h, wa.agent.model.as_deref(), op.now)?;
+                    op.tx
+                        .set_handler_model(h, wa.agent.model.as_deref(), op.now)?;
                 }
             }
             if changed("budget") {
@@ -214,7 +233,11 @@ fn apply(
     // so no wanted agent is below one of them.
     for (name, r) in &old {
         if r.status == OrgAgentStatus::Active && !handlers.contains_key(name) {
-            retire_standing(op, r.handler, &format!("retired: removed from organisation {org} by agency up"))?;
+            retire_standing(
+                op,
+                r.handler,
+                &format!("retired: removed from organisation {org} by agency up"),
+            )?;
             op.tx.put_org_agent(&OrgAgentRow {
                 status: OrgAgentStatus::Retired,
                 updated_at: op.now,
@@ -267,11 +290,26 @@ fn stand_up(
         updated_at: op.now,
     };
     let a = Author::default();
-    insert_outcome(op, &row, &[parent_root], a, "created", format!("stood up by agency up (organisation {org})"))?;
+    insert_outcome(
+        op,
+        &row,
+        &[parent_root],
+        a,
+        "created",
+        format!("stood up by agency up (organisation {org})"),
+    )?;
     create_handler(op, h, Some(boss), a)?;
-    log(op, h, None, format!("stood up by agency up as an agent of organisation {org}"))?;
+    log(
+        op,
+        h,
+        None,
+        format!("stood up by agency up as an agent of organisation {org}"),
+    )?;
     render_audit_log_file(op, h, a)?;
-    op.events.push(Event::HandlerCreated { handler: h, boss: Some(boss) });
+    op.events.push(Event::HandlerCreated {
+        handler: h,
+        boss: Some(boss),
+    });
     Ok(h)
 }
 
@@ -283,7 +321,13 @@ fn reparent_root(op: &mut Op<'_>, h: HandlerId, parent_root: OutcomeId) -> Resul
         op.tx.delete_edge(*p, h.root())?;
     }
     op.tx.insert_edge(parent_root, h.root())?;
-    outcome_event(op, h.root(), a, "moved", format!("under outcome {parent_root} by agency up"))?;
+    outcome_event(
+        op,
+        h.root(),
+        a,
+        "moved",
+        format!("under outcome {parent_root} by agency up"),
+    )?;
     render_outcome_file(op, h.root(), a)?;
     for p in old.iter().chain([&parent_root]) {
         render_outcome_file(op, *p, a)?;
@@ -305,11 +349,21 @@ fn retitle(op: &mut Op<'_>, h: HandlerId, title: &str, description: &str) -> Res
     o.updated_at = op.now;
     op.tx.update_outcome(&o)?;
     let a = Author::default();
-    outcome_event(op, o.id, a, "updated", "title and description from the organisation's sources".to_owned())?;
+    outcome_event(
+        op,
+        o.id,
+        a,
+        "updated",
+        "title and description from the organisation's sources".to_owned(),
+    )?;
     render_outcome_file(op, o.id, a)
 }
 
-fn set_budget(op: &mut Op<'_>, h: HandlerId, limits: Option<agency_store::BudgetLimits>) -> Result<()> {
+fn set_budget(
+    op: &mut Op<'_>,
+    h: HandlerId,
+    limits: Option<agency_store::BudgetLimits>,
+) -> Result<()> {
     let old = op.tx.budget_of(h)?;
     match limits {
         Some(l) if !l.is_empty() => {
@@ -341,10 +395,21 @@ fn set_budget(op: &mut Op<'_>, h: HandlerId, limits: Option<agency_store::Budget
 /// capabilities revoked). The outcomes of ordinary handlers it delegated
 /// to go back to the nearest standing handler above them, so that the
 /// organisation's agents find their work again when they come back.
-pub(crate) fn retire_standing(op: &mut Op<'_>, h: HandlerId, why: &str) -> Result<crate::handlers::Retired> {
-    let active = op.tx.handler(h)?.is_some_and(|r| r.status == HandlerStatus::Active);
+pub(crate) fn retire_standing(
+    op: &mut Op<'_>,
+    h: HandlerId,
+    why: &str,
+) -> Result<crate::handlers::Retired> {
+    let active = op
+        .tx
+        .handler(h)?
+        .is_some_and(|r| r.status == HandlerStatus::Active);
     if !active {
-        return Ok(crate::handlers::Retired { handlers: Vec::new(), agents: Vec::new(), revoked: Vec::new() });
+        return Ok(crate::handlers::Retired {
+            handlers: Vec::new(),
+            agents: Vec::new(),
+            revoked: Vec::new(),
+        });
     }
     let retired = retire_subtree(op, h, why, Author::default())?;
     for x in &retired.handlers {
@@ -362,12 +427,21 @@ pub(crate) fn retire_standing(op: &mut Op<'_>, h: HandlerId, why: &str) -> Resul
         }
     }
     for c in &retired.revoked {
-        op.events.push(Event::CapabilityRevoked { capability: c.id, holder: c.holder, resource: c.resource.clone() });
+        op.events.push(Event::CapabilityRevoked {
+            capability: c.id,
+            holder: c.holder,
+            resource: c.resource.clone(),
+        });
     }
     Ok(retired)
 }
 
-fn standing_for(w: &Wanted<'_>, wa: &crate::org_plan::WantedAgent<'_>, handlers: &BTreeMap<String, HandlerId>, root: HandlerId) -> String {
+fn standing_for(
+    w: &Wanted<'_>,
+    wa: &crate::org_plan::WantedAgent<'_>,
+    handlers: &BTreeMap<String, HandlerId>,
+    root: HandlerId,
+) -> String {
     let m = w.model;
     let name = wa.agent.name.as_str();
     let contact = |n: &str, relation| Contact {
@@ -401,7 +475,11 @@ fn standing_for(w: &Wanted<'_>, wa: &crate::org_plan::WantedAgent<'_>, handlers:
         .tools
         .iter()
         .map(|t| {
-            let d = m.all_tools().into_iter().find(|x| &x.name == t).map_or("", |x| x.description.as_str());
+            let d = m
+                .all_tools()
+                .into_iter()
+                .find(|x| &x.name == t)
+                .map_or("", |x| x.description.as_str());
             (t.as_str(), d)
         })
         .collect();
@@ -421,11 +499,25 @@ fn standing_for(w: &Wanted<'_>, wa: &crate::org_plan::WantedAgent<'_>, handlers:
 /// Bring the organisation's capabilities in line with the model: revoke
 /// those it no longer wants (and everything derived from them), grant
 /// those missing (or revoked since, e.g. by a retirement).
-fn grants(op: &mut Op<'_>, w: &Wanted<'_>, handlers: &BTreeMap<String, HandlerId>, root: HandlerId) -> Result<()> {
+fn grants(
+    op: &mut Op<'_>,
+    w: &Wanted<'_>,
+    handlers: &BTreeMap<String, HandlerId>,
+    root: HandlerId,
+) -> Result<()> {
     let org = w.model.name.as_str();
-    let holder_of = |n: &str| if n.is_empty() { Some(root) } else { handlers.get(n).copied() };
+    let holder_of = |n: &str| {
+        if n.is_empty() {
+            Some(root)
+        } else {
+            handlers.get(n).copied()
+        }
+    };
     for g in op.tx.org_grants(org)? {
-        let live = op.tx.capability(g.capability)?.is_some_and(|c| c.revoked_at.is_none());
+        let live = op
+            .tx
+            .capability(g.capability)?
+            .is_some_and(|c| c.revoked_at.is_none());
         let keep = w
             .caps
             .get(&(g.holder.clone(), g.key.clone()))
@@ -434,9 +526,15 @@ fn grants(op: &mut Op<'_>, w: &Wanted<'_>, handlers: &BTreeMap<String, HandlerId
             continue;
         }
         if live {
-            let revoked = op.tx.revoke(&RevokeSelector::Ids(vec![g.capability]), op.now)?;
+            let revoked = op
+                .tx
+                .revoke(&RevokeSelector::Ids(vec![g.capability]), op.now)?;
             for c in revoked {
-                op.events.push(Event::CapabilityRevoked { capability: c.id, holder: c.holder, resource: c.resource });
+                op.events.push(Event::CapabilityRevoked {
+                    capability: c.id,
+                    holder: c.holder,
+                    resource: c.resource,
+                });
             }
         }
         op.tx.delete_org_grant(org, &g.holder, &g.key)?;
@@ -454,8 +552,16 @@ fn grants(op: &mut Op<'_>, w: &Wanted<'_>, handlers: &BTreeMap<String, HandlerId
         let Some(h) = holder_of(holder) else { continue };
         let (resource, origin, delegatable) = match &c.want {
             Want::Resource(r) => (r.clone(), CapOrigin::User, true),
-            Want::MailAgent(n) => (Resource::Mail(MailTarget::Handler(handlers[n.as_str()])), CapOrigin::System, false),
-            Want::MailRoot => (Resource::Mail(MailTarget::Handler(root)), CapOrigin::System, false),
+            Want::MailAgent(n) => (
+                Resource::Mail(MailTarget::Handler(handlers[n.as_str()])),
+                CapOrigin::System,
+                false,
+            ),
+            Want::MailRoot => (
+                Resource::Mail(MailTarget::Handler(root)),
+                CapOrigin::System,
+                false,
+            ),
         };
         let cap = NewCapability {
             holder: h,
@@ -469,7 +575,11 @@ fn grants(op: &mut Op<'_>, w: &Wanted<'_>, handlers: &BTreeMap<String, HandlerId
             created_at: op.now,
         };
         let id = op.tx.insert_capability(&cap)?;
-        op.events.push(Event::CapabilityGranted { capability: id, holder: h, resource: cap.resource });
+        op.events.push(Event::CapabilityGranted {
+            capability: id,
+            holder: h,
+            resource: cap.resource,
+        });
         op.tx.put_org_grant(&OrgGrantRow {
             org: org.to_owned(),
             holder: holder.clone(),
@@ -482,6 +592,9 @@ fn grants(op: &mut Op<'_>, w: &Wanted<'_>, handlers: &BTreeMap<String, HandlerId
 }
 
 fn clip(s: &str, max: usize) -> String {
-    let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let one: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     one.trim().chars().take(max).collect()
 }

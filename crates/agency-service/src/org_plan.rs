@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use agency_core::{Level, Resource};
-use agency_org::{Agent, AgencyModel};
+use agency_org::{AgencyModel, Agent};
 use agency_store::{BudgetLimits, OrgAgentStatus, Tx};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -163,7 +163,10 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
         return Err(bad(org, "it has no agents"));
     }
     if all.len() > MAX_AGENTS {
-        return Err(bad(org, format!("it has {} agents, more than {MAX_AGENTS}", all.len())));
+        return Err(bad(
+            org,
+            format!("it has {} agents, more than {MAX_AGENTS}", all.len()),
+        ));
     }
     let mut names = BTreeSet::new();
     for (_, a) in &all {
@@ -179,16 +182,22 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             return Err(bad(org, format!("agency name {} is used twice", ag.name)));
         }
         if ag.executive().is_none() {
-            return Err(bad(org, format!(
-                "agency {}'s executive agent {} is not one of its agents",
-                ag.name, ag.executive_agent
-            )));
+            return Err(bad(
+                org,
+                format!(
+                    "agency {}'s executive agent {} is not one of its agents",
+                    ag.name, ag.executive_agent
+                ),
+            ));
         }
     }
     let mut tools = BTreeMap::new();
     for t in m.all_tools() {
         agency_core::validate::check_name("tool", &t.name).map_err(|e| bad(org, e.0))?;
-        if tools.insert(t.name.as_str(), t.description.as_str()).is_some() {
+        if tools
+            .insert(t.name.as_str(), t.description.as_str())
+            .is_some()
+        {
             return Err(bad(org, format!("tool name {} is used twice", t.name)));
         }
     }
@@ -233,64 +242,119 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
     for (_, _, a) in &order {
         match boss[a.name.as_str()] {
             Some(b) => {
-                put(&a.name, Want::MailAgent(b.to_owned()), Level::Write, "reporting line");
-                put(b, Want::MailAgent(a.name.clone()), Level::Write, "reporting line");
+                put(
+                    &a.name,
+                    Want::MailAgent(b.to_owned()),
+                    Level::Write,
+                    "reporting line",
+                );
+                put(
+                    b,
+                    Want::MailAgent(a.name.clone()),
+                    Level::Write,
+                    "reporting line",
+                );
             }
             None => {
                 put(&a.name, Want::MailRoot, Level::Write, "reporting line");
-                put("", Want::MailAgent(a.name.clone()), Level::Write, "reporting line");
+                put(
+                    "",
+                    Want::MailAgent(a.name.clone()),
+                    Level::Write,
+                    "reporting line",
+                );
             }
         }
         for t in &a.tools {
             if !tools.contains_key(t.as_str()) {
-                return Err(bad(org, format!("agent {} names tool {t}, which the organisation does not define", a.name)));
+                return Err(bad(
+                    org,
+                    format!(
+                        "agent {} names tool {t}, which the organisation does not define",
+                        a.name
+                    ),
+                ));
             }
-            put(&a.name, Want::Resource(Resource::Tool(t.clone())), Level::Read, "tool");
+            put(
+                &a.name,
+                Want::Resource(Resource::Tool(t.clone())),
+                Level::Read,
+                "tool",
+            );
         }
         for c in &a.connections {
             if !names.contains(c.as_str()) {
-                return Err(bad(org, format!("agent {} is connected to {c}, which is not an agent of the organisation", a.name)));
+                return Err(bad(
+                    org,
+                    format!(
+                        "agent {} is connected to {c}, which is not an agent of the organisation",
+                        a.name
+                    ),
+                ));
             }
             if c == &a.name {
                 return Err(bad(org, format!("agent {} is connected to itself", a.name)));
             }
-            put(&a.name, Want::MailAgent(c.clone()), Level::Write, "connection");
-            put(c, Want::MailAgent(a.name.clone()), Level::Write, "connection");
+            put(
+                &a.name,
+                Want::MailAgent(c.clone()),
+                Level::Write,
+                "connection",
+            );
+            put(
+                c,
+                Want::MailAgent(a.name.clone()),
+                Level::Write,
+                "connection",
+            );
         }
         for c in &a.capabilities {
-            let (r, level) = parse_capability(c).map_err(|e| {
-                bad(org, format!("agent {}'s capability {c:?}: {e}", a.name))
-            })?;
+            let (r, level) = parse_capability(c)
+                .map_err(|e| bad(org, format!("agent {}'s capability {c:?}: {e}", a.name)))?;
             if let Some(d) = declared {
-                check_declared(d, &r).map_err(|e| bad(org, format!("agent {}'s capability {c}: {e}", a.name)))?;
+                check_declared(d, &r)
+                    .map_err(|e| bad(org, format!("agent {}'s capability {c}: {e}", a.name)))?;
             }
             put(&a.name, Want::Resource(r), level, "capability");
         }
         if let Some(model) = &a.model {
-            agency_core::validate::check_name("model upstream", model).map_err(|e| bad(org, e.0))?;
+            agency_core::validate::check_name("model upstream", model)
+                .map_err(|e| bad(org, e.0))?;
             if let Some(d) = declared
                 && !d.models.contains(model)
             {
-                return Err(bad(org, format!(
-                    "agent {} asks for model {model}, which is no [models.NAME] the daemon's runtime can use (usable: {})",
-                    a.name,
-                    d.models.iter().cloned().collect::<Vec<_>>().join(", ")
-                )));
+                return Err(bad(
+                    org,
+                    format!(
+                        "agent {} asks for model {model}, which is no [models.NAME] the daemon's runtime can use (usable: {})",
+                        a.name,
+                        d.models.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
             }
         }
         if let Some(rt) = &a.runtime {
             if !RUNTIMES.contains(&rt.as_str()) {
-                return Err(bad(org, format!("agent {} asks for runtime {rt:?}; expected builtin, claude-code or command", a.name)));
+                return Err(bad(
+                    org,
+                    format!(
+                        "agent {} asks for runtime {rt:?}; expected builtin, claude-code or command",
+                        a.name
+                    ),
+                ));
             }
             // The supervisor runs the one configured runtime.
             if let Some(d) = declared
                 && let Some(configured) = &d.runtime
                 && configured != rt
             {
-                return Err(bad(org, format!(
-                    "agent {} asks for runtime {rt}, but the daemon runs {configured} (agents.runtime) and cannot run another per agent; remove the agent's runtime or set agents.runtime = \"{rt}\"",
-                    a.name
-                )));
+                return Err(bad(
+                    org,
+                    format!(
+                        "agent {} asks for runtime {rt}, but the daemon runs {configured} (agents.runtime) and cannot run another per agent; remove the agent's runtime or set agents.runtime = \"{rt}\"",
+                        a.name
+                    ),
+                ));
             }
         }
     }
@@ -298,9 +362,16 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
     let mut agents = Vec::with_capacity(order.len());
     for (ag, parent, a) in &order {
         let executive = ag.executive_agent == a.name;
-        let own = a.budget.as_ref().map(|b| limits(org, &a.name, b)).transpose()?;
+        let own = a
+            .budget
+            .as_ref()
+            .map(|b| limits(org, &a.name, b))
+            .transpose()?;
         let agency_budget = if executive {
-            ag.budget.as_ref().map(|b| limits(org, &ag.name, b)).transpose()?
+            ag.budget
+                .as_ref()
+                .map(|b| limits(org, &ag.name, b))
+                .transpose()?
         } else {
             None
         };
@@ -318,7 +389,9 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
         }
         for (other, ob) in &boss {
             if *ob == Some(a.name.as_str()) {
-                contacts.push(json!({"name": other, "relation": "underling", "title": title_of(m, other)}));
+                contacts.push(
+                    json!({"name": other, "relation": "underling", "title": title_of(m, other)}),
+                );
             }
         }
         for c in connections_of(&order, &a.name) {
@@ -327,7 +400,9 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
         let agent_tools: Vec<Value> = a
             .tools
             .iter()
-            .map(|t| json!({"name": t, "description": tools.get(t.as_str()).copied().unwrap_or("")}))
+            .map(
+                |t| json!({"name": t, "description": tools.get(t.as_str()).copied().unwrap_or("")}),
+            )
             .collect();
         let def = json!({
             "agency": ag.name,
@@ -349,7 +424,9 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             "runtime": a.runtime,
             "budget": serde_json::to_value(budget).unwrap_or(Value::Null),
         });
-        let def_hash = blake3::hash(def.to_string().as_bytes()).to_hex().to_string();
+        let def_hash = blake3::hash(def.to_string().as_bytes())
+            .to_hex()
+            .to_string();
         agents.push(WantedAgent {
             agency: ag,
             parent_agency: *parent,
@@ -361,11 +438,19 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             def_hash,
         });
     }
-    Ok(Wanted { model: m, agents, caps, warnings })
+    Ok(Wanted {
+        model: m,
+        agents,
+        caps,
+        warnings,
+    })
 }
 
 /// Agents connected to `name` either way, sorted.
-fn connections_of<'a>(order: &[(&'a AgencyModel, Option<&'a str>, &'a Agent)], name: &str) -> Vec<&'a str> {
+fn connections_of<'a>(
+    order: &[(&'a AgencyModel, Option<&'a str>, &'a Agent)],
+    name: &str,
+) -> Vec<&'a str> {
     let mut out = BTreeSet::new();
     for (_, _, a) in order {
         if a.name == name {
@@ -393,10 +478,15 @@ pub(crate) fn parse_capability(s: &str) -> std::result::Result<(Resource, Level)
         None => (s, Level::Read),
     };
     let Some((kind, key)) = res.split_once(':') else {
-        return Err("expected kind:name, e.g. egress:api.example.com, mcp_server:github or repo:site".to_owned());
+        return Err(
+            "expected kind:name, e.g. egress:api.example.com, mcp_server:github or repo:site"
+                .to_owned(),
+        );
     };
     if !matches!(kind, "egress" | "mcp_server" | "repo") {
-        return Err(format!("kind {kind:?} cannot be granted by an organisation; use egress, mcp_server or repo (tools are granted through the agent's tools)"));
+        return Err(format!(
+            "kind {kind:?} cannot be granted by an organisation; use egress, mcp_server or repo (tools are granted through the agent's tools)"
+        ));
     }
     let r = Resource::from_parts(kind, key).map_err(|e| e.0)?;
     Ok((r, level))
@@ -423,14 +513,22 @@ fn check_declared(d: &Declared, r: &Resource) -> std::result::Result<(), String>
 fn limits(org: &str, whose: &str, b: &agency_org::Budget) -> Result<BudgetLimits> {
     let n = |what: &str, v: Option<u64>| -> Result<Option<i64>> {
         v.map(|v| {
-            i64::try_from(v).map_err(|_| bad(org, format!("{whose}'s {what} budget {v} is too large")))
+            i64::try_from(v)
+                .map_err(|_| bad(org, format!("{whose}'s {what} budget {v} is too large")))
         })
         .transpose()
     };
     let micro_usd = match b.usd {
         None => None,
-        Some(d) if d.is_finite() && (0.0..=9.0e12).contains(&d) => Some((d * 1_000_000.0).round() as i64),
-        Some(d) => return Err(bad(org, format!("{whose}'s usd budget {d} is not an amount of zero or more dollars"))),
+        Some(d) if d.is_finite() && (0.0..=9.0e12).contains(&d) => {
+            Some((d * 1_000_000.0).round() as i64)
+        }
+        Some(d) => {
+            return Err(bad(
+                org,
+                format!("{whose}'s usd budget {d} is not an amount of zero or more dollars"),
+            ));
+        }
     };
     let wall_clock_ms = b
         .wall_clock
@@ -458,13 +556,17 @@ pub(crate) fn duration_ms(s: &str) -> Option<i64> {
     }
     let mut total: i64 = 0;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
             return None;
         }
         let n: i64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let ms = match &rest[..unit] {
             "ms" => 1,
             "s" => 1000,
@@ -498,7 +600,10 @@ pub(crate) fn plan(tx: &mut dyn Tx, w: &Wanted<'_>, plan_only: bool) -> Result<O
     for a in &w.agents {
         let name = &a.agent.name;
         let old = old_agents.get(name);
-        let old_def = old_wanted.as_ref().and_then(|o| o.agent(name)).map(|o| &o.def);
+        let old_def = old_wanted
+            .as_ref()
+            .and_then(|o| o.agent(name))
+            .map(|o| &o.def);
         let (action, fields) = match old {
             None => (AgentAction::Create, Vec::new()),
             Some(r) if r.status == OrgAgentStatus::Retired || !handler_active(tx, r.handler)? => {
@@ -537,7 +642,9 @@ pub(crate) fn plan(tx: &mut dyn Tx, w: &Wanted<'_>, plan_only: bool) -> Result<O
     let mut capabilities = Vec::new();
     let mut old_grants = BTreeMap::new();
     for g in tx.org_grants(org)? {
-        let live = tx.capability(g.capability)?.is_some_and(|c| c.revoked_at.is_none());
+        let live = tx
+            .capability(g.capability)?
+            .is_some_and(|c| c.revoked_at.is_none());
         old_grants.insert((g.holder.clone(), g.key.clone()), (g, live));
     }
     for ((holder, key), c) in &w.caps {

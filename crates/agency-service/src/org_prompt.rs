@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use agency_core::HandlerId;
-use agency_org::{Agent, AgencyModel};
+use agency_org::{AgencyModel, Agent};
 
 /// How an agent is related to someone it may message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,11 @@ pub(crate) fn standing_text(f: &StandingFacts<'_>) -> String {
     } else {
         let _ = writeln!(s, "Its Executive Agent is {exec}.");
     }
-    bullets(&mut s, "The agency's static memory:", &f.agency.static_memory);
+    bullets(
+        &mut s,
+        "The agency's static memory:",
+        &f.agency.static_memory,
+    );
 
     if !a.static_memory.is_empty() {
         let _ = writeln!(s, "\n### Your static memory\n");
@@ -123,7 +127,10 @@ pub(crate) fn standing_text(f: &StandingFacts<'_>) -> String {
 
     let _ = writeln!(s, "\n### Your tools\n");
     if f.tools.is_empty() {
-        let _ = writeln!(s, "None of the organisation's tools: ask the agents you may message.");
+        let _ = writeln!(
+            s,
+            "None of the organisation's tools: ask the agents you may message."
+        );
     } else {
         for (name, desc) in &f.tools {
             let desc = desc.trim();
@@ -280,9 +287,14 @@ mod tests {
         let t = standing_text(&facts);
         assert!(t.contains("Its Executive Agent is FrontDeskAgent."));
         assert!(t.contains("- WeatherTool: Calls the weather API."));
-        assert!(t.contains(&format!("- Your boss: FrontDeskAgent (\"Front Desk\"), handler {h}")));
+        assert!(t.contains(&format!(
+            "- Your boss: FrontDeskAgent (\"Front Desk\"), handler {h}"
+        )));
         assert!(t.contains("3. Answer the party that asked."));
         assert!(!t.contains("root handler"), "{t}");
-        assert!(!t.contains("### Your static memory"), "no empty section: {t}");
+        assert!(
+            !t.contains("### Your static memory"),
+            "no empty section: {t}"
+        );
     }
 }

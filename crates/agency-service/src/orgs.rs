@@ -59,7 +59,8 @@ impl Service {
             require_user(authenticate(tx, who)?, "list the organisations")?;
             let mut out = Vec::new();
             for o in tx.orgs()? {
-                let model: Option<agency_org::AgencyModel> = serde_json::from_str(&o.model_json).ok();
+                let model: Option<agency_org::AgencyModel> =
+                    serde_json::from_str(&o.model_json).ok();
                 let mut agents = Vec::new();
                 for a in tx.org_agents(&o.name)? {
                     let found = model
@@ -76,8 +77,22 @@ impl Service {
                         runtime: a.runtime,
                     });
                 }
-                let OrgRow { name, executive, model_hash, applied_at, retired_at, .. } = o;
-                out.push(OrgView { name, executive, model_hash, applied_at, retired_at, agents });
+                let OrgRow {
+                    name,
+                    executive,
+                    model_hash,
+                    applied_at,
+                    retired_at,
+                    ..
+                } = o;
+                out.push(OrgView {
+                    name,
+                    executive,
+                    model_hash,
+                    applied_at,
+                    retired_at,
+                    agents,
+                });
             }
             Ok(out)
         })
@@ -100,7 +115,11 @@ impl Service {
                 )));
             }
             let why = format!("retired: organisation {name} taken down by the user (agency down)");
-            let mut report = OrgDown { org: name.to_owned(), handlers: Vec::new(), agents_to_kill: Vec::new() };
+            let mut report = OrgDown {
+                org: name.to_owned(),
+                handlers: Vec::new(),
+                agents_to_kill: Vec::new(),
+            };
             // The top executive's subtree holds every agent; an agent a
             // hand force-stop left elsewhere is retired on its own.
             let agents = op.tx.org_agents(name)?;

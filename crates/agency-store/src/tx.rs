@@ -13,8 +13,8 @@ use agency_core::access::FileKind;
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
-use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::model::*;
+use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 
 pub type R<T> = Result<T, StoreError>;
 

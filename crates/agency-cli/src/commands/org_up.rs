@@ -91,7 +91,11 @@ fn orgs_text(list: &[OrgView]) -> String {
                     a.agent.clone(),
                     a.title.clone(),
                     a.agency.clone(),
-                    if a.executive { "yes".into() } else { String::new() },
+                    if a.executive {
+                        "yes".into()
+                    } else {
+                        String::new()
+                    },
                     format!("{:?}", a.status).to_lowercase(),
                     a.handler.to_string(),
                 ]
@@ -108,8 +112,14 @@ fn orgs_text(list: &[OrgView]) -> String {
 fn plan_text(p: &OrgPlan) -> String {
     let mut out = String::new();
     let head = match (p.plan_only, p.changed) {
-        (_, false) => format!("organisation {}: up to date, nothing to change\n", line(&p.org)),
-        (true, true) => format!("organisation {}: would change (nothing written; apply without --plan)\n", line(&p.org)),
+        (_, false) => format!(
+            "organisation {}: up to date, nothing to change\n",
+            line(&p.org)
+        ),
+        (true, true) => format!(
+            "organisation {}: would change (nothing written; apply without --plan)\n",
+            line(&p.org)
+        ),
         (false, true) => format!("organisation {}: applied\n", line(&p.org)),
     };
     out.push_str(&head);
@@ -136,7 +146,10 @@ fn plan_text(p: &OrgPlan) -> String {
             ]
         })
         .collect();
-    out.push_str(&crate::output::table(&["AGENT", "AGENCY", "ACTION", "FIELDS", "HANDLER"], rows));
+    out.push_str(&crate::output::table(
+        &["AGENT", "AGENCY", "ACTION", "FIELDS", "HANDLER"],
+        rows,
+    ));
     if !p.capabilities.is_empty() {
         let rows = p
             .capabilities
@@ -147,14 +160,21 @@ fn plan_text(p: &OrgPlan) -> String {
                         CapAction::Added => "+".to_owned(),
                         CapAction::Removed => "-".to_owned(),
                     },
-                    if c.holder.is_empty() { "(root handler)".to_owned() } else { c.holder.clone() },
+                    if c.holder.is_empty() {
+                        "(root handler)".to_owned()
+                    } else {
+                        c.holder.clone()
+                    },
                     c.resource.clone(),
                     c.level.to_string(),
                     c.why.clone(),
                 ]
             })
             .collect();
-        out.push_str(&crate::output::table(&["", "HOLDER", "CAPABILITY", "LEVEL", "WHY"], rows));
+        out.push_str(&crate::output::table(
+            &["", "HOLDER", "CAPABILITY", "LEVEL", "WHY"],
+            rows,
+        ));
     }
     out
 }
@@ -173,6 +193,9 @@ mod tests {
         let f = dir.path().join("model.json");
         std::fs::write(&f, "{\"name\": 1}").unwrap();
         let e = format!("{:#}", load_model(&f).unwrap_err());
-        assert!(e.contains("model.json") && e.contains("not a valid model"), "{e}");
+        assert!(
+            e.contains("model.json") && e.contains("not a valid model"),
+            "{e}"
+        );
     }
 }

@@ -30,20 +30,31 @@ fn octybot(name: &str) -> Value {
 }
 
 fn h(p: &OrgPlan, name: &str) -> HandlerId {
-    p.agents.iter().find(|a| a.agent == name).and_then(|a| a.handler).unwrap()
+    p.agents
+        .iter()
+        .find(|a| a.agent == name)
+        .and_then(|a| a.handler)
+        .unwrap()
 }
 
 fn text(t: &str) -> MailBody {
-    MailBody::Text { subject: None, text: t.into() }
+    MailBody::Text {
+        subject: None,
+        text: t.into(),
+    }
 }
 
 #[test]
 fn issue12_item5_seed004_lateral_mail_only_along_connections() {
     let env = Env::new();
-    let p = env.svc.org_apply(U, &model(octybot("Octybot")), false).unwrap();
+    let p = env
+        .svc
+        .org_apply(U, &model(octybot("Octybot")), false)
+        .unwrap();
     let (main, airtable, github) = (h(&p, "main"), h(&p, "airtable"), h(&p, "github"));
     let send = |from: HandlerId, to: HandlerId| {
-        env.svc.mail_send(env.agent(from), MailTarget::Handler(to), &text("hi"))
+        env.svc
+            .mail_send(env.agent(from), MailTarget::Handler(to), &text("hi"))
     };
     send(main, airtable).unwrap();
     send(main, github).unwrap();
@@ -55,7 +66,10 @@ fn issue12_item5_seed004_lateral_mail_only_along_connections() {
     assert_kind(send(github, airtable), "permission_denied");
     // The standing instructions say so.
     let s = env.svc.handler_standing(airtable).unwrap().unwrap();
-    assert!(s.contains(&format!("Connection: main (\"main\"), handler {main}")), "{s}");
+    assert!(
+        s.contains(&format!("Connection: main (\"main\"), handler {main}")),
+        "{s}"
+    );
     assert!(!s.contains(&github.to_string()), "{s}");
 
     // Removing the connection revokes it.
@@ -70,15 +84,43 @@ fn issue12_item5_seed004_lateral_mail_only_along_connections() {
 #[test]
 fn issue12_item5_attack_an_agent_cannot_reach_another_organisations_agents() {
     let env = Env::new();
-    let a = env.svc.org_apply(U, &model(octybot("OrgA")), false).unwrap();
-    let b = env.svc.org_apply(U, &model(octybot("OrgB")), false).unwrap();
-    for (from, to) in [("main", "airtable"), ("front", "front"), ("front", "main"), ("airtable", "main")] {
-        let r = env.svc.mail_send(env.agent(h(&a, from)), MailTarget::Handler(h(&b, to)), &text("psst"));
+    let a = env
+        .svc
+        .org_apply(U, &model(octybot("OrgA")), false)
+        .unwrap();
+    let b = env
+        .svc
+        .org_apply(U, &model(octybot("OrgB")), false)
+        .unwrap();
+    for (from, to) in [
+        ("main", "airtable"),
+        ("front", "front"),
+        ("front", "main"),
+        ("airtable", "main"),
+    ] {
+        let r = env.svc.mail_send(
+            env.agent(h(&a, from)),
+            MailTarget::Handler(h(&b, to)),
+            &text("psst"),
+        );
         assert_kind(r, "permission_denied");
     }
     // Nor the root handler, which only the top executive reports to.
-    assert_kind(env.svc.mail_send(env.agent(h(&a, "main")), MailTarget::Handler(env.root), &text("psst")), "permission_denied");
-    env.svc.mail_send(env.agent(h(&a, "front")), MailTarget::Handler(env.root), &text("report")).unwrap();
+    assert_kind(
+        env.svc.mail_send(
+            env.agent(h(&a, "main")),
+            MailTarget::Handler(env.root),
+            &text("psst"),
+        ),
+        "permission_denied",
+    );
+    env.svc
+        .mail_send(
+            env.agent(h(&a, "front")),
+            MailTarget::Handler(env.root),
+            &text("report"),
+        )
+        .unwrap();
 }
 
 #[test]
@@ -89,8 +131,14 @@ fn issue12_item5_attack_agents_cannot_apply_or_take_down_organisations() {
     for who in [env.agent(front), env.agent(env.root)] {
         let mut v = weather_json();
         v["agents"][1]["capabilities"] = json!(["egress:*.example.com=write"]);
-        assert_kind(env.svc.org_apply(who, &model(v), false), "permission_denied");
-        assert_kind(env.svc.org_apply(who, &model(octybot("Mine")), true), "permission_denied");
+        assert_kind(
+            env.svc.org_apply(who, &model(v), false),
+            "permission_denied",
+        );
+        assert_kind(
+            env.svc.org_apply(who, &model(octybot("Mine")), true),
+            "permission_denied",
+        );
         assert_kind(env.svc.org_down(who, "WeatherAgency"), "permission_denied");
         assert_kind(env.svc.orgs(who), "permission_denied");
     }
@@ -98,8 +146,14 @@ fn issue12_item5_attack_agents_cannot_apply_or_take_down_organisations() {
     assert!(env.svc.orgs(U).unwrap()[0].retired_at.is_none());
     // Nor may a boss agent fire a standing agent: the shape is the user's.
     let weather = h(&p, "WeatherAgent");
-    assert_kind(env.svc.force_stop(env.agent(front), weather), "permission_denied");
-    assert_kind(env.svc.force_stop(env.agent(env.root), front), "permission_denied");
+    assert_kind(
+        env.svc.force_stop(env.agent(front), weather),
+        "permission_denied",
+    );
+    assert_kind(
+        env.svc.force_stop(env.agent(env.root), front),
+        "permission_denied",
+    );
 }
 
 #[test]
@@ -110,21 +164,43 @@ fn issue12_item5_a_standing_handler_has_no_work_while_idle() {
     let weather = h(&p, "WeatherAgent");
     let with_work = |env: &Env| env.svc.handlers_with_work(None, 1000).unwrap();
     for a in &p.agents {
-        assert!(!env.svc.has_work(a.handler.unwrap()).unwrap(), "{}", a.agent);
+        assert!(
+            !env.svc.has_work(a.handler.unwrap()).unwrap(),
+            "{}",
+            a.agent
+        );
     }
-    assert!(with_work(&env).is_empty(), "no agent spawns for an idle organisation");
+    assert!(
+        with_work(&env).is_empty(),
+        "no agent spawns for an idle organisation"
+    );
 
     // A message makes work; answering and acknowledging it ends it.
-    let m = env.svc.mail_send(U, MailTarget::Handler(front), &text("Weather in Oslo?")).unwrap();
+    let m = env
+        .svc
+        .mail_send(U, MailTarget::Handler(front), &text("Weather in Oslo?"))
+        .unwrap();
     assert_eq!(with_work(&env), vec![front]);
     let me = env.agent(front);
-    env.svc.mail_send(me, MailTarget::User, &text("Sunny.")).unwrap();
+    env.svc
+        .mail_send(me, MailTarget::User, &text("Sunny."))
+        .unwrap();
     env.svc.mail_ack(me, &[m]).unwrap();
     assert!(!env.svc.has_work(front).unwrap());
     assert!(with_work(&env).is_empty());
 
     // The perpetual root cannot be finished by its agent or its boss.
-    assert_kind(env.svc.outcome_request_completion(me, "done"), "invalid_input");
-    assert_kind(env.svc.outcome_complete(me, weather.root(), "done"), "invalid_input");
-    assert_kind(env.svc.outcome_close(env.agent(weather), weather.root(), "done"), "permission_denied");
+    assert_kind(
+        env.svc.outcome_request_completion(me, "done"),
+        "invalid_input",
+    );
+    assert_kind(
+        env.svc.outcome_complete(me, weather.root(), "done"),
+        "invalid_input",
+    );
+    assert_kind(
+        env.svc
+            .outcome_close(env.agent(weather), weather.root(), "done"),
+        "permission_denied",
+    );
 }

@@ -133,8 +133,16 @@ fn issue12_item5_up_stands_the_model_up_as_a_handler_tree() {
     // Each root outcome is perpetual, titled after the agent, and a child
     // of its boss's root.
     for (h, parent, title) in [
-        (front, env.root, "WeatherAgency: FrontDeskAgent (Front Desk)"),
-        (weather, front, "WeatherAgency: WeatherAgent (Weather Assistant)"),
+        (
+            front,
+            env.root,
+            "WeatherAgency: FrontDeskAgent (Front Desk)",
+        ),
+        (
+            weather,
+            front,
+            "WeatherAgency: WeatherAgent (Weather Assistant)",
+        ),
         (storm, chief, "AlertsAgency: StormWatcher (Storm Watcher)"),
     ] {
         let v = env.svc.outcome_view(U, h.root()).unwrap();
@@ -148,22 +156,52 @@ fn issue12_item5_up_stands_the_model_up_as_a_handler_tree() {
     // Capabilities: the tool and the egress grant on WeatherAgent; mail
     // along the reporting lines, and nothing else.
     let w = live_caps(&env, weather);
-    assert!(w.contains(&(Resource::Tool("WeatherTool".into()), Level::Read)), "{w:?}");
-    assert!(w.contains(&(Resource::Egress("api.example-weather.com".into()), Level::Read)), "{w:?}");
+    assert!(
+        w.contains(&(Resource::Tool("WeatherTool".into()), Level::Read)),
+        "{w:?}"
+    );
+    assert!(
+        w.contains(&(
+            Resource::Egress("api.example-weather.com".into()),
+            Level::Read
+        )),
+        "{w:?}"
+    );
     assert!(w.contains(&(Resource::Mail(MailTarget::Handler(front)), Level::Write)));
     let f = live_caps(&env, front);
     for h in [weather, chief, env.root] {
-        assert!(f.contains(&(Resource::Mail(MailTarget::Handler(h)), Level::Write)), "{h}: {f:?}");
+        assert!(
+            f.contains(&(Resource::Mail(MailTarget::Handler(h)), Level::Write)),
+            "{h}: {f:?}"
+        );
     }
-    assert!(!f.contains(&(Resource::Mail(MailTarget::Handler(storm)), Level::Write)), "no skip-level mail");
-    assert!(!f.iter().any(|(r, _)| matches!(r, Resource::Tool(_))), "{f:?}");
-    assert!(live_caps(&env, env.root).contains(&(Resource::Mail(MailTarget::Handler(front)), Level::Write)));
+    assert!(
+        !f.contains(&(Resource::Mail(MailTarget::Handler(storm)), Level::Write)),
+        "no skip-level mail"
+    );
+    assert!(
+        !f.iter().any(|(r, _)| matches!(r, Resource::Tool(_))),
+        "{f:?}"
+    );
+    assert!(
+        live_caps(&env, env.root)
+            .contains(&(Resource::Mail(MailTarget::Handler(front)), Level::Write))
+    );
 
     // Standing instructions per handler.
     let s = env.svc.handler_standing(weather).unwrap().unwrap();
-    assert!(s.contains("You are WeatherAgent, \"Weather Assistant\""), "{s}");
-    assert!(s.contains(&format!("FrontDeskAgent (\"Front Desk\"), handler {front}")), "{s}");
-    assert!(s.contains("WeatherTool: Calls an external weather API."), "{s}");
+    assert!(
+        s.contains("You are WeatherAgent, \"Weather Assistant\""),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!("FrontDeskAgent (\"Front Desk\"), handler {front}")),
+        "{s}"
+    );
+    assert!(
+        s.contains("WeatherTool: Calls an external weather API."),
+        "{s}"
+    );
     assert_eq!(env.svc.handler_standing(env.root).unwrap(), None);
 
     // Listed with its agents.
@@ -171,7 +209,12 @@ fn issue12_item5_up_stands_the_model_up_as_a_handler_tree() {
     assert_eq!(orgs.len(), 1);
     assert_eq!(orgs[0].executive, front);
     assert_eq!(orgs[0].agents.len(), 4);
-    assert!(orgs[0].agents.iter().any(|a| a.agent == "FrontDeskAgent" && a.executive));
+    assert!(
+        orgs[0]
+            .agents
+            .iter()
+            .any(|a| a.agent == "FrontDeskAgent" && a.executive)
+    );
 }
 
 #[test]
@@ -181,11 +224,19 @@ fn issue12_item5_plan_only_writes_nothing() {
     let p = env.svc.org_apply(U, &model(weather_json()), true).unwrap();
     assert!(p.plan_only && p.changed);
     assert_eq!(p.agents.len(), 4);
-    assert!(p.agents.iter().all(|a| a.action == AgentAction::Create && a.handler.is_none()));
+    assert!(
+        p.agents
+            .iter()
+            .all(|a| a.action == AgentAction::Create && a.handler.is_none())
+    );
     assert!(p.capabilities.iter().any(|c| c.holder == "WeatherAgent"
         && c.resource == "tool:WeatherTool"
         && c.change == CapAction::Added));
-    assert!(p.capabilities.iter().any(|c| c.holder == "FrontDeskAgent" && c.resource == "mail:@WeatherAgent"));
+    assert!(
+        p.capabilities
+            .iter()
+            .any(|c| c.holder == "FrontDeskAgent" && c.resource == "mail:@WeatherAgent")
+    );
     assert_eq!(handler_count(&env), before);
     assert!(env.svc.orgs(U).unwrap().is_empty());
     assert_eq!(env.svc.org_executive("WeatherAgency").unwrap(), None);
@@ -199,7 +250,13 @@ fn issue12_item5_plan_only_writes_nothing() {
     assert_eq!(action_of(&p, "WeatherAgent"), AgentAction::Update);
     assert_eq!(env.svc.orgs(U).unwrap(), before);
     let weather = handler_of(&p, "WeatherAgent");
-    assert!(!env.svc.handler_standing(weather).unwrap().unwrap().contains("Changed."));
+    assert!(
+        !env.svc
+            .handler_standing(weather)
+            .unwrap()
+            .unwrap()
+            .contains("Changed.")
+    );
 }
 
 #[test]
@@ -213,7 +270,12 @@ fn issue12_item5_reapplying_an_unchanged_model_is_a_no_op() {
         .collect();
     let versions: Vec<_> = views
         .iter()
-        .map(|v| (file_version(&env, v.state_doc), file_version(&env, v.audit_log)))
+        .map(|v| {
+            (
+                file_version(&env, v.state_doc),
+                file_version(&env, v.audit_log),
+            )
+        })
         .collect();
     let caps_before = live_caps(&env, handler_of(&first, "WeatherAgent"));
     let orgs_before = env.svc.orgs(U).unwrap();
@@ -227,10 +289,21 @@ fn issue12_item5_reapplying_an_unchanged_model_is_a_no_op() {
     }
     let versions_after: Vec<_> = views
         .iter()
-        .map(|v| (file_version(&env, v.state_doc), file_version(&env, v.audit_log)))
+        .map(|v| {
+            (
+                file_version(&env, v.state_doc),
+                file_version(&env, v.audit_log),
+            )
+        })
         .collect();
-    assert_eq!(versions, versions_after, "state documents and audit logs untouched");
-    assert_eq!(caps_before, live_caps(&env, handler_of(&again, "WeatherAgent")));
+    assert_eq!(
+        versions, versions_after,
+        "state documents and audit logs untouched"
+    );
+    assert_eq!(
+        caps_before,
+        live_caps(&env, handler_of(&again, "WeatherAgent"))
+    );
     assert_eq!(orgs_before, env.svc.orgs(U).unwrap());
 }
 
@@ -248,7 +321,12 @@ fn issue12_item5_a_changed_agent_is_updated_in_place_and_a_removed_tool_revoked(
     v["agents"][1]["model"] = json!("fast");
     let p = env.svc.org_apply(U, &model(v), false).unwrap();
     assert_eq!(action_of(&p, "WeatherAgent"), AgentAction::Update);
-    let fields = &p.agents.iter().find(|a| a.agent == "WeatherAgent").unwrap().fields;
+    let fields = &p
+        .agents
+        .iter()
+        .find(|a| a.agent == "WeatherAgent")
+        .unwrap()
+        .fields;
     for f in ["staticMemory", "tools", "model"] {
         assert!(fields.contains(&f.to_owned()), "{fields:?}");
     }
@@ -257,11 +335,25 @@ fn issue12_item5_a_changed_agent_is_updated_in_place_and_a_removed_tool_revoked(
         && c.resource == "tool:WeatherTool"
         && c.change == CapAction::Removed));
     assert_eq!(handler_of(&p, "WeatherAgent"), weather, "same handler");
-    assert!(!live_caps(&env, weather).iter().any(|(r, _)| matches!(r, Resource::Tool(_))));
+    assert!(
+        !live_caps(&env, weather)
+            .iter()
+            .any(|(r, _)| matches!(r, Resource::Tool(_)))
+    );
     let s = env.svc.handler_standing(weather).unwrap().unwrap();
-    assert!(s.contains("You know every cloud by name.") && !s.contains("WeatherTool:"), "{s}");
-    assert_eq!(env.svc.model_show(U, weather).unwrap().own.as_deref(), Some("fast"));
-    assert_eq!(file_version(&env, state), state_v, "the state document is the agent's, not the sources'");
+    assert!(
+        s.contains("You know every cloud by name.") && !s.contains("WeatherTool:"),
+        "{s}"
+    );
+    assert_eq!(
+        env.svc.model_show(U, weather).unwrap().own.as_deref(),
+        Some("fast")
+    );
+    assert_eq!(
+        file_version(&env, state),
+        state_v,
+        "the state document is the agent's, not the sources'"
+    );
 }
 
 #[test]
@@ -278,20 +370,40 @@ fn issue12_item5_a_removed_agent_retires_and_comes_back_with_its_handler() {
     v["agents"].as_array_mut().unwrap().remove(1);
     let p = env.svc.org_apply(U, &model(v), false).unwrap();
     assert_eq!(action_of(&p, "WeatherAgent"), AgentAction::Retire);
-    assert_eq!(env.svc.handler_view(U, weather).unwrap().status, HandlerStatus::Deactivated);
-    assert!(live_caps(&env, weather).is_empty(), "its capabilities are revoked");
-    assert!(!live_caps(&env, front).contains(&(Resource::Mail(MailTarget::Handler(weather)), Level::Write)));
+    assert_eq!(
+        env.svc.handler_view(U, weather).unwrap().status,
+        HandlerStatus::Deactivated
+    );
+    assert!(
+        live_caps(&env, weather).is_empty(),
+        "its capabilities are revoked"
+    );
+    assert!(
+        !live_caps(&env, front)
+            .contains(&(Resource::Mail(MailTarget::Handler(weather)), Level::Write))
+    );
     // Its agent was ended.
     assert_kind(env.svc.outcome_view(agent, note), "permission_denied");
     let fs = env.svc.handler_standing(front).unwrap().unwrap();
-    assert!(!fs.contains(&weather.to_string()), "no longer a contact: {fs}");
+    assert!(
+        !fs.contains(&weather.to_string()),
+        "no longer a contact: {fs}"
+    );
 
     let p = env.svc.org_apply(U, &model(weather_json()), false).unwrap();
     assert_eq!(action_of(&p, "WeatherAgent"), AgentAction::Reactivate);
     assert_eq!(handler_of(&p, "WeatherAgent"), weather);
-    assert_eq!(env.svc.handler_view(U, weather).unwrap().status, HandlerStatus::Active);
-    assert!(live_caps(&env, weather).contains(&(Resource::Tool("WeatherTool".into()), Level::Read)));
-    assert!(live_caps(&env, front).contains(&(Resource::Mail(MailTarget::Handler(weather)), Level::Write)));
+    assert_eq!(
+        env.svc.handler_view(U, weather).unwrap().status,
+        HandlerStatus::Active
+    );
+    assert!(
+        live_caps(&env, weather).contains(&(Resource::Tool("WeatherTool".into()), Level::Read))
+    );
+    assert!(
+        live_caps(&env, front)
+            .contains(&(Resource::Mail(MailTarget::Handler(weather)), Level::Write))
+    );
     let o = env.svc.outcome_view(U, note).unwrap();
     assert_eq!(o.outcome.responsible, weather, "its outcome waited for it");
 }
@@ -314,18 +426,34 @@ fn issue12_item5_down_retires_the_organisation_and_up_brings_it_back() {
     assert_kind(env.svc.org_down(U, "WeatherAgency"), "invalid_input");
     assert_kind(env.svc.org_down(U, "NoSuchOrg"), "not_found");
     // The user cannot write to a retired agent.
-    let body = MailBody::Text { subject: None, text: "hello?".into() };
-    assert_kind(env.svc.mail_send(U, MailTarget::Handler(front), &body), "invalid_input");
+    let body = MailBody::Text {
+        subject: None,
+        text: "hello?".into(),
+    };
+    assert_kind(
+        env.svc.mail_send(U, MailTarget::Handler(front), &body),
+        "invalid_input",
+    );
 
     let up = env.svc.org_apply(U, &model(weather_json()), false).unwrap();
-    assert!(up.agents.iter().all(|a| a.action == AgentAction::Reactivate), "{up:#?}");
+    assert!(
+        up.agents
+            .iter()
+            .all(|a| a.action == AgentAction::Reactivate),
+        "{up:#?}"
+    );
     for (a, b) in first.agents.iter().zip(&up.agents) {
         assert_eq!(a.handler, b.handler, "same handlers (and outcome ids)");
-        assert_eq!(env.svc.handler_view(U, b.handler.unwrap()).unwrap().status, HandlerStatus::Active);
+        assert_eq!(
+            env.svc.handler_view(U, b.handler.unwrap()).unwrap().status,
+            HandlerStatus::Active
+        );
     }
     assert_eq!(env.svc.org_executive("WeatherAgency").unwrap(), Some(front));
     assert!(env.svc.orgs(U).unwrap()[0].retired_at.is_none());
-    env.svc.mail_send(U, MailTarget::Handler(front), &body).unwrap();
+    env.svc
+        .mail_send(U, MailTarget::Handler(front), &body)
+        .unwrap();
 }
 
 #[test]
@@ -343,25 +471,64 @@ fn issue12_item5_a_model_that_fails_its_checks_changes_nothing() {
         model(v)
     };
     let cases: Vec<(&str, AgencyModel)> = vec![
-        ("organisation name", bad(&|v| v["name"] = json!("Weather Agency!"))),
-        ("capability", bad(&|v| v["agents"][1]["capabilities"] = json!(["disk:/etc"]))),
-        ("kb capability", bad(&|v| v["agents"][1]["capabilities"] = json!(["kb:00000000-0000-0000-0000-000000000000"]))),
-        ("undeclared mcp server", bad(&|v| v["agents"][1]["capabilities"] = json!(["mcp_server:gmail"]))),
-        ("unknown tool", bad(&|v| v["agents"][1]["tools"] = json!(["Nope"]))),
-        ("unknown connection", bad(&|v| v["agents"][1]["connections"] = json!(["Ghost"]))),
+        (
+            "organisation name",
+            bad(&|v| v["name"] = json!("Weather Agency!")),
+        ),
+        (
+            "capability",
+            bad(&|v| v["agents"][1]["capabilities"] = json!(["disk:/etc"])),
+        ),
+        (
+            "kb capability",
+            bad(&|v| {
+                v["agents"][1]["capabilities"] = json!(["kb:00000000-0000-0000-0000-000000000000"])
+            }),
+        ),
+        (
+            "undeclared mcp server",
+            bad(&|v| v["agents"][1]["capabilities"] = json!(["mcp_server:gmail"])),
+        ),
+        (
+            "unknown tool",
+            bad(&|v| v["agents"][1]["tools"] = json!(["Nope"])),
+        ),
+        (
+            "unknown connection",
+            bad(&|v| v["agents"][1]["connections"] = json!(["Ghost"])),
+        ),
         ("executive", bad(&|v| v["executiveAgent"] = json!("Ghost"))),
-        ("duplicate agent", bad(&|v| v["subAgencies"][0]["agents"][1]["name"] = json!("WeatherAgent"))),
-        ("undeclared model", bad(&|v| v["agents"][1]["model"] = json!("huge"))),
-        ("runtime", bad(&|v| v["agents"][1]["runtime"] = json!("claude-code"))),
-        ("budget", bad(&|v| v["agents"][1]["budget"] = json!({"wallClock": "soon"}))),
+        (
+            "duplicate agent",
+            bad(&|v| v["subAgencies"][0]["agents"][1]["name"] = json!("WeatherAgent")),
+        ),
+        (
+            "undeclared model",
+            bad(&|v| v["agents"][1]["model"] = json!("huge")),
+        ),
+        (
+            "runtime",
+            bad(&|v| v["agents"][1]["runtime"] = json!("claude-code")),
+        ),
+        (
+            "budget",
+            bad(&|v| v["agents"][1]["budget"] = json!({"wallClock": "soon"})),
+        ),
     ];
     for (what, m) in &cases {
         let e = assert_kind(env.svc.org_apply(U, m, false), "invalid_input");
         assert!(e.to_string().contains("nothing was changed"), "{what}: {e}");
         assert_eq!(handler_count(&env), before, "{what}");
     }
-    let e = env.svc.org_apply(U, &cases[9].1, false).unwrap_err().to_string();
-    assert!(e.contains("WeatherAgent") && e.contains("claude-code") && e.contains("builtin"), "{e}");
+    let e = env
+        .svc
+        .org_apply(U, &cases[9].1, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("WeatherAgent") && e.contains("claude-code") && e.contains("builtin"),
+        "{e}"
+    );
     assert!(env.svc.orgs(U).unwrap().is_empty());
 
     // Against an applied organisation, a failing change leaves it as it was.
@@ -383,14 +550,32 @@ fn issue12_item5_budgets_and_models_land_on_the_handlers() {
     v["agents"][1]["budget"] = json!({"tokens": 1000, "wallClock": "1h30m"});
     v["agents"][1]["model"] = json!("fast");
     let p = env.svc.org_apply(U, &model(v), false).unwrap();
-    assert!(p.warnings.iter().any(|w| w.contains("FrontDeskAgent") && w.contains("agency's")), "{:?}", p.warnings);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("FrontDeskAgent") && w.contains("agency's")),
+        "{:?}",
+        p.warnings
+    );
     let front = handler_of(&p, "FrontDeskAgent");
     let weather = handler_of(&p, "WeatherAgent");
     let tree = env.svc.budget_show(U, Some(front)).unwrap();
     let l = tree.limits.unwrap();
-    assert_eq!((l.micro_usd, l.spawns), (Some(5_000_000), Some(100)), "the agency's budget wins");
-    let wb = env.svc.budget_show(U, Some(weather)).unwrap().limits.unwrap();
+    assert_eq!(
+        (l.micro_usd, l.spawns),
+        (Some(5_000_000), Some(100)),
+        "the agency's budget wins"
+    );
+    let wb = env
+        .svc
+        .budget_show(U, Some(weather))
+        .unwrap()
+        .limits
+        .unwrap();
     assert_eq!((wb.tokens, wb.wall_clock_ms), (Some(1000), Some(5_400_000)));
-    assert_eq!(env.svc.model_show(U, weather).unwrap().own.as_deref(), Some("fast"));
+    assert_eq!(
+        env.svc.model_show(U, weather).unwrap().own.as_deref(),
+        Some("fast")
+    );
     assert_eq!(env.svc.model_show(U, front).unwrap().own, None);
 }

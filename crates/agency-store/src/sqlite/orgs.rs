@@ -147,7 +147,12 @@ pub(crate) fn put_org_grant(c: &Connection, g: &OrgGrantRow) -> R<()> {
         "INSERT INTO org_grants (org, holder, key, level, capability) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (org, holder, key) DO UPDATE SET level = ?4, capability = ?5",
         params![g.org, g.holder, g.key, g.level.as_i64(), g.capability.0],
-        || format!("record grant {} to {} of organisation {}", g.key, g.holder, g.org),
+        || {
+            format!(
+                "record grant {} to {} of organisation {}",
+                g.key, g.holder, g.org
+            )
+        },
     )
     .map(drop)
 }

@@ -19,8 +19,8 @@ use super::{
 };
 use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
-use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::model::*;
+use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::tx::{R, SubtreeRows, Tx};
 
 /// One open transaction (read or write) on a SQLite connection.
