@@ -244,6 +244,25 @@ pub enum Command {
     #[command(subcommand)]
     Model(ModelCommand),
 
+    /// Stand up an organisation (issue 12): each agent of its Agency
+    /// Model becomes a standing handler under the root handler, with its
+    /// standing instructions, tools, capabilities, connections, model and
+    /// budget. Applying a changed model again updates it in place: agents
+    /// unchanged keep their state, removed ones retire. `--plan` shows
+    /// what would change and writes nothing. Takes a compiled model
+    /// (`.json`) or a folder of sources.
+    Up(UpArgs),
+
+    /// Retire an organisation (its agents' handlers and what they
+    /// delegated to; state is kept). `agency up` brings it back.
+    Down {
+        /// The organisation's name (its top agency's).
+        name: String,
+    },
+
+    /// The applied organisations and their agents' handlers.
+    Orgs,
+
     /// Approval requests: tool calls of agents that the policy
     /// (`policy.toml` in the home, or its defaults) or an `each_use`
     /// capability says to ask you about, with who asked, the tool, the
@@ -460,6 +479,15 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
             .ok_or_else(bad)?;
     }
     Ok(total)
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// A compiled Agency Model (`.json`) or a folder of sources.
+    pub path: PathBuf,
+    /// Show what would change; write nothing.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ mod mcp;
 mod model;
 mod org;
 pub(crate) mod org_compile;
+mod org_up;
 mod records;
 mod reopen;
 mod runtime;
@@ -151,6 +152,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
+        Command::Up(a) => org_up::up(&ctx, &a.path, a.plan),
+        Command::Down { name } => org_up::down(&ctx, &name),
+        Command::Orgs => org_up::orgs(&ctx),
         Command::Approvals(a) => approvals::list(&ctx, a.all),
         // A quarantined MCP tool change has a UUID where an approval
         // request has a number: one `agency approve` decides both.

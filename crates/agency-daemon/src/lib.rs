@@ -33,6 +33,7 @@ mod repo_push;
 mod repos;
 mod rest;
 mod rest_models;
+mod rest_orgs;
 mod rest_records;
 mod retention;
 pub mod runtime;

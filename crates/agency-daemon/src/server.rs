@@ -156,6 +156,7 @@ impl Daemon {
             mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
             repos: cfg.repos.keys().cloned().collect(),
             models: models.usable().map(str::to_owned).collect(),
+            runtime: Some(cfg.agents.runtime.clone()),
         });
         {
             let svc = svc.clone();

@@ -381,12 +381,16 @@ impl State {
                     return Ok(None);
                 }
                 let minted = s.agent_start_with_token(h, Some(&ws))?;
+                // An organisation's agent (issue 12): its standing
+                // instructions end the system prompt.
+                let standing = s.handler_standing(h)?;
                 let prompt = agent_prompt(&PromptFacts {
                     handler: h,
                     boss: view.boss,
                     root_title: &view.title,
                     state_doc: view.state_doc,
                     audit_log: view.audit_log,
+                    standing: standing.as_deref(),
                 });
                 let subjects = s.inbox_subjects(h, 20)?;
                 let granted = s.mcp_servers_granted(h)?;

@@ -17,6 +17,9 @@ pub struct Declared {
     pub repos: BTreeSet<String>,
     /// The `[models.NAME]` the running runtime can use (`model_set`).
     pub models: BTreeSet<String>,
+    /// `agents.runtime`: the one runtime the supervisor runs (`None`: not
+    /// told). An organisation's agent asking for another is refused.
+    pub runtime: Option<String>,
 }
 
 impl Service {

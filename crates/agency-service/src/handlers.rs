@@ -188,6 +188,17 @@ impl Service {
             if t.status != HandlerStatus::Active {
                 return Err(ServiceError::invalid(format!("failed to force-stop handler {target}: it is already deactivated")));
             }
+            // The organisation's shape is the user's (`agency up`/`down`):
+            // a boss agent does not fire a standing agent.
+            if !caller.is_user()
+                && let Some(oa) = op.tx.org_agent_by_handler(target)?
+                && oa.status == agency_store::OrgAgentStatus::Active
+            {
+                return Err(ServiceError::denied(format!(
+                    "failed to force-stop handler {target}: it is agent {} of organisation {}, which only the user changes (agency up, agency down)",
+                    oa.agent, oa.org
+                )));
+            }
             let a = author(&caller);
             let why = format!(
                 "deactivated: force-stopped by {}",
@@ -311,7 +322,7 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
 }
 
 /// Create a handler row with its state document and audit log.
-fn create_handler(
+pub(crate) fn create_handler(
     op: &mut Op<'_>,
     id: HandlerId,
     boss: Option<HandlerId>,

@@ -1,6 +1,8 @@
 //! Mail: a message is a KB file plus an envelope. Sending is checked against
-//! the handler tree (boss <-> direct underling, user <-> root, self, and the
-//! user's direct intervention); deferred messages wait durably in the store
+//! the mail capabilities the handler tree makes (boss <-> direct underling,
+//! user <-> root, self, and the user's direct intervention) and those an
+//! organisation's connections make (`org_apply.rs`; lateral mail only
+//! where a connection grants it); deferred messages wait durably in the store
 //! until `deliver_due`, which checks them again. Delivery gives the recipient
 //! Read on the body derived from the sender's delegatable capability (issue
 //! 9 item 2) and makes sure it has an open Process Inbox outcome;
@@ -259,7 +261,7 @@ impl Service {
 fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()> {
     let refuse = || {
         ServiceError::denied(format!(
-            "failed to send mail to {}: you may message only your boss, your direct underlings and yourself",
+            "failed to send mail to {}: you may message only your boss, your direct underlings, yourself and (in an organisation) the agents a connection lets you reach",
             party(to)
         ))
     };

@@ -14,6 +14,7 @@ use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
+use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 
 pub type R<T> = Result<T, StoreError>;
 
@@ -449,4 +450,30 @@ pub trait Tx {
         status: PinChangeStatus,
         at: Timestamp,
     ) -> R<()>;
+
+    // ---- Applied organisations (issue 12 item 5) -------------------------
+
+    fn org(&mut self, name: &str) -> R<Option<OrgRow>>;
+    /// Every organisation ever applied (up or down), ordered by name.
+    fn orgs(&mut self) -> R<Vec<OrgRow>>;
+    /// Insert or replace an organisation.
+    fn put_org(&mut self, org: &OrgRow) -> R<()>;
+    /// Every agent ever stood up for `org` (any status), ordered by name.
+    fn org_agents(&mut self, org: &str) -> R<Vec<OrgAgentRow>>;
+    fn org_agent_by_handler(&mut self, handler: HandlerId) -> R<Option<OrgAgentRow>>;
+    /// Insert or replace the row of (org, agent).
+    fn put_org_agent(&mut self, agent: &OrgAgentRow) -> R<()>;
+    /// The capabilities `org` granted, ordered by (holder, key).
+    fn org_grants(&mut self, org: &str) -> R<Vec<OrgGrantRow>>;
+    /// Insert or replace the grant of (org, holder, key).
+    fn put_org_grant(&mut self, grant: &OrgGrantRow) -> R<()>;
+    fn delete_org_grant(&mut self, org: &str, holder: &str, key: &str) -> R<()>;
+    /// Set (`Some`) or clear (`None`) a handler's standing instructions.
+    fn set_handler_standing(
+        &mut self,
+        handler: HandlerId,
+        text: Option<&str>,
+        at: Timestamp,
+    ) -> R<()>;
+    fn handler_standing(&mut self, handler: HandlerId) -> R<Option<String>>;
 }

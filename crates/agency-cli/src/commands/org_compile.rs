@@ -40,7 +40,7 @@ pub struct ExplainArgs {
 }
 
 /// Compile, printing every diagnostic; `None` when there were errors.
-fn build(dir: &Path) -> Result<Option<Compiled>> {
+pub(crate) fn build(dir: &Path) -> Result<Option<Compiled>> {
     if !dir.is_dir() {
         bail!(
             "failed to compile {}: not a folder; give the folder that holds the .agency file",

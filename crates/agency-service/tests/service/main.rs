@@ -26,6 +26,8 @@ mod mail_caps;
 mod mcp_pins;
 mod org_model;
 mod org_props;
+mod orgs_mail;
+mod orgs_up;
 mod outcome_visibility;
 mod outcomes;
 mod quotas;

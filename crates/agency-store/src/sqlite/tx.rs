@@ -20,6 +20,7 @@ use super::{
 use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
+use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::tx::{R, SubtreeRows, Tx};
 
 /// One open transaction (read or write) on a SQLite connection.
@@ -581,5 +582,44 @@ impl Tx for SqliteTx<'_> {
         at: Timestamp,
     ) -> R<()> {
         mcp_pins::set_change_status(self.conn, id, status, at)
+    }
+
+    fn org(&mut self, name: &str) -> R<Option<OrgRow>> {
+        super::orgs::org(self.conn, name)
+    }
+    fn orgs(&mut self) -> R<Vec<OrgRow>> {
+        super::orgs::orgs(self.conn)
+    }
+    fn put_org(&mut self, org: &OrgRow) -> R<()> {
+        super::orgs::put_org(self.conn, org)
+    }
+    fn org_agents(&mut self, org: &str) -> R<Vec<OrgAgentRow>> {
+        super::orgs::org_agents(self.conn, org)
+    }
+    fn org_agent_by_handler(&mut self, handler: HandlerId) -> R<Option<OrgAgentRow>> {
+        super::orgs::org_agent_by_handler(self.conn, handler)
+    }
+    fn put_org_agent(&mut self, agent: &OrgAgentRow) -> R<()> {
+        super::orgs::put_org_agent(self.conn, agent)
+    }
+    fn org_grants(&mut self, org: &str) -> R<Vec<OrgGrantRow>> {
+        super::orgs::org_grants(self.conn, org)
+    }
+    fn put_org_grant(&mut self, grant: &OrgGrantRow) -> R<()> {
+        super::orgs::put_org_grant(self.conn, grant)
+    }
+    fn delete_org_grant(&mut self, org: &str, holder: &str, key: &str) -> R<()> {
+        super::orgs::delete_org_grant(self.conn, org, holder, key)
+    }
+    fn set_handler_standing(
+        &mut self,
+        handler: HandlerId,
+        text: Option<&str>,
+        at: Timestamp,
+    ) -> R<()> {
+        super::orgs::set_standing(self.conn, handler, text, at)
+    }
+    fn handler_standing(&mut self, handler: HandlerId) -> R<Option<String>> {
+        super::orgs::standing(self.conn, handler)
     }
 }

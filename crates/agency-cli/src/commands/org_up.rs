@@ -1,0 +1,205 @@
+//! `agency up PATH [--plan]`, `agency down NAME` and `agency orgs`
+//! (issue 12 item 5; REST `POST /v1/orgs[?plan=true]`, `DELETE
+//! /v1/orgs/{name}`, `GET /v1/orgs`): stand an organisation's Agency Model
+//! up under the root handler, retire it, list what is applied.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use agency_org::AgencyModel;
+use agency_service::{AgentAction, CapAction, OrgDown, OrgPlan, OrgView};
+use anyhow::{Context, Result, bail};
+
+use super::{Ctx, emit, emit_json, show};
+use crate::safe_text::line;
+
+/// The model at `path`: a compiled Agency Model (`.json`), or a folder of
+/// sources to compile.
+pub fn load_model(path: &Path) -> Result<AgencyModel> {
+    if path.is_dir() {
+        // A folder that fails to compile changes nothing: the daemon is
+        // not asked at all.
+        let Some(compiled) = super::org_compile::build(path)? else {
+            bail!(
+                "failed to stand up {}: its sources do not compile (the errors are above); nothing was changed",
+                path.display()
+            );
+        };
+        return Ok(compiled.model);
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("failed to read the Agency Model {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "failed to read the Agency Model {}: not a valid model; compile the sources again",
+            path.display()
+        )
+    })
+}
+
+pub fn up(ctx: &Ctx, path: &Path, plan: bool) -> Result<ExitCode> {
+    let model = load_model(path)?;
+    let c = ctx.client()?;
+    let mut url = c.url(&["orgs"]);
+    if plan {
+        url.query_pairs_mut().append_pair("plan", "true");
+    }
+    let v = c.post(url, &model)?;
+    show(ctx, v, "organisation plan", plan_text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn down(ctx: &Ctx, name: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.delete(c.url(&["orgs", name]))?;
+    show(ctx, v, "organisation report", |d: &OrgDown| {
+        format!(
+            "organisation {} is down: {} handlers retired, {} agents stopped; `agency up` brings it back\n",
+            line(&d.org),
+            d.handlers.len(),
+            d.agents_to_kill.len()
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn orgs(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.get(c.url(&["orgs"]))?;
+    if ctx.json {
+        emit_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let list: Vec<OrgView> = crate::client::decode(v, "organisation list")?;
+    emit(&orgs_text(&list))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn orgs_text(list: &[OrgView]) -> String {
+    if list.is_empty() {
+        return "no organisation is applied; stand one up with `agency up`\n".to_owned();
+    }
+    let mut out = String::new();
+    for o in list {
+        let state = if o.retired_at.is_some() { "down" } else { "up" };
+        out.push_str(&format!(
+            "{} ({state}), executive handler {}\n",
+            line(&o.name),
+            o.executive
+        ));
+        let rows = o
+            .agents
+            .iter()
+            .map(|a| {
+                vec![
+                    a.agent.clone(),
+                    a.title.clone(),
+                    a.agency.clone(),
+                    if a.executive {
+                        "yes".into()
+                    } else {
+                        String::new()
+                    },
+                    format!("{:?}", a.status).to_lowercase(),
+                    a.handler.to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&crate::output::table(
+            &["AGENT", "TITLE", "AGENCY", "EXECUTIVE", "STATUS", "HANDLER"],
+            rows,
+        ));
+    }
+    out
+}
+
+fn plan_text(p: &OrgPlan) -> String {
+    let mut out = String::new();
+    let head = match (p.plan_only, p.changed) {
+        (_, false) => format!(
+            "organisation {}: up to date, nothing to change\n",
+            line(&p.org)
+        ),
+        (true, true) => format!(
+            "organisation {}: would change (nothing written; apply without --plan)\n",
+            line(&p.org)
+        ),
+        (false, true) => format!("organisation {}: applied\n", line(&p.org)),
+    };
+    out.push_str(&head);
+    for w in &p.warnings {
+        out.push_str(&format!("warning: {}\n", line(w)));
+    }
+    let rows = p
+        .agents
+        .iter()
+        .map(|a| {
+            let action = match a.action {
+                AgentAction::Create => "create",
+                AgentAction::Update => "update",
+                AgentAction::Unchanged => "unchanged",
+                AgentAction::Reactivate => "reactivate",
+                AgentAction::Retire => "retire",
+            };
+            vec![
+                a.agent.clone(),
+                a.agency.clone(),
+                action.to_owned(),
+                a.fields.join(", "),
+                a.handler.map(|h| h.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    out.push_str(&crate::output::table(
+        &["AGENT", "AGENCY", "ACTION", "FIELDS", "HANDLER"],
+        rows,
+    ));
+    if !p.capabilities.is_empty() {
+        let rows = p
+            .capabilities
+            .iter()
+            .map(|c| {
+                vec![
+                    match c.change {
+                        CapAction::Added => "+".to_owned(),
+                        CapAction::Removed => "-".to_owned(),
+                    },
+                    if c.holder.is_empty() {
+                        "(root handler)".to_owned()
+                    } else {
+                        c.holder.clone()
+                    },
+                    c.resource.clone(),
+                    c.level.to_string(),
+                    c.why.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&crate::output::table(
+            &["", "HOLDER", "CAPABILITY", "LEVEL", "WHY"],
+            rows,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn issue12_item5_a_folder_names_the_compiler_and_a_bad_file_names_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_model(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("do not compile") && e.contains("nothing was changed"), "{e}");
+        let f = dir.path().join("model.json");
+        std::fs::write(&f, "{\"name\": 1}").unwrap();
+        let e = format!("{:#}", load_model(&f).unwrap_err());
+        assert!(
+            e.contains("model.json") && e.contains("not a valid model"),
+            "{e}"
+        );
+    }
+}

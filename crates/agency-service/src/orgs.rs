@@ -1,0 +1,163 @@
+//! Applied organisations (issue 12 item 5): listing them with their
+//! agents' handlers (`agency orgs`), retiring one (`agency down`), and
+//! what the daemon reads — an organisation's executive handler (where the
+//! REST API delivers its messages) and a handler's standing instructions
+//! (the last section of its agents' system prompt). Standing one up is
+//! `org_apply.rs`.
+
+use agency_core::{AgentId, HandlerId, Principal, Timestamp};
+use agency_store::{HandlerStatus, OrgAgentStatus, OrgRow};
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::org_apply::{require_user, retire_standing};
+use crate::service::{Service, authenticate};
+
+/// One agent of an applied organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgAgentView {
+    pub agent: String,
+    pub agency: String,
+    pub title: String,
+    pub handler: HandlerId,
+    pub executive: bool,
+    pub status: OrgAgentStatus,
+    /// The handler's status (a standing handler may be stopped by hand).
+    pub handler_status: Option<HandlerStatus>,
+    pub runtime: Option<String>,
+}
+
+/// One applied organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgView {
+    pub name: String,
+    /// The top agency's executive agent's handler: the organisation's
+    /// messages go there.
+    pub executive: HandlerId,
+    pub model_hash: String,
+    pub applied_at: Timestamp,
+    /// Set while it is down.
+    pub retired_at: Option<Timestamp>,
+    pub agents: Vec<OrgAgentView>,
+}
+
+/// What `agency down` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgDown {
+    pub org: String,
+    /// Handlers deactivated (the organisation's and those they delegated to).
+    pub handlers: Vec<HandlerId>,
+    /// Agents ended (the daemon stops their processes).
+    pub agents_to_kill: Vec<AgentId>,
+}
+
+impl Service {
+    /// The user: every applied organisation (up or down) with its agents.
+    pub fn orgs(&self, who: Principal) -> Result<Vec<OrgView>> {
+        self.read(|tx| {
+            require_user(authenticate(tx, who)?, "list the organisations")?;
+            let mut out = Vec::new();
+            for o in tx.orgs()? {
+                let model: Option<agency_org::AgencyModel> =
+                    serde_json::from_str(&o.model_json).ok();
+                let mut agents = Vec::new();
+                for a in tx.org_agents(&o.name)? {
+                    let found = model
+                        .as_ref()
+                        .and_then(|m| m.all_agents().into_iter().find(|(_, g)| g.name == a.agent));
+                    agents.push(OrgAgentView {
+                        title: found.map(|(_, g)| g.title.clone()).unwrap_or_default(),
+                        executive: found.is_some_and(|(ag, g)| ag.executive_agent == g.name),
+                        handler_status: tx.handler(a.handler)?.map(|h| h.status),
+                        agent: a.agent,
+                        agency: a.agency,
+                        handler: a.handler,
+                        status: a.status,
+                        runtime: a.runtime,
+                    });
+                }
+                let OrgRow {
+                    name,
+                    executive,
+                    model_hash,
+                    applied_at,
+                    retired_at,
+                    ..
+                } = o;
+                out.push(OrgView {
+                    name,
+                    executive,
+                    model_hash,
+                    applied_at,
+                    retired_at,
+                    agents,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The user: retire organisation `name`: every agent's handler and
+    /// what they delegated to (state kept, capabilities revoked, live
+    /// agents ended). `agency up` brings it back with the same handlers.
+    pub fn org_down(&self, who: Principal, name: &str) -> Result<OrgDown> {
+        agency_core::validate::check_name("organisation", name)?;
+        let doing = format!("take organisation {name} down");
+        self.write(|op| {
+            require_user(authenticate(op.tx, who)?, &doing)?;
+            let Some(mut org) = op.tx.org(name)? else {
+                return Err(ServiceError::not_found("organisation", name));
+            };
+            if org.retired_at.is_some() {
+                return Err(ServiceError::invalid(format!(
+                    "failed to {doing}: it is already down; agency up brings it back"
+                )));
+            }
+            let why = format!("retired: organisation {name} taken down by the user (agency down)");
+            let mut report = OrgDown {
+                org: name.to_owned(),
+                handlers: Vec::new(),
+                agents_to_kill: Vec::new(),
+            };
+            // The top executive's subtree holds every agent; an agent a
+            // hand force-stop left elsewhere is retired on its own.
+            let agents = op.tx.org_agents(name)?;
+            let tops = std::iter::once(org.executive).chain(agents.iter().map(|a| a.handler));
+            for h in tops.collect::<Vec<_>>() {
+                let r = retire_standing(op, h, &why)?;
+                report.handlers.extend(r.handlers);
+                report.agents_to_kill.extend(r.agents);
+            }
+            for a in agents {
+                if a.status == OrgAgentStatus::Active {
+                    op.tx.put_org_agent(&agency_store::OrgAgentRow {
+                        status: OrgAgentStatus::Retired,
+                        updated_at: op.now,
+                        ..a
+                    })?;
+                }
+            }
+            org.retired_at = Some(op.now);
+            op.tx.put_org(&org)?;
+            Ok(report)
+        })
+    }
+
+    /// Daemon (the REST messages route): the executive handler of the
+    /// organisation `name`, if it is up.
+    pub fn org_executive(&self, name: &str) -> Result<Option<HandlerId>> {
+        self.read(|tx| {
+            Ok(tx
+                .org(name)?
+                .filter(|o| o.retired_at.is_none())
+                .map(|o| o.executive))
+        })
+    }
+
+    /// Daemon (the supervisor, at spawn): the standing instructions of a
+    /// handler's agents, if it is an organisation's agent.
+    pub fn handler_standing(&self, handler: HandlerId) -> Result<Option<String>> {
+        self.read(|tx| Ok(tx.handler_standing(handler)?))
+    }
+}
