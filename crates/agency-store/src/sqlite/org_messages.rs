@@ -163,7 +163,8 @@ pub(crate) fn message_by_mail(c: &Connection, mail: MessageId) -> R<Option<OrgMe
     )
 }
 
-/// The last `n` messages of a conversation, returned oldest first.
+/// The last `n` messages of a conversation, returned oldest first. In the
+/// order they were stored (`rowid`): two may share a millisecond.
 pub(crate) fn conversation(
     c: &Connection,
     conv: ConversationId,
@@ -173,7 +174,7 @@ pub(crate) fn conversation(
         c,
         &format!(
             "SELECT {MSG_COLS} FROM org_messages WHERE conversation = ?1
-             ORDER BY created_at DESC, id DESC LIMIT ?2"
+             ORDER BY rowid DESC LIMIT ?2"
         ),
         params![conv.to_string(), limit(n)],
         || format!("read conversation {conv}"),

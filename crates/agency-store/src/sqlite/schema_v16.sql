@@ -38,4 +38,6 @@ CREATE TABLE org_messages (
     created_at        INTEGER NOT NULL,
     answered_at       INTEGER
 );
-CREATE INDEX org_messages_conversation ON org_messages (conversation, created_at, id);
+-- A conversation is read in the order its messages were stored (rowid,
+-- which this index carries).
+CREATE INDEX org_messages_conversation ON org_messages (conversation);
