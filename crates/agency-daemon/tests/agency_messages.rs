@@ -297,8 +297,17 @@ async fn a_message_is_answered_by_the_executive_and_read_three_ways() {
     assert!(text.contains("event: reply"), "{text}");
     assert!(text.contains("\"reply\":\"Calm.\""), "{text}");
     // An answered message's stream is the reply at once.
-    let (s, _) = f.get_tcp(Some(&key), &format!("/v1/agency/messages/{id}")).await;
-    assert_eq!(s, 200);
+    let r = f
+        .http
+        .get(f.tcp(&format!("/v1/agency/messages/{id}/events")))
+        .bearer_auth(&key)
+        .send();
+    let text = tokio::time::timeout(Duration::from_secs(5), async {
+        r.await.unwrap().text().await.unwrap()
+    })
+    .await
+    .expect("an answered message's stream ends at once");
+    assert!(text.contains("event: reply") && text.contains("Calm."), "{text}");
     f.daemon.stop().await.unwrap();
 }
 
