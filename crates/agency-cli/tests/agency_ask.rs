@@ -158,7 +158,14 @@ fn issue12_ask_an_agency_and_manage_its_keys_from_the_cli() {
     // and `agency answer` shows it.
     let asked: Value = serde_json::from_str(&ok(
         &home,
-        &["--json", "ask", "weather", "Rain in Oslo?", "--wait", "200ms"],
+        &[
+            "--json",
+            "ask",
+            "weather",
+            "Rain in Oslo?",
+            "--wait",
+            "200ms",
+        ],
     ))
     .unwrap();
     assert_eq!(asked["status"], "pending", "{asked}");

@@ -162,7 +162,8 @@ async fn post_message(
     let deadline = Instant::now() + Duration::from_millis(wait);
     let svc = st.svc.clone();
     let c = caller.clone();
-    let posted = blocking(move || svc.org_message_post(&c, &req.agency, &req.message, conversation)).await;
+    let posted =
+        blocking(move || svc.org_message_post(&c, &req.agency, &req.message, conversation)).await;
     let v = match posted {
         Ok(v) => v,
         Err(r) => return Ok(r),
@@ -214,7 +215,11 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-async fn read(st: &AppState, caller: &OrgCaller, id: OrgMessageId) -> Result<OrgMessageView, Response> {
+async fn read(
+    st: &AppState,
+    caller: &OrgCaller,
+    id: OrgMessageId,
+) -> Result<OrgMessageView, Response> {
     let (svc, caller) = (st.svc.clone(), caller.clone());
     blocking(move || svc.org_message_get(&caller, id)).await
 }

@@ -42,7 +42,8 @@ impl Fx {
         let other = fixture::delegate_new(&svc, boss, root, "Other desk");
         svc.org_endpoint_set(Principal::User, "weather", weather)
             .unwrap();
-        svc.org_endpoint_set(Principal::User, "other", other).unwrap();
+        svc.org_endpoint_set(Principal::User, "other", other)
+            .unwrap();
         Fx {
             admin: home.admin_token().unwrap(),
             sock: reqwest::Client::builder()
@@ -139,14 +140,22 @@ impl Fx {
             json!({"to": "user", "text": text, "in_reply_to": mail}),
         )
         .await;
-        self.svc.token_revoke(Principal::User, minted.agent).unwrap();
+        self.svc
+            .token_revoke(Principal::User, minted.agent)
+            .unwrap();
         r
     }
 }
 
 /// One MCP tool call over streamable HTTP: initialize, initialized, call;
 /// the call's `result`.
-async fn mcp_call(http: &reqwest::Client, url: &str, token: &str, tool: &str, args: Value) -> Value {
+async fn mcp_call(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    args: Value,
+) -> Value {
     let accept = "application/json, text/event-stream";
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
@@ -207,22 +216,32 @@ async fn a_message_is_answered_by_the_executive_and_read_three_ways() {
     // Nobody answers within 300 ms: 202 with where to look.
     let t0 = Instant::now();
     let (s, v, location) = f
-        .post(&key, json!({"agency": "weather", "message": "Rain in Oslo?", "wait_ms": 300}))
+        .post(
+            &key,
+            json!({"agency": "weather", "message": "Rain in Oslo?", "wait_ms": 300}),
+        )
         .await;
     assert_eq!(s, 202, "{v}");
     assert!(t0.elapsed() >= Duration::from_millis(300), "it waited");
     assert_eq!(v["status"], "pending");
     let id = v["id"].as_str().unwrap().to_owned();
     let conversation = v["conversation"].as_str().unwrap().to_owned();
-    assert_eq!(location.as_deref(), Some(&*format!("/v1/agency/messages/{id}")));
-    let (s, got) = f.get_tcp(Some(&key), &format!("/v1/agency/messages/{id}")).await;
+    assert_eq!(
+        location.as_deref(),
+        Some(&*format!("/v1/agency/messages/{id}"))
+    );
+    let (s, got) = f
+        .get_tcp(Some(&key), &format!("/v1/agency/messages/{id}"))
+        .await;
     assert_eq!((s, &got["status"]), (200, &json!("pending")), "{got}");
 
     // The executive answers over MCP; the message is answered.
     let mail = f.mail_to(f.weather, 1);
     let sent = tool_ok(&f.reply_over_mcp(f.weather, &mail, "Dry and 12 °C.").await);
     assert!(sent["message"].is_string(), "{sent}");
-    let (s, got) = f.get_tcp(Some(&key), &format!("/v1/agency/messages/{id}")).await;
+    let (s, got) = f
+        .get_tcp(Some(&key), &format!("/v1/agency/messages/{id}"))
+        .await;
     assert_eq!(s, 200);
     assert_eq!(got["status"], "answered", "{got}");
     assert_eq!(got["reply"], "Dry and 12 °C.");
@@ -236,13 +255,23 @@ async fn a_message_is_answered_by_the_executive_and_read_three_ways() {
         let body = json!({"agency": "weather", "message": "And tomorrow?",
                           "conversation": conversation, "wait_ms": 20_000});
         tokio::spawn(async move {
-            let r = http.post(url).bearer_auth(key).json(&body).send().await.unwrap();
+            let r = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         })
     };
     let mail = fixture::wait_for("the second message's mail", || {
         let sent = f.svc.mail_sent(Principal::User, None).unwrap();
-        (sent.iter().filter(|m| m.to == MailTarget::Handler(f.weather)).count() == 2)
+        (sent
+            .iter()
+            .filter(|m| m.to == MailTarget::Handler(f.weather))
+            .count()
+            == 2)
             .then(|| sent[0].id.to_string())
     })
     .await;
@@ -307,7 +336,10 @@ async fn a_message_is_answered_by_the_executive_and_read_three_ways() {
     })
     .await
     .expect("an answered message's stream ends at once");
-    assert!(text.contains("event: reply") && text.contains("Calm."), "{text}");
+    assert!(
+        text.contains("event: reply") && text.contains("Calm."),
+        "{text}"
+    );
     f.daemon.stop().await.unwrap();
 }
 
@@ -322,7 +354,13 @@ async fn a_key_opens_its_own_agencys_messages_and_nothing_else() {
     assert_eq!(s, 202, "{mine}");
     let (s, e, _) = f.post(&key, msg("other")).await;
     assert_eq!(s, 403, "{e}");
-    assert!(f.svc.mail_sent(Principal::User, None).unwrap().iter().all(|m| m.to != MailTarget::Handler(f.other)));
+    assert!(
+        f.svc
+            .mail_sent(Principal::User, None)
+            .unwrap()
+            .iter()
+            .all(|m| m.to != MailTarget::Handler(f.other))
+    );
     // Another agency's message (sent by the user on the socket): 404, on
     // both the poll and the stream.
     let r = f
@@ -346,10 +384,22 @@ async fn a_key_opens_its_own_agencys_messages_and_nothing_else() {
 
     // No other route, on either listener: not on TCP at all, 401 on the
     // socket (admin token only); not the MCP endpoint either.
-    for path in ["/v1/handlers", "/v1/status", "/v1/inbox", "/v1/kb", "/v1/agency/keys"] {
+    for path in [
+        "/v1/handlers",
+        "/v1/status",
+        "/v1/inbox",
+        "/v1/kb",
+        "/v1/agency/keys",
+    ] {
         let (s, _) = f.get_tcp(Some(&key), path).await;
         assert_eq!(s, 404, "TCP {path}");
-        let r = f.sock.get(Fx::sock(path)).bearer_auth(&key).send().await.unwrap();
+        let r = f
+            .sock
+            .get(Fx::sock(path))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 401, "socket {path}");
     }
     let r = f
@@ -369,28 +419,60 @@ async fn a_key_opens_its_own_agencys_messages_and_nothing_else() {
     // The admin token is refused on TCP; no token or a made-up one: 401.
     let mine_id = mine["id"].as_str().unwrap();
     let path = format!("/v1/agency/messages/{mine_id}");
-    for bad in [Some(f.admin.as_str()), None, Some("agk_0000"), Some("agency_nope")] {
+    for bad in [
+        Some(f.admin.as_str()),
+        None,
+        Some("agk_0000"),
+        Some("agency_nope"),
+    ] {
         let (s, e) = f.get_tcp(bad, &path).await;
         assert_eq!(s, 401, "{bad:?}: {e}");
     }
     let (s, e, _) = f.post(&f.admin, msg("weather")).await;
     assert_eq!(s, 401, "{e}");
-    assert!(e["error"]["message"].as_str().unwrap().contains("daemon.sock"), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("daemon.sock"),
+        "{e}"
+    );
 
     // Bad requests: 400 with a "failed to …" message; unknown agency 404.
     let bad = [
         (json!({"agency": "weather", "message": ""}), 400),
-        (json!({"agency": "weather", "message": "x".repeat(64 * 1024 + 1)}), 400),
-        (json!({"agency": "weather", "message": "x", "wait_ms": 120_001}), 400),
-        (json!({"agency": "weather", "message": "x", "conversation": "nope"}), 400),
-        (json!({"agency": "weather", "message": "x", "extra": 1}), 400),
+        (
+            json!({"agency": "weather", "message": "x".repeat(64 * 1024 + 1)}),
+            400,
+        ),
+        (
+            json!({"agency": "weather", "message": "x", "wait_ms": 120_001}),
+            400,
+        ),
+        (
+            json!({"agency": "weather", "message": "x", "conversation": "nope"}),
+            400,
+        ),
+        (
+            json!({"agency": "weather", "message": "x", "extra": 1}),
+            400,
+        ),
         (json!({"agency": "weather"}), 400),
-        (json!({"agency": "weather", "message": "x", "conversation": uuid::Uuid::new_v4()}), 404),
+        (
+            json!({"agency": "weather", "message": "x", "conversation": uuid::Uuid::new_v4()}),
+            404,
+        ),
     ];
     for (body, want) in bad {
         let (s, e, _) = f.post(&key, body.clone()).await;
         assert_eq!(s, want, "{body}: {e}");
-        assert!(e["error"]["message"].as_str().unwrap().starts_with("failed to"), "{e}");
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("failed to"),
+            "{e}"
+        );
     }
     let r = f
         .http
@@ -402,7 +484,13 @@ async fn a_key_opens_its_own_agencys_messages_and_nothing_else() {
         .unwrap();
     assert_eq!(r.status(), 400);
     let e: Value = r.json().await.unwrap();
-    assert!(e["error"]["message"].as_str().unwrap().starts_with("failed to parse"), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed to parse"),
+        "{e}"
+    );
     // A key for an agency that does not exist cannot be minted; a user
     // post to one is 404.
     let r = f

@@ -50,11 +50,11 @@ mod service;
 mod tokens;
 mod views;
 
+pub use agency_store::OrgMessageStatus;
 pub use agency_store::PinChangeStatus;
 pub use agency_store::{ApprovalRow, ApprovalStatus};
 pub use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, ReservedTotals};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
-pub use agency_store::OrgMessageStatus;
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
 pub use budgets::{BudgetNode, ResumeReport};
 pub use clock::{Clock, ManualClock, SystemClock};

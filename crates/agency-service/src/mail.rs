@@ -343,9 +343,9 @@ pub(crate) fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -
 /// is someone else's, so the check reveals nothing.
 fn check_reply_to(tx: &mut dyn Tx, caller: &Caller, id: MessageId) -> Result<()> {
     let me = caller.party();
-    let received = tx.message(id)?.is_some_and(|m| {
-        m.to == me && m.delivered_at.is_some() && m.dropped_reason.is_none()
-    });
+    let received = tx
+        .message(id)?
+        .is_some_and(|m| m.to == me && m.delivered_at.is_some() && m.dropped_reason.is_none());
     if !received {
         return Err(ServiceError::invalid(format!(
             "failed to send mail in reply to message {id}: no such message was delivered to you; \

@@ -156,7 +156,14 @@ impl Service {
             let file = agency_core::FileId::new_random();
             let subject = crate::mail::clip(&format!("Message to agency {agency}: {text}"));
             let desc = format!("Message from outside to agency {agency}, for handler {exec}");
-            create_document(op, &Caller::User, file, FileKind::Message, &desc, body.as_bytes())?;
+            create_document(
+                op,
+                &Caller::User,
+                file,
+                FileKind::Message,
+                &desc,
+                body.as_bytes(),
+            )?;
             crate::handoffs::hand_off(op, &self.cfg.limits, &Caller::User, exec, "send mail")?;
             enqueue(
                 op,
@@ -218,10 +225,7 @@ pub(crate) fn record_reply(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
         return Ok(());
     }
     let text = message_text(op, m)?;
-    if op
-        .tx
-        .set_org_message_answered(om.id, &text, m.id, op.now)?
-    {
+    if op.tx.set_org_message_answered(om.id, &text, m.id, op.now)? {
         op.events.push(Event::OrgMessageAnswered {
             message: om.id,
             agency: om.agency,
@@ -295,7 +299,10 @@ fn thread(earlier: &[OrgMessageRow]) -> Vec<String> {
             (None, OrgMessageStatus::Failed) => "(never answered)".to_owned(),
             (None, _) => "(not answered yet)".to_owned(),
         };
-        let turn = format!("--- they wrote:\n{}\n--- you answered:\n{reply}\n", cut(&r.text));
+        let turn = format!(
+            "--- they wrote:\n{}\n--- you answered:\n{reply}\n",
+            cut(&r.text)
+        );
         if bytes + turn.len() > THREAD_BYTES {
             break;
         }
@@ -349,7 +356,10 @@ mod tests {
         let t = thread(&rows);
         // Each turn holds two cut texts (~8 KiB): only one fits in 16 KiB.
         assert_eq!(t.len(), 1, "{}", t.len());
-        assert!(t[0].contains("q7 ") && t[0].contains("a7 "), "the newest is kept");
+        assert!(
+            t[0].contains("q7 ") && t[0].contains("a7 "),
+            "the newest is kept"
+        );
         assert!(t[0].contains("[…cut]"));
         let small: Vec<_> = (0..3).map(|n| row(n, &format!("q{n}"), None)).collect();
         let t = thread(&small);

@@ -51,7 +51,8 @@ pub fn list(ctx: &Ctx, agency: Option<&str>) -> Result<ExitCode> {
                     k.agency.clone(),
                     format!("{}…", k.prefix),
                     k.created_at.to_string(),
-                    k.revoked_at.map_or("live".to_owned(), |t| format!("revoked {t}")),
+                    k.revoked_at
+                        .map_or("live".to_owned(), |t| format!("revoked {t}")),
                 ]
             })
             .collect();

@@ -59,11 +59,18 @@ impl Org {
     fn take_mail(&self, h: HandlerId) -> MessageView {
         let inbox = self.svc().mail_inbox(self.env.agent(h), None).unwrap();
         assert_eq!(inbox.len(), 1, "{inbox:?}");
-        self.svc().mail_ack(self.env.agent(h), &[inbox[0].id]).unwrap();
+        self.svc()
+            .mail_ack(self.env.agent(h), &[inbox[0].id])
+            .unwrap();
         inbox[0].clone()
     }
 
-    fn reply(&self, h: HandlerId, to: MessageId, t: &str) -> Result<MessageId, agency_service::ServiceError> {
+    fn reply(
+        &self,
+        h: HandlerId,
+        to: MessageId,
+        t: &str,
+    ) -> Result<MessageId, agency_service::ServiceError> {
         self.svc()
             .mail_send_replying(self.env.agent(h), MailTarget::User, &text(t), Some(to))
     }
@@ -100,11 +107,23 @@ fn a_message_becomes_mail_to_the_executive_with_how_to_answer() {
     );
     // Unknown agency, bad name, empty or oversized text: refused, nothing sent.
     let u = OrgCaller::User;
-    assert_kind(o.svc().org_message_post(&u, "nope", "hi", None), "not_found");
-    assert_kind(o.svc().org_message_post(&u, "../x", "hi", None), "invalid_input");
-    assert_kind(o.svc().org_message_post(&u, "weather", "  \n", None), "invalid_input");
+    assert_kind(
+        o.svc().org_message_post(&u, "nope", "hi", None),
+        "not_found",
+    );
+    assert_kind(
+        o.svc().org_message_post(&u, "../x", "hi", None),
+        "invalid_input",
+    );
+    assert_kind(
+        o.svc().org_message_post(&u, "weather", "  \n", None),
+        "invalid_input",
+    );
     let long = "x".repeat(agency_service::MAX_ORG_MESSAGE_BYTES + 1);
-    assert_kind(o.svc().org_message_post(&u, "weather", &long, None), "invalid_input");
+    assert_kind(
+        o.svc().org_message_post(&u, "weather", &long, None),
+        "invalid_input",
+    );
     assert!(
         o.svc()
             .mail_inbox(o.env.agent(o.exec), None)
@@ -284,7 +303,10 @@ fn a_long_conversation_keeps_only_its_newest_turns() {
     assert!(!body.contains("question number 03"), "{body}");
     assert!(body.contains("question number 04"), "{body}");
     assert!(body.contains("answer number 13"), "{body}");
-    assert!(body.find("number 04") < body.find("number 13"), "oldest first");
+    assert!(
+        body.find("number 04") < body.find("number 13"),
+        "oldest first"
+    );
 }
 
 #[test]
@@ -296,7 +318,11 @@ fn api_keys_are_scoped_to_one_agency_and_die_when_revoked() {
     assert_kind(svc.org_key_mint(agent, "weather"), "permission_denied");
     assert_kind(svc.org_key_mint(Principal::User, "nope"), "not_found");
     let k = svc.org_key_mint(Principal::User, "weather").unwrap();
-    assert!(k.key.starts_with("agk_") && k.key.len() == 4 + 64, "{}", k.prefix);
+    assert!(
+        k.key.starts_with("agk_") && k.key.len() == 4 + 64,
+        "{}",
+        k.prefix
+    );
     assert!(k.key.starts_with(&k.prefix));
     assert_eq!(svc.org_key_verify(&k.key).unwrap(), "weather");
     let key = OrgCaller::Key(k.key.clone());
@@ -314,7 +340,10 @@ fn api_keys_are_scoped_to_one_agency_and_die_when_revoked() {
     // A made-up key, or the key with a character changed: refused.
     for bad in ["agk_0000", "agency_admin", &k.key[..k.key.len() - 1]] {
         let c = OrgCaller::Key(bad.to_owned());
-        assert_kind(svc.org_message_post(&c, "weather", "hi", None), "permission_denied");
+        assert_kind(
+            svc.org_message_post(&c, "weather", "hi", None),
+            "permission_denied",
+        );
         assert!(svc.org_key_verify(bad).is_err());
     }
 
@@ -326,9 +355,15 @@ fn api_keys_are_scoped_to_one_agency_and_die_when_revoked() {
     assert_kind(svc.org_key_list(agent, None), "permission_denied");
     assert_kind(svc.org_key_revoke(agent, k.id), "permission_denied");
     assert!(svc.org_key_revoke(Principal::User, k.id).unwrap());
-    assert!(!svc.org_key_revoke(Principal::User, k.id).unwrap(), "already revoked");
+    assert!(
+        !svc.org_key_revoke(Principal::User, k.id).unwrap(),
+        "already revoked"
+    );
     assert!(svc.org_key_verify(&k.key).is_err());
-    assert_kind(svc.org_message_post(&key, "weather", "hi", None), "permission_denied");
+    assert_kind(
+        svc.org_message_post(&key, "weather", "hi", None),
+        "permission_denied",
+    );
     assert_kind(svc.org_message_get(&key, v.id), "permission_denied");
     let listed = svc.org_key_list(Principal::User, None).unwrap();
     assert!(listed[0].revoked_at.is_some());

@@ -125,7 +125,9 @@ fn message_row(r: &Row<'_>) -> R<OrgMessageRow> {
 pub(crate) fn insert_message(c: &Connection, m: &OrgMessageRow) -> R<()> {
     execute(
         c,
-        &format!("INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        &format!(
+            "INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        ),
         params![
             m.id.to_string(),
             m.agency,
