@@ -294,6 +294,7 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                         delivered_at: Some(at),
                         acked_at: None,
                         dropped_reason: None,
+                        in_reply_to: None,
                     })?;
                 }
                 Ok::<_, StoreError>(())

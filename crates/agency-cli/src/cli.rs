@@ -289,6 +289,61 @@ pub enum Command {
     /// agent, not by hand.
     #[command(subcommand, hide = true)]
     Hook(HookCommand),
+
+    /// API keys that let an outside party talk to one agency: send it
+    /// messages (`POST /v1/agency/messages` on the daemon's TCP address)
+    /// and read their replies, nothing else.
+    #[command(subcommand)]
+    Key(KeyCommand),
+
+    /// Send a message to an agency's executive handler, as an outside
+    /// party would, and print its reply if it comes within --wait.
+    Ask(AskArgs),
+
+    /// Where a message sent with `agency ask` stands: its reply once the
+    /// agency answered.
+    Answer {
+        /// The message id `agency ask` printed.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Mint a key for an agency; printed once, alone on stdout.
+    Mint {
+        /// The agency's name.
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        agency: String,
+    },
+    /// Keys (of one agency, or all), revoked ones too; never their secret.
+    List {
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        agency: Option<String>,
+    },
+    /// Revoke a key (its id, from `agency key list`); it stops at once.
+    Revoke {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The agency's name.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub agency: String,
+    /// The message.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub message: String,
+    /// Continue this conversation (its id, from an earlier `agency ask`):
+    /// the executive handler sees the earlier exchange.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    pub conversation: Option<String>,
+    /// How long to wait for the reply, e.g. 30s or 2m (at most 2m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    pub wait: i64,
 }
 
 #[derive(Debug, Args)]

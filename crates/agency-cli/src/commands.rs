@@ -17,6 +17,7 @@ mod mcp;
 mod model;
 mod org;
 pub(crate) mod org_compile;
+mod org_keys;
 mod org_up;
 mod records;
 mod reopen;
@@ -35,8 +36,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cli::{
-    BudgetCommand, Cli, Command, HookCommand, KbCommand, MailCommand, McpCommand, ModelCommand,
-    OutcomeCommand, TokenCommand,
+    BudgetCommand, Cli, Command, HookCommand, KbCommand, KeyCommand, MailCommand, McpCommand,
+    ModelCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -179,6 +180,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }) => mcp::approve_tool(&ctx, &server, &tool, reject),
         Command::Mcp(McpCommand::Approve { id }) => mcp::decide_id(&ctx, &id, false),
         Command::Mcp(McpCommand::Reject { id }) => mcp::decide_id(&ctx, &id, true),
+        Command::Key(KeyCommand::Mint { agency }) => org_keys::mint(&ctx, &agency),
+        Command::Key(KeyCommand::List { agency }) => org_keys::list(&ctx, agency.as_deref()),
+        Command::Key(KeyCommand::Revoke { id }) => org_keys::revoke(&ctx, &id),
+        Command::Ask(a) => org_keys::ask(
+            &ctx,
+            &a.agency,
+            &a.message,
+            a.conversation.as_deref(),
+            a.wait,
+        ),
+        Command::Answer { id } => org_keys::answer(&ctx, &id),
     }
 }
 

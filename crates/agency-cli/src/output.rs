@@ -325,7 +325,7 @@ fn brief_rows(v: &[OutcomeBrief]) -> Vec<Vec<String>> {
 /// control characters made visible: every line starts indented, so a body
 /// cannot forge a line of the CLI's own output (split on `\n` only; a `\r`
 /// is shown as `\u{d}`).
-fn indent(text: &str) -> String {
+pub(crate) fn indent(text: &str) -> String {
     crate::safe_text::block(text)
         .lines()
         .map(|l| {
@@ -604,15 +604,16 @@ pub fn inbox(list: &[MessageView]) -> String {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&table(
-            &[],
-            vec![
-                vec!["message".into(), m.id.to_string()],
-                vec!["from".into(), target(&m.from)],
-                vec!["date".into(), sent_at(m).to_string()],
-                vec!["subject".into(), m.subject.clone()],
-            ],
-        ));
+        let mut rows = vec![
+            vec!["message".into(), m.id.to_string()],
+            vec!["from".into(), target(&m.from)],
+            vec!["date".into(), sent_at(m).to_string()],
+            vec!["subject".into(), m.subject.clone()],
+        ];
+        if let Some(r) = m.in_reply_to {
+            rows.push(vec!["in reply to".into(), r.to_string()]);
+        }
+        out.push_str(&table(&[], rows));
         match &m.body {
             Some(b) => out.push_str(&format!("\n{}", indent(b))),
             None => out.push_str(&format!("\n  (body unreadable: see KB file {})\n", m.file)),

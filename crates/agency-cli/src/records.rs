@@ -142,19 +142,20 @@ pub fn receipt(m: &MessageView) -> String {
         (None, Some(_)) => "not yet".to_owned(),
         (None, None) => "-".to_owned(),
     };
-    table(
-        &[],
-        vec![
-            vec!["message".into(), m.id.to_string()],
-            vec!["from".into(), party(&m.from)],
-            vec!["to".into(), party(&m.to)],
-            vec!["subject".into(), line(&m.subject)],
-            vec!["sent".into(), m.created_at.to_string()],
-            vec!["delivered".into(), delivered],
-            vec!["acknowledged".into(), acked],
-            vec!["body".into(), format!("KB file {}", m.file)],
-        ],
-    )
+    let mut rows = vec![
+        vec!["message".into(), m.id.to_string()],
+        vec!["from".into(), party(&m.from)],
+        vec!["to".into(), party(&m.to)],
+        vec!["subject".into(), line(&m.subject)],
+        vec!["sent".into(), m.created_at.to_string()],
+        vec!["delivered".into(), delivered],
+        vec!["acknowledged".into(), acked],
+        vec!["body".into(), format!("KB file {}", m.file)],
+    ];
+    if let Some(r) = m.in_reply_to {
+        rows.insert(4, vec!["in reply to".into(), r.to_string()]);
+    }
+    table(&[], rows)
 }
 
 /// A KB file's access log, as the API returns it (newest first).

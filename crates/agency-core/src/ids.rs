@@ -72,6 +72,20 @@ uuid_id!(
     /// A mail envelope.
     MessageId
 );
+uuid_id!(
+    /// A message an outside party sent to an agency through its API
+    /// (`POST /v1/agency/messages`).
+    OrgMessageId
+);
+uuid_id!(
+    /// A thread of messages with one agency: each new message of it shows
+    /// the executive handler the earlier exchange.
+    ConversationId
+);
+uuid_id!(
+    /// An agency's API key (its row; the secret itself is never stored).
+    OrgKeyId
+);
 
 impl HandlerId {
     /// The handler responsible for `root`, whose id is that outcome's UUID.

@@ -26,7 +26,10 @@ pub use capability::{
     GrantRefusal, HeldCap, MailTarget, Resource, ResourceKind, choose_grant_source,
 };
 pub use egress::{EgressPattern, EgressTarget};
-pub use ids::{AgentId, CapabilityId, FileId, HandlerId, MessageId, OutcomeId};
+pub use ids::{
+    AgentId, CapabilityId, ConversationId, FileId, HandlerId, MessageId, OrgKeyId, OrgMessageId,
+    OutcomeId,
+};
 pub use level::Level;
 pub use outcome::{OutcomeStatus, StatusChange, check_status_change};
 pub use principal::Principal;

@@ -54,7 +54,7 @@ fn is_loopback_authority(authority: &str, port: u16) -> bool {
     host_ok && port_ok
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
         .to_str()

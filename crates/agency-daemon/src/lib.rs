@@ -32,6 +32,7 @@ mod process;
 mod repo_push;
 mod repos;
 mod rest;
+pub mod rest_agency;
 mod rest_models;
 mod rest_orgs;
 mod rest_records;

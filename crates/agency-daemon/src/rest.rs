@@ -60,6 +60,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .merge(crate::rest_records::routes())
         .merge(crate::rest_models::routes())
         .merge(crate::rest_orgs::routes())
+        .merge(crate::rest_agency::key_routes())
         .merge(crate::tool_check::rest_routes())
         .merge(crate::mcp_guard::admin_routes())
         .layer(axum::middleware::from_fn(
@@ -157,7 +158,7 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
 
 /// A request the REST layer itself refuses (an id that is not a UUID, an
 /// unknown kind) before any service call.
-pub(crate) struct BadRequest(String);
+pub(crate) struct BadRequest(pub(crate) String);
 
 impl IntoResponse for BadRequest {
     fn into_response(self) -> Response {

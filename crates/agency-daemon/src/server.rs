@@ -1,6 +1,7 @@
 //! Starting and stopping the daemon: the lock that makes it one per home,
 //! the listeners (`/mcp` and the MCP launcher on 127.0.0.1 for agents; the
-//! admin REST API `/v1` on the home's Unix socket `daemon.sock` only; the
+//! admin REST API `/v1` on the home's Unix socket `daemon.sock` only, but
+//! for messages to agencies, also on 127.0.0.1 for agency keys; the
 //! egress proxy on 127.0.0.1),
 //! their guards, the address file, and graceful shutdown (on a signal or
 //! `POST /v1/shutdown`).
@@ -246,6 +247,9 @@ impl Daemon {
         let v1 = rest::routes(cfg.limits.max_file_bytes)
             .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
             .with_state(state.clone())
+            // Messages to agencies have their own guard: the admin token or
+            // an agency key (`rest_agency.rs`).
+            .merge(crate::rest_agency::routes(state.clone(), true))
             .fallback(not_found)
             .layer(crate::logging::http_trace_layer());
         let mcp_shutdown = agency_mcp::CancellationToken::new();
@@ -269,10 +273,13 @@ impl Daemon {
         .layer(from_fn_with_state(state.clone(), http_auth::agent_only))
         // The model gateway has its own token guard (it also reads
         // `x-api-key`, as Anthropic clients send their key there).
-        .merge(crate::gateway::routes(state.clone()));
+        .merge(crate::gateway::routes(state.clone()))
+        // The one part of `/v1` on TCP: messages to agencies, for holders
+        // of an agency key (never the admin token; `rest_agency.rs`).
+        .merge(crate::rest_agency::routes(state.clone(), false));
         // An unknown path is a 404 for everyone, not a token complaint from
-        // whichever guard's router supplied the fallback. `/v1` is not on
-        // TCP at all: a 404 here too.
+        // whichever guard's router supplied the fallback. The rest of `/v1`
+        // is not on TCP at all: a 404 here too.
         let app = mcp
             .fallback(not_found)
             .layer(from_fn_with_state(state.clone(), http_auth::loopback_only))

@@ -2,8 +2,8 @@
 //! committed. The daemon's scheduler reacts to these instead of scanning.
 
 use agency_core::{
-    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus,
-    Resource,
+    AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OrgMessageId, OutcomeId,
+    OutcomeStatus, Resource,
 };
 use serde::Serialize;
 
@@ -62,5 +62,11 @@ pub enum Event {
     /// work in `handler`'s subtree may run again.
     BudgetResumed {
         handler: HandlerId,
+    },
+    /// An agency's executive handler answered a message from outside
+    /// (`POST /v1/agency/messages`): whoever waits for it may read it.
+    OrgMessageAnswered {
+        message: OrgMessageId,
+        agency: String,
     },
 }

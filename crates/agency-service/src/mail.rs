@@ -35,7 +35,22 @@ const SUBJECT_CHARS: usize = 120;
 impl Service {
     /// Send a message now.
     pub fn mail_send(&self, who: Principal, to: MailTarget, body: &MailBody) -> Result<MessageId> {
-        self.send(who, to, body, None)
+        self.send(who, to, body, None, None)
+    }
+
+    /// Send a message now, as the answer to `in_reply_to` when given: a
+    /// message that was delivered to the sender (anything else is refused,
+    /// so nobody answers mail it never received). An answer to a message
+    /// from outside an agency, sent to the user by that agency's executive
+    /// handler, is that message's reply (`org_messages.rs`).
+    pub fn mail_send_replying(
+        &self,
+        who: Principal,
+        to: MailTarget,
+        body: &MailBody,
+        in_reply_to: Option<MessageId>,
+    ) -> Result<MessageId> {
+        self.send(who, to, body, None, in_reply_to)
     }
 
     /// Send a message that is delivered at `deliver_at` (durably held until
@@ -47,13 +62,27 @@ impl Service {
         body: &MailBody,
         deliver_at: Timestamp,
     ) -> Result<MessageId> {
+        self.mail_send_deferred_replying(who, to, body, deliver_at, None)
+    }
+
+    /// [`Service::mail_send_deferred`] as the answer to `in_reply_to` (see
+    /// [`Service::mail_send_replying`]); a reply to a message from outside
+    /// counts when it is delivered.
+    pub fn mail_send_deferred_replying(
+        &self,
+        who: Principal,
+        to: MailTarget,
+        body: &MailBody,
+        deliver_at: Timestamp,
+        in_reply_to: Option<MessageId>,
+    ) -> Result<MessageId> {
         let now = self.now();
         if deliver_at.0 > now.0.saturating_add(MAX_DEFER_MS) {
             return Err(ServiceError::invalid(format!(
                 "failed to schedule mail for {deliver_at}: that is more than ten years ahead"
             )));
         }
-        self.send(who, to, body, Some(deliver_at))
+        self.send(who, to, body, Some(deliver_at), in_reply_to)
     }
 
     fn send(
@@ -62,6 +91,7 @@ impl Service {
         to: MailTarget,
         body: &MailBody,
         deliver_at: Option<Timestamp>,
+        in_reply_to: Option<MessageId>,
     ) -> Result<MessageId> {
         let subject = match body {
             MailBody::Text { subject, text } => {
@@ -83,6 +113,9 @@ impl Service {
         let precheck = |tx: &mut dyn Tx| -> Result<Caller> {
             let caller = authenticate(tx, who)?;
             check_may_send(tx, &caller, to)?;
+            if let Some(r) = in_reply_to {
+                check_reply_to(tx, &caller, r)?;
+            }
             // Only mail that will wait counts against the deferred quota.
             if let (Some(h), Some(at)) = (caller.handler(), deliver_at)
                 && at > self.now()
@@ -130,7 +163,18 @@ impl Service {
             } else {
                 subject.clone()
             };
-            let id = enqueue(op, &caller, to, file, subject, deliver_at)?;
+            let id = enqueue(
+                op,
+                &caller,
+                Envelope {
+                    id: MessageId::new_random(),
+                    to,
+                    file,
+                    subject,
+                    deliver_at,
+                    in_reply_to,
+                },
+            )?;
             if let (Caller::User, MailTarget::Handler(h)) = (&caller, to) {
                 grant_reply_to_user(op, h)?;
             }
@@ -258,7 +302,7 @@ impl Service {
 
 /// Whether `caller` may write to `to`; the same refusal for a target that
 /// does not exist and one that may not be written to.
-fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()> {
+pub(crate) fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()> {
     let refuse = || {
         ServiceError::denied(format!(
             "failed to send mail to {}: you may message only your boss, your direct underlings, yourself and (in an organisation) the agents a connection lets you reach",
@@ -296,26 +340,48 @@ fn check_may_send(tx: &mut dyn Tx, caller: &Caller, to: MailTarget) -> Result<()
     }
 }
 
+/// Whether `caller` may answer message `id`: only one delivered to it
+/// (not dropped). The same refusal whether the message does not exist or
+/// is someone else's, so the check reveals nothing.
+fn check_reply_to(tx: &mut dyn Tx, caller: &Caller, id: MessageId) -> Result<()> {
+    let me = caller.party();
+    let received = tx
+        .message(id)?
+        .is_some_and(|m| m.to == me && m.delivered_at.is_some() && m.dropped_reason.is_none());
+    if !received {
+        return Err(ServiceError::invalid(format!(
+            "failed to send mail in reply to message {id}: no such message was delivered to you; \
+             give in_reply_to the id of a message from your inbox"
+        )));
+    }
+    Ok(())
+}
+
+/// A message about to be stored: its id is chosen by the sender so that
+/// a body may name it (`org_messages.rs`).
+pub(crate) struct Envelope {
+    pub id: MessageId,
+    pub to: MailTarget,
+    pub file: FileId,
+    pub subject: String,
+    pub deliver_at: Option<Timestamp>,
+    pub in_reply_to: Option<MessageId>,
+}
+
 /// Store the envelope; deliver at once unless it is deferred to the future.
-fn enqueue(
-    op: &mut Op<'_>,
-    caller: &Caller,
-    to: MailTarget,
-    file: FileId,
-    subject: String,
-    deliver_at: Option<Timestamp>,
-) -> Result<MessageId> {
+pub(crate) fn enqueue(op: &mut Op<'_>, caller: &Caller, e: Envelope) -> Result<MessageId> {
     let m = MessageRow {
-        id: MessageId::new_random(),
-        file,
+        id: e.id,
+        file: e.file,
         from: caller.party(),
-        to,
-        subject,
+        to: e.to,
+        subject: e.subject,
         created_at: op.now,
-        deliver_at: deliver_at.unwrap_or(op.now).max(op.now),
+        deliver_at: e.deliver_at.unwrap_or(op.now).max(op.now),
         delivered_at: None,
         acked_at: None,
         dropped_reason: None,
+        in_reply_to: e.in_reply_to,
     };
     op.tx.insert_message(&m)?;
     if m.deliver_at <= op.now {
@@ -347,7 +413,18 @@ pub(crate) fn system_mail(
         clip(subject)
     );
     create_document(op, caller, id, FileKind::Message, &desc, body.as_bytes())?;
-    enqueue(op, caller, to, id, clip(subject), None)
+    enqueue(
+        op,
+        caller,
+        Envelope {
+            id: MessageId::new_random(),
+            to,
+            file: id,
+            subject: clip(subject),
+            deliver_at: None,
+            in_reply_to: None,
+        },
+    )
 }
 
 fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
@@ -378,6 +455,9 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
             op.tx.clear_stalled(h)?;
             ensure_process_inbox(op, h)?;
         }
+    }
+    if m.to == MailTarget::User && m.in_reply_to.is_some() {
+        crate::org_messages::record_reply(op, m)?;
     }
     op.events.push(Event::MessageDelivered {
         message: m.id,
@@ -537,7 +617,7 @@ pub(crate) fn ensure_process_inbox(op: &mut Op<'_>, h: HandlerId) -> Result<()> 
 }
 
 /// After the user writes to a handler directly, that handler may answer.
-fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
+pub(crate) fn grant_reply_to_user(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
     if op
         .tx
         .capabilities_on(h, &Resource::Mail(MailTarget::User))?
@@ -566,10 +646,11 @@ pub(crate) fn view(m: MessageRow, body: Option<String>) -> MessageView {
         body,
         body_size: None,
         body_truncated: false,
+        in_reply_to: m.in_reply_to,
     }
 }
 
-fn party(p: MailTarget) -> String {
+pub(crate) fn party(p: MailTarget) -> String {
     match p {
         MailTarget::User => "the user".to_owned(),
         MailTarget::Handler(h) => format!("handler {h}"),
@@ -584,7 +665,7 @@ fn first_line(text: &str) -> String {
         .to_owned()
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     let one_line: String = s
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })

@@ -214,6 +214,9 @@ pub struct MessageView {
     /// The body was too large to carry inline: read `file` with `kb_read`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub body_truncated: bool,
+    /// The message this one answers (one its sender had received).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_reply_to: Option<MessageId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -254,6 +254,9 @@ pub struct MessageRow {
     /// dropped, which closes it; views show it as not delivered).
     #[serde(default)]
     pub dropped_reason: Option<String>,
+    /// The message this one answers (delivered to its sender; migration 17).
+    #[serde(default)]
+    pub in_reply_to: Option<MessageId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod mcp_pins;
+mod org_messages;
 mod orgs;
 mod outcomes;
 mod pages;
@@ -68,6 +69,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v14.sql"),
     include_str!("sqlite/schema_v15.sql"),
     include_str!("sqlite/schema_v16.sql"),
+    include_str!("sqlite/schema_v17.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -14,6 +14,7 @@ use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
+use crate::org_messages::{OrgKeyRow, OrgMessageRow};
 use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 
 pub type R<T> = Result<T, StoreError>;
@@ -476,4 +477,31 @@ pub trait Tx {
         at: Timestamp,
     ) -> R<()>;
     fn handler_standing(&mut self, handler: HandlerId) -> R<Option<String>>;
+    // ---- Talking to an agency from outside (issue 12 items 6-7) ---------
+
+    fn insert_org_key(&mut self, key: &OrgKeyRow) -> R<()>;
+    fn org_key(&mut self, id: agency_core::OrgKeyId) -> R<Option<OrgKeyRow>>;
+    fn org_key_by_hash(&mut self, key_hash: &str) -> R<Option<OrgKeyRow>>;
+    /// Keys (of one agency, or all), ordered by agency and age.
+    fn org_keys(&mut self, agency: Option<&str>) -> R<Vec<OrgKeyRow>>;
+    /// Revoke a live key; whether it was live.
+    fn revoke_org_key(&mut self, id: agency_core::OrgKeyId, at: Timestamp) -> R<bool>;
+    fn insert_org_message(&mut self, m: &OrgMessageRow) -> R<()>;
+    fn org_message(&mut self, id: agency_core::OrgMessageId) -> R<Option<OrgMessageRow>>;
+    /// The message from outside that the mail `mail` carried, if any.
+    fn org_message_by_mail(&mut self, mail: MessageId) -> R<Option<OrgMessageRow>>;
+    /// The last `n` messages of a conversation, oldest first.
+    fn org_conversation(
+        &mut self,
+        conversation: agency_core::ConversationId,
+        n: usize,
+    ) -> R<Vec<OrgMessageRow>>;
+    /// Record the reply to a pending message; whether it was pending.
+    fn set_org_message_answered(
+        &mut self,
+        id: agency_core::OrgMessageId,
+        reply: &str,
+        reply_message: MessageId,
+        at: Timestamp,
+    ) -> R<bool>;
 }

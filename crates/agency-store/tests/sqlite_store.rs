@@ -955,11 +955,13 @@ fn mail_scheduling_inbox_and_outbox() {
         delivered_at: None,
         acked_at: None,
         dropped_reason: None,
+        in_reply_to: None,
     };
     wr(&store, |tx| {
         let reply = MessageRow {
             from: to_h,
             to: MailTarget::User,
+            in_reply_to: Some(mid(4)),
             ..msg(5, 0, 9)
         };
         for m in [
@@ -1002,6 +1004,9 @@ fn mail_scheduling_inbox_and_outbox() {
             "by (delivered_at, id)"
         );
         assert_eq!(mids(tx.inbox(MailTarget::User, 10)?), [mid(5)]);
+        // The reply keeps the message it answers; others answer none.
+        assert_eq!(tx.message(mid(5))?.unwrap().in_reply_to, Some(mid(4)));
+        assert_eq!(tx.message(mid(4))?.unwrap().in_reply_to, None);
         assert_eq!(
             mids(tx.outbox(MailTarget::User, 10)?),
             [1, 3, 2, 4].map(mid),

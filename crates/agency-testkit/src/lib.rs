@@ -141,10 +141,10 @@ mod engine;
 mod fuzz;
 mod openai;
 pub mod sandbox;
-mod weather;
 mod script;
 mod server;
 mod template;
+mod weather;
 
 pub use script::{Script, ScriptError};
 pub use server::{Api, ModelServer, RecordedRequest, RecordedToolCall, serve};

@@ -41,10 +41,15 @@ impl WeatherServer {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route("/current", get(current))
-            .fallback(|uri: Uri, State(seen): State<Arc<Mutex<Vec<String>>>>| async move {
-                record(&seen, &uri);
-                (StatusCode::NOT_FOUND, Json(json!({"error": "no such endpoint"})))
-            })
+            .fallback(
+                |uri: Uri, State(seen): State<Arc<Mutex<Vec<String>>>>| async move {
+                    record(&seen, &uri);
+                    (
+                        StatusCode::NOT_FOUND,
+                        Json(json!({"error": "no such endpoint"})),
+                    )
+                },
+            )
             .with_state(seen.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -78,7 +83,10 @@ impl WeatherServer {
 
 fn record(seen: &Mutex<Vec<String>>, uri: &Uri) {
     if let Ok(mut s) = seen.lock() {
-        s.push(uri.path_and_query().map_or_else(|| uri.path().to_owned(), |p| p.to_string()));
+        s.push(
+            uri.path_and_query()
+                .map_or_else(|| uri.path().to_owned(), |p| p.to_string()),
+        );
     }
 }
 

@@ -193,7 +193,10 @@ mod tests {
     fn issue12_item5_a_folder_names_the_compiler_and_a_bad_file_names_itself() {
         let dir = tempfile::tempdir().unwrap();
         let e = load_model(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("do not compile") && e.contains("nothing was changed"), "{e}");
+        assert!(
+            e.contains("do not compile") && e.contains("nothing was changed"),
+            "{e}"
+        );
         let f = dir.path().join("model.json");
         std::fs::write(&f, "{\"name\": 1}").unwrap();
         let e = format!("{:#}", load_model(&f).unwrap_err());

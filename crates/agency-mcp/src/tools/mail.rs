@@ -30,12 +30,13 @@ pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
 
 const MAIL_SEND: &str = "Send a message now. `to` is \"boss\" (your boss; the user if you are the root handler), \"user\", \"self\", or a handler UUID. \
 You may write to your boss and your direct underlings, and to the user only if you are the root handler or the user wrote to you. \
-The body is inline `text` or an existing KB `file` you may read (exactly one); the recipient gets read access to it. Returns the message UUID. \
-Errors: permission_denied (not allowed to write to that recipient), not_found (unknown handler or file), invalid_input (empty body, both or neither of text/file).";
+The body is inline `text` or an existing KB `file` you may read (exactly one); the recipient gets read access to it. \
+`in_reply_to` (optional) is the UUID of a message delivered to you that this one answers; a message from outside an agency says to answer it this way. Returns the message UUID. \
+Errors: permission_denied (not allowed to write to that recipient), not_found (unknown handler or file), invalid_input (empty body, both or neither of text/file, in_reply_to not a message delivered to you).";
 
 const MAIL_SEND_DEFERRED: &str = "Send a message that is delivered later: exactly one of `deliver_at` (an RFC 3339 time such as 2026-01-31T09:00:00Z) or `delay_seconds`. \
 Deferred mail is durable: it is delivered even if Agency was down when it fell due. Use it for reminders to yourself (`to` = \"self\") or follow-ups. \
-Recipients, body and errors as for mail_send, plus invalid_input for a bad time or one more than ten years ahead.";
+Recipients, body, `in_reply_to` and errors as for mail_send, plus invalid_input for a bad time or one more than ten years ahead.";
 
 const MAIL_INBOX: &str = "Read your delivered, unacknowledged messages with their bodies, oldest first. \
 A page holds at most `limit` messages and about 256 KiB; pass the returned `next_after` as `after` for the next page (absent on the last). \
@@ -57,6 +58,8 @@ pub(super) struct SendArgs {
     file: Option<String>,
     /// A short subject (default: the first line of the text, or the file's description).
     subject: Option<String>,
+    /// UUID of a message delivered to you that this one answers.
+    in_reply_to: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -74,6 +77,8 @@ pub(super) struct SendDeferredArgs {
     deliver_at: Option<String>,
     /// Deliver this many seconds from now. Give this or `deliver_at`.
     delay_seconds: Option<u64>,
+    /// UUID of a message delivered to you that this one answers.
+    in_reply_to: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -95,7 +100,10 @@ pub(super) struct AckArgs {
 fn mail_send(call: &Call, a: SendArgs) -> ToolResult {
     let to = target(call, &a.to)?;
     let body = body(a.text, a.file.as_deref(), a.subject)?;
-    let id = call.svc.mail_send(call.who(), to, &body)?;
+    let in_reply_to: Option<MessageId> = args::opt_id("in_reply_to", a.in_reply_to.as_deref())?;
+    let id = call
+        .svc
+        .mail_send_replying(call.who(), to, &body, in_reply_to)?;
     Ok(json!({ "message": id, "to": to }))
 }
 
@@ -114,7 +122,10 @@ fn mail_send_deferred(call: &Call, a: SendDeferredArgs) -> ToolResult {
     };
     let to = target(call, &a.to)?;
     let body = body(a.text, a.file.as_deref(), a.subject)?;
-    let id = call.svc.mail_send_deferred(call.who(), to, &body, at)?;
+    let in_reply_to: Option<MessageId> = args::opt_id("in_reply_to", a.in_reply_to.as_deref())?;
+    let id = call
+        .svc
+        .mail_send_deferred_replying(call.who(), to, &body, at, in_reply_to)?;
     Ok(json!({ "message": id, "to": to, "deliver_at": at, "deliver_at_rfc3339": at.to_rfc3339() }))
 }
 

@@ -12,7 +12,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
         concat!(
             "INSERT INTO messages (",
             message_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ),
         params![
             m.id.to_string(),
@@ -25,6 +25,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
             m.delivered_at.map(|t| t.0),
             m.acked_at.map(|t| t.0),
             m.dropped_reason,
+            m.in_reply_to.map(|i| i.to_string()),
         ],
         || format!("insert message {}", m.id),
     )

@@ -14,12 +14,14 @@ use rusqlite::Connection;
 use super::approvals;
 use super::budgets;
 use super::mcp_pins;
+use super::org_messages;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
 use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
+use crate::org_messages::{OrgKeyRow, OrgMessageRow};
 use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -621,5 +623,45 @@ impl Tx for SqliteTx<'_> {
     }
     fn handler_standing(&mut self, handler: HandlerId) -> R<Option<String>> {
         super::orgs::standing(self.conn, handler)
+    }
+    fn insert_org_key(&mut self, key: &OrgKeyRow) -> R<()> {
+        org_messages::insert_key(self.conn, key)
+    }
+    fn org_key(&mut self, id: agency_core::OrgKeyId) -> R<Option<OrgKeyRow>> {
+        org_messages::key(self.conn, id)
+    }
+    fn org_key_by_hash(&mut self, key_hash: &str) -> R<Option<OrgKeyRow>> {
+        org_messages::key_by_hash(self.conn, key_hash)
+    }
+    fn org_keys(&mut self, agency: Option<&str>) -> R<Vec<OrgKeyRow>> {
+        org_messages::keys(self.conn, agency)
+    }
+    fn revoke_org_key(&mut self, id: agency_core::OrgKeyId, at: Timestamp) -> R<bool> {
+        org_messages::revoke_key(self.conn, id, at)
+    }
+    fn insert_org_message(&mut self, m: &OrgMessageRow) -> R<()> {
+        org_messages::insert_message(self.conn, m)
+    }
+    fn org_message(&mut self, id: agency_core::OrgMessageId) -> R<Option<OrgMessageRow>> {
+        org_messages::message(self.conn, id)
+    }
+    fn org_message_by_mail(&mut self, mail: MessageId) -> R<Option<OrgMessageRow>> {
+        org_messages::message_by_mail(self.conn, mail)
+    }
+    fn org_conversation(
+        &mut self,
+        conversation: agency_core::ConversationId,
+        n: usize,
+    ) -> R<Vec<OrgMessageRow>> {
+        org_messages::conversation(self.conn, conversation, n)
+    }
+    fn set_org_message_answered(
+        &mut self,
+        id: agency_core::OrgMessageId,
+        reply: &str,
+        reply_message: MessageId,
+        at: Timestamp,
+    ) -> R<bool> {
+        org_messages::set_answered(self.conn, id, reply, reply_message, at)
     }
 }

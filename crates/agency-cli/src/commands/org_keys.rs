@@ -1,0 +1,137 @@
+//! Talking to an agency from outside (issue 12 items 6-7): `agency key
+//! mint|list|revoke` manage the API keys the user hands to outside
+//! parties (REST `/v1/agency/keys`), and `agency ask` / `agency answer`
+//! are the user's own way to talk to an agency, through the same route
+//! outside parties use (`/v1/agency/messages`, here over the home's
+//! socket with the admin token).
+
+use std::process::ExitCode;
+
+use agency_service::{MintedOrgKey, OrgKeyView, OrgMessageStatus, OrgMessageView};
+use anyhow::{Result, bail};
+use serde_json::json;
+
+use super::{Ctx, emit, emit_json, show};
+use crate::client::decode;
+use crate::output::{indent, table};
+
+/// The key alone on stdout (for `> key-file`); what it is, on stderr.
+pub fn mint(ctx: &Ctx, agency: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let v = c.post(c.url(&["agency", "keys"]), &json!({ "agency": agency }))?;
+    let k: MintedOrgKey = decode(v.clone(), "minted API key")?;
+    if ctx.json {
+        emit_json(&v)?;
+    } else {
+        emit(&format!("{}\n", k.key))?;
+    }
+    eprintln!(
+        "minted API key {} ({}…) for agency {}; it is shown only once. It may send that agency messages (POST /v1/agency/messages on the daemon's TCP address) and read their replies, nothing else. Revoke it with `agency key revoke {}`",
+        k.id, k.prefix, k.agency, k.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn list(ctx: &Ctx, agency: Option<&str>) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let mut url = c.url(&["agency", "keys"]);
+    if let Some(a) = agency {
+        url.query_pairs_mut().append_pair("agency", a);
+    }
+    let v = c.get(url)?;
+    show(ctx, v, "API key list", |keys: &Vec<OrgKeyView>| {
+        if keys.is_empty() {
+            return "(no API keys)\n".to_owned();
+        }
+        let rows = keys
+            .iter()
+            .map(|k| {
+                vec![
+                    k.id.to_string(),
+                    k.agency.clone(),
+                    format!("{}…", k.prefix),
+                    k.created_at.to_string(),
+                    k.revoked_at
+                        .map_or("live".to_owned(), |t| format!("revoked {t}")),
+                ]
+            })
+            .collect();
+        table(&["ID", "AGENCY", "KEY", "CREATED", "STATUS"], rows)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn revoke(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    if uuid::Uuid::parse_str(id).is_err() {
+        bail!("failed to revoke API key {id:?}: give its full id, from `agency key list`");
+    }
+    let c = ctx.client()?;
+    let v = c.delete(c.url(&["agency", "keys", id]))?;
+    if ctx.json {
+        emit_json(&v)?;
+    } else if v["revoked"].as_bool().unwrap_or(false) {
+        emit(&format!("revoked API key {id}; it stops working at once\n"))?;
+    } else {
+        emit(&format!("API key {id} was already revoked\n"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Send `message` to `agency`'s executive handler and wait up to
+/// `wait_ms` for its reply.
+pub fn ask(
+    ctx: &Ctx,
+    agency: &str,
+    message: &str,
+    conversation: Option<&str>,
+    wait_ms: i64,
+) -> Result<ExitCode> {
+    let max = i64::try_from(agency_daemon::rest_agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
+    if !(0..=max).contains(&wait_ms) {
+        bail!(
+            "failed to ask agency {agency}: --wait must be between 0s and {}s; check later with `agency answer ID`",
+            max / 1000
+        );
+    }
+    let c = ctx.client()?;
+    let mut body = json!({ "agency": agency, "message": message, "wait_ms": wait_ms });
+    if let Some(conv) = conversation {
+        body["conversation"] = json!(conv);
+    }
+    let v = c.post(c.url(&["agency", "messages"]), &body)?;
+    answer_view(ctx, v)
+}
+
+/// Where a message sent with `ask` stands, with the reply once it came.
+pub fn answer(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    if uuid::Uuid::parse_str(id).is_err() {
+        bail!("failed to read the answer to {id:?}: give the full message id `agency ask` printed");
+    }
+    let c = ctx.client()?;
+    let v = c.get(c.url(&["agency", "messages", id]))?;
+    answer_view(ctx, v)
+}
+
+fn answer_view(ctx: &Ctx, v: serde_json::Value) -> Result<ExitCode> {
+    show(ctx, v, "agency message", |m: &OrgMessageView| render(m))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(m: &OrgMessageView) -> String {
+    let head = table(
+        &[],
+        vec![
+            vec!["message".into(), m.id.to_string()],
+            vec!["agency".into(), m.agency.clone()],
+            vec!["conversation".into(), m.conversation.to_string()],
+        ],
+    );
+    match (&m.reply, m.status) {
+        (Some(r), _) => format!("{head}\n{}", indent(r)),
+        (None, OrgMessageStatus::Pending) => format!(
+            "{head}\nno answer yet: check with `agency answer {}`; continue the conversation with --conversation {}\n",
+            m.id, m.conversation
+        ),
+        (None, _) => format!("{head}\nit will not be answered\n"),
+    }
+}
