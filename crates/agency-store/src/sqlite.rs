@@ -24,6 +24,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod mcp_pins;
+mod org_tools;
 mod outcomes;
 mod pages;
 mod processes;
@@ -66,6 +67,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v13.sql"),
     include_str!("sqlite/schema_v14.sql"),
     include_str!("sqlite/schema_v15.sql"),
+    include_str!("sqlite/schema_v16.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

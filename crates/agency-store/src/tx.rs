@@ -13,6 +13,7 @@ use agency_core::access::FileKind;
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
+use crate::org_tools::OrgToolRow;
 use crate::model::*;
 
 pub type R<T> = Result<T, StoreError>;
@@ -449,4 +450,12 @@ pub trait Tx {
         status: PinChangeStatus,
         at: Timestamp,
     ) -> R<()>;
+    // ---- Tools of applied organisations (issue 12 item 4) ----------------
+
+    fn org_tool(&mut self, name: &str) -> R<Option<OrgToolRow>>;
+    /// The tools of one organisation (or of all), ordered by name.
+    fn org_tools(&mut self, org: Option<&str>) -> R<Vec<OrgToolRow>>;
+    /// Insert or replace the tool named `tool.name`.
+    fn put_org_tool(&mut self, tool: &OrgToolRow) -> R<()>;
+    fn delete_org_tool(&mut self, name: &str) -> R<()>;
 }

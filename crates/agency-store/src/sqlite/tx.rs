@@ -14,11 +14,13 @@ use rusqlite::Connection;
 use super::approvals;
 use super::budgets;
 use super::mcp_pins;
+use super::org_tools;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
 use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
+use crate::org_tools::OrgToolRow;
 use crate::model::*;
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -581,5 +583,17 @@ impl Tx for SqliteTx<'_> {
         at: Timestamp,
     ) -> R<()> {
         mcp_pins::set_change_status(self.conn, id, status, at)
+    }
+    fn org_tool(&mut self, name: &str) -> R<Option<OrgToolRow>> {
+        org_tools::tool(self.conn, name)
+    }
+    fn org_tools(&mut self, org: Option<&str>) -> R<Vec<OrgToolRow>> {
+        org_tools::tools(self.conn, org)
+    }
+    fn put_org_tool(&mut self, tool: &OrgToolRow) -> R<()> {
+        org_tools::put(self.conn, tool)
+    }
+    fn delete_org_tool(&mut self, name: &str) -> R<()> {
+        org_tools::delete(self.conn, name)
     }
 }
