@@ -24,6 +24,7 @@ mod kb;
 mod mail;
 mod mail_caps;
 mod mcp_pins;
+mod org_tools;
 mod org_model;
 mod org_props;
 mod outcome_visibility;
