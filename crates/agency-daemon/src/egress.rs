@@ -426,7 +426,11 @@ pub(crate) async fn authorize_agent(
     authorize(svc, who, &Via::Agent, t)
         .await
         .map_err(|f| match f.reason {
-            Some(way_out) => format!("{}; {}", f.message, way_out.trim_start_matches("Forbidden: ")),
+            Some(way_out) => format!(
+                "{}; {}",
+                f.message,
+                way_out.trim_start_matches("Forbidden: ")
+            ),
             None => f.message,
         })
 }

@@ -75,7 +75,8 @@ async fn run_in(
     let run = dir.join("run");
     let (home, tmp) = (run.join("home"), run.join("tmp"));
     for d in [dir, &work, &run, &home, &tmp] {
-        create_private(d).map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
+        create_private(d)
+            .map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
     }
     let mut cmd = Command::new(&c.command[0]);
     cmd.args(&c.command[1..]).env_clear().current_dir(&work);
@@ -88,7 +89,11 @@ async fn run_in(
         cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
     }
     cmd.env("HOME", &home).env("TMPDIR", &tmp);
-    let proxy = format!("http://{}:{key}@{}", crate::egress::TOOL_PROXY_USER, ctx.egress_proxy);
+    let proxy = format!(
+        "http://{}:{key}@{}",
+        crate::egress::TOOL_PROXY_USER,
+        ctx.egress_proxy
+    );
     for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
         cmd.env(k, &proxy);
     }
@@ -145,7 +150,10 @@ async fn run_in(
         tracing::info!(tool = %tool.name, timeout_ms = c.timeout_ms, "org tool killed at its timeout");
         return Err(fail(
             "timeout",
-            format!("it did not finish within {} ms and was killed", c.timeout_ms),
+            format!(
+                "it did not finish within {} ms and was killed",
+                c.timeout_ms
+            ),
         ));
     };
     let err = String::from_utf8_lossy(&err).into_owned();
@@ -155,19 +163,35 @@ async fn run_in(
     let status = status.map_err(|e| fail("failed", format!("waiting for it failed: {e}")))?;
     if !status.success() {
         let why = crate::confine::sandbox_failure(status.code(), Some(err.as_bytes()))
-            .unwrap_or_else(|| format!("it exited with {status}; its stderr ends: {}", one_line(&err)));
+            .unwrap_or_else(|| {
+                format!(
+                    "it exited with {status}; its stderr ends: {}",
+                    one_line(&err)
+                )
+            });
         return Err(fail("failed", why));
     }
     let Some(out) = out else {
-        return Err(fail("failed", format!("its output is over {MAX_STDOUT} bytes")));
+        return Err(fail(
+            "failed",
+            format!("its output is over {MAX_STDOUT} bytes"),
+        ));
     };
-    serde_json::from_slice(&out)
-        .map_err(|e| fail("invalid_output", format!("its stdout is not one JSON value: {e}")))
+    serde_json::from_slice(&out).map_err(|e| {
+        fail(
+            "invalid_output",
+            format!("its stdout is not one JSON value: {e}"),
+        )
+    })
 }
 
 fn create_private(d: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(d) {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(d)
+    {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
         r => r,
     }

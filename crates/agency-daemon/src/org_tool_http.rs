@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agency_core::egress::{EgressTarget, Host};
 use agency_core::Principal;
+use agency_core::egress::{EgressTarget, Host};
 use agency_mcp::OrgToolFailure;
 use agency_org::{HttpTool, Tool};
 use serde_json::{Map, Value};
@@ -41,11 +41,17 @@ pub(crate) async fn call(
     let url = build_url(tool, h, &input)?;
     let host = url.host_str().unwrap_or_default().to_owned();
     let port = url.port_or_known_default().unwrap_or(80);
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
     let target = EgressTarget::new(&bare, port).map_err(|e| {
         OrgToolFailure::new(
             "failed",
-            format!("failed to call tool {}: its baseUrl host is not usable: {e}", tool.name),
+            format!(
+                "failed to call tool {}: its baseUrl host is not usable: {e}",
+                tool.name
+            ),
         )
     })?;
     let addrs = crate::egress::authorize_agent(&ctx.svc, who, &target)
@@ -80,7 +86,10 @@ pub(crate) async fn call(
     };
     req = req.header(reqwest::header::ACCEPT, "application/json");
     let failed = |what: String| {
-        OrgToolFailure::new("failed", format!("failed to call tool {}: {what}", tool.name))
+        OrgToolFailure::new(
+            "failed",
+            format!("failed to call tool {}: {what}", tool.name),
+        )
     };
     let started = tokio::time::Instant::now();
     let mut resp = req.send().await.map_err(|e| {
@@ -141,10 +150,16 @@ pub(crate) fn build_url(
     input: &Map<String, Value>,
 ) -> Result<reqwest::Url, OrgToolFailure> {
     let base = reqwest::Url::parse(&h.base_url).map_err(|e| {
-        internal(tool, &format!("its baseUrl {:?} does not parse: {e}", h.base_url))
+        internal(
+            tool,
+            &format!("its baseUrl {:?} does not parse: {e}", h.base_url),
+        )
     })?;
     if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
-        return Err(internal(tool, "its baseUrl is not an http(s) URL with a host"));
+        return Err(internal(
+            tool,
+            "its baseUrl is not an http(s) URL with a host",
+        ));
     }
     let endpoint = fill(tool, &h.endpoint, input)?;
     let mut url = base.clone();
@@ -301,7 +316,9 @@ mod tests {
         let u = build_url(
             &t,
             &h,
-            &input(serde_json::json!({"city": "../admin?x=1#f", "location": "New York&a=b", "n": 3})),
+            &input(
+                serde_json::json!({"city": "../admin?x=1#f", "location": "New York&a=b", "n": 3}),
+            ),
         )
         .unwrap();
         assert_eq!(u.host_str(), Some("api.example-weather.com"));
@@ -310,7 +327,10 @@ mod tests {
         let q: Vec<(String, String)> = u.query_pairs().map(|(a, b)| (a.into(), b.into())).collect();
         assert_eq!(
             q,
-            [("location".into(), "New York&a=b".into()), ("n".into(), "3".into())]
+            [
+                ("location".into(), "New York&a=b".into()),
+                ("n".into(), "3".into())
+            ]
         );
         for dots in ["..", "."] {
             let e = build_url(&t, &h, &input(serde_json::json!({"city": dots}))).unwrap_err();
@@ -327,7 +347,10 @@ mod tests {
     fn output_is_mapped_by_pointer_or_top_level_fields() {
         let (t, mut h) = tool("/current", &[]);
         let answer = serde_json::json!({"temp": 1.5, "secret": "x", "main": {"t": 2}});
-        assert_eq!(map_output(&t, &h, &answer), serde_json::json!({"temp": 1.5}));
+        assert_eq!(
+            map_output(&t, &h, &answer),
+            serde_json::json!({"temp": 1.5})
+        );
         h.output.insert("temp".into(), "/main/t".into());
         assert_eq!(map_output(&t, &h, &answer), serde_json::json!({"temp": 2}));
     }

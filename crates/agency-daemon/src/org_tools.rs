@@ -81,7 +81,9 @@ async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value
     check(&tool, "input", &tool.interface.input_schema, &args)?;
     admit(&ctx.svc, &caller, &tool, &args).await?;
     let output = match &tool.implementation {
-        ToolImplementation::Http(h) => crate::org_tool_http::call(&ctx, who, &tool, h, &args).await?,
+        ToolImplementation::Http(h) => {
+            crate::org_tool_http::call(&ctx, who, &tool, h, &args).await?
+        }
         ToolImplementation::Command(c) => {
             crate::org_tool_command::call(&ctx, who, &tool, c, &args).await?
         }
@@ -157,7 +159,11 @@ pub(crate) fn check(
         .take(3)
         .map(|e| {
             let path = e.instance_path().to_string();
-            let path = if path.is_empty() { "/".to_owned() } else { path };
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
             let rule = e.schema_path().to_string();
             // A missing property's message names only the property (from
             // the schema), never the tool's text.

@@ -187,15 +187,10 @@ impl Org {
         svc.org_tools_install(Principal::User, "WeatherAgency", tools)
             .unwrap();
         let minted = svc.token_mint(Principal::User, root, None).unwrap();
-        let cfg = StreamableHttpClientTransportConfig::with_uri(format!(
-            "http://{}/mcp",
-            daemon.addr()
-        ))
-        .auth_header(minted.token.clone());
-        let client = ()
-            .serve(StreamableHttpClientTransport::from_config(cfg))
-            .await
-            .unwrap();
+        let cfg =
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", daemon.addr()))
+                .auth_header(minted.token.clone());
+        let client = ().serve(StreamableHttpClientTransport::from_config(cfg)).await.unwrap();
         Org {
             _dir: dir,
             daemon,
@@ -294,7 +289,8 @@ async fn issue12_item4_weather_tool_is_listed_and_called_through_the_egress_rule
     assert_eq!(w.lines(), ["GET /current?location=New+York HTTP/1.1"]);
     let log = org.egress_log();
     assert!(
-        log.iter().any(|l| l.contains(&format!("egress to {addr} allowed"))),
+        log.iter()
+            .any(|l| l.contains(&format!("egress to {addr} allowed"))),
         "{log:?}"
     );
     org.stop().await;
@@ -337,7 +333,8 @@ async fn issue12_item4_without_egress_the_http_call_is_refused_and_audited() {
     assert_eq!(w.connections(), 0);
     let log = org.egress_log();
     assert!(
-        log.iter().any(|l| l.contains(&format!("egress to {addr} refused"))),
+        log.iter()
+            .any(|l| l.contains(&format!("egress to {addr} refused"))),
         "{log:?}"
     );
     org.stop().await;
@@ -381,10 +378,7 @@ async fn issue12_item4_path_parameters_are_encoded_not_injected() {
         .call("WeatherTool", json!({"location": "../admin?x=1#f"}))
         .await;
     assert_eq!(r.is_error, Some(false), "{}", text(&r));
-    assert_eq!(
-        w.lines(),
-        ["GET /city/..%2Fadmin%3Fx%3D1%23f/now HTTP/1.1"]
-    );
+    assert_eq!(w.lines(), ["GET /city/..%2Fadmin%3Fx%3D1%23f/now HTTP/1.1"]);
     let r = org.call("WeatherTool", json!({"location": ".."})).await;
     failed(&r, "invalid_input");
     assert_eq!(w.connections(), 1);
@@ -431,7 +425,10 @@ async fn issue12_item4_command_tools_get_json_on_stdin_and_are_checked() {
     assert!(t.contains("/location"), "{t}");
     let r = org.call("Broken", json!({"location": "Paris"})).await;
     let t = failed(&r, "failed");
-    assert!(t.contains("the API key is missing") && t.contains('3'), "{t}");
+    assert!(
+        t.contains("the API key is missing") && t.contains('3'),
+        "{t}"
+    );
     let started = Instant::now();
     let r = org.call("Hangs", json!({"location": "Paris"})).await;
     failed(&r, "timeout");

@@ -56,8 +56,7 @@ pub trait OrgTools: Send + Sync + std::fmt::Debug {
 pub(crate) async fn listed(svc: Arc<agency_service::Service>, caller: &AgentIdentity) -> Vec<Tool> {
     let who = Principal::agent(caller.handler, caller.agent);
     let span = tracing::Span::current();
-    let found =
-        tokio::task::spawn_blocking(move || span.in_scope(|| svc.org_tools_for(who))).await;
+    let found = tokio::task::spawn_blocking(move || span.in_scope(|| svc.org_tools_for(who))).await;
     let tools = match found {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
@@ -76,8 +75,12 @@ fn definition(t: &agency_org::Tool) -> Option<Tool> {
     let Value::Object(input) = &t.interface.input_schema else {
         return None;
     };
-    let mut tool = Tool::new(t.name.clone(), t.description.clone(), Arc::new(input.clone()))
-        .with_annotations(ToolAnnotations::new().open_world(true));
+    let mut tool = Tool::new(
+        t.name.clone(),
+        t.description.clone(),
+        Arc::new(input.clone()),
+    )
+    .with_annotations(ToolAnnotations::new().open_world(true));
     if let Value::Object(output) = &t.interface.output_schema {
         tool.output_schema = Some(Arc::new(output.clone() as JsonObject));
     }

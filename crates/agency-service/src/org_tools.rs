@@ -163,9 +163,8 @@ pub(crate) fn org_tools_replace(op: &mut Op<'_>, org: &str, tools: &[Tool]) -> R
                 t.name
             )));
         }
-        let def_json = serde_json::to_string(t).map_err(|e| {
-            ServiceError::invalid(format!("failed to store tool {}: {e}", t.name))
-        })?;
+        let def_json = serde_json::to_string(t)
+            .map_err(|e| ServiceError::invalid(format!("failed to store tool {}: {e}", t.name)))?;
         if def_json.len() > MAX_DEF_BYTES {
             return Err(ServiceError::invalid(format!(
                 "failed to install tool {}: its definition is over {MAX_DEF_BYTES} bytes",
@@ -218,9 +217,8 @@ fn check_tool_name(name: &str) -> Result<()> {
 /// well-formed. The schemas are compiled by the daemon at each call.
 pub(crate) fn check_tool(t: &Tool) -> Result<()> {
     check_tool_name(&t.name)?;
-    let bad = |why: String| {
-        ServiceError::invalid(format!("failed to install tool {}: {why}", t.name))
-    };
+    let bad =
+        |why: String| ServiceError::invalid(format!("failed to install tool {}: {why}", t.name));
     if AGENCY_MCP_TOOL_NAMES.contains(&t.name.as_str()) {
         return Err(bad(
             "that is the name of one of Agency's own MCP tools; rename it".to_owned(),
@@ -234,7 +232,12 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
             return Err(bad(format!("{what} must be a JSON Schema object")));
         }
     }
-    if t.interface.input_schema.get("type").and_then(|v| v.as_str()) != Some("object") {
+    if t.interface
+        .input_schema
+        .get("type")
+        .and_then(|v| v.as_str())
+        != Some("object")
+    {
         return Err(bad(
             "interface.inputSchema must have \"type\": \"object\" (MCP tool arguments are an object)"
                 .to_owned(),
@@ -243,7 +246,11 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
     match &t.implementation {
         ToolImplementation::Http(h) => {
             let scheme_ok = h.base_url.starts_with("http://") || h.base_url.starts_with("https://");
-            if !scheme_ok || h.base_url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            if !scheme_ok
+                || h.base_url
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control())
+            {
                 return Err(bad(format!(
                     "baseUrl {:?} must be an http:// or https:// URL",
                     h.base_url
@@ -289,7 +296,7 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
         ToolImplementation::Mcp(m) => {
             if m.command.is_some() == m.url.is_some() {
                 return Err(bad(
-                    "an MCP tool has exactly one of command and url".to_owned(),
+                    "an MCP tool has exactly one of command and url".to_owned()
                 ));
             }
         }

@@ -13,8 +13,8 @@ use agency_core::access::FileKind;
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
-use crate::org_tools::OrgToolRow;
 use crate::model::*;
+use crate::org_tools::OrgToolRow;
 
 pub type R<T> = Result<T, StoreError>;
 

@@ -55,10 +55,16 @@ fn names(tools: &[Tool]) -> Vec<&str> {
 fn issue12_item4_install_replace_and_names_unique_across_organisations() {
     let env = Env::new();
     let svc = &env.svc;
-    let (a, b) = (tool("A", "https://a.example"), tool("B", "https://b.example"));
+    let (a, b) = (
+        tool("A", "https://a.example"),
+        tool("B", "https://b.example"),
+    );
     svc.org_tools_install(Principal::User, "org1", &[a.clone(), b.clone()])
         .unwrap();
-    assert_eq!(names(&svc.org_tools_for(Principal::User).unwrap()), ["A", "B"]);
+    assert_eq!(
+        names(&svc.org_tools_for(Principal::User).unwrap()),
+        ["A", "B"]
+    );
     // Only the user installs.
     let agent = env.agent(env.root);
     assert_kind(
@@ -67,19 +73,36 @@ fn issue12_item4_install_replace_and_names_unique_across_organisations() {
     );
     // Replacing: B removed, A changed, C added.
     let a2 = tool("A", "https://a2.example");
-    svc.org_tools_install(Principal::User, "org1", &[a2.clone(), tool("C", "https://c.example")])
-        .unwrap();
+    svc.org_tools_install(
+        Principal::User,
+        "org1",
+        &[a2.clone(), tool("C", "https://c.example")],
+    )
+    .unwrap();
     let all = svc.org_tools_for(Principal::User).unwrap();
     assert_eq!(names(&all), ["A", "C"]);
     assert_eq!(all[0], a2);
     // Another organisation may not take a name org1 defines; nothing of
     // the refused install is kept.
     let e = assert_kind(
-        svc.org_tools_install(Principal::User, "org2", &[tool("D", "https://d.example"), tool("A", "https://x.example")]),
+        svc.org_tools_install(
+            Principal::User,
+            "org2",
+            &[
+                tool("D", "https://d.example"),
+                tool("A", "https://x.example"),
+            ],
+        ),
         "invalid_input",
     );
-    assert!(e.to_string().contains("org1") && e.to_string().contains("org2"), "{e}");
-    assert_eq!(names(&svc.org_tools_for(Principal::User).unwrap()), ["A", "C"]);
+    assert!(
+        e.to_string().contains("org1") && e.to_string().contains("org2"),
+        "{e}"
+    );
+    assert_eq!(
+        names(&svc.org_tools_for(Principal::User).unwrap()),
+        ["A", "C"]
+    );
     // Agency's own tool names, bad names, twice the same name, bad
     // definitions: refused.
     for bad in [
@@ -108,10 +131,20 @@ fn issue12_item4_install_replace_and_names_unique_across_organisations() {
             t
         },
     ] {
-        assert_kind(svc.org_tools_install(Principal::User, "org3", &[bad]), "invalid_input");
+        assert_kind(
+            svc.org_tools_install(Principal::User, "org3", &[bad]),
+            "invalid_input",
+        );
     }
     assert_kind(
-        svc.org_tools_install(Principal::User, "org3", &[tool("J", "https://a.example"), tool("J", "https://b.example")]),
+        svc.org_tools_install(
+            Principal::User,
+            "org3",
+            &[
+                tool("J", "https://a.example"),
+                tool("J", "https://b.example"),
+            ],
+        ),
         "invalid_input",
     );
     // An organisation installed with no tools loses them all.
@@ -126,20 +159,26 @@ fn issue12_item4_agents_see_and_call_only_the_tools_they_hold() {
     svc.org_tools_install(
         Principal::User,
         "org1",
-        &[tool("A", "https://a.example"), tool("B", "https://b.example")],
+        &[
+            tool("A", "https://a.example"),
+            tool("B", "https://b.example"),
+        ],
     )
     .unwrap();
     let root = env.agent(env.root);
     assert!(svc.org_tools_for(root).unwrap().is_empty());
     let e = assert_kind(svc.org_tool_check(root, "A"), "permission_denied");
     assert!(e.to_string().contains("tool A"), "{e}");
-    let cap = svc.grant(Principal::User, env.root, &grant_tool("A")).unwrap();
+    let cap = svc
+        .grant(Principal::User, env.root, &grant_tool("A"))
+        .unwrap();
     assert_eq!(names(&svc.org_tools_for(root).unwrap()), ["A"]);
     assert_eq!(svc.org_tool_check(root, "A").unwrap().name, "A");
     assert_kind(svc.org_tool_check(root, "B"), "permission_denied");
     // A capability on a tool no organisation defines shows nothing, and a
     // call says the tool is not there.
-    svc.grant(Principal::User, env.root, &grant_tool("Ghost")).unwrap();
+    svc.grant(Principal::User, env.root, &grant_tool("Ghost"))
+        .unwrap();
     assert_eq!(names(&svc.org_tools_for(root).unwrap()), ["A"]);
     assert_kind(svc.org_tool_check(root, "Ghost"), "invalid_input");
     // A boss passes the tool on to its underling, who then sees it.

@@ -55,11 +55,8 @@ pub(crate) fn put(c: &Connection, t: &OrgToolRow) -> R<()> {
 }
 
 pub(crate) fn delete(c: &Connection, name: &str) -> R<()> {
-    execute(
-        c,
-        "DELETE FROM org_tools WHERE name = ?1",
-        [name],
-        || format!("delete org tool {name}"),
-    )
+    execute(c, "DELETE FROM org_tools WHERE name = ?1", [name], || {
+        format!("delete org tool {name}")
+    })
     .map(drop)
 }

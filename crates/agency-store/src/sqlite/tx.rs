@@ -20,8 +20,8 @@ use super::{
 };
 use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
-use crate::org_tools::OrgToolRow;
 use crate::model::*;
+use crate::org_tools::OrgToolRow;
 use crate::tx::{R, SubtreeRows, Tx};
 
 /// One open transaction (read or write) on a SQLite connection.
