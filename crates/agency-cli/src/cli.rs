@@ -729,7 +729,7 @@ pub struct GrantArgs {
     /// The handler (id or unique prefix).
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub handler: String,
-    /// KIND:KEY, where KIND is kb, mcp_server, repo or egress.
+    /// KIND:KEY, where KIND is kb, mcp_server, repo, egress or tool.
     #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub resource: String,
     /// none, read or write.

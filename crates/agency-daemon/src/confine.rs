@@ -138,6 +138,36 @@ impl Confiner {
         programs: &[String],
         extra_ports: &[u16],
     ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
+        let spawn_dir = spec
+            .workspace
+            .parent()
+            .ok_or_else(|| ConfineError("the workspace has no parent directory".to_owned()))?;
+        self.confine_in(
+            cmd,
+            &spec.agent.to_string(),
+            spawn_dir,
+            &spec.run_dir,
+            programs,
+            &[],
+            extra_ports,
+        )
+    }
+
+    /// [`Confiner::confine`] for a process that is not an agent (an
+    /// organisation's command tool, `org_tool_command.rs`): read-write
+    /// `spawn_dir` alone, the policy written into `policy_dir` (inside
+    /// it), `readable` read-only, a cgroup named `cgroup`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn confine_in(
+        &self,
+        cmd: Command,
+        cgroup: &str,
+        spawn_dir: &Path,
+        policy_dir: &Path,
+        programs: &[String],
+        readable: &[PathBuf],
+        extra_ports: &[u16],
+    ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
         let cgroups = match &self.mode {
             Mode::Off => return Ok((cmd, None)),
             Mode::Unavailable(why) => {
@@ -176,10 +206,7 @@ impl Confiner {
         for t in &self.toolchains {
             read_only.push(self.granted("sandbox.toolchains", t)?);
         }
-        let spawn_dir = spec
-            .workspace
-            .parent()
-            .ok_or_else(|| ConfineError("the workspace has no parent directory".to_owned()))?;
+        read_only.extend(readable.iter().cloned());
         let mut read_write = vec![spawn_dir.to_owned()];
         read_write.extend(agency_sandbox::system_read_write_files());
         for d in &self.read_write {
@@ -192,7 +219,7 @@ impl Confiner {
         connect_ports.sort_unstable();
         connect_ports.dedup();
         let cgroup = cgroups
-            .create(&spec.agent.to_string(), &self.limits)
+            .create(cgroup, &self.limits)
             .map_err(|e| ConfineError(format!("failed to create the agent's cgroup: {e}")))?;
         let policy = Policy {
             read_write,
@@ -211,7 +238,7 @@ impl Confiner {
             .to_json()
             .map_err(|e| ConfineError(e.to_string()))
             .and_then(|json| {
-                write_private(&spec.run_dir, "sandbox.json", json.as_bytes())
+                write_private(policy_dir, "sandbox.json", json.as_bytes())
                     .map_err(|e| ConfineError(e.to_string()))
             });
         let file = match written {

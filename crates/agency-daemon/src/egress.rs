@@ -62,6 +62,10 @@ use crate::mcp_servers::McpServers;
 /// The proxy user name of an MCP server's credential (the password is its
 /// egress key); any other user name means the password is an agent token.
 pub const MCP_PROXY_USER: &str = "mcp";
+/// The proxy user name of an organisation command tool's credential (the
+/// password is the key of its run, bound to the calling agent, whose
+/// handler's `egress` capabilities decide, as for the agent itself).
+pub const TOOL_PROXY_USER: &str = "tool";
 
 /// Resolving a name, and opening each TCP connection, give up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -220,6 +224,13 @@ async fn authenticate(p: &Proxy, headers: &HeaderMap) -> Result<(Principal, Via)
     };
     if user.as_deref() == Some(MCP_PROXY_USER) {
         return mcp_caller(p, &token);
+    }
+    if user.as_deref() == Some(TOOL_PROXY_USER) {
+        return p.nonces.tool_egress_of(&token).map(|who| (who, Via::Agent)).ok_or_else(|| {
+            auth_required(
+                "failed to authenticate to Agency's egress proxy: this tool egress key is unknown or its run has ended",
+            )
+        });
     }
     let svc = p.svc.clone();
     let span = tracing::Span::current();
@@ -393,11 +404,49 @@ fn slot(p: &Proxy) -> Result<OwnedSemaphorePermit, Fail> {
 
 /// Check, resolve, record, connect: the one path to a socket.
 async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<TcpStream, Fail> {
+    let addrs = authorize(&p.svc, who, via, t).await?;
+    connect(&addrs).await.map_err(|e| {
+        text(
+            StatusCode::BAD_GATEWAY,
+            &format!("failed to connect to {t}: {e}"),
+        )
+    })
+}
+
+/// The egress rule for a connection the daemon makes itself for agent
+/// `who` (an organisation's HTTP tool, `org_tool_http.rs`): the same
+/// check, resolution and record as the proxy's, so a tool reaches only
+/// what the agent's handler may reach. The addresses to connect to, or
+/// why not (the message names the host and the grant to ask for).
+pub(crate) async fn authorize_agent(
+    svc: &Arc<Service>,
+    who: Principal,
+    t: &EgressTarget,
+) -> Result<Vec<SocketAddr>, String> {
+    authorize(svc, who, &Via::Agent, t)
+        .await
+        .map_err(|f| match f.reason {
+            Some(way_out) => format!(
+                "{}; {}",
+                f.message,
+                way_out.trim_start_matches("Forbidden: ")
+            ),
+            None => f.message,
+        })
+}
+
+/// Check, resolve and record: the addresses a connection may go to.
+async fn authorize(
+    svc: &Arc<Service>,
+    who: Principal,
+    via: &Via,
+    t: &EgressTarget,
+) -> Result<Vec<SocketAddr>, Fail> {
     let (host, port) = (t.host_str(), t.port);
     let decision = match via.clone() {
-        Via::Agent => blocking(p, move |svc| svc.egress_check(who, &host, port)).await?,
+        Via::Agent => blocking(svc, move |svc| svc.egress_check(who, &host, port)).await?,
         Via::Mcp { server, manifest } => {
-            blocking(p, move |svc| {
+            blocking(svc, move |svc| {
                 svc.mcp_egress_check(who, &server, &manifest, &host, port)
             })
             .await?
@@ -407,7 +456,7 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
         tracing::info!(target = %t, "egress refused: not granted");
         // A server's refusal is recorded with its message (naming it).
         let why = matches!(via, Via::Mcp { .. }).then(|| message.clone());
-        record(p, who, t, &decision, why).await?;
+        record(svc, who, t, &decision, why).await?;
         return Err(forbidden(t, via, message));
     }
     let addrs = match resolve(t, decision.check_resolved()).await {
@@ -427,7 +476,7 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
                 t.host_str(),
             );
             tracing::info!(target = %t, %ip, "egress refused: local address");
-            record(p, who, t, &decision, Some(why.clone())).await?;
+            record(svc, who, t, &decision, Some(why.clone())).await?;
             return Err(forbidden(
                 t,
                 via,
@@ -436,17 +485,11 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
         }
         other => other,
     };
-    record(p, who, t, &decision, None).await?;
-    let addrs = addrs.map_err(|e| {
+    record(svc, who, t, &decision, None).await?;
+    addrs.map_err(|e| {
         text(
             StatusCode::BAD_GATEWAY,
             &format!("failed to resolve {}: {e}", t.host_str()),
-        )
-    })?;
-    connect(&addrs).await.map_err(|e| {
-        text(
-            StatusCode::BAD_GATEWAY,
-            &format!("failed to connect to {t}: {e}"),
         )
     })
 }
@@ -504,14 +547,14 @@ async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, String> {
 }
 
 async fn record(
-    p: &Proxy,
+    svc: &Arc<Service>,
     who: Principal,
     t: &EgressTarget,
     decision: &EgressDecision,
     refusal: Option<String>,
 ) -> Result<(), Fail> {
     let (host, port, decision) = (t.host_str(), t.port, decision.clone());
-    blocking(p, move |svc| {
+    blocking(svc, move |svc| {
         svc.egress_record(who, &host, port, &decision, refusal.as_deref())
     })
     .await
@@ -520,10 +563,10 @@ async fn record(
 /// A service call on a blocking thread; its error as the proxy's answer (an
 /// agent that ended meanwhile: 407, like a bad token).
 async fn blocking<T: Send + 'static>(
-    p: &Proxy,
+    svc: &Arc<Service>,
     f: impl FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, Fail> {
-    let svc = p.svc.clone();
+    let svc = svc.clone();
     let span = tracing::Span::current();
     let r = tokio::task::spawn_blocking(move || span.in_scope(|| f(&svc))).await;
     match r {

@@ -52,6 +52,11 @@ pub(crate) struct LaunchNonces {
     /// (with its handler) and server. Not the guard session: the key sits
     /// in the server's environment, which the agent may read.
     egress: Mutex<HashMap<blake3::Hash, (Principal, String)>>,
+    /// Egress keys of running organisation command tools
+    /// (`org_tool_command.rs`), keyed by hash, bound to the calling agent:
+    /// the tool reaches what the agent's handler may reach, for as long as
+    /// the call runs.
+    tool_egress: Mutex<HashMap<blake3::Hash, Principal>>,
 }
 
 impl LaunchNonces {
@@ -89,6 +94,10 @@ impl LaunchNonces {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|_, (who, _)| !matches!(who, Principal::Agent { agent: a, .. } if *a == agent));
+        self.tool_egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, who| !matches!(who, Principal::Agent { agent: a, .. } if *a == agent));
     }
 
     /// An egress key for the server `who`'s launcher is starting: the
@@ -105,6 +114,38 @@ impl LaunchNonces {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(blake3::hash(key.as_bytes()), (who, server.to_owned()));
         key
+    }
+
+    /// An egress key for one run of an organisation command tool called by
+    /// `who` (proxy user [`crate::egress::TOOL_PROXY_USER`]); dropped with
+    /// [`LaunchNonces::drop_tool_egress`] when the run ends.
+    pub fn issue_tool_egress(&self, who: Principal) -> String {
+        let key = format!(
+            "agt_{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        self.tool_egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(blake3::hash(key.as_bytes()), who);
+        key
+    }
+
+    /// The agent a tool's egress key was issued for, while its run lasts.
+    pub fn tool_egress_of(&self, key: &str) -> Option<Principal> {
+        self.tool_egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&blake3::hash(key.as_bytes()))
+            .copied()
+    }
+
+    pub fn drop_tool_egress(&self, key: &str) {
+        self.tool_egress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&blake3::hash(key.as_bytes()));
     }
 
     /// The agent and server an egress key was issued for, if it is live.

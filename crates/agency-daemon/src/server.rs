@@ -265,6 +265,13 @@ impl Daemon {
             agency_mcp::RouterOptions {
                 shutdown: mcp_shutdown.clone(),
                 repos: Some(Arc::new(repo_cache)),
+                org_tools: Some(Arc::new(crate::org_tools::OrgToolRunner {
+                    svc: svc.clone(),
+                    confiner: confiner.clone(),
+                    nonces: nonces.clone(),
+                    egress_proxy: egress.addr(),
+                    run_root: crate::org_tool_command::run_root(home.dir()),
+                })),
                 ..Default::default()
             },
         )

@@ -126,6 +126,7 @@ pub(crate) enum ResourceKindArg {
     McpServer,
     Repo,
     Egress,
+    Tool,
 }
 
 impl ResourceKindArg {
@@ -135,6 +136,7 @@ impl ResourceKindArg {
             ResourceKindArg::McpServer => "mcp_server",
             ResourceKindArg::Repo => "repo",
             ResourceKindArg::Egress => "egress",
+            ResourceKindArg::Tool => "tool",
         }
     }
 
@@ -199,5 +201,10 @@ mod tests {
                 .resource("https://github.com")
                 .is_err()
         );
+        assert_eq!(
+            ResourceKindArg::Tool.resource(" WeatherTool ").unwrap(),
+            Resource::Tool("WeatherTool".into())
+        );
+        assert!(ResourceKindArg::Tool.resource("bad tool").is_err());
     }
 }

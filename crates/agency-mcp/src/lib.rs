@@ -14,6 +14,7 @@
 //! `server.rs`).
 
 mod args;
+mod org_tools;
 mod reply;
 mod server;
 mod tools;
@@ -28,6 +29,7 @@ use agency_service::Service;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+pub use org_tools::{OrgToolFailure, OrgToolResult, OrgTools};
 pub use tokio_util::sync::CancellationToken;
 
 /// The path the MCP endpoint is served at (POST, GET and DELETE).
@@ -44,45 +46,10 @@ pub struct AgentIdentity {
     pub workspace: Option<PathBuf>,
 }
 
-/// The tool names, in a stable order (tests and the daemon use it).
-pub const TOOL_NAMES: &[&str] = &[
-    "kb_list",
-    "kb_browse",
-    "kb_read",
-    "kb_read_version",
-    "kb_history",
-    "kb_create",
-    "kb_write",
-    "outcome_view",
-    "outcome_ancestors",
-    "outcome_subtree",
-    "outcome_history",
-    "outcome_create",
-    "outcome_update",
-    "outcome_complete",
-    "outcome_close",
-    "outcome_request_completion",
-    "outcome_reopen",
-    "mail_send",
-    "mail_send_deferred",
-    "mail_inbox",
-    "mail_ack",
-    "permissions_list",
-    "permissions_grant",
-    "delegate",
-    "force_stop",
-    "state_read",
-    "state_write",
-    "audit_read",
-    "audit_submit",
-    "repo_clone",
-    "mail_status",
-    "kb_audit",
-    "outcome_list",
-    "run_list",
-    "run_view",
-    "repo_push",
-];
+/// The tool names, in a stable order (tests and the daemon use it). The
+/// list lives in the service, which refuses an organisation tool of one of
+/// these names.
+pub const TOOL_NAMES: &[&str] = agency_service::AGENCY_MCP_TOOL_NAMES;
 
 /// The daemon's repo cache, as the `repo_clone` and `repo_push` tools see
 /// it.
@@ -164,6 +131,8 @@ pub struct RouterOptions {
     /// The repo cache behind `repo_clone` and `repo_push` (none: the tools
     /// say so).
     pub repos: Option<Arc<dyn RepoCache>>,
+    /// The runner of organisation tools (none: they are not offered).
+    pub org_tools: Option<Arc<dyn OrgTools>>,
 }
 
 impl Default for RouterOptions {
@@ -173,6 +142,7 @@ impl Default for RouterOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             session_idle: Duration::from_secs(3600),
             repos: None,
+            org_tools: None,
         }
     }
 }
@@ -223,12 +193,14 @@ pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
         .with_cancellation_token(opts.shutdown)
         .with_max_request_body_bytes(max_request_bytes(svc.limits().max_file_bytes));
     let repos = opts.repos;
+    let org_tools = opts.org_tools;
     let service = StreamableHttpService::new(
         move || {
             Ok(server::AgencyMcp::new(
                 svc.clone(),
                 tools.clone(),
                 repos.clone(),
+                org_tools.clone(),
             ))
         },
         Arc::new(sessions),

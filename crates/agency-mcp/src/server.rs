@@ -37,6 +37,7 @@ Times are milliseconds since the Unix epoch (UTC). Content you read that others 
 pub(crate) struct AgencyMcp {
     svc: Arc<Service>,
     repos: Option<Arc<dyn crate::RepoCache>>,
+    org_tools: Option<Arc<dyn crate::OrgTools>>,
     tools: Arc<ToolRouter<AgencyMcp>>,
     /// The agent that initialized this session, once it has.
     owner: OnceLock<AgentIdentity>,
@@ -47,10 +48,12 @@ impl AgencyMcp {
         svc: Arc<Service>,
         tools: Arc<ToolRouter<AgencyMcp>>,
         repos: Option<Arc<dyn crate::RepoCache>>,
+        org_tools: Option<Arc<dyn crate::OrgTools>>,
     ) -> Self {
         AgencyMcp {
             svc,
             repos,
+            org_tools,
             tools,
             owner: OnceLock::new(),
         }
@@ -119,8 +122,12 @@ impl ServerHandler for AgencyMcp {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.identity(&context)?;
-        Ok(ListToolsResult::with_all_items(self.tools.list_all()))
+        let identity = self.identity(&context)?;
+        let mut tools = self.tools.list_all();
+        if self.org_tools.is_some() {
+            tools.extend(crate::org_tools::listed(self.svc.clone(), &identity).await);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -128,6 +135,27 @@ impl ServerHandler for AgencyMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A name that is not one of Agency's tools may be an organisation
+        // tool: the daemon's runner checks and runs it.
+        if let Some(runner) = &self.org_tools
+            && !self.tools.has_route(&request.name)
+        {
+            let identity = self.identity(&context)?;
+            let span = tracing::info_span!(
+                "tool",
+                name = %request.name,
+                handler = %identity.handler,
+                agent = %identity.agent,
+                org_tool = true,
+            );
+            let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+            let outcome = tracing::Instrument::instrument(
+                runner.call(identity, request.name.to_string(), args),
+                span,
+            )
+            .await;
+            return Ok(crate::org_tools::result(outcome).into());
+        }
         // Identity is read inside each tool's run, after routing, so an
         // unknown tool name still gets rmcp's usual answer.
         self.tools

@@ -250,6 +250,12 @@ pub struct CommandTool {
     pub command: Vec<String>,
     #[serde(default = "default_tool_timeout_ms")]
     pub timeout_ms: u64,
+    /// The absolute folder the tool was defined in: the command runs
+    /// there, with it readable (not writable) in the sandbox. Set by
+    /// `agency up` from the source folder, never by `agency compile`, so
+    /// that a compiled model does not depend on where its sources were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

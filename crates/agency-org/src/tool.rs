@@ -391,6 +391,7 @@ fn implementation(cx: &mut Cx, name: &S<String>, spec: &mut Spec) -> Option<Tool
             Some(c) if !c.v.is_empty() => Some(ToolImplementation::Command(CommandTool {
                 command: c.v.clone(),
                 timeout_ms,
+                dir: None,
             })),
             _ => {
                 cx.err(

@@ -190,10 +190,10 @@ impl Walker<'_> {
         } else if listing.agents_json {
             let file = rel_join(rel, "agents.json");
             let text = self.text(&abs.join("agents.json"), &file)?;
-            let (g, agents, e) = agents_json::read(&file, folder_name, &text, self.diags);
+            let (g, mut agents, e) = agents_json::read(&file, folder_name, &text, self.diags);
             f.agency = g;
             exec.extend(e);
-            self.script_tools(abs, rel, &agents, &listing, &mut f.tools);
+            self.script_tools(abs, rel, &mut agents, &listing, &mut f.tools);
             f.agents = agents;
         } else {
             self.diags.error(&here, Pos::start(), "the source folder has no .agency file (or agents.json): nothing says which agency this is");
@@ -284,20 +284,27 @@ impl Walker<'_> {
     }
 
     /// Seed 004's tool scripts (`"tools": ["airtable.py"]`) as command
-    /// tools named by the script, when the script is in the folder (or its
-    /// `tools/`) and no `.tool` file of the folder defines that name.
+    /// tools named by the script's stem (`airtable`: an MCP tool name has
+    /// no `.`), when the script is in the folder (or its `tools/`) and no
+    /// `.tool` file of the folder defines that name. The agents' lists
+    /// are rewritten to the stem.
     fn script_tools(
         &mut self,
         abs: &Path,
         rel: &str,
-        agents: &[crate::raw::RawAgent],
+        agents: &mut [crate::raw::RawAgent],
         listing: &Listing,
         out: &mut Vec<RawTool>,
     ) {
         let defined: Vec<&str> = listing.tools.iter().map(|t| stem(t)).collect();
-        for a in agents {
-            for t in a.tools.iter().flat_map(|t| t.v.iter()) {
-                if defined.contains(&t.v.as_str()) || out.iter().any(|o| o.name.v == t.v) {
+        for a in agents.iter_mut() {
+            for t in a.tools.iter_mut().flat_map(|t| t.v.iter_mut()) {
+                if defined.contains(&t.v.as_str()) {
+                    continue;
+                }
+                let script = stem(&t.v).to_owned();
+                if script != t.v && out.iter().any(|o| o.name.v == script) {
+                    t.v = script;
                     continue;
                 }
                 let path = if listing.other.contains(&t.v) {
@@ -307,13 +314,17 @@ impl Walker<'_> {
                 } else {
                     continue; // a name: resolved (or reported) with the others
                 };
+                let mut name = t.clone();
+                name.v = stem(&t.v).to_owned();
+                t.v = name.v.clone();
                 out.push(RawTool {
                     file: rel_join(rel, "agents.json"),
-                    name: t.clone(),
+                    name,
                     description: format!("Runs {path} in the folder of agents.json: JSON in on stdin, JSON out on stdout."),
                     implementation: Some(ToolImplementation::Command(CommandTool {
                         command: agents_json::script_command(&path),
                         timeout_ms: default_tool_timeout_ms(),
+                        dir: None,
                     })),
                     input: None,
                     output: None,

@@ -96,11 +96,18 @@ fn octybot_agents_json_compiles() {
     assert_eq!(main.connections, ["airtable", "github"]);
     assert_eq!(main.title, "Main Agent");
     let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["airtable.py", "github.py"]);
+    assert_eq!(names, ["airtable", "github"]);
     let ToolImplementation::Command(cmd) = &m.tools[0].implementation else {
         panic!("not a command")
     };
     assert_eq!(cmd.command, ["python3", "airtable.py"]);
+    // The agents' lists name the tool by the script's stem too.
+    let airtable = m
+        .agents
+        .iter()
+        .find(|a| a.name == "airtable")
+        .expect("airtable");
+    assert_eq!(airtable.tools, ["airtable"]);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -50,6 +50,9 @@ impl Service {
         let json = serde_json::to_string(model)
             .map_err(|e| ServiceError::invalid(format!("failed to {doing}: {e}")))?;
         let hash = blake3::hash(json.as_bytes()).to_hex().to_string();
+        for t in model.all_tools() {
+            crate::org_tools::check_tool(t)?;
+        }
         if plan_only {
             return self.read(|tx| {
                 require_user(authenticate(tx, who)?, &doing)?;
@@ -59,6 +62,13 @@ impl Service {
         self.write(|op| {
             require_user(authenticate(op.tx, who)?, &doing)?;
             let mut p = plan(op.tx, &w, false)?;
+            // The tools' definitions (a changed base URL, say) are not part
+            // of any agent's definition: replacing them says whether they
+            // changed, and writes nothing when they did not.
+            let tools: Vec<agency_org::Tool> = model.all_tools().into_iter().cloned().collect();
+            if crate::org_tools::org_tools_replace(op, &model.name, &tools)? {
+                p.changed = true;
+            }
             if !p.changed {
                 return Ok(p);
             }

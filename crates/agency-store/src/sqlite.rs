@@ -25,6 +25,7 @@ mod kb;
 mod mail;
 mod mcp_pins;
 mod org_messages;
+mod org_tools;
 mod orgs;
 mod outcomes;
 mod pages;
@@ -70,6 +71,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v15.sql"),
     include_str!("sqlite/schema_v16.sql"),
     include_str!("sqlite/schema_v17.sql"),
+    include_str!("sqlite/schema_v18.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

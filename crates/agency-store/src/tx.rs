@@ -15,6 +15,7 @@ use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
 use crate::org_messages::{OrgKeyRow, OrgMessageRow};
+use crate::org_tools::OrgToolRow;
 use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 
 pub type R<T> = Result<T, StoreError>;
@@ -504,4 +505,12 @@ pub trait Tx {
         reply_message: MessageId,
         at: Timestamp,
     ) -> R<bool>;
+    // ---- Tools of applied organisations (issue 12 item 4) ----------------
+
+    fn org_tool(&mut self, name: &str) -> R<Option<OrgToolRow>>;
+    /// The tools of one organisation (or of all), ordered by name.
+    fn org_tools(&mut self, org: Option<&str>) -> R<Vec<OrgToolRow>>;
+    /// Insert or replace the tool named `tool.name`.
+    fn put_org_tool(&mut self, tool: &OrgToolRow) -> R<()>;
+    fn delete_org_tool(&mut self, name: &str) -> R<()>;
 }

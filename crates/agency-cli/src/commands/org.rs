@@ -73,7 +73,7 @@ pub fn stop(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
 pub fn grant(ctx: &Ctx, a: &crate::cli::GrantArgs) -> Result<ExitCode> {
     let Some((kind, key)) = a.resource.split_once(':') else {
         bail!(
-            "failed to parse resource {:?}: write KIND:KEY, e.g. mcp_server:github, repo:site, egress:api.github.com or kb:<file-id>",
+            "failed to parse resource {:?}: write KIND:KEY, e.g. mcp_server:github, repo:site, egress:api.github.com, tool:WeatherTool or kb:<file-id>",
             a.resource
         );
     };

@@ -25,7 +25,11 @@ pub fn load_model(path: &Path) -> Result<AgencyModel> {
                 path.display()
             );
         };
-        return Ok(compiled.model);
+        let mut model = compiled.model;
+        let root = std::fs::canonicalize(path)
+            .with_context(|| format!("failed to resolve {}", path.display()))?;
+        locate_command_tools(&mut model, &root);
+        return Ok(model);
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read the Agency Model {}", path.display()))?;
@@ -35,6 +39,22 @@ pub fn load_model(path: &Path) -> Result<AgencyModel> {
             path.display()
         )
     })
+}
+
+/// Give every command tool the absolute folder it was defined in, where
+/// it runs (`CommandTool::dir`): a compiled model names its sources
+/// relative to their folder, and the daemon cannot know where that was.
+fn locate_command_tools(model: &mut AgencyModel, root: &Path) {
+    for t in &mut model.tools {
+        if let agency_org::ToolImplementation::Command(c) = &mut t.implementation {
+            let file = root.join(&t.source.file);
+            let dir = file.parent().unwrap_or(root);
+            c.dir = Some(dir.display().to_string());
+        }
+    }
+    for s in &mut model.sub_agencies {
+        locate_command_tools(s, root);
+    }
 }
 
 pub fn up(ctx: &Ctx, path: &Path, plan: bool) -> Result<ExitCode> {

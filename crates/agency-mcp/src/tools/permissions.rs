@@ -59,9 +59,9 @@ pub(super) struct NoArgs {}
 pub(super) struct GrantArgs {
     /// UUID of your direct underling handler to grant to.
     handler: String,
-    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo" or "egress" (network destinations through Agency's proxy).
+    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo", "egress" (network destinations through Agency's proxy) or "tool" (a tool of an applied organisation).
     resource_kind: ResourceKindArg,
-    /// The resource: a KB file UUID, the MCP server's or repo's configured name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
+    /// The resource: a KB file UUID, the MCP server's or repo's configured name, the tool's name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
     resource_id: String,
     /// "none" (may see the KB file's description only), "read" or "write".
     level: LevelArg,
@@ -75,9 +75,9 @@ pub(super) struct GrantArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CapabilityArg {
-    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo" or "egress" (network destinations through Agency's proxy).
+    /// What kind of resource: "kb" (a KB file), "mcp_server", "repo", "egress" (network destinations through Agency's proxy) or "tool" (a tool of an applied organisation).
     resource_kind: ResourceKindArg,
-    /// The resource: a KB file UUID, the MCP server's or repo's configured name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
+    /// The resource: a KB file UUID, the MCP server's or repo's configured name, the tool's name, or an egress pattern: HOST, *.DOMAIN (subdomains only) or either with :PORT (no port = 80 and 443).
     resource_id: String,
     /// "none" (may see the KB file's description only), "read" or "write".
     level: LevelArg,

@@ -27,6 +27,7 @@ mod mcp_pins;
 mod org_messages;
 mod org_model;
 mod org_props;
+mod org_tools;
 mod orgs_mail;
 mod orgs_up;
 mod outcome_visibility;

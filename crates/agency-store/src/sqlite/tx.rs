@@ -15,6 +15,7 @@ use super::approvals;
 use super::budgets;
 use super::mcp_pins;
 use super::org_messages;
+use super::org_tools;
 use super::{
     caps, handlers, kb, mail, outcomes, pages, processes, retention, run_logs, runs, tokens, usage,
 };
@@ -22,6 +23,7 @@ use crate::blob::BlobId;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::model::*;
 use crate::org_messages::{OrgKeyRow, OrgMessageRow};
+use crate::org_tools::OrgToolRow;
 use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use crate::tx::{R, SubtreeRows, Tx};
 
@@ -663,5 +665,17 @@ impl Tx for SqliteTx<'_> {
         at: Timestamp,
     ) -> R<bool> {
         org_messages::set_answered(self.conn, id, reply, reply_message, at)
+    }
+    fn org_tool(&mut self, name: &str) -> R<Option<OrgToolRow>> {
+        org_tools::tool(self.conn, name)
+    }
+    fn org_tools(&mut self, org: Option<&str>) -> R<Vec<OrgToolRow>> {
+        org_tools::tools(self.conn, org)
+    }
+    fn put_org_tool(&mut self, tool: &OrgToolRow) -> R<()> {
+        org_tools::put(self.conn, tool)
+    }
+    fn delete_org_tool(&mut self, name: &str) -> R<()> {
+        org_tools::delete(self.conn, name)
     }
 }

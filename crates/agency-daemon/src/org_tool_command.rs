@@ -1,0 +1,275 @@
+//! An organisation's command tool (issue 12 item 4): a program that reads
+//! the input JSON on stdin and writes the output JSON on stdout.
+//!
+//! Each call runs in a private directory of its own under the home's
+//! `run/` (`tool-<uuid>/work` is its working directory, `tool-<uuid>/run`
+//! its HOME and TMPDIR), deleted afterwards, from an empty environment
+//! plus the variables agents inherit, confined as agents are
+//! (`Confiner::confine_in`: read-write that directory alone, the system
+//! read-only, TCP only to the egress proxy, a cgroup of its own) unless
+//! `agents.sandbox = "off"`. Its network is the egress proxy, with a key
+//! bound to the calling agent for the length of the run: the tool reaches
+//! what the agent's handler may reach. It gets `timeoutMs`: then its
+//! process group and cgroup are killed. A non-zero exit is an error with
+//! the tail of its stderr; its stderr is also logged.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use agency_core::Principal;
+use agency_mcp::OrgToolFailure;
+use agency_org::{CommandTool, Tool};
+use nix::sys::signal::Signal;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::org_tools::CallCtx;
+use crate::runtime::{INHERITED_ENV, NO_PROXY};
+
+/// The largest output read from stdout (bytes).
+const MAX_STDOUT: usize = 4 << 20;
+/// How much of stderr is kept (its end).
+const STDERR_TAIL: usize = 4 << 10;
+
+/// Run the command; its output (not yet validated).
+pub(crate) async fn call(
+    ctx: &CallCtx,
+    who: Principal,
+    tool: &Tool,
+    c: &CommandTool,
+    args: &Value,
+) -> Result<Value, OrgToolFailure> {
+    let program = &c.command[0];
+    if program.contains('/') && !Path::new(program).is_absolute() {
+        return Err(OrgToolFailure::new(
+            "internal",
+            format!(
+                "failed to run tool {}: its program {program:?} is a relative path; the compiled model must name it absolutely; ask the user to fix the .tool file",
+                tool.name
+            ),
+        ));
+    }
+    let dir = ctx.run_root.join(format!("tool-{}", uuid::Uuid::new_v4()));
+    let key = ctx.nonces.issue_tool_egress(who);
+    let r = run_in(ctx, tool, c, args, &dir, &key).await;
+    ctx.nonces.drop_tool_egress(&key);
+    let d = dir.clone();
+    let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(d)).await;
+    r
+}
+
+async fn run_in(
+    ctx: &CallCtx,
+    tool: &Tool,
+    c: &CommandTool,
+    args: &Value,
+    dir: &Path,
+    key: &str,
+) -> Result<Value, OrgToolFailure> {
+    let fail = |kind: &'static str, why: String| {
+        OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))
+    };
+    let work = dir.join("work");
+    let run = dir.join("run");
+    let (home, tmp) = (run.join("home"), run.join("tmp"));
+    for d in [dir, &work, &run, &home, &tmp] {
+        create_private(d)
+            .map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
+    }
+    // A tool defined in a folder (seed 004's `python3 airtable.py`) runs
+    // there, read-only; otherwise in its private directory.
+    let source_dir = match &c.dir {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            if !d.is_absolute() || !d.is_dir() {
+                return Err(fail(
+                    "failed",
+                    format!(
+                        "its folder {} is not an absolute path to a folder; run `agency up` on the sources again",
+                        d.display()
+                    ),
+                ));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    let mut cmd = Command::new(&c.command[0]);
+    cmd.args(&c.command[1..])
+        .env_clear()
+        .current_dir(source_dir.as_deref().unwrap_or(&work));
+    for k in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    }
+    cmd.env("HOME", &home).env("TMPDIR", &tmp);
+    let proxy = format!(
+        "http://{}:{key}@{}",
+        crate::egress::TOOL_PROXY_USER,
+        ctx.egress_proxy
+    );
+    for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        cmd.env(k, &proxy);
+    }
+    cmd.env("NO_PROXY", NO_PROXY).env("no_proxy", NO_PROXY);
+    let cgroup_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (mut cmd, cgroup) = {
+        let confiner = ctx.confiner.clone();
+        let (d, r, port) = (dir.to_owned(), run.clone(), ctx.egress_proxy.port());
+        let readable: Vec<PathBuf> = source_dir.into_iter().collect();
+        tokio::task::spawn_blocking(move || {
+            confiner.confine_in(cmd, &cgroup_name, &d, &r, &[], &readable, &[port])
+        })
+        .await
+        .map_err(|e| fail("internal", e.to_string()))?
+        .map_err(|e| fail("failed", e.to_string()))?
+    };
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| fail("failed", format!("starting {:?} failed: {e}", c.command[0])))?;
+    let pgid = child.id().unwrap_or(0);
+    let input = serde_json::to_vec(args).unwrap_or_default();
+    let mut stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let io = async {
+        // The program may exit without reading all of its input: a broken
+        // pipe is not the tool's failure, its exit status says.
+        if let Some(s) = stdin.as_mut() {
+            let _ = s.write_all(&input).await;
+        }
+        drop(stdin.take());
+        let (out, err, status) = tokio::join!(
+            read_bounded(stdout, MAX_STDOUT),
+            read_tail(stderr, STDERR_TAIL),
+            child.wait()
+        );
+        (out, err, status)
+    };
+    let finished = tokio::time::timeout(Duration::from_millis(c.timeout_ms), io).await;
+    // Whatever happened, nothing of the run outlives the call: its group
+    // (a program's children included) and its cgroup (what left the group).
+    crate::process::signal_group(pgid, Signal::SIGKILL);
+    if let Some(cg) = cgroup {
+        let _ = tokio::task::spawn_blocking(move || cg.remove()).await;
+    }
+    let Ok((out, err, status)) = finished else {
+        tracing::info!(tool = %tool.name, timeout_ms = c.timeout_ms, "org tool killed at its timeout");
+        return Err(fail(
+            "timeout",
+            format!(
+                "it did not finish within {} ms and was killed",
+                c.timeout_ms
+            ),
+        ));
+    };
+    let err = String::from_utf8_lossy(&err).into_owned();
+    if !err.trim().is_empty() {
+        tracing::info!(tool = %tool.name, stderr = %err, "org tool stderr");
+    }
+    let status = status.map_err(|e| fail("failed", format!("waiting for it failed: {e}")))?;
+    if !status.success() {
+        let why = crate::confine::sandbox_failure(status.code(), Some(err.as_bytes()))
+            .unwrap_or_else(|| {
+                format!(
+                    "it exited with {status}; its stderr ends: {}",
+                    one_line(&err)
+                )
+            });
+        return Err(fail("failed", why));
+    }
+    let Some(out) = out else {
+        return Err(fail(
+            "failed",
+            format!("its output is over {MAX_STDOUT} bytes"),
+        ));
+    };
+    serde_json::from_slice(&out).map_err(|e| {
+        fail(
+            "invalid_output",
+            format!("its stdout is not one JSON value: {e}"),
+        )
+    })
+}
+
+fn create_private(d: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(d)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
+        r => r,
+    }
+}
+
+/// All of `r` if it is at most `max` bytes, else `None` (reading on to
+/// the end, so the program is not stopped by a full pipe).
+async fn read_bounded(r: Option<impl AsyncRead + Unpin>, max: usize) -> Option<Vec<u8>> {
+    let mut r = r?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    let mut over = false;
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) if !over && out.len() + n <= max => out.extend_from_slice(&buf[..n]),
+            Ok(_) => over = true,
+        }
+    }
+    (!over).then_some(out)
+}
+
+/// The last `max` bytes of `r`.
+async fn read_tail(r: Option<impl AsyncRead + Unpin>, max: usize) -> Vec<u8> {
+    let Some(mut r) = r else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        if out.len() > 2 * max {
+            out.drain(..out.len() - max);
+        }
+    }
+    if out.len() > max {
+        out.drain(..out.len() - max);
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    let t: String = s
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let n = t.chars().count();
+    if n > 500 {
+        t.chars().skip(n - 500).collect()
+    } else {
+        t
+    }
+}
+
+/// Where command tools' private directories go.
+pub(crate) fn run_root(home: &Path) -> PathBuf {
+    home.join("run")
+}

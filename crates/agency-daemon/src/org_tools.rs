@@ -1,0 +1,198 @@
+//! The runner of organisation tools (issue 12 item 4): Agency's MCP
+//! server hands it every call of a name that is not one of Agency's own
+//! tools (`agency_mcp::OrgTools`). A call goes, in order:
+//! 1. the service's `org_tool_check` (the caller's handler holds
+//!    `tool:NAME` now; the definition);
+//! 2. the arguments against the interface's input schema — a call that
+//!    does not match is refused before anything runs or is charged;
+//! 3. the service's `tool_call_admit_in` as `tool:NAME` (tool-call budgets,
+//!    `policy.toml`, approvals), like every call the daemon admits;
+//! 4. the implementation: an HTTP call the daemon makes through the
+//!    caller's egress rule (`org_tool_http.rs`), or a command run in the
+//!    sandbox (`org_tool_command.rs`);
+//! 5. the output against the interface's output schema — a mismatch is an
+//!    error naming the field, never passed on.
+//!
+//! MCP-server tools (`"type": "mcp"`) are not run here yet: a call says so.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agency_core::Principal;
+use agency_mcp::{AgentIdentity, OrgToolFailure, OrgToolResult, OrgTools};
+use agency_org::{Tool, ToolImplementation};
+use agency_service::{Admission, Service, ToolCallRequest};
+use serde_json::Value;
+
+use crate::confine::Confiner;
+use crate::launch::LaunchNonces;
+
+/// What the runner needs of the daemon.
+#[derive(Debug)]
+pub(crate) struct OrgToolRunner {
+    pub svc: Arc<Service>,
+    /// Confines command tools as agents are confined.
+    pub confiner: Arc<Confiner>,
+    /// Issues the per-run egress keys of command tools.
+    pub nonces: Arc<LaunchNonces>,
+    /// The egress proxy (command tools reach the network through it).
+    pub egress_proxy: std::net::SocketAddr,
+    /// Where each command run gets its private directory (`run/`).
+    pub run_root: std::path::PathBuf,
+}
+
+impl OrgTools for OrgToolRunner {
+    fn call(
+        &self,
+        caller: AgentIdentity,
+        name: String,
+        args: Value,
+    ) -> Pin<Box<dyn Future<Output = OrgToolResult> + Send + 'static>> {
+        let ctx = Arc::new(CallCtx {
+            svc: self.svc.clone(),
+            confiner: self.confiner.clone(),
+            nonces: self.nonces.clone(),
+            egress_proxy: self.egress_proxy,
+            run_root: self.run_root.clone(),
+        });
+        Box::pin(async move { run(ctx, caller, name, args).await })
+    }
+}
+
+/// The runner's parts, owned by one call's future.
+#[derive(Debug)]
+pub(crate) struct CallCtx {
+    pub svc: Arc<Service>,
+    pub confiner: Arc<Confiner>,
+    pub nonces: Arc<LaunchNonces>,
+    pub egress_proxy: std::net::SocketAddr,
+    pub run_root: std::path::PathBuf,
+}
+
+async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value) -> OrgToolResult {
+    let who = Principal::agent(caller.handler, caller.agent);
+    let tool = {
+        let (svc, name) = (ctx.svc.clone(), name.clone());
+        blocking(move || svc.org_tool_check(who, &name))
+            .await?
+            .map_err(|e| OrgToolFailure::new(e.kind(), e.to_string()))?
+    };
+    check(&tool, "input", &tool.interface.input_schema, &args)?;
+    admit(&ctx.svc, &caller, &tool, &args).await?;
+    let output = match &tool.implementation {
+        ToolImplementation::Http(h) => {
+            crate::org_tool_http::call(&ctx, who, &tool, h, &args).await?
+        }
+        ToolImplementation::Command(c) => {
+            crate::org_tool_command::call(&ctx, who, &tool, c, &args).await?
+        }
+        ToolImplementation::Mcp(_) => {
+            return Err(OrgToolFailure::new(
+                "failed",
+                format!(
+                    "failed to call tool {}: tools implemented by an MCP server are not run yet; ask the user to declare the server in [mcp_servers] of agency.toml and grant it instead",
+                    tool.name
+                ),
+            ));
+        }
+    };
+    check(&tool, "output", &tool.interface.output_schema, &output)?;
+    Ok(output)
+}
+
+/// Admit the call as `tool:NAME`: budgets first, then the policy.
+async fn admit(
+    svc: &Arc<Service>,
+    caller: &AgentIdentity,
+    tool: &Tool,
+    args: &Value,
+) -> Result<(), OrgToolFailure> {
+    let who = Principal::agent(caller.handler, caller.agent);
+    let req = ToolCallRequest {
+        tool: format!("tool:{}", tool.name),
+        args: args.clone(),
+        read_only: None,
+    };
+    let (svc, ws) = (svc.clone(), caller.workspace.clone());
+    match blocking(move || svc.tool_call_admit_in(who, req, ws.as_deref())).await? {
+        Ok(Admission::Allow { .. }) => Ok(()),
+        Ok(a @ Admission::Pending { .. }) => Err(OrgToolFailure::new("pending", a.message())),
+        Ok(a @ Admission::Denied { .. }) => Err(OrgToolFailure::new("denied", a.message())),
+        Err(e) => Err(OrgToolFailure::new(e.kind(), e.to_string())),
+    }
+}
+
+/// Validate `value` against the tool's `what` (`input` or `output`)
+/// schema. An input's error quotes it (the agent wrote it); an output's
+/// names the places and the rules broken (a missing field by name) without
+/// quoting what the tool answered.
+pub(crate) fn check(
+    tool: &Tool,
+    what: &str,
+    schema: &Value,
+    value: &Value,
+) -> Result<(), OrgToolFailure> {
+    let validator = crate::mcp_manifest::compile(schema).map_err(|e| {
+        OrgToolFailure::new(
+            "internal",
+            format!(
+                "failed to check the {what} of tool {}: its {what} schema is {e}; ask the user to fix the .tool file",
+                tool.name
+            ),
+        )
+    })?;
+    if what == "input" {
+        return match crate::mcp_manifest::violations(&validator, value) {
+            None => Ok(()),
+            Some(v) => Err(OrgToolFailure::new(
+                "invalid_input",
+                format!(
+                    "failed to call tool {}: the arguments do not match its inputSchema ({v}); nothing was run; call it again with arguments that match",
+                    tool.name
+                ),
+            )),
+        };
+    }
+    let places: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
+            let rule = e.schema_path().to_string();
+            // A missing property's message names only the property (from
+            // the schema), never the tool's text.
+            if rule.ends_with("/required") {
+                format!("at {path}: {e}")
+            } else {
+                format!("{path} breaks the schema's {rule}")
+            }
+        })
+        .collect();
+    if places.is_empty() {
+        return Ok(());
+    }
+    Err(OrgToolFailure::new(
+        "invalid_output",
+        format!(
+            "failed to use the answer of tool {}: it does not match the declared outputSchema ({}); nothing of it is passed on; tell the user if it persists",
+            tool.name,
+            places.join("; ")
+        ),
+    ))
+}
+
+/// A service call on a blocking thread (its span carried).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, OrgToolFailure> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
+        .await
+        .map_err(|e| OrgToolFailure::new("internal", format!("failed to run the tool call: {e}")))
+}

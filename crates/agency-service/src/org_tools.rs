@@ -1,0 +1,329 @@
+//! The tools of applied organisations (issue 12 item 4): a `.tool` file
+//! compiles to an [`agency_org::Tool`] — an HTTP call described
+//! declaratively, a command reading JSON on stdin, or an MCP server — with
+//! a strict JSON interface. The store keeps each organisation's tools
+//! (`org_tools`, migration 18); agents see a tool as an MCP tool of
+//! Agency's server when their handler holds `tool:NAME` (Read), and the
+//! daemon runs it. This module decides which tools exist and who may call
+//! them; running them is the daemon's.
+//!
+//! Tool names are unique across every organisation (a name is all a
+//! `tool:NAME` capability says), and never one of Agency's own MCP tool
+//! names (the agent would see two tools of one name).
+
+use std::collections::BTreeSet;
+
+use agency_core::{Level, Principal, Resource, ResourceKind};
+use agency_org::{Tool, ToolImplementation};
+use agency_store::OrgToolRow;
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::service::{Caller, Op, Service, authenticate};
+
+/// Agency's own MCP tools (`agency-mcp`'s `TOOL_NAMES` is this list): an
+/// organisation's tool may not take one of these names.
+pub const AGENCY_MCP_TOOL_NAMES: &[&str] = &[
+    "kb_list",
+    "kb_browse",
+    "kb_read",
+    "kb_read_version",
+    "kb_history",
+    "kb_create",
+    "kb_write",
+    "outcome_view",
+    "outcome_ancestors",
+    "outcome_subtree",
+    "outcome_history",
+    "outcome_create",
+    "outcome_update",
+    "outcome_complete",
+    "outcome_close",
+    "outcome_request_completion",
+    "outcome_reopen",
+    "mail_send",
+    "mail_send_deferred",
+    "mail_inbox",
+    "mail_ack",
+    "permissions_list",
+    "permissions_grant",
+    "delegate",
+    "force_stop",
+    "state_read",
+    "state_write",
+    "audit_read",
+    "audit_submit",
+    "repo_clone",
+    "mail_status",
+    "kb_audit",
+    "outcome_list",
+    "run_list",
+    "run_view",
+    "repo_push",
+];
+
+/// The longest a tool may run (ms): a call holds an agent's MCP request.
+pub const MAX_TOOL_TIMEOUT_MS: u64 = 600_000;
+/// Most tools one organisation may define.
+const MAX_TOOLS: usize = 1000;
+/// Largest definition accepted, as JSON bytes.
+const MAX_DEF_BYTES: usize = 256 * 1024;
+
+impl Service {
+    /// The user installs organisation `org`'s tools, replacing the ones it
+    /// had (see [`org_tools_replace`]). `agency up` does the same inside
+    /// its own transaction.
+    pub fn org_tools_install(&self, who: Principal, org: &str, tools: &[Tool]) -> Result<()> {
+        if !who.is_user() {
+            return Err(ServiceError::denied(format!(
+                "failed to install the tools of organisation {org}: only the user applies organisations"
+            )));
+        }
+        self.write(|op| org_tools_replace(op, org, tools).map(drop))
+    }
+
+    /// The tools the caller may call: for an agent, those whose `tool:NAME`
+    /// its handler holds live with Read or more (a capability on a tool no
+    /// organisation defines shows nothing); for the user, every tool.
+    /// Ordered by name.
+    pub fn org_tools_for(&self, who: Principal) -> Result<Vec<Tool>> {
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let rows = match &caller {
+                Caller::User => tx.org_tools(None)?,
+                Caller::Handler { row, .. } => {
+                    let held: BTreeSet<String> = tx
+                        .capabilities_of_kind(row.id, ResourceKind::Tool)?
+                        .into_iter()
+                        .filter(|c| c.level >= Level::Read)
+                        .filter_map(|c| match c.resource {
+                            Resource::Tool(n) => Some(n),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut rows = Vec::with_capacity(held.len());
+                    for name in &held {
+                        if let Some(r) = tx.org_tool(name)? {
+                            rows.push(r);
+                        }
+                    }
+                    rows
+                }
+            };
+            rows.iter().map(parse_row).collect()
+        })
+    }
+
+    /// May the caller call tool `name` now: its handler holds `tool:NAME`
+    /// live with Read or more. Returns the tool's definition. Checked on
+    /// every call, so a revocation stops the next one.
+    pub fn org_tool_check(&self, who: Principal, name: &str) -> Result<Tool> {
+        check_tool_name(name)?;
+        self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            if let Caller::Handler { row, .. } = &caller {
+                let held = tx.capabilities_on(row.id, &Resource::Tool(name.to_owned()))?;
+                // Refused before looking the tool up: an agent without the
+                // capability learns nothing about which tools exist.
+                if !held.iter().any(|c| c.level >= Level::Read) {
+                    return Err(ServiceError::denied(format!(
+                        "failed to call tool {name}: your handler holds no capability on it; ask your boss to grant read on tool {name}"
+                    )));
+                }
+            }
+            let row = tx.org_tool(name)?.ok_or_else(|| {
+                ServiceError::invalid(format!(
+                    "failed to call tool {name}: no applied organisation defines it (it may have been removed); ask the user to apply the organisation that defines it"
+                ))
+            })?;
+            parse_row(&row)
+        })
+    }
+}
+
+/// Replace organisation `org`'s tools with `tools`, inside the caller's
+/// write transaction: each is checked ([`check_tool`]), a name another
+/// organisation already defines is refused naming both, tools of `org` not
+/// in `tools` are removed, and unchanged definitions are left as they are.
+pub(crate) fn org_tools_replace(op: &mut Op<'_>, org: &str, tools: &[Tool]) -> Result<bool> {
+    agency_core::validate::check_name("organisation", org)?;
+    if tools.len() > MAX_TOOLS {
+        return Err(ServiceError::invalid(format!(
+            "failed to install the tools of organisation {org}: {} tools, at most {MAX_TOOLS}",
+            tools.len()
+        )));
+    }
+    let mut names = BTreeSet::new();
+    let mut rows = Vec::with_capacity(tools.len());
+    for t in tools {
+        check_tool(t)?;
+        if !names.insert(t.name.clone()) {
+            return Err(ServiceError::invalid(format!(
+                "failed to install the tools of organisation {org}: tool {} is defined twice",
+                t.name
+            )));
+        }
+        let def_json = serde_json::to_string(t)
+            .map_err(|e| ServiceError::invalid(format!("failed to store tool {}: {e}", t.name)))?;
+        if def_json.len() > MAX_DEF_BYTES {
+            return Err(ServiceError::invalid(format!(
+                "failed to install tool {}: its definition is over {MAX_DEF_BYTES} bytes",
+                t.name
+            )));
+        }
+        let def_hash = blake3::hash(def_json.as_bytes()).to_hex().to_string();
+        rows.push(OrgToolRow {
+            name: t.name.clone(),
+            org: org.to_owned(),
+            def_json,
+            def_hash,
+            updated_at: op.now,
+        });
+    }
+    let mut changed = false;
+    for r in &rows {
+        match op.tx.org_tool(&r.name)? {
+            Some(old) if old.org != r.org => {
+                return Err(ServiceError::invalid(format!(
+                    "failed to install tool {} of organisation {org}: organisation {} already defines a tool of that name; rename one of them (tool names are unique across organisations)",
+                    r.name, old.org
+                )));
+            }
+            Some(old) if old.def_hash == r.def_hash => {}
+            _ => {
+                op.tx.put_org_tool(r)?;
+                changed = true;
+            }
+        }
+    }
+    for old in op.tx.org_tools(Some(org))? {
+        if !names.contains(&old.name) {
+            op.tx.delete_org_tool(&old.name)?;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// A tool name: what `tool:NAME` accepts, without `.` (Claude Code's tool
+/// names, `mcp__agency__NAME`, allow letters, digits, `_` and `-` only),
+/// and none of Agency's own tools.
+fn check_tool_name(name: &str) -> Result<()> {
+    agency_core::validate::check_name("tool", name)?;
+    if name.contains('.') {
+        return Err(ServiceError::invalid(format!(
+            "failed to accept tool name {name:?}: use ASCII letters, digits, '_' or '-' (an MCP client may refuse other characters)"
+        )));
+    }
+    Ok(())
+}
+
+/// Check one definition: what the daemon needs to run it is there and
+/// well-formed. The schemas are compiled by the daemon at each call.
+pub(crate) fn check_tool(t: &Tool) -> Result<()> {
+    check_tool_name(&t.name)?;
+    let bad =
+        |why: String| ServiceError::invalid(format!("failed to install tool {}: {why}", t.name));
+    if AGENCY_MCP_TOOL_NAMES.contains(&t.name.as_str()) {
+        return Err(bad(
+            "that is the name of one of Agency's own MCP tools; rename it".to_owned(),
+        ));
+    }
+    for (what, s) in [
+        ("interface.inputSchema", &t.interface.input_schema),
+        ("interface.outputSchema", &t.interface.output_schema),
+    ] {
+        if !s.is_object() {
+            return Err(bad(format!("{what} must be a JSON Schema object")));
+        }
+    }
+    if t.interface
+        .input_schema
+        .get("type")
+        .and_then(|v| v.as_str())
+        != Some("object")
+    {
+        return Err(bad(
+            "interface.inputSchema must have \"type\": \"object\" (MCP tool arguments are an object)"
+                .to_owned(),
+        ));
+    }
+    match &t.implementation {
+        ToolImplementation::Http(h) => {
+            let scheme_ok = h.base_url.starts_with("http://") || h.base_url.starts_with("https://");
+            if !scheme_ok
+                || h.base_url
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control())
+            {
+                return Err(bad(format!(
+                    "baseUrl {:?} must be an http:// or https:// URL",
+                    h.base_url
+                )));
+            }
+            if !h.endpoint.starts_with('/') || h.endpoint.chars().any(char::is_control) {
+                return Err(bad(format!(
+                    "endpoint {:?} must start with '/'",
+                    h.endpoint
+                )));
+            }
+            if !matches!(h.method.as_str(), "GET" | "POST") {
+                return Err(bad(format!("method {:?} must be GET or POST", h.method)));
+            }
+            if h.method == "GET" && !h.body.is_empty() {
+                return Err(bad("a GET call has no body fields".to_owned()));
+            }
+            for f in h.query.iter().chain(&h.body) {
+                if !t.interface.input_format.contains_key(f) {
+                    return Err(bad(format!(
+                        "field {f} is sent but not in interface.inputFormat"
+                    )));
+                }
+            }
+            for (field, pointer) in &h.output {
+                if !(pointer.is_empty() || pointer.starts_with('/')) {
+                    return Err(bad(format!(
+                        "output.{field}: {pointer:?} is not a JSON pointer (it starts with '/')"
+                    )));
+                }
+            }
+            check_timeout(t, h.timeout_ms)?;
+        }
+        ToolImplementation::Command(c) => {
+            if c.command.is_empty() || c.command[0].is_empty() {
+                return Err(bad("command must name a program".to_owned()));
+            }
+            if c.command.iter().any(|a| a.contains('\0')) {
+                return Err(bad("command arguments may not contain NUL".to_owned()));
+            }
+            check_timeout(t, c.timeout_ms)?;
+        }
+        ToolImplementation::Mcp(m) => {
+            if m.command.is_some() == m.url.is_some() {
+                return Err(bad(
+                    "an MCP tool has exactly one of command and url".to_owned()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_timeout(t: &Tool, ms: u64) -> Result<()> {
+    if ms == 0 || ms > MAX_TOOL_TIMEOUT_MS {
+        return Err(ServiceError::invalid(format!(
+            "failed to install tool {}: timeoutMs must be 1 to {MAX_TOOL_TIMEOUT_MS}",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
+fn parse_row(r: &OrgToolRow) -> Result<Tool> {
+    serde_json::from_str(&r.def_json).map_err(|e| {
+        ServiceError::invalid(format!(
+            "failed to read tool {} of organisation {}: its stored definition does not parse ({e}); apply the organisation again",
+            r.name, r.org
+        ))
+    })
+}
