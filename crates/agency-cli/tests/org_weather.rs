@@ -1,0 +1,211 @@
+//! Issue 12 item 8: seed 002's WeatherAgency, end to end. The seed's four
+//! files (`examples/weather-agency`), with the WeatherTool's base URL
+//! pointed at a local stand-in of the weather API and WeatherAgent given
+//! egress to it, are compiled and stood up by `agency up` on a real
+//! daemon running the built-in runtime against the scripted model server.
+//! An outside party asks "What is the weather in New York?" over TCP with
+//! an agency key; the answer comes back through FrontDeskAgent →
+//! WeatherAgent → WeatherTool → WeatherAgent → FrontDeskAgent.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/agent_story.rs"]
+mod agent_story;
+
+use std::path::Path;
+use std::time::Duration;
+
+use agent_story::{BIN, Story, agency, json};
+use serde_json::Value;
+
+/// Three agent runs, told apart by the standing instructions in the
+/// system prompt and by the subject waiting in the inbox (first message).
+const SCRIPT: &str = r#"{
+  "scenarios": [
+    {
+      "name": "front desk: pass the question to WeatherAgent",
+      "match": { "system_contains": "You are FrontDeskAgent", "user_contains": "Message to agency WeatherAgency" },
+      "turns": [
+        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
+        { "tool_calls": [ { "name": "mail_send", "input": {
+            "to": "{{system:Reports to you: WeatherAgent \\(\"Weather Assistant\"\\), handler ([0-9a-f-]{36})}}",
+            "subject": "Weather request: New York",
+            "text": "What is the weather in New York? location: New York" } } ] },
+        { "tool_calls": [ { "name": "state_read", "input": {} } ] },
+        { "tool_calls": [ { "name": "state_write", "input": {
+            "base_version": "{{result:/version}}", "base_hash": "{{result:/hash}}",
+            "content": "{{result[3]:/messages/0/id}}" } } ] },
+        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[4]:/messages/0/id}}"] } } ] },
+        { "text": "Asked WeatherAgent; its answer will start me again." }
+      ]
+    },
+    {
+      "name": "weather agent: use WeatherTool and answer the boss",
+      "match": { "system_contains": "You are WeatherAgent", "user_contains": "Weather request: New York" },
+      "turns": [
+        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
+        { "tool_calls": [ { "name": "WeatherTool", "input": { "location": "New York" } } ] },
+        { "tool_calls": [ { "name": "mail_send", "input": {
+            "to": "boss", "in_reply_to": "{{result[2]:/messages/0/id}}",
+            "subject": "Weather for New York",
+            "text": "{{result:/temp}} degrees and {{result:/conditions}}" } } ] },
+        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[3]:/messages/0/id}}"] } } ] },
+        { "text": "Answered FrontDeskAgent." }
+      ]
+    },
+    {
+      "name": "front desk: answer the party that asked",
+      "match": { "system_contains": "You are FrontDeskAgent", "user_contains": "Weather for New York" },
+      "turns": [
+        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
+        { "tool_calls": [ { "name": "state_read", "input": {} } ] },
+        { "tool_calls": [ { "name": "mail_send", "input": {
+            "to": "user", "in_reply_to": "{{result:/content}}",
+            "text": "Hello! In New York it is {{result[2]:/messages/0/body}}." } } ] },
+        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[3]:/messages/0/id}}"] } } ] },
+        { "text": "Answered the user." }
+      ]
+    }
+  ],
+  "fallback": { "text": "Nothing to do." }
+}"#;
+
+/// The seed's files, copied; the tool's base URL replaced by `base_url`
+/// and WeatherAgent granted egress to it in its frontmatter (Agency's
+/// own field: `agency.capabilities`). Nothing else is changed.
+fn weather_sources(into: &Path, base_url: &str) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/weather-agency");
+    std::fs::create_dir_all(into).unwrap();
+    for f in [
+        "WeatherAgency.agency",
+        "FrontDeskAgent.agent",
+        "WeatherAgent.agent",
+        "WeatherTool.tool",
+    ] {
+        let text = std::fs::read_to_string(from.join(f)).unwrap();
+        let text = match f {
+            "WeatherTool.tool" => {
+                assert!(text.contains("https://api.example-weather.com"));
+                text.replace("https://api.example-weather.com", base_url)
+            }
+            "WeatherAgent.agent" => {
+                let hostport = base_url.trim_start_matches("http://");
+                format!("---\nagency:\n  capabilities: [\"egress:{hostport}\"]\n---\n{text}")
+            }
+            _ => text,
+        };
+        std::fs::write(into.join(f), text).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue12_the_weather_agency_answers_through_its_agents_and_tool() {
+    let weather = agency_testkit::WeatherServer::start().await.unwrap();
+    let script = agency_testkit::Script::from_json(SCRIPT).unwrap();
+    let model = agency_testkit::ModelServer::start(script).await.unwrap();
+    let cfg = format!(
+        "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 20\n",
+        model.base_url()
+    );
+    let story = Story::start(&cfg, Duration::from_secs(120)).await;
+    let src = story.tmp.path().join("weather-agency");
+    weather_sources(&src, &weather.base_url());
+
+    // The plan first: nothing exists yet, two agents would be created.
+    let plan = json(&story.home, &["up", src.to_str().unwrap(), "--plan"]);
+    assert_eq!(plan["plan_only"], true, "{plan}");
+    let actions: Vec<&str> = plan["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["create", "create"], "{plan}");
+    assert!(json(&story.home, &["orgs"]).as_array().unwrap().is_empty());
+    let (code, out, err) = agency(&story.home, &["up", src.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // An outside party, with a key of this agency, over TCP.
+    let (code, key, err) = agency(&story.home, &["key", "mint", "--agency", "WeatherAgency"]);
+    assert_eq!(code, 0, "{err}");
+    let key = key.trim().to_owned();
+    let status = json(&story.home, &["status"]);
+    let url = format!(
+        "http://{}/v1/agency/messages",
+        status["addr"].as_str().unwrap()
+    );
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let posted: Value = http
+        .post(&url)
+        .bearer_auth(&key)
+        .json(&serde_json::json!({
+            "agency": "WeatherAgency",
+            "message": "What is the weather in New York?",
+            "wait_ms": 100_000
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        posted["status"],
+        "answered",
+        "{posted}\ndaemon log:\n{}",
+        story.log()
+    );
+    assert_eq!(
+        posted["reply"], "Hello! In New York it is 12.5 degrees and light rain.",
+        "{posted}"
+    );
+
+    // The tool really called the (stand-in) weather API, once, with the
+    // location as its query parameter.
+    assert_eq!(weather.requests(), ["/current?location=New+York"]);
+    // Three runs: the front desk twice, the weather agent once; each
+    // system prompt carried its agent's standing instructions.
+    let requests = model.requests();
+    assert!(requests.iter().all(|r| r.status == 200), "{requests:?}");
+    let played: std::collections::BTreeSet<&str> =
+        requests.iter().filter_map(|r| r.scenario.as_deref()).collect();
+    assert_eq!(played.len(), 3, "{requests:?}");
+    assert!(
+        requests.iter().all(|r| r.scenario.is_some()),
+        "every request matched its agent's standing instructions: {requests:?}"
+    );
+    // Only the agent holding tool:WeatherTool is offered the tool.
+    for r in &requests {
+        let weather_agent = r.scenario.as_deref().unwrap().starts_with("weather agent");
+        assert_eq!(
+            r.tools.iter().any(|t| t == "WeatherTool"),
+            weather_agent,
+            "{r:?}"
+        );
+    }
+
+    // The message, read again by its id, stays answered.
+    let again: Value = http
+        .get(format!("{url}/{}", posted["id"].as_str().unwrap()))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["reply"], posted["reply"]);
+
+    // Applying the same folder again changes nothing.
+    let plan = json(&story.home, &["up", src.to_str().unwrap(), "--plan"]);
+    assert!(
+        plan["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["action"] == "unchanged"),
+        "{plan}"
+    );
+    story.stop();
+    model.shutdown().await;
+}
