@@ -99,15 +99,33 @@ fn weather_sources(into: &Path, base_url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue12_the_weather_agency_answers_through_its_agents_and_tool() {
-    let weather = agency_testkit::WeatherServer::start().await.unwrap();
+async fn issue12_the_weather_agency_answers_through_its_agents_and_tool_builtin() {
     let script = agency_testkit::Script::from_json(SCRIPT).unwrap();
     let model = agency_testkit::ModelServer::start(script).await.unwrap();
     let cfg = format!(
         "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 20\n",
         model.base_url()
     );
-    let story = Story::start(&cfg, Duration::from_secs(120)).await;
+    weather_agency_answers(&cfg, model, "WeatherTool").await;
+}
+
+/// The same story with the real Claude Code CLI: the organisation's tool
+/// is offered as `mcp__agency__WeatherTool` and allowed without a prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue12_the_weather_agency_answers_through_its_agents_and_tool_claude_code() {
+    let claude = agent_story::claude_bin();
+    let script = agency_testkit::Script::from_json(SCRIPT).unwrap();
+    let model = agency_testkit::ModelServer::start(script).await.unwrap();
+    let cfg = format!(
+        "[agents]\nruntime = \"claude-code\"\n[agents.claude_code]\nprogram = {claude:?}\nmodel = \"scripted\"\nmax_turns = 20\n[agents.claude_code.env]\nANTHROPIC_BASE_URL = {:?}\nANTHROPIC_API_KEY = \"test\"\nCLAUDE_CODE_MAX_RETRIES = \"1\"\n",
+        model.base_url()
+    );
+    weather_agency_answers(&cfg, model, "mcp__agency__WeatherTool").await;
+}
+
+async fn weather_agency_answers(cfg: &str, model: agency_testkit::ModelServer, tool: &str) {
+    let weather = agency_testkit::WeatherServer::start().await.unwrap();
+    let story = Story::start(cfg, Duration::from_secs(120)).await;
     let src = story.tmp.path().join("weather-agency");
     weather_sources(&src, &weather.base_url());
 
@@ -167,8 +185,10 @@ async fn issue12_the_weather_agency_answers_through_its_agents_and_tool() {
     // system prompt carried its agent's standing instructions.
     let requests = model.requests();
     assert!(requests.iter().all(|r| r.status == 200), "{requests:?}");
-    let played: std::collections::BTreeSet<&str> =
-        requests.iter().filter_map(|r| r.scenario.as_deref()).collect();
+    let played: std::collections::BTreeSet<&str> = requests
+        .iter()
+        .filter_map(|r| r.scenario.as_deref())
+        .collect();
     assert_eq!(played.len(), 3, "{requests:?}");
     assert!(
         requests.iter().all(|r| r.scenario.is_some()),
@@ -177,11 +197,7 @@ async fn issue12_the_weather_agency_answers_through_its_agents_and_tool() {
     // Only the agent holding tool:WeatherTool is offered the tool.
     for r in &requests {
         let weather_agent = r.scenario.as_deref().unwrap().starts_with("weather agent");
-        assert_eq!(
-            r.tools.iter().any(|t| t == "WeatherTool"),
-            weather_agent,
-            "{r:?}"
-        );
+        assert_eq!(r.tools.iter().any(|t| t == tool), weather_agent, "{r:?}");
     }
 
     // The message, read again by its id, stays answered.

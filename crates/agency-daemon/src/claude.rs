@@ -150,12 +150,16 @@ impl Runtime for ClaudeCodeRuntime {
             "mcp.json",
             spec.mcp_config().to_string().as_bytes(),
         )?;
-        // Agency's tools by name; an extra server's tools as a whole
-        // (`mcp__NAME` allows every tool of server NAME); the configured
-        // built-in tools.
+        // Agency's tools by name, and Agency's server as a whole: an
+        // organisation's tools (issue 12) are served there too, named by
+        // their sources, and each call is checked in the service against
+        // the handler's `tool:NAME` capability; an extra server's tools as
+        // a whole (`mcp__NAME` allows every tool of server NAME); the
+        // configured built-in tools.
         let allowed: Vec<String> = agency_mcp::TOOL_NAMES
             .iter()
             .map(|t| format!("{TOOL_PREFIX}{t}"))
+            .chain(std::iter::once(format!("mcp__{SERVER}")))
             .chain(spec.mcp_servers.iter().map(|n| format!("mcp__{n}")))
             .chain(self.cfg.tools.iter().cloned())
             .collect();
@@ -586,7 +590,13 @@ mod tests {
         let args = args_of(&rt.command(&spec).unwrap());
         assert_eq!(arg_after(&args, "--tools"), "Read,Bash");
         let allowed: Vec<&str> = arg_after(&args, "--allowedTools").split(',').collect();
-        for t in ["Read", "Bash", "mcp__agency__mail_send", "mcp__echo"] {
+        for t in [
+            "Read",
+            "Bash",
+            "mcp__agency__mail_send",
+            "mcp__agency",
+            "mcp__echo",
+        ] {
             assert!(allowed.contains(&t), "{t} in {allowed:?}");
         }
         assert!(!allowed.contains(&"Write"), "{allowed:?}");
