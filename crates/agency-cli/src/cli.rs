@@ -193,8 +193,10 @@ pub enum Command {
     /// three-level story, then the handler tree, the outcome DAG and your
     /// inbox are printed.
     /// Runs in a fresh temporary home unless `--home` names a new
-    /// directory; it never touches your usual home.
-    Demo,
+    /// directory; it never touches your usual home. With `--org`, seed
+    /// 002's WeatherAgency is stood up from its source files instead and
+    /// answers "What is the weather in New York?".
+    Demo(DemoArgs),
 
     /// Serve the scripted model server (Anthropic Messages and
     /// OpenAI-compatible chat completions) on 127.0.0.1, for offline runs
@@ -898,4 +900,13 @@ pub struct SandboxForwardArgs {
     /// the forwarder ends when it does.
     #[arg(long, value_name = "PID")]
     pub parent: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Play the declarative-organisation story (seed 002's WeatherAgency:
+    /// `agency up`, an outside party's question, the answer through its
+    /// agents and its tool) instead of the three-level garden story.
+    #[arg(long)]
+    pub org: bool,
 }

@@ -7,6 +7,7 @@ mod budget;
 mod cost;
 mod daemon;
 mod demo;
+mod demo_org;
 mod gc;
 mod hook;
 mod kb;
@@ -57,8 +58,8 @@ impl Ctx {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     // The demo must never use the usual home: only an explicit --home.
-    if let Command::Demo = cli.command {
-        return demo::demo(cli.home);
+    if let Command::Demo(a) = &cli.command {
+        return demo::demo(cli.home.clone(), a.org);
     }
     // The launcher needs no home: everything comes from its environment.
     if let Command::McpLaunch(a) = &cli.command {
@@ -136,7 +137,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::ModelServer(_) | Command::Tools => {
             unreachable!("handled before the home is resolved")
         }
-        Command::Demo => unreachable!("handled before the home is resolved"),
+        Command::Demo(_) => unreachable!("handled before the home is resolved"),
         Command::Compile(_) | Command::Schema(_) | Command::Explain(_) => {
             unreachable!("handled before the home is resolved")
         }

@@ -48,3 +48,39 @@ fn the_demo_story_runs_to_the_answer() {
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already an Agency home"));
 }
+
+/// Issue 12 item 8: `agency demo --org` stands seed 002's WeatherAgency up
+/// from its source files and shows it answering, offline.
+#[test]
+fn issue12_the_org_demo_shows_the_weather_agency_answering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("demo-home");
+    let out = Command::new(env!("CARGO_BIN_EXE_agency"))
+        .arg("--home")
+        .arg(&home)
+        .args(["demo", "--org"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "demo failed:\n{stdout}\n{stderr}");
+    for agent in ["FrontDeskAgent", "WeatherAgent"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(agent) && l.contains("create")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains(
+            "WeatherAgency -> outside party: Hello! In New York it is 12.5 degrees and light rain."
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("3 agent runs"), "{stdout}");
+    assert!(
+        stdout.contains("1 weather API call(s): /current?location=New+York"),
+        "{stdout}"
+    );
+}

@@ -20,55 +20,8 @@ use serde_json::Value;
 
 /// Three agent runs, told apart by the standing instructions in the
 /// system prompt and by the subject waiting in the inbox (first message).
-const SCRIPT: &str = r#"{
-  "scenarios": [
-    {
-      "name": "front desk: pass the question to WeatherAgent",
-      "match": { "system_contains": "You are FrontDeskAgent", "user_contains": "Message to agency WeatherAgency" },
-      "turns": [
-        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
-        { "tool_calls": [ { "name": "mail_send", "input": {
-            "to": "{{system:Reports to you: WeatherAgent \\(\"Weather Assistant\"\\), handler ([0-9a-f-]{36})}}",
-            "subject": "Weather request: New York",
-            "text": "What is the weather in New York? location: New York" } } ] },
-        { "tool_calls": [ { "name": "state_read", "input": {} } ] },
-        { "tool_calls": [ { "name": "state_write", "input": {
-            "base_version": "{{result:/version}}", "base_hash": "{{result:/hash}}",
-            "content": "{{result[3]:/messages/0/id}}" } } ] },
-        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[4]:/messages/0/id}}"] } } ] },
-        { "text": "Asked WeatherAgent; its answer will start me again." }
-      ]
-    },
-    {
-      "name": "weather agent: use WeatherTool and answer the boss",
-      "match": { "system_contains": "You are WeatherAgent", "user_contains": "Weather request: New York" },
-      "turns": [
-        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
-        { "tool_calls": [ { "name": "WeatherTool", "input": { "location": "New York" } } ] },
-        { "tool_calls": [ { "name": "mail_send", "input": {
-            "to": "boss", "in_reply_to": "{{result[2]:/messages/0/id}}",
-            "subject": "Weather for New York",
-            "text": "{{result:/temp}} degrees and {{result:/conditions}}" } } ] },
-        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[3]:/messages/0/id}}"] } } ] },
-        { "text": "Answered FrontDeskAgent." }
-      ]
-    },
-    {
-      "name": "front desk: answer the party that asked",
-      "match": { "system_contains": "You are FrontDeskAgent", "user_contains": "Weather for New York" },
-      "turns": [
-        { "tool_calls": [ { "name": "mail_inbox", "input": {} } ] },
-        { "tool_calls": [ { "name": "state_read", "input": {} } ] },
-        { "tool_calls": [ { "name": "mail_send", "input": {
-            "to": "user", "in_reply_to": "{{result:/content}}",
-            "text": "Hello! In New York it is {{result[2]:/messages/0/body}}." } } ] },
-        { "tool_calls": [ { "name": "mail_ack", "input": { "messages": ["{{result[3]:/messages/0/id}}"] } } ] },
-        { "text": "Answered the user." }
-      ]
-    }
-  ],
-  "fallback": { "text": "Nothing to do." }
-}"#;
+/// The same script plays `agency demo --org`.
+const SCRIPT: &str = include_str!("../src/demo_org_script.json");
 
 /// The seed's files, copied; the tool's base URL replaced by `base_url`
 /// and WeatherAgent granted egress to it in its frontmatter (Agency's

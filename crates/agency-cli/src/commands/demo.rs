@@ -22,7 +22,7 @@ const REQUEST: &str =
     "Plan a community garden\n\nFour raised beds in the sunny corner; we have about 300 EUR.";
 const ANSWER_SUBJECT: &str = "Your garden plan is ready";
 
-pub fn demo(home: Option<PathBuf>) -> Result<ExitCode> {
+pub fn demo(home: Option<PathBuf>, org: bool) -> Result<ExitCode> {
     let dir = match home {
         Some(d) => d,
         None => std::env::temp_dir().join(format!("agency-demo-{}", uuid::Uuid::new_v4().simple())),
@@ -39,7 +39,11 @@ pub fn demo(home: Option<PathBuf>) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
-    rt.block_on(run(&home))?;
+    if org {
+        rt.block_on(super::demo_org::run(&home))?;
+    } else {
+        rt.block_on(run(&home))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

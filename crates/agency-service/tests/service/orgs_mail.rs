@@ -204,3 +204,37 @@ fn issue12_item5_a_standing_handler_has_no_work_while_idle() {
         "permission_denied",
     );
 }
+
+/// Issue 12 item 8: seed 004's example as written (`examples/octybot`,
+/// compiled by the compiler): `main` comes up as the executive with
+/// `airtable` and `github` reporting to it; main can message airtable;
+/// airtable cannot message github; each holds only its own tool.
+#[test]
+fn issue12_item8_seed004_example_comes_up_and_only_connections_talk() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/octybot");
+    let compiled = agency_org::compile(&dir).unwrap();
+    let env = Env::new();
+    let p = env.svc.org_apply(U, &compiled.model, false).unwrap();
+    let (main, airtable, github) = (h(&p, "main"), h(&p, "airtable"), h(&p, "github"));
+    assert_eq!(env.svc.org_executive("octybot").unwrap(), Some(main));
+    let send = |from: HandlerId, to: HandlerId| {
+        env.svc
+            .mail_send(env.agent(from), MailTarget::Handler(to), &text("hi"))
+    };
+    send(main, airtable).unwrap();
+    send(airtable, main).unwrap();
+    assert_kind(send(airtable, github), "permission_denied");
+    assert_kind(send(github, airtable), "permission_denied");
+    // Each agent's tools are its own.
+    let names = |h: HandlerId| -> Vec<String> {
+        env.svc
+            .org_tools_for(env.agent(h))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert_eq!(names(airtable), ["airtable"]);
+    assert_eq!(names(github), ["github"]);
+    assert!(names(main).is_empty());
+}

@@ -1,0 +1,164 @@
+//! `agency demo --org`: a declarative organisation, offline. Seed 002's
+//! WeatherAgency (its four source files, embedded) is compiled and stood
+//! up in a fresh home; the real daemon runs built-in agents against the
+//! scripted model server, and WeatherTool calls a local stand-in of the
+//! weather API. An outside party asks "What is the weather in New York?"
+//! the way `POST /v1/agency/messages` does; the answer comes back through
+//! FrontDeskAgent → WeatherAgent → WeatherTool, and the organisation, the
+//! conversation and the agent runs are printed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agency_core::Principal;
+use agency_daemon::{Daemon, Home};
+use agency_service::{OrgCaller, OrgMessageStatus};
+use anyhow::{Context, Result, bail};
+
+const SCRIPT: &str = include_str!("../demo_org_script.json");
+const QUESTION: &str = "What is the weather in New York?";
+
+/// Seed 002 §6.1's files, as written there.
+const SOURCES: &[(&str, &str)] = &[
+    (
+        "WeatherAgency.agency",
+        include_str!("../../../../examples/weather-agency/WeatherAgency.agency"),
+    ),
+    (
+        "FrontDeskAgent.agent",
+        include_str!("../../../../examples/weather-agency/FrontDeskAgent.agent"),
+    ),
+    (
+        "WeatherAgent.agent",
+        include_str!("../../../../examples/weather-agency/WeatherAgent.agent"),
+    ),
+    (
+        "WeatherTool.tool",
+        include_str!("../../../../examples/weather-agency/WeatherTool.tool"),
+    ),
+];
+const SEED_BASE_URL: &str = "https://api.example-weather.com";
+
+pub(super) async fn run(home: &Home) -> Result<()> {
+    let script =
+        agency_testkit::Script::from_json(SCRIPT).context("failed to load the demo script")?;
+    let model = agency_testkit::ModelServer::start(script)
+        .await
+        .context("failed to start the model server")?;
+    let weather = agency_testkit::WeatherServer::start()
+        .await
+        .context("failed to start the stand-in weather API")?;
+    let exe = std::env::current_exe().context("failed to find the agency executable")?;
+    let cfg = format!(
+        "[agents]\nruntime = \"builtin\"\nmax_concurrent = 1\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 30\n",
+        exe.display().to_string(),
+        model.base_url()
+    );
+    std::fs::write(home.config_path(), cfg).context("failed to write the demo configuration")?;
+    let src = home.dir().join("weather-agency");
+    write_sources(&src, &weather.base_url())?;
+    eprintln!(
+        "Agency demo (organisation): home {}; sources in {}",
+        home.dir().display(),
+        src.display()
+    );
+    eprintln!(
+        "model server (scripted) at {}; weather API stand-in at {}",
+        model.base_url(),
+        weather.base_url()
+    );
+    let compiled = match agency_org::compile(&src) {
+        Ok(c) => c,
+        Err(e) => bail!(
+            "failed to compile the demo's sources in {}: {}",
+            src.display(),
+            e.diagnostics
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    };
+    let daemon = Daemon::start(home).await?;
+    let svc = daemon.service().clone();
+    let s = svc.clone();
+    let model_json = compiled.model.clone();
+    let plan =
+        tokio::task::spawn_blocking(move || s.org_apply(Principal::User, &model_json, false))
+            .await??;
+    println!("agency up {}:", src.display());
+    for a in &plan.agents {
+        println!(
+            "  {:<15} {} ({}) as handler {}",
+            a.agent,
+            serde_json::to_value(a.action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            a.agency,
+            a.handler.map(|h| h.to_string()).unwrap_or_default()
+        );
+    }
+    println!("\noutside party -> WeatherAgency: {QUESTION}");
+    let s = svc.clone();
+    let posted = tokio::task::spawn_blocking(move || {
+        s.org_message_post(&OrgCaller::User, "WeatherAgency", QUESTION, None)
+    })
+    .await??;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let answer = loop {
+        let s = svc.clone();
+        let id = posted.id;
+        let v =
+            tokio::task::spawn_blocking(move || s.org_message_get(&OrgCaller::User, id)).await??;
+        if v.status == OrgMessageStatus::Answered {
+            break v.reply;
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let settle = Instant::now() + Duration::from_secs(10);
+    while !svc.agents_live(Principal::User)?.is_empty() && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let agents = svc.agents_recent(Principal::User, Some(100))?;
+    daemon.stop().await?;
+    let calls = model.requests().len();
+    model.shutdown().await;
+    let Some(answer) = answer else {
+        bail!(
+            "failed to finish the demo: WeatherAgency did not answer within 120 s; see the audit logs in {}",
+            home.dir().display()
+        );
+    };
+    println!("WeatherAgency -> outside party: {answer}");
+    println!(
+        "\n{} agent runs, {calls} model calls, {} weather API call(s): {}",
+        agents.len(),
+        weather.requests().len(),
+        weather.requests().join(", ")
+    );
+    Ok(())
+}
+
+/// The seed's files, with WeatherTool pointed at the stand-in API and
+/// WeatherAgent granted egress to it (frontmatter, Agency's own field).
+fn write_sources(dir: &Path, base_url: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    let hostport = base_url.trim_start_matches("http://");
+    for (name, text) in SOURCES {
+        let text = match *name {
+            "WeatherTool.tool" => text.replace(SEED_BASE_URL, base_url),
+            "WeatherAgent.agent" => {
+                format!("---\nagency:\n  capabilities: [\"egress:{hostport}\"]\n---\n{text}")
+            }
+            _ => (*text).to_owned(),
+        };
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .with_context(|| format!("failed to write {}", path.display()))?;
+    }
+    Ok(())
+}
