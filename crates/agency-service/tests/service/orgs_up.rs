@@ -579,3 +579,31 @@ fn issue12_item5_budgets_and_models_land_on_the_handlers() {
     );
     assert_eq!(env.svc.model_show(U, front).unwrap().own, None);
 }
+
+/// An HTTP tool whose base URL its agent has no egress to would have every
+/// call refused: `agency up` says so in the plan (and still applies).
+#[test]
+fn issue12_item4_the_plan_warns_of_an_http_tool_without_egress() {
+    let env = Env::new();
+    let p = env.svc.org_apply(U, &model(weather_json()), true).unwrap();
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("holds no egress")),
+        "WeatherAgent has egress:api.example-weather.com: {:?}",
+        p.warnings
+    );
+    let mut v = weather_json();
+    v["agents"][1]["capabilities"] = json!([]);
+    let p = env.svc.org_apply(U, &model(v), true).unwrap();
+    let w: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("holds no egress"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings);
+    assert!(
+        w[0].contains("WeatherAgent")
+            && w[0].contains("WeatherTool")
+            && w[0].contains("api.example-weather.com:443"),
+        "{w:?}"
+    );
+}
