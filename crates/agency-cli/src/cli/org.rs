@@ -1,0 +1,64 @@
+//! Arguments of the organisation commands (issue 12): `agency up`,
+//! `agency key`, `agency ask` and `agency demo --org`.
+
+use std::path::PathBuf;
+
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Args, Subcommand};
+
+use super::parse_duration_ms;
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Mint a key for an agency; printed once, alone on stdout.
+    Mint {
+        /// The agency's name.
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        agency: String,
+    },
+    /// Keys (of one agency, or all), revoked ones too; never their secret.
+    List {
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        agency: Option<String>,
+    },
+    /// Revoke a key (its id, from `agency key list`); it stops at once.
+    Revoke {
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The agency's name.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub agency: String,
+    /// The message.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
+    pub message: String,
+    /// Continue this conversation (its id, from an earlier `agency ask`):
+    /// the executive handler sees the earlier exchange.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    pub conversation: Option<String>,
+    /// How long to wait for the reply, e.g. 30s or 2m (at most 2m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    pub wait: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// A compiled Agency Model (`.json`) or a folder of sources.
+    pub path: PathBuf,
+    /// Show what would change; write nothing.
+    #[arg(long)]
+    pub plan: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Play the declarative-organisation story (seed 002's WeatherAgency:
+    /// `agency up`, an outside party's question, the answer through its
+    /// agents and its tool) instead of the three-level garden story.
+    #[arg(long)]
+    pub org: bool,
+}
