@@ -38,6 +38,7 @@ mod org_messages;
 mod org_plan;
 mod org_prompt;
 mod org_tools;
+mod org_warnings;
 mod orgs;
 mod outcomes;
 mod pages;
