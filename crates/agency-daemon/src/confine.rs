@@ -142,6 +142,10 @@ impl Confiner {
             .workspace
             .parent()
             .ok_or_else(|| ConfineError("the workspace has no parent directory".to_owned()))?;
+        // An agent reaches the daemon's port (its MCP server and model
+        // gateway) besides the supervisor's.
+        let mut ports = self.ports.clone();
+        ports.extend_from_slice(extra_ports);
         self.confine_in(
             cmd,
             &spec.agent.to_string(),
@@ -149,14 +153,16 @@ impl Confiner {
             &spec.run_dir,
             programs,
             &[],
-            extra_ports,
+            &ports,
         )
     }
 
     /// [`Confiner::confine`] for a process that is not an agent (an
     /// organisation's command tool, `org_tool_command.rs`): read-write
     /// `spawn_dir` alone, the policy written into `policy_dir` (inside
-    /// it), `readable` read-only, a cgroup named `cgroup`.
+    /// it), `readable` read-only (refused if it holds or lies in the
+    /// home), a cgroup named `cgroup`, TCP connect to `connect_ports` and
+    /// no other: not even the daemon's port, which a tool has no token for.
     #[allow(clippy::too_many_arguments)]
     pub fn confine_in(
         &self,
@@ -166,7 +172,7 @@ impl Confiner {
         policy_dir: &Path,
         programs: &[String],
         readable: &[PathBuf],
-        extra_ports: &[u16],
+        connect_ports: &[u16],
     ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
         let cgroups = match &self.mode {
             Mode::Off => return Ok((cmd, None)),
@@ -206,7 +212,12 @@ impl Confiner {
         for t in &self.toolchains {
             read_only.push(self.granted("sandbox.toolchains", t)?);
         }
-        read_only.extend(readable.iter().cloned());
+        // A tool's source folder is the user's choice, like a toolchain,
+        // and checked the same way: one holding the home (an organisation
+        // kept around its Agency home) would hand the tool admin.token.
+        for d in readable {
+            read_only.push(self.granted("the tool's folder", d)?);
+        }
         let mut read_write = vec![spawn_dir.to_owned()];
         read_write.extend(agency_sandbox::system_read_write_files());
         for d in &self.read_write {
@@ -214,8 +225,7 @@ impl Confiner {
         }
         read_only.sort();
         read_only.dedup();
-        let mut connect_ports = self.ports.clone();
-        connect_ports.extend_from_slice(extra_ports);
+        let mut connect_ports = connect_ports.to_vec();
         connect_ports.sort_unstable();
         connect_ports.dedup();
         let cgroup = cgroups

@@ -5,13 +5,15 @@
 //! `run/` (`tool-<uuid>/work` is its working directory, `tool-<uuid>/run`
 //! its HOME and TMPDIR), deleted afterwards, from an empty environment
 //! plus the variables agents inherit, confined as agents are
-//! (`Confiner::confine_in`: read-write that directory alone, the system
-//! read-only, TCP only to the egress proxy, a cgroup of its own) unless
-//! `agents.sandbox = "off"`. Its network is the egress proxy, with a key
-//! bound to the calling agent for the length of the run: the tool reaches
-//! what the agent's handler may reach. It gets `timeoutMs`: then its
-//! process group and cgroup are killed. A non-zero exit is an error with
-//! the tail of its stderr; its stderr is also logged.
+//! (`Confiner::confine_in`: read-write that directory alone, its source
+//! folder and the system read-only, TCP only to the egress proxy — not the
+//! daemon's port —, a cgroup of its own) unless `agents.sandbox = "off"`.
+//! Its network is the egress proxy, with a key bound to the calling agent
+//! for the length of the run: the tool reaches what the agent's handler
+//! may reach. The run ends when the program exits, or at `timeoutMs`:
+//! either way its process group and cgroup are killed then, so nothing it
+//! started outlives the call or keeps it waiting. A non-zero exit is an
+//! error with the tail of its stderr; its stderr is also logged.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -143,31 +145,44 @@ async fn run_in(
         .map_err(|e| fail("failed", format!("starting {:?} failed: {e}", c.command[0])))?;
     let pgid = child.id().unwrap_or(0);
     let input = serde_json::to_vec(args).unwrap_or_default();
-    let mut stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let io = async {
-        // The program may exit without reading all of its input: a broken
-        // pipe is not the tool's failure, its exit status says.
-        if let Some(s) = stdin.as_mut() {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(c.timeout_ms);
+    // Input and output flow on tasks of their own while the program runs
+    // (a full pipe must not stop it), and neither is waited for to end the
+    // run: a descendant may hold a pipe open long after the program is
+    // gone. The program may exit without reading all of its input: a
+    // broken pipe is not the tool's failure, its exit status says.
+    let stdin = child.stdin.take();
+    let writer = tokio::spawn(async move {
+        if let Some(mut s) = stdin {
             let _ = s.write_all(&input).await;
         }
-        drop(stdin.take());
-        let (out, err, status) = tokio::join!(
+    });
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let mut reads = tokio::spawn(async move {
+        tokio::join!(
             read_bounded(stdout, MAX_STDOUT),
-            read_tail(stderr, STDERR_TAIL),
-            child.wait()
-        );
-        (out, err, status)
-    };
-    let finished = tokio::time::timeout(Duration::from_millis(c.timeout_ms), io).await;
-    // Whatever happened, nothing of the run outlives the call: its group
-    // (a program's children included) and its cgroup (what left the group).
+            read_tail(stderr, STDERR_TAIL)
+        )
+    });
+    let status = tokio::time::timeout_at(deadline, child.wait()).await;
+    // The program has exited (or ran out of time): nothing of the run
+    // outlives it, its group (its children) and its cgroup (what left the
+    // group, a `setsid` child holding stdout included) are killed, which
+    // also closes every pipe they held.
     crate::process::signal_group(pgid, Signal::SIGKILL);
     if let Some(cg) = cgroup {
         let _ = tokio::task::spawn_blocking(move || cg.remove()).await;
     }
-    let Ok((out, err, status)) = finished else {
+    writer.abort();
+    let finished = match status {
+        Ok(status) => tokio::time::timeout_at(deadline, &mut reads)
+            .await
+            .ok()
+            .map(|r| (r, status)),
+        Err(_) => None,
+    };
+    reads.abort();
+    let Some((read, status)) = finished else {
         tracing::info!(tool = %tool.name, timeout_ms = c.timeout_ms, "org tool killed at its timeout");
         return Err(fail(
             "timeout",
@@ -177,6 +192,8 @@ async fn run_in(
             ),
         ));
     };
+    let (out, err) =
+        read.map_err(|e| fail("internal", format!("reading its output failed: {e}")))?;
     let err = String::from_utf8_lossy(&err).into_owned();
     if !err.trim().is_empty() {
         tracing::info!(tool = %tool.name, stderr = %err, "org tool stderr");
