@@ -17,6 +17,7 @@ mod mail;
 mod mcp;
 mod model;
 mod org;
+pub(crate) mod org_assist;
 pub(crate) mod org_compile;
 mod org_keys;
 mod org_up;
@@ -65,11 +66,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::McpLaunch(a) = &cli.command {
         return launch::mcp_launch(&a.name);
     }
-    // Nor does the organisation compiler.
+    // Nor does the organisation compiler (`--assist` reads the home's
+    // model upstream, if asked for).
     match &cli.command {
-        Command::Compile(a) => return org_compile::compile(a),
+        Command::Compile(a) => return org_compile::compile(a, cli.home.clone()),
         Command::Schema(a) => return org_compile::schema(a),
-        Command::Explain(a) => return org_compile::explain(a, cli.json),
+        Command::Explain(a) => return org_compile::explain(a, cli.home.clone(), cli.json),
         _ => {}
     }
     // Neither does the tool list, nor the model server.
@@ -154,7 +156,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
-        Command::Up(a) => org_up::up(&ctx, &a.path, a.plan),
+        Command::Up(a) => org_up::up(&ctx, &a.path, a.plan, &a.assist),
         Command::Down { name } => org_up::down(&ctx, &name),
         Command::Orgs => org_up::orgs(&ctx),
         Command::Approvals(a) => approvals::list(&ctx, a.all),

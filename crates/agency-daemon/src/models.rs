@@ -283,6 +283,33 @@ impl Models {
     }
 }
 
+/// The upstream `[models.NAME]` with its key read, for the user's own
+/// process rather than the daemon (the CLI's `compile --assist`, which
+/// calls the provider directly: no agent is involved). Only the secrets
+/// its `api_key` references are read, so another upstream's password
+/// manager is not woken; `None` when agency.toml declares no such upstream.
+pub fn load_upstream(
+    cfg: &crate::config::Config,
+    home: &std::path::Path,
+    name: &str,
+) -> Result<Option<Upstream>, String> {
+    let Some(m) = cfg.models.get(name) else {
+        return Ok(None);
+    };
+    let wanted =
+        secrets::references(&m.api_key).map_err(|e| format!("[models.{name}] api_key: {e}"))?;
+    let sources: BTreeMap<String, secrets::SecretSource> = cfg
+        .secrets
+        .iter()
+        .filter(|(k, _)| wanted.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let read = Secrets::load(&sources, home).map_err(|e| e.to_string())?;
+    let one = BTreeMap::from([(name.to_owned(), m.clone())]);
+    let models = Models::new(&one, &BTreeMap::new(), &read)?;
+    Ok(models.get(name).cloned())
+}
+
 fn parse_api(api: &str) -> Result<Api, String> {
     match api {
         "anthropic" => Ok(Api::Anthropic),

@@ -52,6 +52,8 @@ pub struct UpArgs {
     /// Show what would change; write nothing.
     #[arg(long)]
     pub plan: bool,
+    #[command(flatten)]
+    pub assist: crate::commands::org_assist::AssistArgs,
 }
 
 #[derive(Debug, Args)]

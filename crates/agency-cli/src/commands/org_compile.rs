@@ -1,7 +1,7 @@
 //! `agency compile DIR [-o FILE]`, `agency schema [--sources]` and
 //! `agency explain DIR AGENT`: the organisation compiler (crate
-//! `agency-org`) on the command line. None of them needs a home or a
-//! daemon. Diagnostics go to stderr as `file:line:col: error|warning: …`;
+//! `agency-org`) on the command line. None of them needs a daemon, nor a
+//! home unless `--assist` asks for its model (`org_assist.rs`). Diagnostics go to stderr as `file:line:col: error|warning: …`;
 //! any error exits 1 and writes nothing.
 
 use std::io::Write as _;
@@ -12,6 +12,7 @@ use agency_org::{CompileError, Compiled};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use super::org_assist::{self, AssistArgs, ModelAssist};
 use super::{emit, emit_json};
 
 #[derive(Debug, Args)]
@@ -22,6 +23,8 @@ pub struct CompileArgs {
     /// Write the model here instead of stdout (replaced only on success).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub assist: AssistArgs,
 }
 
 #[derive(Debug, Args)]
@@ -37,20 +40,25 @@ pub struct ExplainArgs {
     pub dir: PathBuf,
     /// The agent to explain.
     pub agent: String,
+    #[command(flatten)]
+    pub assist: AssistArgs,
 }
 
 /// Compile, printing every diagnostic; `None` when there were errors.
-pub(crate) fn build(dir: &Path) -> Result<Option<Compiled>> {
+/// With an assistant, its requests are said, and a run that reached its
+/// bound fails (the text past it was never offered).
+pub(crate) fn build(dir: &Path, assist: Option<&ModelAssist>) -> Result<Option<Compiled>> {
     if !dir.is_dir() {
         bail!(
             "failed to compile {}: not a folder; give the folder that holds the .agency file",
             dir.display()
         );
     }
-    match agency_org::compile(dir) {
+    let result = agency_org::compile_with(dir, assist.map(|a| a as &dyn agency_org::Assist));
+    let compiled = match result {
         Ok(c) => {
             print_diagnostics(c.warnings.iter().map(ToString::to_string));
-            Ok(Some(c))
+            Some(c)
         }
         Err(CompileError { diagnostics }) => {
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -60,9 +68,27 @@ pub(crate) fn build(dir: &Path) -> Result<Option<Compiled>> {
                 "error: failed to compile {}: {errors} error(s)",
                 dir.display()
             );
-            Ok(None)
+            None
+        }
+    };
+    if let Some(a) = assist {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: --assist sent {} request(s) to {}; what the model placed is in the warnings saying `placed by --assist`",
+            a.sent(),
+            a.describe()
+        );
+        if a.over_limit() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: failed to compile {} with --assist: it has more text to place than the {} requests one run sends; place some of it by hand (frontmatter or known sections) and run again",
+                dir.display(),
+                org_assist::MAX_REQUESTS
+            );
+            return Ok(None);
         }
     }
+    Ok(compiled)
 }
 
 fn print_diagnostics(lines: impl Iterator<Item = String>) {
@@ -73,8 +99,9 @@ fn print_diagnostics(lines: impl Iterator<Item = String>) {
     }
 }
 
-pub fn compile(a: &CompileArgs) -> Result<ExitCode> {
-    let Some(c) = build(&a.dir)? else {
+pub fn compile(a: &CompileArgs, home: Option<PathBuf>) -> Result<ExitCode> {
+    let assist = org_assist::from_args(&a.assist, home)?;
+    let Some(c) = build(&a.dir, assist.as_ref())? else {
         return Ok(ExitCode::FAILURE);
     };
     let text = agency_org::to_json(&c.model);
@@ -103,8 +130,9 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn explain(a: &ExplainArgs, json: bool) -> Result<ExitCode> {
-    let Some(c) = build(&a.dir)? else {
+pub fn explain(a: &ExplainArgs, home: Option<PathBuf>, json: bool) -> Result<ExitCode> {
+    let assist = org_assist::from_args(&a.assist, home)?;
+    let Some(c) = build(&a.dir, assist.as_ref())? else {
         return Ok(ExitCode::FAILURE);
     };
     let Some(e) = c.explanations.get(&a.agent) else {

@@ -10,16 +10,17 @@ use agency_org::AgencyModel;
 use agency_service::{AgentAction, CapAction, OrgDown, OrgPlan, OrgView};
 use anyhow::{Context, Result, bail};
 
+use super::org_assist::{AssistArgs, ModelAssist};
 use super::{Ctx, emit, emit_json, show};
 use crate::safe_text::line;
 
 /// The model at `path`: a compiled Agency Model (`.json`), or a folder of
-/// sources to compile.
-pub fn load_model(path: &Path) -> Result<AgencyModel> {
+/// sources to compile (with `assist`, if given).
+pub fn load_model(path: &Path, assist: Option<&ModelAssist>) -> Result<AgencyModel> {
     if path.is_dir() {
         // A folder that fails to compile changes nothing: the daemon is
         // not asked at all.
-        let Some(compiled) = super::org_compile::build(path)? else {
+        let Some(compiled) = super::org_compile::build(path, assist)? else {
             bail!(
                 "failed to stand up {}: its sources do not compile (the errors are above); nothing was changed",
                 path.display()
@@ -30,6 +31,12 @@ pub fn load_model(path: &Path) -> Result<AgencyModel> {
             .with_context(|| format!("failed to resolve {}", path.display()))?;
         locate_command_tools(&mut model, &root);
         return Ok(model);
+    }
+    if assist.is_some() {
+        bail!(
+            "failed to stand up {}: --assist places source text, and a compiled model has none; leave --assist out, or give the source folder",
+            path.display()
+        );
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read the Agency Model {}", path.display()))?;
@@ -57,8 +64,9 @@ fn locate_command_tools(model: &mut AgencyModel, root: &Path) {
     }
 }
 
-pub fn up(ctx: &Ctx, path: &Path, plan: bool) -> Result<ExitCode> {
-    let model = load_model(path)?;
+pub fn up(ctx: &Ctx, path: &Path, plan: bool, assist: &AssistArgs) -> Result<ExitCode> {
+    let assist = super::org_assist::from_args(assist, Some(ctx.home.dir().to_owned()))?;
+    let model = load_model(path, assist.as_ref())?;
     let c = ctx.client()?;
     let mut url = c.url(&["orgs"]);
     if plan {
@@ -212,14 +220,14 @@ mod tests {
     #[test]
     fn issue12_item5_a_folder_names_the_compiler_and_a_bad_file_names_itself() {
         let dir = tempfile::tempdir().unwrap();
-        let e = load_model(dir.path()).unwrap_err().to_string();
+        let e = load_model(dir.path(), None).unwrap_err().to_string();
         assert!(
             e.contains("do not compile") && e.contains("nothing was changed"),
             "{e}"
         );
         let f = dir.path().join("model.json");
         std::fs::write(&f, "{\"name\": 1}").unwrap();
-        let e = format!("{:#}", load_model(&f).unwrap_err());
+        let e = format!("{:#}", load_model(&f, None).unwrap_err());
         assert!(
             e.contains("model.json") && e.contains("not a valid model"),
             "{e}"

@@ -1,0 +1,270 @@
+//! `--assist` on the command line (`agency compile`, `agency explain`,
+//! `agency up`): text the organisation compiler could not place is sent to
+//! a model upstream of the home's `agency.toml` (`[models.default]`, or
+//! `--assist-model NAME`), one blocking request per piece of text. The
+//! library checks every answer against the same schema as frontmatter, so
+//! a wrong answer is a diagnostic; this module only speaks HTTP.
+//!
+//! The CLI is the user's own process, so it calls the provider directly
+//! with the user's key (read by the daemon crate's own loader); no agent
+//! and no daemon are involved. The key is sent only to that upstream and
+//! never printed.
+
+use std::cell::Cell;
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agency_daemon::Home;
+use agency_daemon::models::{Api, Upstream};
+use agency_org::{Assist, AssistRequest};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+/// The most requests one run sends: a folder of many unknown sections is
+/// more likely a wrong folder than a wish to pay for that many calls.
+pub const MAX_REQUESTS: usize = 50;
+/// Per request, connection to last byte.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// An answer is one small JSON object; anything longer is refused.
+const MAX_ANSWER_BYTES: u64 = 1 << 20;
+const MAX_TOKENS: u32 = 1024;
+
+#[derive(Debug, Clone, Args)]
+pub struct AssistArgs {
+    /// Send text the compiler cannot place (an unknown section, a tool
+    /// without an implementation) to the model upstream `[models.default]`
+    /// of the home's agency.toml; its answers are checked like frontmatter
+    /// and reported as warnings. Off by default.
+    #[arg(long)]
+    pub assist: bool,
+    /// With --assist (implies it): use `[models.NAME]` instead of `default`.
+    #[arg(long, value_name = "NAME")]
+    pub assist_model: Option<String>,
+}
+
+impl AssistArgs {
+    fn wanted(&self) -> Option<&str> {
+        match (&self.assist_model, self.assist) {
+            (Some(n), _) => Some(n),
+            (None, true) => Some(agency_daemon::models::IMPLICIT_UPSTREAM),
+            (None, false) => None,
+        }
+    }
+}
+
+/// The model-backed assistant: one upstream, a request counter.
+pub struct ModelAssist {
+    name: String,
+    upstream: Upstream,
+    model: String,
+    http: reqwest::blocking::Client,
+    sent: Cell<usize>,
+    over_limit: Cell<bool>,
+}
+
+/// The assistant `args` asks for, or `None` without `--assist`. A missing
+/// home, upstream or model is an error naming what to add: a run that
+/// asked for the model never quietly compiles without it.
+pub fn from_args(args: &AssistArgs, home: Option<PathBuf>) -> Result<Option<ModelAssist>> {
+    let Some(name) = args.wanted() else {
+        return Ok(None);
+    };
+    let home = Home::resolve(home).context("failed to find the Agency home for --assist")?;
+    if !home.exists() {
+        bail!(
+            "failed to use --assist: {} is not an Agency home (no agency.toml); run `agency init` there (or give --home) and declare [models.{name}] in its agency.toml",
+            home.dir().display()
+        );
+    }
+    let cfg = home
+        .config()
+        .context("failed to read agency.toml for --assist")?;
+    let upstream = agency_daemon::models::load_upstream(&cfg, home.dir(), name)
+        .map_err(|e| anyhow::anyhow!("failed to use --assist with [models.{name}]: {e}"))?;
+    let Some(upstream) = upstream else {
+        bail!(
+            "failed to use --assist: {} declares no [models.{name}]; add one (api = \"anthropic\" or \"openai\", base_url, api_key = \"${{secret:NAME}}\", model), or name another with --assist-model",
+            home.config_path().display()
+        );
+    };
+    // The upstream's own model, else the model of the runtime that uses
+    // this upstream (what the agents of this home would be sent with).
+    let a = &cfg.agents;
+    let model = upstream
+        .model
+        .clone()
+        .or_else(|| {
+            (a.builtin.upstream == name && !a.builtin.model.is_empty())
+                .then(|| a.builtin.model.clone())
+        })
+        .or_else(|| {
+            (a.claude_code.upstream == name && !a.claude_code.model.is_empty())
+                .then(|| a.claude_code.model.clone())
+        });
+    let Some(model) = model else {
+        bail!(
+            "failed to use --assist: [models.{name}] in {} names no model; add model = \"…\" to it",
+            home.config_path().display()
+        );
+    };
+    let http = reqwest::blocking::Client::builder()
+        .timeout(TIMEOUT)
+        .build()
+        .context("failed to build the HTTP client for --assist")?;
+    Ok(Some(ModelAssist {
+        name: name.to_owned(),
+        upstream,
+        model,
+        http,
+        sent: Cell::new(0),
+        over_limit: Cell::new(false),
+    }))
+}
+
+impl ModelAssist {
+    /// Requests sent so far.
+    pub fn sent(&self) -> usize {
+        self.sent.get()
+    }
+
+    /// Whether some text was not offered because the bound was reached.
+    pub fn over_limit(&self) -> bool {
+        self.over_limit.get()
+    }
+
+    /// `[models.NAME] (model)`, for messages.
+    pub fn describe(&self) -> String {
+        format!("[models.{}] ({})", self.name, self.model)
+    }
+
+    fn ask(&self, prompt: &str) -> Result<String, String> {
+        let who = format!("[models.{}]", self.name);
+        let (url, body) = match self.upstream.api {
+            Api::Anthropic => (
+                format!("{}/v1/messages", self.upstream.root),
+                json!({"model": self.model, "max_tokens": MAX_TOKENS,
+                       "messages": [{"role": "user", "content": prompt}]}),
+            ),
+            Api::OpenAi => (
+                format!("{}/v1/chat/completions", self.upstream.root),
+                json!({"model": self.model, "max_tokens": MAX_TOKENS,
+                       "messages": [{"role": "user", "content": prompt}]}),
+            ),
+        };
+        let mut req = self.http.post(&url).json(&body);
+        if let Some(k) = &self.upstream.key {
+            req = match self.upstream.api {
+                Api::Anthropic => req.header("x-api-key", k.expose()),
+                Api::OpenAi => req.bearer_auth(k.expose()),
+            };
+        }
+        if self.upstream.api == Api::Anthropic {
+            req = req.header("anthropic-version", "2023-06-01");
+        }
+        // reqwest's error text names the URL, never a header: no key in it.
+        let resp = req
+            .send()
+            .map_err(|e| format!("failed to reach {who} at {url}: {e}"))?;
+        let status = resp.status();
+        let mut text = String::new();
+        resp.take(MAX_ANSWER_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("failed to read the answer of {who}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!(
+                "{who} answered HTTP {status}: {}",
+                clip(&text, 300)
+            ));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("the answer of {who} is not JSON ({e})"))?;
+        let content = match self.upstream.api {
+            Api::Anthropic => v["content"].as_array().map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
+            Api::OpenAi => v["choices"][0]["message"]["content"]
+                .as_str()
+                .map(str::to_owned),
+        };
+        content.ok_or_else(|| format!("the answer of {who} holds no text"))
+    }
+}
+
+impl Assist for ModelAssist {
+    fn place(&self, request: &AssistRequest) -> Result<Value, String> {
+        if self.sent.get() >= MAX_REQUESTS {
+            self.over_limit.set(true);
+            return Err(format!(
+                "not asked: this run already sent {MAX_REQUESTS} requests to [models.{}], the most one run sends",
+                self.name
+            ));
+        }
+        self.sent.set(self.sent.get() + 1);
+        let text = self.ask(&agency_org::assist::prompt(request))?;
+        extract_object(&text).map_err(|e| format!("the answer of [models.{}] {e}", self.name))
+    }
+}
+
+/// The one JSON object in a model's answer: the whole text, else inside a
+/// ```json fence, else from the first `{` to the last `}`.
+pub fn extract_object(text: &str) -> Result<Value, String> {
+    let t = text.trim();
+    let fenced = t.find("```").and_then(|start| {
+        let after = &t[start + 3..];
+        let body = after.split_once('\n').map_or(after, |(_, rest)| rest);
+        body.find("```").map(|end| &body[..end])
+    });
+    let braces = match (t.find('{'), t.rfind('}')) {
+        (Some(a), Some(b)) if a < b => Some(&t[a..=b]),
+        _ => None,
+    };
+    for candidate in [Some(t), fenced, braces].into_iter().flatten() {
+        if let Ok(v) = serde_json::from_str::<Value>(candidate.trim()) {
+            return if v.is_object() {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "is JSON but not an object: {}",
+                    clip(candidate, 200)
+                ))
+            };
+        }
+    }
+    Err(format!("holds no JSON object: {}", clip(t, 200)))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extract_object;
+    use serde_json::json;
+
+    #[test]
+    fn the_object_is_found_bare_fenced_or_in_prose() {
+        let want = json!({"budget": {"usd": 5}});
+        for text in [
+            r#"{"budget": {"usd": 5}}"#,
+            "```json\n{\"budget\": {\"usd\": 5}}\n```",
+            "Here it is:\n```\n{\"budget\": {\"usd\": 5}}\n```\nDone.",
+            "The answer is {\"budget\": {\"usd\": 5}} as asked.",
+        ] {
+            assert_eq!(extract_object(text), Ok(want.clone()), "{text}");
+        }
+        assert!(extract_object("[1, 2]").is_err());
+        assert!(extract_object("no idea").is_err());
+        assert!(extract_object("{not json}").is_err());
+    }
+}
