@@ -535,7 +535,10 @@ fn mcp_tool_names_the_servers_tool() {
             "Adder.tool",
             "---\ntype: mcp\ncommand: [python3, server.py]\ntool: add\ntimeout_ms: 2000\n---\n# Adder\n",
         ),
-        ("Remote.tool", "# Remote\n- MCP URL: http://127.0.0.1:9/mcp\n"),
+        (
+            "Remote.tool",
+            "# Remote\n- MCP URL: http://127.0.0.1:9/mcp\n",
+        ),
     ];
     for (path, text) in files {
         std::fs::write(tmp.path().join(path), text).expect("write");
@@ -559,7 +562,10 @@ fn mcp_tool_names_the_servers_tool() {
     assert_eq!(remote.tool, None);
     assert_eq!(remote.url.as_deref(), Some("http://127.0.0.1:9/mcp"));
     assert_eq!(
-        with(&[("T.tool", "---\ntype: mcp\nurl: http://x\ntoool: add\n---\n# T\n")]),
+        with(&[(
+            "T.tool",
+            "---\ntype: mcp\nurl: http://x\ntoool: add\n---\n# T\n"
+        )]),
         "T.tool:4:1: error: unknown key `toool` in a .tool file's frontmatter; did you mean `tool`?\n"
     );
 }
