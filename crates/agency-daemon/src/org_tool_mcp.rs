@@ -86,7 +86,7 @@ fn answer(tool: &Tool, r: CallToolResult) -> Result<Value, OrgToolFailure> {
         .collect::<Vec<_>>()
         .join("\n");
     if r.is_error == Some(true) {
-        let shown: String = one_line(&text).chars().take(ERROR_CHARS).collect();
+        let shown = head(&text);
         return Err(OrgToolFailure::new(
             "failed",
             format!(
@@ -102,6 +102,16 @@ fn answer(tool: &Tool, r: CallToolResult) -> Result<Value, OrgToolFailure> {
     Ok(serde_json::from_str(&text).unwrap_or_else(|_| json!({ "text": text })))
 }
 
+/// The start of a server's text, on one line and bounded: what it says
+/// first is what explains it.
+fn head(s: &str) -> String {
+    s.trim()
+        .chars()
+        .take(ERROR_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// One session: `initialize`, `tools/call`, close. The error says which
 /// step failed.
 async fn session<T, E, A>(
@@ -113,14 +123,22 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let client = ()
-        .serve(transport)
-        .await
-        .map_err(|e| format!("its MCP server did not initialize: {e}"))?;
+    // The server's words in an error are bounded and on one line.
+    let client = ().serve(transport).await.map_err(|e| {
+        format!(
+            "its MCP server did not initialize: {}",
+            head(&e.to_string())
+        )
+    })?;
     let r = client
         .call_tool(CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments))
         .await
-        .map_err(|e| format!("calling {remote:?} on its MCP server failed: {e}"));
+        .map_err(|e| {
+            format!(
+                "calling {remote:?} on its MCP server failed: {}",
+                head(&e.to_string())
+            )
+        });
     let _ = client.cancel().await;
     r
 }

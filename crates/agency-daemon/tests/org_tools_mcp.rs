@@ -3,14 +3,15 @@
 //! Python programs using only the standard library, written into a temp
 //! dir: a stdio server (JSON-RPC lines: `initialize`, `tools/list`,
 //! `tools/call` of `add`, `fail`, `text`; a `hang` mode that never
-//! answers), and a streamable-HTTP server on 127.0.0.1 port 0 answering
+//! answers, a `flood` mode that writes 5 MiB), and a streamable-HTTP server on 127.0.0.1 port 0 answering
 //! POSTs with JSON. Each server appends what it did to a log file, so a
 //! test can say a server never started or was never reached.
 //!
 //! Attacks: no `tool:` capability (not listed, refused, the server never
 //! started), arguments off the schema (refused before the server starts),
-//! an `isError` answer, a server that never answers `initialize` (killed
-//! at the timeout), a `url` server without `egress:` (refused, audited,
+//! an `isError` answer, a JSON-RPC error of 100 kB (shown bounded), a
+//! server writing over 4 MiB, a server that never answers `initialize`
+//! (killed at the timeout), a `url` server without `egress:` (refused, audited,
 //! never reached).
 //!
 //! Unconfined (`agents.sandbox = "off"`), as in `org_tools.rs`: an
@@ -72,7 +73,8 @@ def handle(msg, log):
             result = {"content": [{"type": "text", "text": "plain words"}]}
         else:
             return {"jsonrpc": "2.0", "id": mid,
-                    "error": {"code": -32602, "message": "unknown tool " + name}}
+                "error": {"code": -32602,
+                          "message": "unknown tool " + name + "\n" + "y" * 100000}}
     else:
         return {"jsonrpc": "2.0", "id": mid,
                 "error": {"code": -32601, "message": "no method " + str(method)}}
@@ -86,6 +88,9 @@ with open(log, "a") as f:
 if mode == "hang":
     import time
     time.sleep(60)
+if mode == "flood":
+    sys.stdout.write("x" * (5 << 20))
+    sys.stdout.flush()
 for line in sys.stdin:
     out = handle(json.loads(line), log)
     if out is not None:
@@ -425,13 +430,18 @@ async fn issue12_item4_mcp_errors_text_answers_and_hanging_servers() {
             &[("sum", "integer")],
         ),
         mcp_tool(
+            "Floods",
+            s.stdio("Floods", "flood", Some("add"), 10_000),
+            &[("sum", "integer")],
+        ),
+        mcp_tool(
             "Hangs",
             s.stdio("Hangs", "hang", Some("add"), 500),
             &[("sum", "integer")],
         ),
     ];
     let org = Org::start(&tools).await;
-    for t in ["Failing", "Texty", "Missing", "Hangs"] {
+    for t in ["Failing", "Texty", "Missing", "Floods", "Hangs"] {
         org.grant("tool", t);
     }
     let r = org.call("Failing", json!({"a": 1, "b": 1})).await;
@@ -447,8 +457,15 @@ async fn issue12_item4_mcp_errors_text_answers_and_hanging_servers() {
 
     let r = org.call("Missing", json!({"a": 1, "b": 1})).await;
     let t = failed(&r, "failed");
-    assert!(t.contains("Missing"), "{t}");
+    // The server's JSON-RPC error, on one line and bounded.
+    assert!(t.contains("unknown tool Missing"), "{t}");
+    assert!(!t.contains('\n') && t.len() < 2000, "{}", t.len());
     assert!(!s.read("Missing").unwrap().contains("call add"));
+
+    // A server writing more than 4 MiB is cut off and killed.
+    let r = org.call("Floods", json!({"a": 1, "b": 1})).await;
+    let t = failed(&r, "failed");
+    assert!(t.contains("over 4194304 bytes"), "{t}");
 
     let started = Instant::now();
     let r = org.call("Hangs", json!({"a": 1, "b": 1})).await;
