@@ -30,6 +30,7 @@ pub mod mcp_servers;
 pub mod models;
 mod org_tool_command;
 mod org_tool_http;
+mod org_tool_mcp;
 mod org_tools;
 mod process;
 mod repo_push;

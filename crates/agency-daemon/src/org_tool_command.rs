@@ -27,6 +27,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use agency_sandbox::AgentCgroup;
+
 use crate::org_tools::CallCtx;
 use crate::runtime::{INHERITED_ENV, NO_PROXY};
 
@@ -43,16 +45,6 @@ pub(crate) async fn call(
     c: &CommandTool,
     args: &Value,
 ) -> Result<Value, OrgToolFailure> {
-    let program = &c.command[0];
-    if program.contains('/') && !Path::new(program).is_absolute() {
-        return Err(OrgToolFailure::new(
-            "internal",
-            format!(
-                "failed to run tool {}: its program {program:?} is a relative path; the compiled model must name it absolutely; ask the user to fix the .tool file",
-                tool.name
-            ),
-        ));
-    }
     let dir = ctx.run_root.join(format!("tool-{}", uuid::Uuid::new_v4()));
     let key = ctx.nonces.issue_tool_egress(who);
     let r = run_in(ctx, tool, c, args, &dir, &key).await;
@@ -73,13 +65,6 @@ async fn run_in(
     let fail = |kind: &'static str, why: String| {
         OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))
     };
-    let work = dir.join("work");
-    let run = dir.join("run");
-    let (home, tmp) = (run.join("home"), run.join("tmp"));
-    for d in [dir, &work, &run, &home, &tmp] {
-        create_private(d)
-            .map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
-    }
     // A tool defined in a folder (seed 004's `python3 airtable.py`) runs
     // there, read-only; otherwise in its private directory.
     let source_dir = match &c.dir {
@@ -98,43 +83,7 @@ async fn run_in(
         }
         None => None,
     };
-    let mut cmd = Command::new(&c.command[0]);
-    cmd.args(&c.command[1..])
-        .env_clear()
-        .current_dir(source_dir.as_deref().unwrap_or(&work));
-    for k in INHERITED_ENV {
-        if let Some(v) = std::env::var_os(k) {
-            cmd.env(k, v);
-        }
-    }
-    if std::env::var_os("PATH").is_none() {
-        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
-    }
-    cmd.env("HOME", &home).env("TMPDIR", &tmp);
-    let proxy = format!(
-        "http://{}:{key}@{}",
-        crate::egress::TOOL_PROXY_USER,
-        ctx.egress_proxy
-    );
-    for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
-        cmd.env(k, &proxy);
-    }
-    cmd.env("NO_PROXY", NO_PROXY).env("no_proxy", NO_PROXY);
-    let cgroup_name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (mut cmd, cgroup) = {
-        let confiner = ctx.confiner.clone();
-        let (d, r, port) = (dir.to_owned(), run.clone(), ctx.egress_proxy.port());
-        let readable: Vec<PathBuf> = source_dir.into_iter().collect();
-        tokio::task::spawn_blocking(move || {
-            confiner.confine_in(cmd, &cgroup_name, &d, &r, &[], &readable, &[port])
-        })
-        .await
-        .map_err(|e| fail("internal", e.to_string()))?
-        .map_err(|e| fail("failed", e.to_string()))?
-    };
+    let (mut cmd, cgroup) = confined(ctx, tool, &c.command, dir, key, source_dir).await?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -223,7 +172,85 @@ async fn run_in(
     })
 }
 
-fn create_private(d: &Path) -> std::io::Result<()> {
+/// The command `command` set up to run in the private directory `dir`
+/// (created here: `work/` its working directory unless `source_dir` is
+/// given, `run/` its HOME and TMPDIR): an empty environment plus
+/// `INHERITED_ENV`, the egress proxy with the per-run `key`, confined
+/// (`Confiner::confine_in`) unless the sandbox is off. Shared by command
+/// tools and the stdio servers of MCP tools (`org_tool_mcp.rs`).
+pub(crate) async fn confined(
+    ctx: &CallCtx,
+    tool: &Tool,
+    command: &[String],
+    dir: &Path,
+    key: &str,
+    source_dir: Option<PathBuf>,
+) -> Result<(Command, Option<AgentCgroup>), OrgToolFailure> {
+    let fail = |kind: &'static str, why: String| {
+        OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))
+    };
+    let Some(program) = command.first() else {
+        return Err(fail(
+            "internal",
+            "its command is empty; ask the user to fix the .tool file".to_owned(),
+        ));
+    };
+    if program.contains('/') && !Path::new(program).is_absolute() {
+        return Err(fail(
+            "internal",
+            format!(
+                "its program {program:?} is a relative path; the compiled model must name it absolutely; ask the user to fix the .tool file"
+            ),
+        ));
+    }
+    let work = dir.join("work");
+    let run = dir.join("run");
+    let (home, tmp) = (run.join("home"), run.join("tmp"));
+    for d in [dir, &work, &run, &home, &tmp] {
+        create_private(d)
+            .map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(&command[1..])
+        .env_clear()
+        .current_dir(source_dir.as_deref().unwrap_or(&work));
+    for k in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    }
+    cmd.env("HOME", &home).env("TMPDIR", &tmp);
+    let proxy = format!(
+        "http://{}:{key}@{}",
+        crate::egress::TOOL_PROXY_USER,
+        ctx.egress_proxy
+    );
+    for k in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        cmd.env(k, &proxy);
+    }
+    cmd.env("NO_PROXY", NO_PROXY).env("no_proxy", NO_PROXY);
+    let cgroup_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let confined = {
+        let confiner = ctx.confiner.clone();
+        let (d, r, port) = (dir.to_owned(), run.clone(), ctx.egress_proxy.port());
+        let readable: Vec<PathBuf> = source_dir.into_iter().collect();
+        tokio::task::spawn_blocking(move || {
+            confiner.confine_in(cmd, &cgroup_name, &d, &r, &[], &readable, &[port])
+        })
+        .await
+        .map_err(|e| fail("internal", e.to_string()))?
+        .map_err(|e| fail("failed", e.to_string()))?
+    };
+    Ok(confined)
+}
+
+pub(crate) fn create_private(d: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -253,7 +280,7 @@ async fn read_bounded(r: Option<impl AsyncRead + Unpin>, max: usize) -> Option<V
 }
 
 /// The last `max` bytes of `r`.
-async fn read_tail(r: Option<impl AsyncRead + Unpin>, max: usize) -> Vec<u8> {
+pub(crate) async fn read_tail(r: Option<impl AsyncRead + Unpin>, max: usize) -> Vec<u8> {
     let Some(mut r) = r else { return Vec::new() };
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
@@ -272,7 +299,7 @@ async fn read_tail(r: Option<impl AsyncRead + Unpin>, max: usize) -> Vec<u8> {
     out
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     let t: String = s
         .trim()
         .chars()

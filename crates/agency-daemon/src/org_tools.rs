@@ -8,12 +8,11 @@
 //! 3. the service's `tool_call_admit_in` as `tool:NAME` (tool-call budgets,
 //!    `policy.toml`, approvals), like every call the daemon admits;
 //! 4. the implementation: an HTTP call the daemon makes through the
-//!    caller's egress rule (`org_tool_http.rs`), or a command run in the
-//!    sandbox (`org_tool_command.rs`);
+//!    caller's egress rule (`org_tool_http.rs`), a command run in the
+//!    sandbox (`org_tool_command.rs`), or one tool of an MCP server the
+//!    daemon calls as its client (`org_tool_mcp.rs`);
 //! 5. the output against the interface's output schema — a mismatch is an
 //!    error naming the field, never passed on.
-//!
-//! MCP-server tools (`"type": "mcp"`) are not run here yet: a call says so.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,7 +31,7 @@ use crate::launch::LaunchNonces;
 #[derive(Debug)]
 pub(crate) struct OrgToolRunner {
     pub svc: Arc<Service>,
-    /// Confines command tools as agents are confined.
+    /// Confines command tools (and stdio MCP servers) as agents are confined.
     pub confiner: Arc<Confiner>,
     /// Issues the per-run egress keys of command tools.
     pub nonces: Arc<LaunchNonces>,
@@ -87,15 +86,7 @@ async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value
         ToolImplementation::Command(c) => {
             crate::org_tool_command::call(&ctx, who, &tool, c, &args).await?
         }
-        ToolImplementation::Mcp(_) => {
-            return Err(OrgToolFailure::new(
-                "failed",
-                format!(
-                    "failed to call tool {}: tools implemented by an MCP server are not run yet; ask the user to declare the server in [mcp_servers] of agency.toml and grant it instead",
-                    tool.name
-                ),
-            ));
-        }
+        ToolImplementation::Mcp(m) => crate::org_tool_mcp::call(&ctx, who, &tool, m, &args).await?,
     };
     check(&tool, "output", &tool.interface.output_schema, &output)?;
     Ok(output)

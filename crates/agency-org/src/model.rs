@@ -215,7 +215,8 @@ pub enum ToolImplementation {
     /// A program that reads the input JSON on stdin and writes the output
     /// JSON on stdout, run inside the sandbox.
     Command(CommandTool),
-    /// An MCP server (as in `[mcp_servers]`) whose tools the agent gets.
+    /// One tool of an MCP server (a stdio command or a streamable-HTTP
+    /// URL), called by the daemon as an MCP client at each call.
     Mcp(McpTool),
 }
 
@@ -267,6 +268,13 @@ pub struct McpTool {
     /// …or a streamable-HTTP server's URL (exactly one of the two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The server's tool this `.tool` calls (one `.tool` is one tool of
+    /// one server); absent: the `.tool`'s own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The whole call, server start and `initialize` included.
+    #[serde(default = "default_tool_timeout_ms")]
+    pub timeout_ms: u64,
 }
 
 pub fn default_tool_timeout_ms() -> u64 {

@@ -85,6 +85,7 @@ pub fn tool_fields() -> Value {
             "timeout_ms": { "type": "integer", "minimum": 1, "maximum": 600000 },
             "command": { "oneOf": [ { "type": "string" }, { "type": "array", "items": { "type": "string" } } ] },
             "url": { "type": "string" },
+            "tool": { "type": "string", "description": "type mcp: the server's tool to call (default: this tool's name)" },
             "input": format, "output": format
         }
     })

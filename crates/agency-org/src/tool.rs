@@ -27,6 +27,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "timeout_ms",
     "command",
     "url",
+    "tool",
     "input",
     "output",
 ];
@@ -62,6 +63,7 @@ struct Spec {
     timeout_ms: Option<u64>,
     command: Option<S<Vec<String>>>,
     url: Option<S<String>>,
+    mcp_tool: Option<S<String>>,
     input: Option<Vec<(String, String)>>,
     output: Option<Vec<(String, String)>>,
 }
@@ -257,6 +259,7 @@ fn apply_fields(
                 spec.command = parts.map(|p| S::new(p, v.pos));
             }
             "url" => spec.url = cx.string(v, "url"),
+            "tool" => spec.mcp_tool = cx.string(v, "tool"),
             "input" => spec.input = cx.format_map(v, "input"),
             _ => spec.output = cx.format_map(v, "output"),
         }
@@ -418,7 +421,12 @@ fn implementation(cx: &mut Cx, name: &S<String>, spec: &mut Spec) -> Option<Tool
                 );
                 return None;
             }
-            Some(ToolImplementation::Mcp(McpTool { command, url }))
+            Some(ToolImplementation::Mcp(McpTool {
+                command,
+                url,
+                tool: spec.mcp_tool.as_ref().map(|t| t.v.clone()),
+                timeout_ms,
+            }))
         }
         other => {
             let at = spec.kind.as_ref().map_or(name.pos, |k| k.pos);

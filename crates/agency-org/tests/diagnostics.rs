@@ -521,3 +521,51 @@ fn an_inherited_agent_gets_its_parents_fields_in_order() {
         ("P2.agent", 2)
     );
 }
+
+/// Issue 12 item 4: a tool of type mcp names the server's tool in `tool:`
+/// (else its own name) and keeps its `timeout_ms`; a misspelt key is still
+/// an error.
+#[test]
+fn mcp_tool_names_the_servers_tool() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let files = [
+        ("A.agency", AGENCY),
+        ("Boss.agent", BOSS),
+        (
+            "Adder.tool",
+            "---\ntype: mcp\ncommand: [python3, server.py]\ntool: add\ntimeout_ms: 2000\n---\n# Adder\n",
+        ),
+        (
+            "Remote.tool",
+            "# Remote\n- MCP URL: http://127.0.0.1:9/mcp\n",
+        ),
+    ];
+    for (path, text) in files {
+        std::fs::write(tmp.path().join(path), text).expect("write");
+    }
+    let c = compile(tmp.path()).expect("compiles");
+    let mcp = |name: &str| {
+        let t = c.model.tools.iter().find(|t| t.name == name).expect("tool");
+        match &t.implementation {
+            agency_org::ToolImplementation::Mcp(m) => m.clone(),
+            other => panic!("{name} is not an mcp tool: {other:?}"),
+        }
+    };
+    let adder = mcp("Adder");
+    assert_eq!(adder.tool.as_deref(), Some("add"));
+    assert_eq!(adder.timeout_ms, 2000);
+    assert_eq!(
+        adder.command,
+        Some(vec!["python3".to_owned(), "server.py".to_owned()])
+    );
+    let remote = mcp("Remote");
+    assert_eq!(remote.tool, None);
+    assert_eq!(remote.url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+    assert_eq!(
+        with(&[(
+            "T.tool",
+            "---\ntype: mcp\nurl: http://x\ntoool: add\n---\n# T\n"
+        )]),
+        "T.tool:4:1: error: unknown key `toool` in a .tool file's frontmatter; did you mean `tool`?\n"
+    );
+}

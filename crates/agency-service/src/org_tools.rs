@@ -304,6 +304,30 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
                     "an MCP tool has exactly one of command and url".to_owned()
                 ));
             }
+            if let Some(c) = &m.command {
+                if c.is_empty() || c[0].is_empty() {
+                    return Err(bad("command must name a program".to_owned()));
+                }
+                if c.iter().any(|a| a.contains('\0')) {
+                    return Err(bad("command arguments may not contain NUL".to_owned()));
+                }
+            }
+            if let Some(u) = &m.url {
+                let scheme_ok = u.starts_with("http://") || u.starts_with("https://");
+                if !scheme_ok || u.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(bad(format!("url {u:?} must be an http:// or https:// URL")));
+                }
+            }
+            if let Some(name) = &m.tool {
+                // The name goes into a JSON-RPC request, not a shell or a
+                // path; bounded and printable so errors can name it.
+                if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+                    return Err(bad(format!(
+                        "tool {name:?} must be 1 to 128 printable characters"
+                    )));
+                }
+            }
+            check_timeout(t, m.timeout_ms)?;
         }
     }
     Ok(())

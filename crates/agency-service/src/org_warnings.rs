@@ -1,10 +1,12 @@
 //! Warnings `agency up` gives about a model that applies but will not
 //! work as its author expects: an HTTP tool whose agent has no egress to
-//! its base URL (the daemon would refuse every call).
+//! its base URL, or an MCP tool to its server's URL (the daemon would
+//! refuse every call).
 
 use agency_org::{AgencyModel, Agent};
 
-/// A warning for each HTTP tool of `a` whose base URL its capabilities give
+/// A warning for each HTTP tool of `a` whose base URL (or MCP tool whose
+/// server URL) its capabilities give
 /// it no egress to: the daemon would refuse every call (the same rule as
 /// the egress proxy), which is better said at `agency up` than at the
 /// first call.
@@ -18,13 +20,17 @@ pub(crate) fn unreachable_http_tools(m: &AgencyModel, a: &Agent) -> Vec<String> 
         .collect();
     let mut out = Vec::new();
     for t in m.all_tools() {
-        let agency_org::ToolImplementation::Http(h) = &t.implementation else {
-            continue;
+        // An HTTP tool's base URL, or an MCP tool's server URL: both are
+        // reached through the same egress rule.
+        let url = match &t.implementation {
+            agency_org::ToolImplementation::Http(h) => &h.base_url,
+            agency_org::ToolImplementation::Mcp(agency_org::McpTool { url: Some(u), .. }) => u,
+            _ => continue,
         };
         if !a.tools.contains(&t.name) {
             continue;
         }
-        let Some((host, port)) = base_authority(&h.base_url) else {
+        let Some((host, port)) = base_authority(url) else {
             continue;
         };
         let Ok(target) = EgressTarget::new(&host, port) else {

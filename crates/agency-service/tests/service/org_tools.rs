@@ -131,6 +131,22 @@ fn issue12_item4_install_replace_and_names_unique_across_organisations() {
             }
             t
         },
+        // MCP tools: both or neither of command and url, a url that is
+        // not http(s), a server tool name that is empty or has control
+        // characters, no timeout.
+        mcp(
+            "K",
+            Some(vec!["srv".into()]),
+            Some("https://a.example"),
+            None,
+            10,
+        ),
+        mcp("L", None, None, None, 10),
+        mcp("M", None, Some("file:///etc/passwd"), None, 10),
+        mcp("N", Some(vec![String::new()]), None, None, 10),
+        mcp("O", None, Some("https://a.example"), Some(""), 10),
+        mcp("P", None, Some("https://a.example"), Some("a\nb"), 10),
+        mcp("Q", None, Some("https://a.example"), Some("add"), 0),
     ] {
         assert_kind(
             svc.org_tools_install(Principal::User, "org3", &[bad]),
@@ -148,6 +164,20 @@ fn issue12_item4_install_replace_and_names_unique_across_organisations() {
         ),
         "invalid_input",
     );
+    svc.org_tools_install(
+        Principal::User,
+        "org3",
+        &[mcp(
+            "R",
+            None,
+            Some("https://a.example/mcp"),
+            Some("add"),
+            10,
+        )],
+    )
+    .unwrap();
+    assert!(names(&svc.org_tools_for(Principal::User).unwrap()).contains(&"R"));
+    svc.org_tools_install(Principal::User, "org3", &[]).unwrap();
     // An organisation installed with no tools loses them all.
     svc.org_tools_install(Principal::User, "org1", &[]).unwrap();
     assert!(svc.org_tools_for(Principal::User).unwrap().is_empty());
@@ -205,4 +235,22 @@ fn issue12_item4_agents_see_and_call_only_the_tools_they_hold() {
     )
     .unwrap();
     assert_kind(svc.org_tool_check(root, "B"), "permission_denied");
+}
+
+/// An MCP tool named `name` (the other fields of `tool`).
+fn mcp(
+    name: &str,
+    command: Option<Vec<String>>,
+    url: Option<&str>,
+    remote: Option<&str>,
+    timeout_ms: u64,
+) -> Tool {
+    let mut t = tool(name, "https://a.example");
+    t.implementation = ToolImplementation::Mcp(agency_org::McpTool {
+        command,
+        url: url.map(str::to_owned),
+        tool: remote.map(str::to_owned),
+        timeout_ms,
+    });
+    t
 }

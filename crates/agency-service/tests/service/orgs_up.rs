@@ -607,3 +607,24 @@ fn issue12_item4_the_plan_warns_of_an_http_tool_without_egress() {
         "{w:?}"
     );
 }
+
+/// The same for an MCP tool's server URL: it is reached through the same
+/// egress rule, so an agent without egress to it is warned of.
+#[test]
+fn issue12_item4_the_plan_warns_of_an_mcp_url_tool_without_egress() {
+    let env = Env::new();
+    let mut v = weather_json();
+    v["tools"][0]["implementation"] =
+        json!({"type": "mcp", "url": "https://mcp.example.com/mcp", "tool": "current"});
+    let p = env.svc.org_apply(U, &model(v), true).unwrap();
+    let w: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("holds no egress"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings);
+    assert!(
+        w[0].contains("WeatherTool") && w[0].contains("mcp.example.com:443"),
+        "{w:?}"
+    );
+}
