@@ -195,14 +195,29 @@ pub(crate) async fn confined(
             "its command is empty; ask the user to fix the .tool file".to_owned(),
         ));
     };
-    if program.contains('/') && !Path::new(program).is_absolute() {
-        return Err(fail(
-            "internal",
-            format!(
-                "its program {program:?} is a relative path; the compiled model must name it absolutely; ask the user to fix the .tool file"
-            ),
-        ));
-    }
+    // A relative program path (seed 004's `./NAME` script) is the source
+    // folder's file, and must stay inside it.
+    let program: PathBuf = match (&source_dir, Path::new(program)) {
+        (_, p) if p.is_absolute() || !program.contains('/') => p.to_owned(),
+        (Some(src), p)
+            if p.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            }) =>
+        {
+            src.join(p)
+        }
+        _ => {
+            return Err(fail(
+                "internal",
+                format!(
+                    "its program {program:?} is a relative path outside a source folder; name it absolutely, or by a name on PATH; ask the user to fix the .tool file"
+                ),
+            ));
+        }
+    };
     let work = dir.join("work");
     let run = dir.join("run");
     let (home, tmp) = (run.join("home"), run.join("tmp"));
@@ -210,7 +225,7 @@ pub(crate) async fn confined(
         create_private(d)
             .map_err(|e| fail("internal", format!("creating {}: {e}", d.display())))?;
     }
-    let mut cmd = Command::new(program);
+    let mut cmd = Command::new(&program);
     cmd.args(&command[1..])
         .env_clear()
         .current_dir(source_dir.as_deref().unwrap_or(&work));

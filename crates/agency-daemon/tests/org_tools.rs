@@ -448,3 +448,43 @@ async fn issue12_item4_command_tools_get_json_on_stdin_and_are_checked() {
     );
     org.stop().await;
 }
+
+/// Seed 004's scripts with an unknown extension compile to `./NAME`: a
+/// relative program runs from the tool's source folder (`CommandTool::dir`),
+/// and one that climbs out of it, or has no folder to be relative to, is
+/// refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue12_item4_a_relative_program_is_its_source_folders_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let src = tempfile::tempdir().unwrap();
+    let script = src.path().join("lookup");
+    std::fs::write(&script, "#!/bin/sh\ncat\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let with = |name: &str, program: &str, dir: Option<&std::path::Path>| {
+        let mut t = command_tool(name, "", 5000, &[("location", "string")]);
+        t.implementation = ToolImplementation::Command(CommandTool {
+            command: vec![program.into()],
+            timeout_ms: 5000,
+            dir: dir.map(|d| d.display().to_string()),
+        });
+        t
+    };
+    let tools = [
+        with("Local", "./lookup", Some(src.path())),
+        with("Climbs", "../lookup", Some(src.path())),
+        with("Nowhere", "./lookup", None),
+    ];
+    let org = Org::start(&tools).await;
+    for t in ["Local", "Climbs", "Nowhere"] {
+        org.grant("tool", t);
+    }
+    let r = org.call("Local", json!({"location": "Paris"})).await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert_eq!(r.structured_content, Some(json!({"location": "Paris"})));
+    for t in ["Climbs", "Nowhere"] {
+        let r = org.call(t, json!({"location": "Paris"})).await;
+        let msg = failed(&r, "internal");
+        assert!(msg.contains("relative path"), "{t}: {msg}");
+    }
+    org.stop().await;
+}
