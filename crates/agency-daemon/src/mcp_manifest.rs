@@ -217,7 +217,14 @@ pub fn violation_places(schema: &jsonschema::Validator, instance: &Value) -> Opt
             } else {
                 path
             };
-            format!("{path} breaks the schema's {}", e.schema_path())
+            let rule = e.schema_path().to_string();
+            // A missing property's message names only the property (from
+            // the schema), never the instance's text.
+            if rule.ends_with("/required") {
+                format!("at {path}: {e}")
+            } else {
+                format!("{path} breaks the schema's {rule}")
+            }
         })
         .collect();
     (!errors.is_empty()).then(|| errors.join("; "))

@@ -145,35 +145,14 @@ pub(crate) fn check(
             )),
         };
     }
-    let places: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path
-            };
-            let rule = e.schema_path().to_string();
-            // A missing property's message names only the property (from
-            // the schema), never the tool's text.
-            if rule.ends_with("/required") {
-                format!("at {path}: {e}")
-            } else {
-                format!("{path} breaks the schema's {rule}")
-            }
-        })
-        .collect();
-    if places.is_empty() {
+    let Some(places) = crate::mcp_manifest::violation_places(&validator, value) else {
         return Ok(());
-    }
+    };
     Err(OrgToolFailure::new(
         "invalid_output",
         format!(
             "failed to use the answer of tool {}: it does not match the declared outputSchema ({}); nothing of it is passed on; tell the user if it persists",
-            tool.name,
-            places.join("; ")
+            tool.name, places
         ),
     ))
 }
