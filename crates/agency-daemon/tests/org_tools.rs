@@ -15,6 +15,8 @@
 
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/org_client.rs"]
+mod org_client;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,16 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agency_core::{CapabilityId, HandlerId, Level, Principal, Resource};
-use agency_daemon::Daemon;
+use agency_core::Principal;
 use agency_org::{CommandTool, HttpTool, SourceRef, Tool, ToolImplementation, ToolInterface};
-use agency_service::{GrantRequest, Service};
-use fixture::{home_with_config, start};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
+use org_client::{Org, failed, text};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -171,104 +166,10 @@ fn command_tool(name: &str, script: &str, timeout_ms: u64, out: &[(&str, &str)])
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-struct Org {
-    _dir: tempfile::TempDir,
-    daemon: Daemon,
-    svc: Arc<Service>,
-    root: HandlerId,
-    client: Client,
-}
-
-impl Org {
-    async fn start(tools: &[Tool]) -> Org {
-        let (dir, home) = home_with_config("[agents]\nsandbox = \"off\"\n");
-        let (daemon, svc, root) = start(&home).await;
-        svc.org_tools_install(Principal::User, "WeatherAgency", tools)
-            .unwrap();
-        let minted = svc.token_mint(Principal::User, root, None).unwrap();
-        let cfg =
-            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", daemon.addr()))
-                .auth_header(minted.token.clone());
-        let client = ().serve(StreamableHttpClientTransport::from_config(cfg)).await.unwrap();
-        Org {
-            _dir: dir,
-            daemon,
-            svc,
-            root,
-            client,
-        }
-    }
-
-    fn grant(&self, kind: &str, key: &str) -> CapabilityId {
-        self.svc
-            .grant(
-                Principal::User,
-                self.root,
-                &GrantRequest {
-                    resource: Resource::from_parts(kind, key).unwrap(),
-                    level: Level::Read,
-                    delegatable: false,
-                },
-            )
-            .unwrap()
-    }
-
-    async fn names(&self) -> Vec<String> {
-        self.client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect()
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
-        let Value::Object(args) = args else { panic!() };
-        self.client
-            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-            .await
-            .unwrap_or_else(|e| panic!("{tool}: protocol error {e}"))
-    }
-
-    fn egress_log(&self) -> Vec<String> {
-        self.svc
-            .audit_read(Principal::User, Some(self.root))
-            .unwrap()
-            .into_iter()
-            .map(|e| e.summary)
-            .filter(|s| s.starts_with("egress"))
-            .collect()
-    }
-
-    async fn stop(self) {
-        let _ = self.client.cancel().await;
-        self.daemon.stop().await.unwrap();
-    }
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-#[track_caller]
-fn failed(r: &CallToolResult, kind: &str) -> String {
-    let t = text(r);
-    assert_eq!(r.is_error, Some(true), "expected an error: {t}");
-    assert!(t.starts_with(&format!("[{kind}]")), "expected {kind}: {t}");
-    t
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_weather_tool_is_listed_and_called_through_the_egress_rule() {
     let (w, addr) = Weather::start(json!({"temp": 21.5, "conditions": "sunny", "extra": 1})).await;
-    let org = Org::start(&[weather_tool(addr, "/current")]).await;
+    let org = Org::start("WeatherAgency", &[weather_tool(addr, "/current")]).await;
     org.grant("tool", "WeatherTool");
     org.grant("egress", &addr.to_string());
     let tools = org.client.list_all_tools().await.unwrap();
@@ -300,7 +201,7 @@ async fn issue12_item4_weather_tool_is_listed_and_called_through_the_egress_rule
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_without_the_tool_capability_not_listed_and_refused() {
     let (w, addr) = Weather::start(json!({"temp": 1, "conditions": "x"})).await;
-    let org = Org::start(&[weather_tool(addr, "/current")]).await;
+    let org = Org::start("WeatherAgency", &[weather_tool(addr, "/current")]).await;
     org.grant("egress", &addr.to_string());
     assert!(!org.names().await.contains(&"WeatherTool".to_owned()));
     assert!(org.names().await.contains(&"kb_read".to_owned()));
@@ -324,7 +225,7 @@ async fn issue12_item4_without_the_tool_capability_not_listed_and_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_without_egress_the_http_call_is_refused_and_audited() {
     let (w, addr) = Weather::start(json!({"temp": 1, "conditions": "x"})).await;
-    let org = Org::start(&[weather_tool(addr, "/current")]).await;
+    let org = Org::start("WeatherAgency", &[weather_tool(addr, "/current")]).await;
     org.grant("tool", "WeatherTool");
     // A grant for another port is no grant for this one.
     org.grant("egress", &format!("127.0.0.1:{}", addr.port() ^ 1));
@@ -344,7 +245,7 @@ async fn issue12_item4_without_egress_the_http_call_is_refused_and_audited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_input_and_output_are_held_to_the_interface() {
     let (w, addr) = Weather::start(json!({"temp": "hot", "conditions": "x"})).await;
-    let org = Org::start(&[weather_tool(addr, "/current")]).await;
+    let org = Org::start("WeatherAgency", &[weather_tool(addr, "/current")]).await;
     org.grant("tool", "WeatherTool");
     org.grant("egress", &addr.to_string());
     for bad in [
@@ -372,7 +273,11 @@ async fn issue12_item4_input_and_output_are_held_to_the_interface() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_path_parameters_are_encoded_not_injected() {
     let (w, addr) = Weather::start(json!({"temp": 1, "conditions": "x"})).await;
-    let org = Org::start(&[weather_tool(addr, "/city/{location}/now")]).await;
+    let org = Org::start(
+        "WeatherAgency",
+        &[weather_tool(addr, "/city/{location}/now")],
+    )
+    .await;
     org.grant("tool", "WeatherTool");
     org.grant("egress", &addr.to_string());
     let r = org
@@ -412,7 +317,7 @@ async fn issue12_item4_command_tools_get_json_on_stdin_and_are_checked() {
             &[("location", "string")],
         ),
     ];
-    let org = Org::start(&tools).await;
+    let org = Org::start("WeatherAgency", &tools).await;
     for t in ["Echo", "Liar", "Broken", "Hangs"] {
         org.grant("tool", t);
     }
@@ -474,7 +379,7 @@ async fn issue12_item4_a_relative_program_is_its_source_folders_file() {
         with("Climbs", "../lookup", Some(src.path())),
         with("Nowhere", "./lookup", None),
     ];
-    let org = Org::start(&tools).await;
+    let org = Org::start("WeatherAgency", &tools).await;
     for t in ["Local", "Climbs", "Nowhere"] {
         org.grant("tool", t);
     }

@@ -22,22 +22,15 @@
 
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/org_client.rs"]
+mod org_client;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agency_core::{HandlerId, Level, Principal, Resource};
-use agency_daemon::Daemon;
 use agency_org::{McpTool, SourceRef, Tool, ToolImplementation, ToolInterface};
-use agency_service::{GrantRequest, Service};
-use fixture::{home_with_config, start};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
+use org_client::{Org, failed, text};
 use serde_json::{Value, json};
 
 /// The JSON-RPC handling both servers share: one message in, the answer
@@ -242,121 +235,17 @@ impl Servers {
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-struct Org {
-    dir: tempfile::TempDir,
-    daemon: Daemon,
-    svc: Arc<Service>,
-    root: HandlerId,
-    client: Client,
-}
-
-impl Org {
-    async fn start(tools: &[Tool]) -> Org {
-        let (dir, home) = home_with_config("[agents]\nsandbox = \"off\"\n");
-        let (daemon, svc, root) = start(&home).await;
-        svc.org_tools_install(Principal::User, "Adders", tools)
-            .unwrap();
-        let minted = svc.token_mint(Principal::User, root, None).unwrap();
-        let cfg =
-            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", daemon.addr()))
-                .auth_header(minted.token.clone());
-        let client = ().serve(StreamableHttpClientTransport::from_config(cfg)).await.unwrap();
-        Org {
-            dir,
-            daemon,
-            svc,
-            root,
-            client,
-        }
-    }
-
-    fn grant(&self, kind: &str, key: &str) {
-        self.svc
-            .grant(
-                Principal::User,
-                self.root,
-                &GrantRequest {
-                    resource: Resource::from_parts(kind, key).unwrap(),
-                    level: Level::Read,
-                    delegatable: false,
-                },
-            )
-            .unwrap();
-    }
-
-    async fn names(&self) -> Vec<String> {
-        self.client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect()
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
-        let Value::Object(args) = args else { panic!() };
-        self.client
-            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-            .await
-            .unwrap_or_else(|e| panic!("{tool}: protocol error {e}"))
-    }
-
-    fn egress_log(&self) -> Vec<String> {
-        self.svc
-            .audit_read(Principal::User, Some(self.root))
-            .unwrap()
-            .into_iter()
-            .map(|e| e.summary)
-            .filter(|s| s.starts_with("egress"))
-            .collect()
-    }
-
-    /// Nothing is left in the daemon's `run/` of a finished call.
-    fn run_dirs(&self, home: &Path) -> usize {
-        std::fs::read_dir(home.join("run"))
-            .map(|d| {
-                d.filter(|e| {
-                    e.as_ref()
-                        .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("tool-"))
-                })
-                .count()
-            })
-            .unwrap_or(0)
-    }
-
-    async fn stop(self) {
-        let _ = self.client.cancel().await;
-        self.daemon.stop().await.unwrap();
-    }
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-#[track_caller]
-fn failed(r: &CallToolResult, kind: &str) -> String {
-    let t = text(r);
-    assert_eq!(r.is_error, Some(true), "expected an error: {t}");
-    assert!(t.starts_with(&format!("[{kind}]")), "expected {kind}: {t}");
-    t
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue12_item4_a_stdio_mcp_tool_is_called_only_with_the_capability_and_a_valid_input() {
     let s = Servers::new();
-    let org = Org::start(&[mcp_tool(
-        "Adder",
-        s.stdio("Adder", "serve", Some("add"), 10_000),
-        &[("sum", "integer")],
-    )])
+    let org = Org::start(
+        "Adders",
+        &[mcp_tool(
+            "Adder",
+            s.stdio("Adder", "serve", Some("add"), 10_000),
+            &[("sum", "integer")],
+        )],
+    )
     .await;
     // Without tool:Adder: not listed, refused, the server never started.
     assert!(!org.names().await.contains(&"Adder".to_owned()));
@@ -440,7 +329,7 @@ async fn issue12_item4_mcp_errors_text_answers_and_hanging_servers() {
             &[("sum", "integer")],
         ),
     ];
-    let org = Org::start(&tools).await;
+    let org = Org::start("Adders", &tools).await;
     for t in ["Failing", "Texty", "Missing", "Floods", "Hangs"] {
         org.grant("tool", t);
     }
@@ -498,7 +387,7 @@ async fn issue12_item4_a_url_mcp_tool_goes_through_the_egress_rule() {
         },
         &[("sum", "integer")],
     );
-    let org = Org::start(&[tool]).await;
+    let org = Org::start("Adders", &[tool]).await;
     org.grant("tool", "RemoteAdder");
     // A grant for another port is no grant for this one.
     org.grant("egress", &format!("127.0.0.1:{}", port ^ 1));
