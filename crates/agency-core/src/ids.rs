@@ -86,6 +86,16 @@ uuid_id!(
     /// An agency's API key (its row; the secret itself is never stored).
     OrgKeyId
 );
+uuid_id!(
+    /// One memory of a handler (issue 13): a note its agents stored for
+    /// later agents of the same handler.
+    MemoryId
+);
+uuid_id!(
+    /// One condensation of a handler's memory (issue 13 item 4), which the
+    /// user may undo.
+    MemoryCompactionId
+);
 
 impl HandlerId {
     /// The handler responsible for `root`, whose id is that outcome's UUID.

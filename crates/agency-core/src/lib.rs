@@ -27,8 +27,8 @@ pub use capability::{
 };
 pub use egress::{EgressPattern, EgressTarget};
 pub use ids::{
-    AgentId, CapabilityId, ConversationId, FileId, HandlerId, MessageId, OrgKeyId, OrgMessageId,
-    OutcomeId,
+    AgentId, CapabilityId, ConversationId, FileId, HandlerId, MemoryCompactionId, MemoryId,
+    MessageId, OrgKeyId, OrgMessageId, OutcomeId,
 };
 pub use level::Level;
 pub use outcome::{OutcomeStatus, StatusChange, check_status_change};

@@ -11,6 +11,7 @@ pub mod blob;
 pub mod error;
 pub mod fsck;
 pub mod mcp_pins;
+pub mod memory;
 pub mod model;
 pub mod org_messages;
 pub mod org_tools;
@@ -25,6 +26,10 @@ pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore, PutStep};
 pub use error::StoreError;
 pub use fsck::{FsckProblem, FsckReport, fsck};
 pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
+pub use memory::{
+    CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryFilter, MemoryRow,
+    MemoryState,
+};
 pub use model::*;
 pub use org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
 pub use org_tools::OrgToolRow;

@@ -24,6 +24,7 @@ mod handlers;
 mod kb;
 mod mail;
 mod mcp_pins;
+mod memory;
 mod org_messages;
 mod org_tools;
 mod orgs;
@@ -72,6 +73,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v16.sql"),
     include_str!("sqlite/schema_v17.sql"),
     include_str!("sqlite/schema_v18.sql"),
+    include_str!("sqlite/schema_v19.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

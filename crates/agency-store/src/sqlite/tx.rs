@@ -678,4 +678,97 @@ impl Tx for SqliteTx<'_> {
     fn delete_org_tool(&mut self, name: &str) -> R<()> {
         org_tools::delete(self.conn, name)
     }
+
+    // ---- Memory (issue 13) ------------------------------------------------
+
+    fn insert_memory(&mut self, m: &crate::memory::MemoryRow) -> R<()> {
+        super::memory::insert(self.conn, m)
+    }
+    fn memory(&mut self, id: agency_core::MemoryId) -> R<Option<crate::memory::MemoryRow>> {
+        super::memory::get(self.conn, id)
+    }
+    fn search_memories(
+        &mut self,
+        words: &[String],
+        filter: &crate::memory::MemoryFilter,
+        limit: usize,
+    ) -> R<Vec<(crate::memory::MemoryRow, f64)>> {
+        super::memory::search(self.conn, words, filter, limit)
+    }
+    fn list_memories(
+        &mut self,
+        filter: &crate::memory::MemoryFilter,
+        limit: usize,
+    ) -> R<Vec<crate::memory::MemoryRow>> {
+        super::memory::list(self.conn, filter, limit)
+    }
+    fn memory_vectors(
+        &mut self,
+        filter: &crate::memory::MemoryFilter,
+        model: &str,
+    ) -> R<Vec<(crate::memory::MemoryRow, Vec<f32>)>> {
+        super::memory::vectors(self.conn, filter, model)
+    }
+    fn put_memory_vector(
+        &mut self,
+        memory: agency_core::MemoryId,
+        model: &str,
+        vector: &[f32],
+    ) -> R<()> {
+        super::memory::put_vector(self.conn, memory, model, vector)
+    }
+    fn memory_embedded_count(&mut self, handler: HandlerId, model: &str) -> R<i64> {
+        super::memory::embedded_count(self.conn, handler, model)
+    }
+    fn set_memory_state(
+        &mut self,
+        id: agency_core::MemoryId,
+        state: crate::memory::MemoryState,
+        condensed_into: Option<agency_core::MemoryId>,
+        compaction: Option<agency_core::MemoryCompactionId>,
+        at: Timestamp,
+    ) -> R<()> {
+        super::memory::set_state(self.conn, id, state, condensed_into, compaction, at)
+    }
+    fn memories_condensed_into(
+        &mut self,
+        summary: agency_core::MemoryId,
+    ) -> R<Vec<crate::memory::MemoryRow>> {
+        super::memory::condensed_into(self.conn, summary)
+    }
+    fn memory_counts(&mut self, handler: HandlerId) -> R<crate::memory::MemoryCounts> {
+        super::memory::counts(self.conn, handler)
+    }
+    fn memory_live_count(&mut self, handler: HandlerId) -> R<i64> {
+        super::memory::live_count(self.conn, handler)
+    }
+    fn memory_changes(
+        &mut self,
+        handler: HandlerId,
+        limit: usize,
+    ) -> R<Vec<crate::memory::MemoryChangeRow>> {
+        super::memory::changes(self.conn, handler, limit)
+    }
+    fn put_memory_compaction(&mut self, c: &crate::memory::MemoryCompactionRow) -> R<()> {
+        super::memory::put_compaction(self.conn, c)
+    }
+    fn memory_compaction(
+        &mut self,
+        id: agency_core::MemoryCompactionId,
+    ) -> R<Option<crate::memory::MemoryCompactionRow>> {
+        super::memory::compaction(self.conn, id)
+    }
+    fn memory_compactions(
+        &mut self,
+        handler: HandlerId,
+        limit: usize,
+    ) -> R<Vec<crate::memory::MemoryCompactionRow>> {
+        super::memory::compactions(self.conn, handler, limit)
+    }
+    fn open_memory_compaction(
+        &mut self,
+        handler: HandlerId,
+    ) -> R<Option<crate::memory::MemoryCompactionRow>> {
+        super::memory::open_compaction(self.conn, handler)
+    }
 }
