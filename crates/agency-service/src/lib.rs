@@ -30,6 +30,9 @@ mod handoffs;
 mod kb;
 mod mail;
 mod mcp_pins;
+mod memory;
+mod memory_compact;
+mod memory_recall;
 mod metering;
 mod models;
 mod org_apply;
@@ -59,6 +62,7 @@ mod views;
 pub use agency_store::OrgAgentStatus;
 pub use agency_store::OrgMessageStatus;
 pub use agency_store::PinChangeStatus;
+pub use agency_store::{CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryState};
 pub use agency_store::{ApprovalRow, ApprovalStatus};
 pub use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, ReservedTotals};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
@@ -71,6 +75,12 @@ pub use error::ServiceError;
 pub use events::Event;
 pub use gc::{GcReport, Retention};
 pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinVerdict};
+pub use memory::{
+    CompactionView, Embedder, MAX_MEMORY_BYTES, MAX_MEMORY_TAGS, MEMORY_KINDS, MemoryConfig,
+    MemorySearch, MemoryStatus, MemoryView,
+};
+pub use memory_compact::CondenseReport;
+pub use memory_recall::{RECALL_HEADING, RECALL_MAX};
 pub use metering::{CostNode, ModelCallRequest, ModelCallResult, ModelReservation};
 pub use models::HandlerModel;
 pub use org_keys::{MintedOrgKey, OrgCaller, OrgKeyView};

@@ -60,6 +60,10 @@ pub const AGENCY_MCP_TOOL_NAMES: &[&str] = &[
     "run_list",
     "run_view",
     "repo_push",
+    "memory_store",
+    "memory_search",
+    "memory_forget",
+    "memory_condense",
 ];
 
 /// The longest a tool may run (ms): a call holds an agent's MCP request.

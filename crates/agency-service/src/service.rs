@@ -34,6 +34,10 @@ pub struct Service {
     pub(crate) declared: std::sync::OnceLock<crate::declared::Declared>,
     /// The tool-call policy, once the daemon installs it (`approvals.rs`).
     pub(crate) policy: std::sync::OnceLock<agency_core::policy::Policy>,
+    /// `[memory]` of agency.toml, once the daemon says (`memory.rs`).
+    pub(crate) memory_cfg: std::sync::OnceLock<crate::memory::MemoryConfig>,
+    /// The embeddings endpoint, when one is configured (`memory.rs`).
+    pub(crate) embedder: std::sync::OnceLock<Arc<dyn crate::memory::Embedder>>,
 }
 
 /// The state of one write transaction in progress.
@@ -118,6 +122,8 @@ impl Service {
             read_audit,
             declared: std::sync::OnceLock::new(),
             policy: std::sync::OnceLock::new(),
+            memory_cfg: std::sync::OnceLock::new(),
+            embedder: std::sync::OnceLock::new(),
         }
     }
 

@@ -24,6 +24,7 @@ mod kb;
 mod mail;
 mod mail_caps;
 mod mcp_pins;
+mod memory;
 mod org_messages;
 mod org_model;
 mod org_props;
