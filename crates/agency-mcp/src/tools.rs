@@ -11,6 +11,7 @@
 mod audit;
 mod kb;
 mod mail;
+mod memory;
 mod outcomes;
 mod permissions;
 mod records;
@@ -172,6 +173,7 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(repos::routes())
         .chain(records::routes())
         .chain(runs::routes())
+        .chain(memory::routes())
     {
         router.add_route(route);
     }

@@ -62,9 +62,11 @@ mod views;
 pub use agency_store::OrgAgentStatus;
 pub use agency_store::OrgMessageStatus;
 pub use agency_store::PinChangeStatus;
-pub use agency_store::{CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryState};
 pub use agency_store::{ApprovalRow, ApprovalStatus};
 pub use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, ReservedTotals};
+pub use agency_store::{
+    CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryState,
+};
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
 pub use budgets::{BudgetNode, ResumeReport};
