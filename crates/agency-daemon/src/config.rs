@@ -39,6 +39,9 @@ pub struct Config {
     pub models: BTreeMap<String, ModelUpstreamConfig>,
     /// Prices per model (USD per million tokens), over the defaults.
     pub prices: BTreeMap<String, Price>,
+    /// Each handler's memory (issue 13): recall, condensation, limits and
+    /// the optional embeddings endpoint.
+    pub memory: crate::memory_config::MemorySettings,
     /// What the daemon warns about at start: deprecated settings it has
     /// rewritten (`models::route_direct_settings`). Not a key of the file.
     #[serde(skip)]
@@ -442,6 +445,7 @@ impl Config {
         crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
         crate::models::check_upstreams(&cfg).map_err(bad)?;
         crate::claude::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;
+        crate::memory_config::validate(&cfg.memory, &cfg.secrets).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;
@@ -717,6 +721,19 @@ open_files = 4096
 # output = 15.0
 # cache_read = 0.3
 # cache_write = 3.75
+
+# Each handler's memory (agents' memory_store / memory_search tools).
+# [memory]
+# recall_tokens = 1000       # memories recalled into an agent's first message (0: none)
+# condense_after = 200       # live memories past which the next agent is asked to condense
+# max_per_handler = 10000    # live memories one handler may hold
+# Semantic search: an OpenAI-compatible embeddings endpoint (without one,
+# full-text search alone). The key, if any, is sent only there.
+# [memory.embeddings]
+# base_url = "http://127.0.0.1:11434/v1"             # e.g. a local Ollama
+# model = "nomic-embed-text"
+# api_key = ""                                       # or "${secret:NAME}"
+# dims = 768                                         # optional check
 "#;
 
 #[cfg(test)]

@@ -148,11 +148,28 @@ impl Daemon {
                 _ => {}
             }
         }
+        // Issue 13: the embeddings endpoint of semantic memory search, if
+        // configured (its key filled in from the secrets, like a model's).
+        let embedder = match &cfg.memory.embeddings {
+            Some(e) => Some(
+                crate::memory_embed::HttpEmbedder::new(e, &secrets).map_err(|message| {
+                    DaemonError::Config {
+                        path: home.config_path(),
+                        message,
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         // A bad policy.toml stops the start here, naming file:line.
         let policy = crate::tool_check::load_policy(home.dir())?;
         let svc = Arc::new(home.open_service()?);
         svc.set_policy(policy);
+        svc.set_memory_config(cfg.memory.service_config());
+        if let Some(e) = embedder {
+            svc.set_embedder(Arc::new(e));
+        }
         svc.set_declared(agency_service::Declared {
             mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
             repos: cfg.repos.keys().cloned().collect(),

@@ -402,6 +402,14 @@ impl State {
                     let note = previous_run_note(&format!("agent {}", p.agent), &p.ended_how);
                     first = format!("{note}\n\n{first}");
                 }
+                // Issue 13: its own memories relevant to the waiting work (and
+                // a request to condense); a failure leaves them out, never
+                // the agent.
+                match s.memory_first_message(h) {
+                    Ok(Some(m)) => first = format!("{first}\n\n{m}"),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(handler = %h, error = %e, "failed to recall memories"),
+                }
                 Ok(Some((minted, prompt, first, granted)))
             })
             .await;

@@ -11,6 +11,9 @@
 //!   (also `/chat/completions`), JSON or `data:` chunks ending in
 //!   `data: [DONE]`, with a usage chunk when `stream_options.include_usage`.
 //!
+//! `POST /v1/embeddings` (also `/embeddings`) answers OpenAI-compatible
+//! embeddings, deterministic hashed bags of words ([`embeddings`]).
+//!
 //! `GET /v1/models` lists one model, `scripted`; `GET /_agency/requests`
 //! returns the [`RecordedRequest`] log as JSON for tests driving a server in
 //! another process.
@@ -136,6 +139,7 @@
 //! (`choices: []`) if asked for, and `data: [DONE]`.
 
 mod anthropic;
+pub mod embeddings;
 mod engine;
 #[cfg(test)]
 mod fuzz;

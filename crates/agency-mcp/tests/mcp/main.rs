@@ -6,6 +6,7 @@
 mod budgets;
 mod fuzz;
 mod grant_outcome;
+mod memory;
 mod records;
 mod reopen;
 mod repos;
