@@ -7,9 +7,11 @@ use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand};
 
 mod control;
+mod memory;
 mod org;
 
 pub use control::*;
+pub use memory::*;
 pub use org::*;
 
 const AFTER_HELP: &str = "\
@@ -315,6 +317,12 @@ pub enum Command {
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
+
+    /// Each handler's memory (the notes its agents store with
+    /// memory_store): search, show, delete, status, and condensations
+    /// (list and undo).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
 }
 
 #[derive(Debug, Args)]

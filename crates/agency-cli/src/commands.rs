@@ -15,6 +15,7 @@ mod launch;
 mod logs;
 mod mail;
 mod mcp;
+mod memory;
 mod model;
 mod org;
 pub(crate) mod org_assist;
@@ -39,7 +40,7 @@ use serde_json::Value;
 
 use crate::cli::{
     BudgetCommand, Cli, Command, HookCommand, KbCommand, KeyCommand, MailCommand, McpCommand,
-    ModelCommand, OutcomeCommand, TokenCommand,
+    MemoryCommand, ModelCommand, OutcomeCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -194,6 +195,34 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             a.wait,
         ),
         Command::Answer { id } => org_keys::answer(&ctx, &id),
+        Command::Memory(MemoryCommand::Search {
+            handler,
+            words,
+            limit,
+            kind,
+            tag,
+            all,
+        }) => memory::search(
+            &ctx,
+            &handler,
+            &words.join(" "),
+            limit,
+            kind.as_deref(),
+            tag.as_deref(),
+            all,
+        ),
+        Command::Memory(MemoryCommand::Show { handler, id }) => memory::show(&ctx, &handler, &id),
+        Command::Memory(MemoryCommand::Delete { handler, id }) => {
+            memory::delete(&ctx, &handler, &id)
+        }
+        Command::Memory(MemoryCommand::Status { handler }) => memory::status(&ctx, &handler),
+        Command::Memory(MemoryCommand::Compactions { handler }) => {
+            memory::compactions(&ctx, &handler)
+        }
+        Command::Memory(MemoryCommand::Undo {
+            handler,
+            compaction,
+        }) => memory::undo(&ctx, &handler, &compaction),
     }
 }
 
