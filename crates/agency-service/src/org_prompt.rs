@@ -121,7 +121,7 @@ pub(crate) fn standing_text(f: &StandingFacts<'_>) -> String {
     let _ = writeln!(s, "\n### Your volatile memory\n");
     let _ = writeln!(
         s,
-        "Your volatile memory is your state document (state_read, state_write): it persists across your agents and restarts, and you alone change it."
+        "Your volatile memory is your state document (state_read, state_write) and your memories (memory_store, memory_search, memory_forget): both persist across your agents and restarts, and you alone change them. The memories most relevant to your waiting mail are shown to you when you start."
     );
     bullets(&mut s, "Keep in it:", &a.memory.guidance);
 

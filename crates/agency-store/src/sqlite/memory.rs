@@ -197,7 +197,7 @@ pub(crate) fn vectors(
 }
 
 fn decode_vector(blob: &[u8]) -> R<Vec<f32>> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return Err(StoreError::corrupt(
             "memory embedding",
             format!("{} bytes", blob.len()),
