@@ -71,6 +71,7 @@ mod sse;
 mod summary;
 mod tools;
 mod transcript;
+mod warm;
 
 pub use config::{AgentConfig, Api, RetryConfig, load_config};
 pub use error::AgentError;

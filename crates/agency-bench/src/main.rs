@@ -24,6 +24,7 @@ mod sandbox;
 mod scale;
 mod sched;
 mod util;
+mod warm;
 mod writes;
 
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-10); the others are listed as
+    /// Run only these items (comma separated, 1-11); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -77,7 +78,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 10] = [
+    let items: [Item; 11] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -97,6 +98,9 @@ fn main() -> Result<()> {
         }),
         (10, "10. Budget check per tool call", |c| {
             util::block(budget::run(c))
+        }),
+        (11, "11. Warm agents: delivery to first model request", |c| {
+            util::block(warm::run(c))
         }),
     ];
     let _guard = rt.enter();

@@ -252,6 +252,21 @@ pub enum Command {
     #[command(subcommand)]
     Model(ModelCommand),
 
+    /// How long a handler's agent stays alive after its work is done,
+    /// waiting for mail without a model call, so that new mail reaches it
+    /// at once (a warm agent holds a slot, and gives it up when another
+    /// handler waits for one). Your setting wins over the organisation's
+    /// `memory.keepWarm`, which wins over `[agents] keep_warm_ms` (or
+    /// `keep_warm_executive_ms` for an organisation's executive).
+    KeepWarm {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+        /// A duration (`90s`, `5m`, `1h30m`, at most `24h`), `off`, or
+        /// `default` (remove yours); omitted: show the settings.
+        setting: Option<String>,
+    },
+
     /// Stand up an organisation (issue 12): each agent of its Agency
     /// Model becomes a standing handler under the root handler, with its
     /// standing instructions, tools, capabilities, connections, model and

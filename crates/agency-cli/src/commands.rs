@@ -11,6 +11,7 @@ mod demo_org;
 mod gc;
 mod hook;
 mod kb;
+mod keep_warm;
 mod launch;
 mod logs;
 mod mail;
@@ -156,6 +157,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
+        Command::KeepWarm { handler, setting } => {
+            keep_warm::run(&ctx, &handler, setting.as_deref())
+        }
         Command::Up(a) => org_up::up(&ctx, &a.path, a.plan, &a.assist),
         Command::Down { name } => org_up::down(&ctx, &name),
         Command::Orgs => org_up::orgs(&ctx),

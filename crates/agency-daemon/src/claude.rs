@@ -470,6 +470,7 @@ mod tests {
             launch_nonces: Default::default(),
             egress_proxy: Some("127.0.0.1:4242".parse().unwrap()),
             upstream: None,
+            keep_warm_ms: 0,
         }
     }
 

@@ -37,6 +37,7 @@ mod repo_push;
 mod repos;
 mod rest;
 pub mod rest_agency;
+mod rest_keep_warm;
 mod rest_models;
 mod rest_orgs;
 mod rest_records;
@@ -47,6 +48,7 @@ pub mod secrets;
 mod server;
 mod supervisor;
 pub mod tool_check;
+mod warm;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,

@@ -59,6 +59,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/runs/{agent}/log", get(run_log))
         .merge(crate::rest_records::routes())
         .merge(crate::rest_models::routes())
+        .merge(crate::rest_keep_warm::routes())
         .merge(crate::rest_orgs::routes())
         .merge(crate::rest_agency::key_routes())
         .merge(crate::tool_check::rest_routes())

@@ -16,6 +16,7 @@ mod permissions;
 mod records;
 mod repos;
 mod runs;
+mod wait;
 
 use std::sync::Arc;
 
@@ -172,6 +173,7 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(repos::routes())
         .chain(records::routes())
         .chain(runs::routes())
+        .chain([wait::route()])
     {
         router.add_route(route);
     }

@@ -60,6 +60,7 @@ pub const AGENCY_MCP_TOOL_NAMES: &[&str] = &[
     "run_list",
     "run_view",
     "repo_push",
+    "mail_wait",
 ];
 
 /// The longest a tool may run (ms): a call holds an agent's MCP request.

@@ -21,6 +21,7 @@ mod caps;
 mod convert;
 mod handler_models;
 mod handlers;
+mod keep_warm;
 mod kb;
 mod mail;
 mod mcp_pins;
@@ -72,6 +73,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v16.sql"),
     include_str!("sqlite/schema_v17.sql"),
     include_str!("sqlite/schema_v18.sql"),
+    include_str!("sqlite/schema_v19.sql"),
+    include_str!("sqlite/schema_v20.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -513,4 +513,17 @@ pub trait Tx {
     /// Insert or replace the tool named `tool.name`.
     fn put_org_tool(&mut self, tool: &OrgToolRow) -> R<()>;
     fn delete_org_tool(&mut self, name: &str) -> R<()>;
+    // ---- Warm agents (issue 13 item 6) -----------------------------------
+
+    /// Set (`Some`) or clear (`None`) how long `handler`'s agent stays
+    /// warm, as `source` (`user` or `org`) gives it.
+    fn set_handler_keep_warm(
+        &mut self,
+        handler: HandlerId,
+        source: &str,
+        ms: Option<i64>,
+        at: Timestamp,
+    ) -> R<()>;
+    /// Every keep-warm time of `handler` as (source, ms), ordered by source.
+    fn handler_keep_warm(&mut self, handler: HandlerId) -> R<Vec<(String, i64)>>;
 }

@@ -678,4 +678,16 @@ impl Tx for SqliteTx<'_> {
     fn delete_org_tool(&mut self, name: &str) -> R<()> {
         org_tools::delete(self.conn, name)
     }
+    fn set_handler_keep_warm(
+        &mut self,
+        handler: HandlerId,
+        source: &str,
+        ms: Option<i64>,
+        at: Timestamp,
+    ) -> R<()> {
+        super::keep_warm::set(self.conn, handler, source, ms, at)
+    }
+    fn handler_keep_warm(&mut self, handler: HandlerId) -> R<Vec<(String, i64)>> {
+        super::keep_warm::get(self.conn, handler)
+    }
 }

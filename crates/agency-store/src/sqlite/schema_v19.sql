@@ -1,0 +1,1 @@
+-- v19: reserved (memory, issue 13)
