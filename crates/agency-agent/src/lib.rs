@@ -78,3 +78,4 @@ pub use error::AgentError;
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
 pub use tools::WORKSPACE_TOOLS;
+pub use warm::MailWaiter;

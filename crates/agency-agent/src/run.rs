@@ -342,7 +342,17 @@ async fn converse(
             // run winds down and ends, and the next mail starts a new agent.
             if wind_down.is_none()
                 && cfg.keep_warm_ms > 0
-                && let Some(news) = crate::warm::park(mcp, cfg.keep_warm_ms, &mut known, t).await
+                && let Some(news) = crate::warm::park(
+                    mcp,
+                    cfg.keep_warm_ms,
+                    &mut known,
+                    &mut |e: &str, v: Value| {
+                        t.event(e, v);
+                        // On disk before a long wait, for whoever reads it.
+                        t.sync();
+                    },
+                )
+                .await
             {
                 history.push(Message::User(news));
                 continue;

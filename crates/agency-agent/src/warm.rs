@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::mcp::Sessions;
-use crate::transcript::Transcript;
+use crate::error::AgentError;
+use crate::mcp::{Mcp, Sessions};
 
 /// The longest single `mail_wait` (the tool's own cap).
 const MAX_WAIT_MS: u64 = 120_000;
@@ -18,20 +18,20 @@ const MAX_WAIT_MS: u64 = 120_000;
 /// Wait up to `keep_warm_ms` for mail not in `known`. Returns the user
 /// message that continues the conversation, or `None` when the run ends.
 /// The ids announced are added to `known`, so mail the model leaves
-/// unacknowledged does not wake it again and again.
+/// unacknowledged does not wake it again and again. `t` records what
+/// happens (`warm_wait`, `warm_wake`, `warm_end`).
 pub(crate) async fn park(
     mcp: &Sessions,
     keep_warm_ms: u64,
     known: &mut Vec<String>,
-    t: &mut Transcript,
+    t: &mut dyn FnMut(&str, Value),
 ) -> Option<String> {
     let deadline = Instant::now() + Duration::from_millis(keep_warm_ms);
-    t.event("warm_wait", json!({ "keep_warm_ms": keep_warm_ms }));
-    t.sync();
+    t("warm_wait", json!({ "keep_warm_ms": keep_warm_ms }));
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            t.event("warm_end", json!({ "why": "keep_warm elapsed" }));
+            t("warm_end", json!({ "why": "keep_warm elapsed" }));
             return None;
         }
         let ms = u64::try_from(left.as_millis())
@@ -41,7 +41,7 @@ pub(crate) async fn park(
             .call("mail_wait", &json!({ "timeout_ms": ms, "ignore": known }))
             .await;
         if out.is_error {
-            t.event(
+            t(
                 "warm_end",
                 json!({ "why": "mail_wait failed", "error": out.content }),
             );
@@ -63,7 +63,7 @@ pub(crate) async fn park(
                         from(&m["from"])
                     ));
                 }
-                t.event("warm_wake", json!({ "messages": messages.len() }));
+                t("warm_wake", json!({ "messages": messages.len() }));
                 return Some(format!(
                     "New mail: your inbox has {} new message(s):\n{}\nRead them with mail_inbox, process them as before, then end your turn.",
                     messages.len(),
@@ -71,17 +71,53 @@ pub(crate) async fn park(
                 ));
             }
             Some("released") => {
-                t.event("warm_end", json!({ "why": "released" }));
+                t("warm_end", json!({ "why": "released" }));
                 return None;
             }
             _ => {
-                t.event(
+                t(
                     "warm_end",
                     json!({ "why": "unexpected answer", "answer": out.content }),
                 );
                 return None;
             }
         }
+    }
+}
+
+/// A warm wait for a program that is not the built-in loop (`agency
+/// claude-warm`, which keeps Claude Code warm): its own MCP session to
+/// Agency, with the agent's token, used only for `mail_wait`.
+#[derive(Debug)]
+pub struct MailWaiter {
+    mcp: Sessions,
+    known: Vec<String>,
+}
+
+impl MailWaiter {
+    /// Connect to Agency's MCP endpoint as the agent.
+    pub async fn connect(mcp_url: &str, token: &str) -> Result<MailWaiter, AgentError> {
+        let (mcp, _) =
+            Mcp::connect(mcp_url, token, Duration::from_secs(MAX_WAIT_MS / 1000 + 60)).await?;
+        Ok(MailWaiter {
+            mcp: Sessions::new(mcp),
+            known: Vec::new(),
+        })
+    }
+
+    /// As the built-in loop waits: the next user message, or `None` when
+    /// the agent should end (keep-warm time over, released, a failed wait).
+    pub async fn wait(
+        &mut self,
+        keep_warm_ms: u64,
+        events: &mut dyn FnMut(&str, Value),
+    ) -> Option<String> {
+        park(&self.mcp, keep_warm_ms, &mut self.known, events).await
+    }
+
+    /// End the MCP session.
+    pub async fn close(self) {
+        self.mcp.close().await;
     }
 }
 

@@ -99,9 +99,11 @@ fn main() -> Result<()> {
         (10, "10. Budget check per tool call", |c| {
             util::block(budget::run(c))
         }),
-        (11, "11. Warm agents: delivery to first model request", |c| {
-            util::block(warm::run(c))
-        }),
+        (
+            11,
+            "11. Warm agents: delivery to first model request",
+            |c| util::block(warm::run(c)),
+        ),
     ];
     let _guard = rt.enter();
     for (n, title, f) in items {

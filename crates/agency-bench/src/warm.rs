@@ -56,7 +56,11 @@ async fn wait_requests(model: &ModelServer, n: usize, timeout: Duration) -> Resu
     let deadline = Instant::now() + timeout;
     while model.requests().len() <= n {
         if Instant::now() > deadline {
-            bail!("the model saw no request {} within {} s", n + 1, timeout.as_secs());
+            bail!(
+                "the model saw no request {} within {} s",
+                n + 1,
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_micros(100)).await;
     }
@@ -76,7 +80,10 @@ async fn wait_live(svc: &Service, h: HandlerId, live: bool) -> Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("handler {h}'s agent did not {}", if live { "start" } else { "end" });
+            bail!(
+                "handler {h}'s agent did not {}",
+                if live { "start" } else { "end" }
+            );
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -139,9 +146,8 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let rounds = cfg.pick(50, 10);
     let cold = measure(0, rounds).await?;
     let warm = measure(600_000, rounds).await?;
-    let mut s = Section::new(
-        "11. Warm agents: message delivered → first model request (warm vs cold)",
-    );
+    let mut s =
+        Section::new("11. Warm agents: message delivered → first model request (warm vs cold)");
     s.rows.push(Row::times(
         "warm (agent parked in mail_wait), p50",
         warm.p50,

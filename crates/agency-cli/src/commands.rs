@@ -4,6 +4,7 @@
 
 mod approvals;
 mod budget;
+mod claude_warm;
 mod cost;
 mod daemon;
 mod demo;
@@ -136,6 +137,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Logs(a) => logs::logs(&ctx, &a.run),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
+        Command::ClaudeWarm(a) => claude_warm::run(&a),
         Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),
         Command::ModelServer(_) | Command::Tools => {
             unreachable!("handled before the home is resolved")

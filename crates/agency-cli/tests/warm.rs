@@ -49,6 +49,17 @@ struct Fixture {
 }
 
 async fn start(agents: &str) -> Fixture {
+    start_with(agents, |url| {
+        format!(
+            "runtime = \"builtin\"\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {url:?}\nmodel = \"scripted\"\nmax_turns = 40\n"
+        )
+    })
+    .await
+}
+
+/// `agents` goes into `[agents]`; `runtime(model URL)` adds the runtime
+/// and its table.
+async fn start_with(agents: &str, runtime: impl Fn(&str) -> String) -> Fixture {
     let model = ModelServer::start(Script::from_json(SCRIPT).unwrap())
         .await
         .unwrap();
@@ -57,11 +68,12 @@ async fn start(agents: &str) -> Fixture {
     home.init().unwrap();
     // Unconfined: the sandbox has tests of its own; these are about slots.
     let cfg = format!(
-        "[agents]\nruntime = \"builtin\"\nagency_program = {BIN:?}\nsandbox = \"off\"\nkill_grace_ms = 300\n{agents}\n\
-         [agents.builtin]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
-        model.base_url()
+        "[agents]\nagency_program = {BIN:?}\nsandbox = \"off\"\nkill_grace_ms = 300\n{agents}\n{}",
+        runtime(&model.base_url())
     );
     std::fs::write(home.config_path(), cfg).unwrap();
+    // The policy's defaults off: these tests are about slots, not approvals.
+    std::fs::write(home.dir().join("policy.toml"), "defaults = false\n").unwrap();
     let daemon = Daemon::start(&home).await.unwrap();
     let svc = daemon.service().clone();
     let root = svc.root_handler().unwrap().unwrap();
@@ -142,7 +154,10 @@ async fn a_warm_agent_answers_a_second_message_without_a_new_process() {
     assert!(reqs.iter().all(|r| r.status == 200), "{reqs:?}");
     // Still the one agent, still live; one run recorded for the handler.
     assert_eq!(live_agent(&f.svc, f.root), Some(agent));
-    let runs = f.svc.runs(Principal::User, Some(f.root), None, None).unwrap();
+    let runs = f
+        .svc
+        .runs(Principal::User, Some(f.root), None, None)
+        .unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0].agent, agent);
     assert!(runs[0].live);
@@ -244,4 +259,59 @@ async fn a_warm_agent_gives_its_slot_up_under_pressure() {
     assert_eq!(live_agent(&f.svc, yard), Some(yard_agent));
     f.daemon.stop().await.unwrap();
     f.model.shutdown().await;
+}
+
+/// Item 6 for Claude Code: in its stream-json input mode (`agency
+/// claude-warm`), the agent answers the second message in the same
+/// process and conversation, as the built-in one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_claude_code_agent_answers_a_second_message_in_the_same_session() {
+    let claude = claude_bin();
+    let f = start_with("keep_warm_ms = 600000", |url| {
+        format!(
+            "runtime = \"claude-code\"\n[agents.claude_code]\nprogram = {claude:?}\nmodel = \"scripted\"\nmax_turns = 20\n\
+             [agents.claude_code.env]\nANTHROPIC_BASE_URL = {url:?}\nANTHROPIC_API_KEY = \"test\"\nCLAUDE_CODE_MAX_RETRIES = \"1\"\n"
+        )
+    })
+    .await;
+    mail(&f.svc, f.root, "First");
+    let agent = wait_for("the root's agent", || live_agent(&f.svc, f.root)).await;
+    wait_for("the first message handled", || {
+        (requests_of(&f.model, "root").len() == 3).then_some(())
+    })
+    .await;
+    mail(&f.svc, f.root, "Second");
+    wait_for("the second message handled", || {
+        (requests_of(&f.model, "root").len() == 6).then_some(())
+    })
+    .await;
+    let reqs = requests_of(&f.model, "root");
+    let turns: Vec<usize> = reqs.iter().map(|r| r.turn).collect();
+    assert_eq!(turns, [0, 1, 2, 3, 4, 5], "{reqs:?}");
+    assert_eq!(live_agent(&f.svc, f.root), Some(agent));
+    let runs = f
+        .svc
+        .runs(Principal::User, Some(f.root), None, None)
+        .unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(f.svc.inbox_subjects(f.root, 10).unwrap().is_empty());
+    f.daemon.stop().await.unwrap();
+    // Two turns of one session in its transcript.
+    let log = transcript(&f.svc, agent);
+    assert_eq!(log.matches("\"type\":\"result\"").count(), 2, "{log}");
+    f.model.shutdown().await;
+}
+
+/// The real Claude Code CLI, from `AGENCY_CLAUDE_BIN` (scripts/test.sh
+/// installs it); this test fails without it, it is never skipped.
+fn claude_bin() -> String {
+    let p = std::env::var("AGENCY_CLAUDE_BIN").expect(
+        "AGENCY_CLAUDE_BIN is not set: this test runs the real Claude Code CLI; \
+         install it with `npm install --prefix target/claude-code @anthropic-ai/claude-code` \
+         and set AGENCY_CLAUDE_BIN to target/claude-code/node_modules/.bin/claude",
+    );
+    std::fs::canonicalize(&p)
+        .unwrap_or_else(|e| panic!("AGENCY_CLAUDE_BIN={p}: {e}"))
+        .to_string_lossy()
+        .into_owned()
 }

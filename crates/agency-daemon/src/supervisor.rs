@@ -395,11 +395,16 @@ impl State {
 
     /// A released warm agent has not ended within its grace: stop it.
     fn release_deadline(&mut self, agent: AgentId) {
-        let Some(run) = self.by_agent.get(&agent).and_then(|h| self.running.get_mut(h)) else {
+        let Some(run) = self
+            .by_agent
+            .get(&agent)
+            .and_then(|h| self.running.get_mut(h))
+        else {
             return;
         };
         if run.agent == agent && run.stop_reason.is_none() {
-            run.stop_reason = Some("released: a warm agent did not give its slot back in time".to_owned());
+            run.stop_reason =
+                Some("released: a warm agent did not give its slot back in time".to_owned());
             run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
         }
     }

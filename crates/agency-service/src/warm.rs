@@ -131,8 +131,7 @@ impl Service {
                         .to_owned(),
                 ),
             };
-            op.tx
-                .set_handler_keep_warm(handler, "user", ms, op.now)?;
+            op.tx.set_handler_keep_warm(handler, "user", ms, op.now)?;
             log(op, handler, None, summary)?;
             render_audit_log_file(op, handler, Author::default())?;
             keep_warm_view(op.tx, handler, defaults)
@@ -251,7 +250,11 @@ fn keep_warm_view(
 /// `agency up`: write (or remove) the organisation's keep-warm time of
 /// `handler` from its agent's `memory.keepWarm`. A value the model's
 /// checks let through but that is out of range is refused here.
-pub(crate) fn org_keep_warm_sync(op: &mut Op<'_>, handler: HandlerId, v: Option<&str>) -> Result<()> {
+pub(crate) fn org_keep_warm_sync(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    v: Option<&str>,
+) -> Result<()> {
     let ms = match v {
         None => None,
         Some(s) => {
@@ -297,10 +300,7 @@ mod tests {
             (300_000, "executive default")
         );
         assert_eq!(effective(None, None, false, D), (0, "default"));
-        let d = KeepWarmDefaults {
-            default_ms: 7,
-            ..D
-        };
+        let d = KeepWarmDefaults { default_ms: 7, ..D };
         assert_eq!(effective(None, None, false, d), (7, "default"));
     }
 
@@ -331,7 +331,10 @@ mod tests {
         let e = KeepWarmSetting::parse("25h").unwrap_err().to_string();
         assert!(e.contains("longer than the 24 h"), "{e}");
         let e = KeepWarmSetting::parse("soon").unwrap_err().to_string();
-        assert!(e.contains("failed to read the keep-warm time \"soon\""), "{e}");
+        assert!(
+            e.contains("failed to read the keep-warm time \"soon\""),
+            "{e}"
+        );
         assert!(KeepWarmSetting::parse("5").is_err());
     }
 }

@@ -147,7 +147,10 @@ struct Pool {
 impl WarmPool for Pool {
     fn park(&self, caller: &AgentIdentity) -> CancellationToken {
         let t = CancellationToken::new();
-        self.parked.lock().unwrap().push((caller.clone(), t.clone()));
+        self.parked
+            .lock()
+            .unwrap()
+            .push((caller.clone(), t.clone()));
         t
     }
     fn unpark(&self, _caller: &AgentIdentity) {
