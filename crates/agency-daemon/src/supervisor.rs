@@ -491,7 +491,7 @@ impl State {
             launch_nonces,
             egress_proxy: Some(self.egress_proxy),
             upstream,
-            keep_warm_ms: self.keep_warm_ms(h).await,
+            keep_warm_ms: crate::warm::keep_warm_ms(&self.svc, &self.cfg, &*self.runtime, h).await,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
@@ -845,25 +845,6 @@ impl State {
             return;
         }
         self.consider(h).await;
-    }
-
-    /// How long `h`'s agent stays warm (issue 13 item 6): a read that
-    /// fails means cold, the old behaviour.
-    async fn keep_warm_ms(&self, h: HandlerId) -> u64 {
-        let defaults = self.cfg.keep_warm_defaults();
-        let warm = self
-            .blocking(move |s| s.keep_warm_effective(h, defaults))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(handler = %h, error = %e, "failed to read the handler's keep-warm time");
-                None
-            });
-        let ms = warm.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        if ms > 0 && !self.runtime.keeps_warm() {
-            tracing::info!(handler = %h, runtime = self.runtime.name(), "keep-warm ignored: this runtime's agents exit when their work is done");
-            return 0;
-        }
-        ms
     }
 
     /// Count an exit without progress; set the backoff. True when the

@@ -11,11 +11,15 @@
 //! supervisor; in memory only, since parked agents die with the daemon.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agency_core::AgentId;
+use agency_core::{AgentId, HandlerId};
 use agency_mcp::{AgentIdentity, CancellationToken, WarmPool};
+use agency_service::Service;
+
+use crate::config::AgentsConfig;
+use crate::runtime::Runtime;
 
 /// How long a released agent has to end its run before it is stopped: a
 /// parked agent makes no model call, so it needs only to save and exit.
@@ -73,6 +77,34 @@ impl WarmRegistry {
     }
 }
 
+/// How long `h`'s agent stays warm, for its `SpawnSpec`: the service's
+/// `keep_warm_effective` for a runtime that keeps agents warm, else 0. A
+/// read that fails means cold, the behaviour without warm agents.
+pub(crate) async fn keep_warm_ms(
+    svc: &Arc<Service>,
+    cfg: &AgentsConfig,
+    runtime: &dyn Runtime,
+    h: HandlerId,
+) -> u64 {
+    let (svc, defaults) = (svc.clone(), cfg.keep_warm_defaults());
+    let warm = tokio::task::spawn_blocking(move || svc.keep_warm_effective(h, defaults))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let ms = match warm {
+        Ok(w) => w.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        Err(e) => {
+            tracing::warn!(handler = %h, error = %e, "failed to read the keep-warm time of handler {h}");
+            0
+        }
+    };
+    if ms > 0 && !runtime.keeps_warm() {
+        tracing::info!(handler = %h, runtime = runtime.name(), "keep-warm ignored: this runtime's agents exit when their work is done");
+        return 0;
+    }
+    ms
+}
+
 /// Every slot is taken and `waiting` handlers wait for one: release as
 /// many parked agents of `running` as are needed beyond those already
 /// released (longest idle first). Returns the agents released now.
@@ -119,7 +151,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use agency_core::HandlerId;
 
     fn who() -> AgentIdentity {
         AgentIdentity {
