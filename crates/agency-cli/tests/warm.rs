@@ -295,10 +295,24 @@ async fn a_warm_claude_code_agent_answers_a_second_message_in_the_same_session()
         .unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert!(f.svc.inbox_subjects(f.root, 10).unwrap().is_empty());
+    // Two turns of one session in its transcript (the live file in its
+    // run directory: the second turn's result follows the last request).
+    let runs_dir = f._dir.path().join("home/run");
+    wait_for("the second turn's result", || {
+        let dir = std::fs::read_dir(&runs_dir).ok()?.flatten().next()?;
+        let log = std::fs::read_to_string(dir.path().join("run/transcript.jsonl")).ok()?;
+        (log.matches("\"type\":\"result\"").count() == 2).then_some(())
+    })
+    .await;
     f.daemon.stop().await.unwrap();
-    // Two turns of one session in its transcript.
     let log = transcript(&f.svc, agent);
     assert_eq!(log.matches("\"type\":\"result\"").count(), 2, "{log}");
+    let sessions: std::collections::BTreeSet<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["session_id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sessions.len(), 1, "{log}");
     f.model.shutdown().await;
 }
 
