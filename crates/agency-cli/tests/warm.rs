@@ -329,3 +329,64 @@ fn claude_bin() -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// `agency keep-warm` (REST `/v1/handlers/{id}/keep-warm`): the default,
+/// the user's setting, its bound, going back to the default; and the
+/// setting is what the handler's next agent gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_sets_a_handlers_keep_warm_time_from_the_command_line() {
+    let f = start("").await;
+    let home = f._dir.path().join("home");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .env("AGENCY_HOME", &home)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let root = f.root.to_string();
+    let r8 = &root[..8];
+    let (ok, out, err) = run(&["keep-warm", r8]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("exits when its work is done (the default)"),
+        "{out}"
+    );
+    let (ok, out, err) = run(&["keep-warm", r8, "1500ms"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("stays warm 1500 ms after its work is done (set by the user)"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["keep-warm", r8, "25h"]);
+    assert!(!ok);
+    assert!(err.contains("longer than the 24 h"), "{err}");
+    let (ok, out, err) = run(&["--json", "keep-warm", r8]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["user_ms"], 1500);
+    assert_eq!(v["effective_ms"], 1500);
+    assert_eq!(v["source"], "user");
+    // The next agent of the handler gets it: it waits, then ends.
+    mail(&f.svc, f.root, "First");
+    let agent = wait_for("the root's agent", || live_agent(&f.svc, f.root)).await;
+    wait_for("the agent to end", || {
+        f.svc
+            .run(Principal::User, agent)
+            .ok()
+            .filter(|r| !r.live && r.normal.is_some())
+    })
+    .await;
+    let log = transcript(&f.svc, agent);
+    assert!(log.contains("\"keep_warm_ms\":1500"), "{log}");
+    let (ok, out, err) = run(&["keep-warm", r8, "default"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("(the default)"), "{out}");
+    f.daemon.stop().await.unwrap();
+    f.model.shutdown().await;
+}
