@@ -144,6 +144,12 @@ pub struct AgentConfig {
     /// when the run starts (the daemon starts the agent in its workspace).
     #[serde(default)]
     pub workspace: Option<PathBuf>,
+    /// After its work is done (an answer without tool calls), how long the
+    /// run stays alive waiting for mail in Agency's `mail_wait`, with no
+    /// model call (issue 13 item 6, warm agents); new mail continues the
+    /// conversation. 0 (the default): the run ends.
+    #[serde(default)]
+    pub keep_warm_ms: u64,
 }
 
 fn default_workspace_tools() -> Vec<String> {

@@ -71,9 +71,11 @@ mod sse;
 mod summary;
 mod tools;
 mod transcript;
+mod warm;
 
 pub use config::{AgentConfig, Api, RetryConfig, load_config};
 pub use error::AgentError;
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
 pub use tools::WORKSPACE_TOOLS;
+pub use warm::MailWaiter;

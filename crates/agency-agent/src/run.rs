@@ -296,6 +296,8 @@ async fn converse(
     let mut history = vec![Message::User(cfg.initial_message.clone())];
     // Set once a limit is reached: which one, and the calls still allowed.
     let mut wind_down: Option<(Limit, u32)> = None;
+    // Mail a warm wait already announced (it does not wake the run again).
+    let mut known: Vec<String> = Vec::new();
     loop {
         if wind_down.is_none() {
             let limit = if s.turns >= cfg.max_turns {
@@ -333,6 +335,28 @@ async fn converse(
             tool_calls: reply.tool_calls.clone(),
         });
         if reply.tool_calls.is_empty() {
+            // Work done. Warm (issue 13 item 6): wait for mail with no
+            // model call; new mail continues this conversation. The turn
+            // and token counters are the run's, not reset per wake, so the
+            // limit check above still bounds the whole run: at a limit the
+            // run winds down and ends, and the next mail starts a new agent.
+            if wind_down.is_none()
+                && cfg.keep_warm_ms > 0
+                && let Some(news) = crate::warm::park(
+                    mcp,
+                    cfg.keep_warm_ms,
+                    &mut known,
+                    &mut |e: &str, v: Value| {
+                        t.event(e, v);
+                        // On disk before a long wait, for whoever reads it.
+                        t.sync();
+                    },
+                )
+                .await
+            {
+                history.push(Message::User(news));
+                continue;
+            }
             return Ok(wind_down.map_or(Ended::Completed, |(l, _)| l.ended()));
         }
         let mut results = Vec::with_capacity(reply.tool_calls.len());

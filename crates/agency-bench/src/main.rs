@@ -25,6 +25,7 @@ mod sandbox;
 mod scale;
 mod sched;
 mod util;
+mod warm;
 mod writes;
 
 use std::path::PathBuf;
@@ -78,7 +79,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 11] = [
+    let items: [Item; 12] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -99,6 +100,11 @@ fn main() -> Result<()> {
         (10, "10. Budget check per tool call", |c| {
             util::block(budget::run(c))
         }),
+        (
+            11,
+            "11. Warm agents: delivery to first model request",
+            |c| util::block(warm::run(c)),
+        ),
         (12, "12. Memory search", memory::run),
     ];
     let _guard = rt.enter();

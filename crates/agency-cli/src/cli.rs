@@ -196,6 +196,12 @@ pub enum Command {
     /// ended normally or at a limit, 1 on error.
     Agent(AgentArgs),
 
+    /// Run Claude Code warm for the daemon's `claude-code` runtime (issue
+    /// 13 item 6): its stream-json input mode, the next message written
+    /// when mail comes. Started by the daemon, not by hand.
+    #[command(hide = true)]
+    ClaudeWarm(ClaudeWarmArgs),
+
     /// Agency's main job, offline: a fresh home, the real daemon and
     /// built-in agents against the scripted model server play a
     /// three-level story, then the handler tree, the outcome DAG and your
@@ -253,6 +259,21 @@ pub enum Command {
     /// Without one, the runtime's `upstream`.
     #[command(subcommand)]
     Model(ModelCommand),
+
+    /// How long a handler's agent stays alive after its work is done,
+    /// waiting for mail without a model call, so that new mail reaches it
+    /// at once (a warm agent holds a slot, and gives it up when another
+    /// handler waits for one). Your setting wins over the organisation's
+    /// `memory.keepWarm`, which wins over `[agents] keep_warm_ms` (or
+    /// `keep_warm_executive_ms` for an organisation's executive).
+    KeepWarm {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+        /// A duration (`90s`, `5m`, `1h30m`, at most `24h`), `off`, or
+        /// `default` (remove yours); omitted: show the settings.
+        setting: Option<String>,
+    },
 
     /// Stand up an organisation (issue 12): each agent of its Agency
     /// Model becomes a standing handler under the root handler, with its
@@ -376,6 +397,25 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
 pub struct CostArgs {
     /// Only this handler's subtree (id or unique prefix).
     pub handler: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ClaudeWarmArgs {
+    /// How long to wait for mail after a turn ends.
+    #[arg(long)]
+    pub keep_warm_ms: u64,
+    /// The first user message (a private file).
+    #[arg(long)]
+    pub message: PathBuf,
+    /// Where Claude Code's stream-json output is appended.
+    #[arg(long)]
+    pub transcript: PathBuf,
+    /// Agency's MCP endpoint (the token is in AGENCY_TOKEN).
+    #[arg(long)]
+    pub mcp_url: String,
+    /// Claude Code's command line, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 
 mod approvals;
 mod budget;
+mod claude_warm;
 mod cost;
 mod daemon;
 mod demo;
@@ -11,6 +12,7 @@ mod demo_org;
 mod gc;
 mod hook;
 mod kb;
+mod keep_warm;
 mod launch;
 mod logs;
 mod mail;
@@ -136,6 +138,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Logs(a) => logs::logs(&ctx, &a.run),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
+        Command::ClaudeWarm(a) => claude_warm::run(&a),
         Command::McpLaunch(_) => unreachable!("handled before the home is resolved"),
         Command::ModelServer(_) | Command::Tools => {
             unreachable!("handled before the home is resolved")
@@ -157,6 +160,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Model(ModelCommand::Clear { handler }) => model::set(&ctx, &handler, None),
         Command::Model(ModelCommand::Show { handler }) => model::show(&ctx, &handler),
+        Command::KeepWarm { handler, setting } => {
+            keep_warm::run(&ctx, &handler, setting.as_deref())
+        }
         Command::Up(a) => org_up::up(&ctx, &a.path, a.plan, &a.assist),
         Command::Down { name } => org_up::down(&ctx, &name),
         Command::Orgs => org_up::orgs(&ctx),

@@ -189,48 +189,77 @@ impl Runtime for ClaudeCodeRuntime {
                 .to_string()
                 .as_bytes(),
         )?;
-        // The supervisor captures stdout and stderr into the run's log; the
-        // stream-json transcript (stdout) goes to its own file instead, so
-        // the log holds Claude Code's stderr; `-p` without a prompt argument
-        // reads the first message from stdin.
-        let mut cmd = Command::new("/bin/sh");
-        clean_env(&mut cmd, spec)?;
-        cmd.arg("-c")
-            .arg(r#"exec "$0" "$@" < "$AGENCY_MESSAGE_FILE" > "$AGENCY_TRANSCRIPT""#)
-            .arg(program)
-            .arg("-p")
-            .arg("--append-system-prompt-file")
-            .arg(&prompt)
-            .arg("--mcp-config")
-            .arg(&mcp_path)
-            .arg("--strict-mcp-config")
-            .arg("--settings")
-            .arg(&settings)
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-p".into(),
+            "--append-system-prompt-file".into(),
+            prompt.into(),
+            "--mcp-config".into(),
+            mcp_path.into(),
+            "--strict-mcp-config".into(),
+            "--settings".into(),
+            settings.into(),
             // The built-in tools the model is offered at all (an empty
             // argument: none); the others do not exist for this run.
-            .arg("--tools")
-            .arg(self.cfg.tools.join(","))
-            .arg("--allowedTools")
-            .arg(allowed.join(","))
+            "--tools".into(),
+            self.cfg.tools.join(",").into(),
+            "--allowedTools".into(),
+            allowed.join(",").into(),
             // Nothing stops for a permission prompt, which `-p` could not
             // answer anyway: allowed tools run, anything else is refused.
             // Confinement is the sandbox's, not Claude Code's path checks.
-            .arg("--permission-mode")
-            .arg(PERMISSION_MODE)
-            .arg("--output-format")
-            .arg("stream-json")
-            .arg("--verbose");
+            "--permission-mode".into(),
+            PERMISSION_MODE.into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+        ];
         let route = self.routes.route(spec.upstream.as_deref());
         let model = route
             .as_ref()
             .and_then(|r| r.model.as_deref())
             .unwrap_or(&self.cfg.model);
         if !model.is_empty() {
-            cmd.arg("--model").arg(model);
+            args.extend(["--model".into(), model.into()]);
         }
         if self.cfg.max_turns > 0 {
-            cmd.arg("--max-turns").arg(self.cfg.max_turns.to_string());
+            args.extend(["--max-turns".into(), self.cfg.max_turns.to_string().into()]);
         }
+        let mut cmd = if spec.keep_warm_ms > 0 {
+            // Warm (issue 13 item 6): `agency claude-warm` runs it in its
+            // stream-json input mode, writes each message to its stdin
+            // and the transcript to its file, and waits for mail between
+            // turns (`commands/claude_warm.rs` in agency-cli).
+            let mut cmd = Command::new(&spec.launcher);
+            clean_env(&mut cmd, spec)?;
+            cmd.arg("claude-warm")
+                .arg("--keep-warm-ms")
+                .arg(spec.keep_warm_ms.to_string())
+                .arg("--message")
+                .arg(&message)
+                .arg("--transcript")
+                .arg(spec.run_dir.join("transcript.jsonl"))
+                .arg("--mcp-url")
+                .arg(&spec.mcp_url)
+                .arg("--")
+                .arg(program)
+                .args(&args)
+                .arg("--input-format")
+                .arg("stream-json")
+                .env("AGENCY_TOKEN", &spec.token);
+            cmd
+        } else {
+            // The supervisor captures stdout and stderr into the run's
+            // log; the stream-json transcript (stdout) goes to its own
+            // file instead, so the log holds Claude Code's stderr; `-p`
+            // without a prompt argument reads the first message from stdin.
+            let mut cmd = Command::new("/bin/sh");
+            clean_env(&mut cmd, spec)?;
+            cmd.arg("-c")
+                .arg(r#"exec "$0" "$@" < "$AGENCY_MESSAGE_FILE" > "$AGENCY_TRANSCRIPT""#)
+                .arg(program)
+                .args(&args);
+            cmd
+        };
         cmd.current_dir(&spec.workspace)
             .env("AGENCY_TRANSCRIPT", spec.run_dir.join("transcript.jsonl"))
             .env("AGENCY_MESSAGE_FILE", &message)
@@ -258,6 +287,11 @@ impl Runtime for ClaudeCodeRuntime {
 
     fn programs(&self) -> Vec<String> {
         vec![self.cfg.program.clone()]
+    }
+
+    /// Warm through `agency claude-warm` (stream-json input mode).
+    fn keeps_warm(&self) -> bool {
+        true
     }
 }
 
@@ -373,13 +407,20 @@ pub fn parse_transcript(text: &str) -> Transcript {
                         })
                         .unwrap_or_default(),
                 };
+                // A warm run (issue 13 item 6) has one result per turn:
+                // the counts add up, the last one says how it ended.
+                let prev = t.result.take().unwrap_or_default();
+                let add = |a: Option<i64>, b: Option<i64>| match (a, b) {
+                    (Some(x), Some(y)) => Some(x + y),
+                    (x, y) => x.or(y),
+                };
                 t.result = Some(ResultEvent {
                     subtype: ev["subtype"].as_str().unwrap_or_default().to_owned(),
                     is_error: ev["is_error"].as_bool().unwrap_or(false),
                     message,
-                    num_turns: ev["num_turns"].as_i64(),
-                    input_tokens: input,
-                    output_tokens: usage["output_tokens"].as_i64(),
+                    num_turns: add(prev.num_turns, ev["num_turns"].as_i64()),
+                    input_tokens: add(prev.input_tokens, input),
+                    output_tokens: add(prev.output_tokens, usage["output_tokens"].as_i64()),
                 });
             }
             _ => {}
@@ -470,6 +511,7 @@ mod tests {
             launch_nonces: Default::default(),
             egress_proxy: Some("127.0.0.1:4242".parse().unwrap()),
             upstream: None,
+            keep_warm_ms: 0,
         }
     }
 

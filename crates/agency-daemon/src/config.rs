@@ -217,6 +217,14 @@ pub struct AgentsConfig {
     /// agent from starting. `off` runs agents unconfined, as the daemon's
     /// user, and `agency status` says so on every call.
     pub sandbox: String,
+    /// How long an agent stays alive after its work is done, waiting for
+    /// mail without a model call (issue 13 item 6; 0: it exits). A
+    /// handler's own setting (`agency keep-warm`, an organisation's
+    /// `memory.keepWarm`) wins.
+    pub keep_warm_ms: u64,
+    /// The same for an organisation's executive handler, which answers
+    /// messages from outside and so is kept warm by default (5 minutes).
+    pub keep_warm_executive_ms: u64,
 }
 
 impl Default for AgentsConfig {
@@ -235,6 +243,8 @@ impl Default for AgentsConfig {
             builtin: BuiltinConfig::default(),
             claude_code: ClaudeCodeConfig::default(),
             sandbox: "on".to_owned(),
+            keep_warm_ms: 0,
+            keep_warm_executive_ms: 300_000,
         }
     }
 }
@@ -482,6 +492,17 @@ impl Config {
                 "agents.max_concurrent and agents.stall_after_exits must be at least 1".to_owned(),
             ));
         }
+        for (key, ms) in [
+            ("keep_warm_ms", cfg.agents.keep_warm_ms),
+            ("keep_warm_executive_ms", cfg.agents.keep_warm_executive_ms),
+        ] {
+            if ms > agency_service::MAX_KEEP_WARM_MS {
+                return Err(bad(format!(
+                    "agents.{key} = {ms} is out of range (0 to {}, 24 h)",
+                    agency_service::MAX_KEEP_WARM_MS
+                )));
+            }
+        }
         crate::sandbox_config::check_switch(&cfg.agents.sandbox).map_err(bad)?;
         // The home is the directory of agency.toml.
         let home = path.parent().unwrap_or(Path::new(""));
@@ -592,6 +613,14 @@ agency_program = ""
 # `agency status` warns on every call. Only for a machine that cannot
 # confine, and agents you would trust with your account.
 sandbox = "on"
+# How long an agent stays alive after its work is done, waiting for mail
+# without a model call, so that new mail reaches it at once (0: it exits).
+# A warm agent holds one of max_concurrent's slots and gives it up when
+# another handler waits for one. `agency keep-warm HANDLER` and an
+# organisation's memory.keepWarm set it per handler.
+keep_warm_ms = 0
+# The same for an organisation's executive handler (5 minutes).
+keep_warm_executive_ms = 300000
 
 [agents.command]
 program = ""
@@ -740,3 +769,14 @@ open_files = 4096
 #[allow(clippy::unwrap_used)]
 #[path = "config_tests.rs"]
 mod tests;
+
+impl AgentsConfig {
+    /// The keep-warm defaults the service applies to a handler without a
+    /// setting of its own.
+    pub fn keep_warm_defaults(&self) -> agency_service::KeepWarmDefaults {
+        agency_service::KeepWarmDefaults {
+            default_ms: self.keep_warm_ms,
+            executive_ms: self.keep_warm_executive_ms,
+        }
+    }
+}

@@ -564,6 +564,7 @@ mod tests {
             launch_nonces: Default::default(),
             egress_proxy: None,
             upstream: None,
+            keep_warm_ms: 0,
         };
         let mut c = confiner(&dir.path().join("home"));
         c.mode = Mode::Unavailable("Landlock is not available".into());

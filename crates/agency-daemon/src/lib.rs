@@ -40,6 +40,7 @@ mod repos;
 mod rest;
 pub mod rest_agency;
 mod rest_memory;
+mod rest_keep_warm;
 mod rest_models;
 mod rest_orgs;
 mod rest_records;
@@ -50,6 +51,7 @@ pub mod secrets;
 mod server;
 mod supervisor;
 pub mod tool_check;
+mod warm;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,

@@ -45,6 +45,10 @@ pub struct SpawnSpec {
     /// set`, inherited from the nearest boss that has one); `None`: the
     /// runtime's `upstream`.
     pub upstream: Option<String>,
+    /// How long the agent stays alive after its work is done, waiting for
+    /// mail (issue 13 item 6; 0: it exits). The built-in loop gets it in its
+    /// configuration; the other runtimes ignore it.
+    pub keep_warm_ms: u64,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -59,6 +63,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("mcp_servers", &self.mcp_servers)
             .field("egress_proxy", &self.egress_proxy)
             .field("upstream", &self.upstream)
+            .field("keep_warm_ms", &self.keep_warm_ms)
             .finish_non_exhaustive()
     }
 }
@@ -226,6 +231,12 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     fn programs(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Whether its agents stay warm when their handler's keep-warm time
+    /// says so (`SpawnSpec::keep_warm_ms`); otherwise they are started
+    /// with 0 and exit when their work is done.
+    fn keeps_warm(&self) -> bool {
+        false
+    }
 }
 
 /// A configured command: the agent's token, MCP URL and prompt reach it in
@@ -299,6 +310,11 @@ impl Runtime for BuiltinRuntime {
         "builtin"
     }
 
+    /// The loop waits in `mail_wait` itself, with no model call.
+    fn keeps_warm(&self) -> bool {
+        true
+    }
+
     fn command(&self, spec: &SpawnSpec) -> Result<Command, DaemonError> {
         let b = &self.cfg;
         // The agent inherits AGENCY_TOKEN and passes it on to the launchers
@@ -336,6 +352,7 @@ impl Runtime for BuiltinRuntime {
             "result_path": spec.run_dir.join("result.json"),
             "mcp_servers": servers,
             "workspace_tools": b.tools,
+            "keep_warm_ms": spec.keep_warm_ms,
         });
         let path = write_private(&spec.run_dir, "agent.json", config.to_string().as_bytes())?;
         let mut cmd = Command::new(&self.program);

@@ -58,6 +58,8 @@ pub(crate) struct AppState {
     /// The egress proxy's address, told to launchers of stdio servers
     /// whose manifest declares `egress` (`launch.rs`).
     pub egress_addr: Option<SocketAddr>,
+    /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
+    pub keep_warm: agency_service::KeepWarmDefaults,
 }
 
 /// A running daemon (in this process).
@@ -257,6 +259,7 @@ impl Daemon {
             models: Arc::new(models),
             guard: Arc::default(),
             egress_addr: Some(egress.addr()),
+            keep_warm: cfg.agents.keep_warm_defaults(),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's
@@ -277,6 +280,7 @@ impl Daemon {
             &cfg.repos_cache,
         );
         repo_cache.upload_packs = upload_packs.clone();
+        let warm = Arc::new(crate::warm::WarmRegistry::default());
         let mcp = agency_mcp::router_with(
             svc.clone(),
             agency_mcp::RouterOptions {
@@ -289,6 +293,7 @@ impl Daemon {
                     egress_proxy: egress.addr(),
                     run_root: crate::org_tool_command::run_root(home.dir()),
                 })),
+                warm: Some(warm.clone()),
                 ..Default::default()
             },
         )
@@ -384,6 +389,7 @@ impl Daemon {
                     confiner: confiner.clone(),
                     upload_packs,
                     extra_connect_ports: vec![egress.addr().port()],
+                    warm,
                 },
             )
         });

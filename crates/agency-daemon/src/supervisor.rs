@@ -37,6 +37,7 @@ use crate::launch::LaunchNonces;
 use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
+use crate::warm::WarmRegistry;
 
 enum Msg {
     Consider(HandlerId),
@@ -59,6 +60,8 @@ enum Msg {
     McpChanged(HandlerId),
     /// The grace period of an agent told to restart for new MCP servers.
     ConfigDeadline(AgentId),
+    /// The grace of a warm agent released to free its slot.
+    ReleaseDeadline(AgentId),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -117,6 +120,8 @@ pub(crate) struct SupervisorSetup {
     /// Ports agents may connect to besides the daemon's MCP port (the
     /// egress proxy's).
     pub extra_connect_ports: Vec<u16>,
+    /// Agents parked in `mail_wait` (warm), shared with the MCP tool.
+    pub warm: Arc<WarmRegistry>,
 }
 
 /// Handle to the running dispatcher.
@@ -154,6 +159,7 @@ impl Supervisor {
             confiner: setup.confiner,
             upload_packs: setup.upload_packs,
             extra_connect_ports: setup.extra_connect_ports,
+            warm: setup.warm,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -237,6 +243,7 @@ struct State {
     confiner: Arc<Confiner>,
     upload_packs: Arc<crate::repo_push::UploadPacks>,
     extra_connect_ports: Vec<u16>,
+    warm: Arc<WarmRegistry>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -267,6 +274,7 @@ impl State {
                 Msg::Ended { handler, agent } => self.ended(handler, agent).await,
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
                 Msg::ConfigDeadline(agent) => self.config_deadline(agent),
+                Msg::ReleaseDeadline(agent) => self.release_deadline(agent),
                 Msg::Shutdown(reply) => {
                     self.shutting_down = true;
                     let agents: Vec<AgentId> = self.running.values().map(|r| r.agent).collect();
@@ -363,6 +371,42 @@ impl State {
                 }
             }
         }
+        if !self.shutting_down && !self.queue.is_empty() {
+            self.yield_warm_slots();
+        }
+    }
+
+    /// Every slot is taken and handlers wait: warm agents give theirs
+    /// back (`warm.rs`), each stopped only if it has not ended after
+    /// `RELEASE_GRACE`.
+    fn yield_warm_slots(&mut self) {
+        let running = self.running.values().filter(|r| r.stop_reason.is_none());
+        let released =
+            crate::warm::yield_slots(&self.warm, self.queue.len(), running.map(|r| r.agent));
+        for agent in released {
+            tracing::info!(agent = %agent, "warm agent released: a handler waits for its slot");
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(crate::warm::RELEASE_GRACE).await;
+                let _ = tx.send(Msg::ReleaseDeadline(agent));
+            });
+        }
+    }
+
+    /// A released warm agent has not ended within its grace: stop it.
+    fn release_deadline(&mut self, agent: AgentId) {
+        let Some(run) = self
+            .by_agent
+            .get(&agent)
+            .and_then(|h| self.running.get_mut(h))
+        else {
+            return;
+        };
+        if run.agent == agent && run.stop_reason.is_none() {
+            run.stop_reason =
+                Some("released: a warm agent did not give its slot back in time".to_owned());
+            run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
+        }
     }
 
     async fn spawn(&mut self, h: HandlerId) -> Result<(), SpawnError> {
@@ -455,6 +499,7 @@ impl State {
             launch_nonces,
             egress_proxy: Some(self.egress_proxy),
             upstream,
+            keep_warm_ms: crate::warm::keep_warm_ms(&self.svc, &self.cfg, &*self.runtime, h).await,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self
@@ -704,6 +749,11 @@ impl State {
             return;
         };
         let timeout = Duration::from_millis(self.cfg.idle_timeout_ms);
+        // A warm agent parked in `mail_wait` is waiting, not stuck: its
+        // silence counts from now.
+        if self.warm.is_parked(agent) {
+            self.activity.touch(agent);
+        }
         let silent = self.activity.last(agent).map_or(timeout, |t| t.elapsed());
         if silent < timeout {
             let left = (timeout - silent).as_millis();
@@ -730,6 +780,7 @@ impl State {
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
+        self.warm.forget(agent);
         // Whatever the agent left behind goes with it.
         if let Some(cg) = run.cgroup {
             // Confined: every process it started is in its cgroup (none can

@@ -70,6 +70,18 @@ pub trait RepoCache: Send + Sync + std::fmt::Debug {
     ) -> Result<Pushed, PushError>;
 }
 
+/// The daemon's registry of warm agents (issue 13 item 6), as `mail_wait`
+/// sees it: an agent waiting there is parked (warm, idle, holding its
+/// slot), and the daemon may ask it to give the slot back.
+pub trait WarmPool: Send + Sync + std::fmt::Debug {
+    /// `caller` starts waiting for mail. The token is cancelled when the
+    /// daemon wants the agent's slot back (already cancelled if it asked
+    /// before this wait began).
+    fn park(&self, caller: &AgentIdentity) -> CancellationToken;
+    /// The wait `park` began has ended, however it ended.
+    fn unpark(&self, caller: &AgentIdentity);
+}
+
 /// Why a push did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PushError {
@@ -133,6 +145,9 @@ pub struct RouterOptions {
     pub repos: Option<Arc<dyn RepoCache>>,
     /// The runner of organisation tools (none: they are not offered).
     pub org_tools: Option<Arc<dyn OrgTools>>,
+    /// The daemon's registry of warm agents, which `mail_wait` parks the
+    /// caller in (none: waits are never released early).
+    pub warm: Option<Arc<dyn WarmPool>>,
 }
 
 impl Default for RouterOptions {
@@ -143,6 +158,7 @@ impl Default for RouterOptions {
             session_idle: Duration::from_secs(3600),
             repos: None,
             org_tools: None,
+            warm: None,
         }
     }
 }
@@ -194,6 +210,7 @@ pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
         .with_max_request_body_bytes(max_request_bytes(svc.limits().max_file_bytes));
     let repos = opts.repos;
     let org_tools = opts.org_tools;
+    let warm = opts.warm;
     let service = StreamableHttpService::new(
         move || {
             Ok(server::AgencyMcp::new(
@@ -201,6 +218,7 @@ pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
                 tools.clone(),
                 repos.clone(),
                 org_tools.clone(),
+                warm.clone(),
             ))
         },
         Arc::new(sessions),

@@ -38,6 +38,7 @@ pub(crate) struct AgencyMcp {
     svc: Arc<Service>,
     repos: Option<Arc<dyn crate::RepoCache>>,
     org_tools: Option<Arc<dyn crate::OrgTools>>,
+    warm: Option<Arc<dyn crate::WarmPool>>,
     tools: Arc<ToolRouter<AgencyMcp>>,
     /// The agent that initialized this session, once it has.
     owner: OnceLock<AgentIdentity>,
@@ -49,11 +50,13 @@ impl AgencyMcp {
         tools: Arc<ToolRouter<AgencyMcp>>,
         repos: Option<Arc<dyn crate::RepoCache>>,
         org_tools: Option<Arc<dyn crate::OrgTools>>,
+        warm: Option<Arc<dyn crate::WarmPool>>,
     ) -> Self {
         AgencyMcp {
             svc,
             repos,
             org_tools,
+            warm,
             tools,
             owner: OnceLock::new(),
         }
@@ -65,6 +68,10 @@ impl AgencyMcp {
 
     pub fn repos(&self) -> Option<Arc<dyn crate::RepoCache>> {
         self.repos.clone()
+    }
+
+    pub fn warm(&self) -> Option<Arc<dyn crate::WarmPool>> {
+        self.warm.clone()
     }
 
     /// The identity the daemon attached to the HTTP request this MCP

@@ -17,6 +17,7 @@ mod permissions;
 mod records;
 mod repos;
 mod runs;
+mod wait;
 
 use std::sync::Arc;
 
@@ -174,6 +175,7 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(records::routes())
         .chain(runs::routes())
         .chain(memory::routes())
+        .chain([wait::route()])
     {
         router.add_route(route);
     }

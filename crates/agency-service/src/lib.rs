@@ -58,6 +58,7 @@ mod runs;
 mod service;
 mod tokens;
 mod views;
+mod warm;
 
 pub use agency_store::OrgAgentStatus;
 pub use agency_store::OrgMessageStatus;
@@ -98,5 +99,6 @@ pub use runs::{RunOutcome, RunReport};
 pub use service::{Service, ServiceConfig};
 pub use tokens::{MintedToken, TokenIdentity};
 pub use views::*;
+pub use warm::{KeepWarmDefaults, KeepWarmSetting, KeepWarmView, MAX_KEEP_WARM_MS, MailHeader};
 
 pub type Result<T, E = ServiceError> = std::result::Result<T, E>;

@@ -263,6 +263,8 @@ fn apply(
         if op.tx.handler_standing(h)?.as_deref() != Some(text.as_str()) {
             op.tx.set_handler_standing(h, Some(&text), op.now)?;
         }
+        // Issue 13 item 6: the agent's `memory.keepWarm` (removed with it).
+        crate::warm::org_keep_warm_sync(op, h, wa.agent.memory.keep_warm.as_deref())?;
     }
     grants(op, w, &handlers, root.id)?;
     for c in &mut p.agents {

@@ -64,6 +64,7 @@ pub const AGENCY_MCP_TOOL_NAMES: &[&str] = &[
     "memory_search",
     "memory_forget",
     "memory_condense",
+    "mail_wait",
 ];
 
 /// The longest a tool may run (ms): a call holds an agent's MCP request.

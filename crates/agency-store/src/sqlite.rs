@@ -22,6 +22,7 @@ mod convert;
 mod handler_models;
 mod handlers;
 mod kb;
+mod keep_warm;
 mod mail;
 mod mcp_pins;
 mod memory;
@@ -74,6 +75,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v17.sql"),
     include_str!("sqlite/schema_v18.sql"),
     include_str!("sqlite/schema_v19.sql"),
+    include_str!("sqlite/schema_v20.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

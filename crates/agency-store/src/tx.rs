@@ -589,4 +589,18 @@ pub trait Tx {
         &mut self,
         handler: HandlerId,
     ) -> R<Option<crate::memory::MemoryCompactionRow>>;
+
+    // ---- Warm agents (issue 13 item 6) -----------------------------------
+
+    /// Set (`Some`) or clear (`None`) how long `handler`'s agent stays
+    /// warm, as `source` (`user` or `org`) gives it.
+    fn set_handler_keep_warm(
+        &mut self,
+        handler: HandlerId,
+        source: &str,
+        ms: Option<i64>,
+        at: Timestamp,
+    ) -> R<()>;
+    /// Every keep-warm time of `handler` as (source, ms), ordered by source.
+    fn handler_keep_warm(&mut self, handler: HandlerId) -> R<Vec<(String, i64)>>;
 }

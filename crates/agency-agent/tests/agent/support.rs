@@ -89,6 +89,7 @@ impl Agency {
                 .map(|t| (*t).to_owned())
                 .collect(),
             workspace: Some(self.dir.path().join("ws")),
+            keep_warm_ms: 0,
         }
     }
 

@@ -11,6 +11,7 @@ mod records;
 mod reopen;
 mod repos;
 mod support;
+mod wait;
 
 use agency_mcp::{AgentIdentity, TOOL_NAMES};
 use serde_json::json;

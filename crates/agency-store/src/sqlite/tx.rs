@@ -771,4 +771,19 @@ impl Tx for SqliteTx<'_> {
     ) -> R<Option<crate::memory::MemoryCompactionRow>> {
         super::memory::open_compaction(self.conn, handler)
     }
+
+    // ---- Warm agents (issue 13 item 6) -----------------------------------
+
+    fn set_handler_keep_warm(
+        &mut self,
+        handler: HandlerId,
+        source: &str,
+        ms: Option<i64>,
+        at: Timestamp,
+    ) -> R<()> {
+        super::keep_warm::set(self.conn, handler, source, ms, at)
+    }
+    fn handler_keep_warm(&mut self, handler: HandlerId) -> R<Vec<(String, i64)>> {
+        super::keep_warm::get(self.conn, handler)
+    }
 }

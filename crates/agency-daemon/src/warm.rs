@@ -1,0 +1,198 @@
+//! The registry of warm agents (issue 13 item 6, seed 004's option C): an
+//! agent whose work is done and that waits for mail in `mail_wait` is
+//! *parked*. It keeps its slot (warm agents are live agents, counted
+//! against `max_concurrent`), the idle watchdog leaves it alone, and when a
+//! handler waits for a slot the supervisor releases the longest-idle
+//! parked agent: its wait answers `released`, it ends normally, and only
+//! if it has not exited within [`RELEASE_GRACE`] is it stopped as any
+//! other agent (SIGTERM, grace, SIGKILL).
+//!
+//! Shared by the MCP tool side (through [`agency_mcp::WarmPool`]) and the
+//! supervisor; in memory only, since parked agents die with the daemon.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agency_core::{AgentId, HandlerId};
+use agency_mcp::{AgentIdentity, CancellationToken, WarmPool};
+use agency_service::Service;
+
+use crate::config::AgentsConfig;
+use crate::runtime::Runtime;
+
+/// How long a released agent has to end its run before it is stopped: a
+/// parked agent makes no model call, so it needs only to save and exit.
+pub(crate) const RELEASE_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug)]
+struct Entry {
+    /// Waits in progress (an agent may have more than one).
+    waits: u32,
+    /// Since when it has been parked (`None`: not parked now).
+    since: Option<Instant>,
+    /// Cancelled when the supervisor wants its slot back.
+    release: CancellationToken,
+}
+
+/// Which agents are warm, since when, and which were asked to yield.
+#[derive(Debug, Default)]
+pub(crate) struct WarmRegistry(Mutex<HashMap<AgentId, Entry>>);
+
+impl WarmRegistry {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Entry>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `agent` waits in `mail_wait` now (the idle watchdog spares it).
+    pub fn is_parked(&self, agent: AgentId) -> bool {
+        self.map().get(&agent).is_some_and(|e| e.waits > 0)
+    }
+
+    /// Release the parked agent of `among` that has been idle longest and
+    /// was not released yet; returns it.
+    pub fn release_longest_idle(&self, among: impl Iterator<Item = AgentId>) -> Option<AgentId> {
+        let map = self.map();
+        let (agent, e) = among
+            .filter_map(|a| map.get(&a).map(|e| (a, e)))
+            .filter(|(_, e)| !e.release.is_cancelled())
+            .filter_map(|(a, e)| e.since.map(|s| (a, e, s)))
+            .min_by_key(|(_, _, s)| *s)
+            .map(|(a, e, _)| (a, e))?;
+        e.release.cancel();
+        Some(agent)
+    }
+
+    /// Agents released and not yet gone: each frees a slot soon.
+    pub fn releasing(&self) -> usize {
+        self.map()
+            .values()
+            .filter(|e| e.release.is_cancelled())
+            .count()
+    }
+
+    /// The agent has exited: nothing of it is kept.
+    pub fn forget(&self, agent: AgentId) {
+        self.map().remove(&agent);
+    }
+}
+
+/// How long `h`'s agent stays warm, for its `SpawnSpec`: the service's
+/// `keep_warm_effective` for a runtime that keeps agents warm, else 0. A
+/// read that fails means cold, the behaviour without warm agents.
+pub(crate) async fn keep_warm_ms(
+    svc: &Arc<Service>,
+    cfg: &AgentsConfig,
+    runtime: &dyn Runtime,
+    h: HandlerId,
+) -> u64 {
+    let (svc, defaults) = (svc.clone(), cfg.keep_warm_defaults());
+    let warm = tokio::task::spawn_blocking(move || svc.keep_warm_effective(h, defaults))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let ms = match warm {
+        Ok(w) => w.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        Err(e) => {
+            tracing::warn!(handler = %h, error = %e, "failed to read the keep-warm time of handler {h}");
+            0
+        }
+    };
+    if ms > 0 && !runtime.keeps_warm() {
+        tracing::info!(handler = %h, runtime = runtime.name(), "keep-warm ignored: this runtime's agents exit when their work is done");
+        return 0;
+    }
+    ms
+}
+
+/// Every slot is taken and `waiting` handlers wait for one: release as
+/// many parked agents of `running` as are needed beyond those already
+/// released (longest idle first). Returns the agents released now.
+pub(crate) fn yield_slots(
+    reg: &WarmRegistry,
+    waiting: usize,
+    running: impl Iterator<Item = AgentId> + Clone,
+) -> Vec<AgentId> {
+    let mut out = Vec::new();
+    for _ in reg.releasing()..waiting {
+        match reg.release_longest_idle(running.clone()) {
+            Some(a) => out.push(a),
+            None => break,
+        }
+    }
+    out
+}
+
+impl WarmPool for WarmRegistry {
+    fn park(&self, caller: &AgentIdentity) -> CancellationToken {
+        let mut map = self.map();
+        let e = map.entry(caller.agent).or_insert_with(|| Entry {
+            waits: 0,
+            since: None,
+            release: CancellationToken::new(),
+        });
+        e.waits += 1;
+        e.since.get_or_insert_with(Instant::now);
+        e.release.clone()
+    }
+
+    fn unpark(&self, caller: &AgentIdentity) {
+        if let Some(e) = self.map().get_mut(&caller.agent) {
+            e.waits = e.waits.saturating_sub(1);
+            if e.waits == 0 {
+                e.since = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn who() -> AgentIdentity {
+        AgentIdentity {
+            handler: HandlerId::new_random(),
+            agent: AgentId::new_random(),
+            workspace: None,
+        }
+    }
+
+    #[test]
+    fn the_longest_idle_parked_agent_is_released_once() {
+        let r = WarmRegistry::default();
+        let (a, b, busy) = (who(), who(), who());
+        let ta = r.park(&a);
+        std::thread::sleep(Duration::from_millis(2));
+        let tb = r.park(&b);
+        assert!(r.is_parked(a.agent) && r.is_parked(b.agent));
+        assert!(!r.is_parked(busy.agent));
+        let all = [a.agent, b.agent, busy.agent];
+        assert_eq!(r.release_longest_idle(all.into_iter()), Some(a.agent));
+        assert!(ta.is_cancelled() && !tb.is_cancelled());
+        assert_eq!(r.releasing(), 1);
+        // Not twice: the next one is b.
+        assert_eq!(r.release_longest_idle(all.into_iter()), Some(b.agent));
+        assert_eq!(r.release_longest_idle(all.into_iter()), None);
+        // A wait that begins after the release answers at once.
+        assert!(r.park(&a).is_cancelled());
+        r.forget(a.agent);
+        r.forget(b.agent);
+        assert_eq!(r.releasing(), 0);
+    }
+
+    #[test]
+    fn an_agent_that_stopped_waiting_is_not_parked_and_not_released() {
+        let r = WarmRegistry::default();
+        let a = who();
+        let _t = r.park(&a);
+        let _t2 = r.park(&a);
+        r.unpark(&a);
+        assert!(r.is_parked(a.agent));
+        r.unpark(&a);
+        assert!(!r.is_parked(a.agent));
+        assert_eq!(r.release_longest_idle([a.agent].into_iter()), None);
+    }
+}
