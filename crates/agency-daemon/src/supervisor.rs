@@ -62,6 +62,8 @@ enum Msg {
     ConfigDeadline(AgentId),
     /// The grace of a warm agent released to free its slot.
     ReleaseDeadline(AgentId),
+    /// An agent parked in `mail_wait`: a queued handler may take its slot.
+    WarmParked,
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -130,6 +132,7 @@ pub(crate) struct Supervisor {
     tx: mpsc::UnboundedSender<Msg>,
     dispatcher: JoinHandle<()>,
     listener: JoinHandle<()>,
+    parked: JoinHandle<()>,
 }
 
 impl Supervisor {
@@ -144,6 +147,7 @@ impl Supervisor {
         // between is missed.
         let events = svc.subscribe();
         let listener = tokio::spawn(listen(events, tx.clone()));
+        let parked = tokio::spawn(listen_parked(setup.warm.clone(), tx.clone()));
         let state = State {
             svc,
             runtime,
@@ -176,6 +180,7 @@ impl Supervisor {
             tx,
             dispatcher,
             listener,
+            parked,
         }
     }
 
@@ -187,7 +192,18 @@ impl Supervisor {
             let _ = wait.await;
         }
         self.listener.abort();
+        self.parked.abort();
         let _ = self.dispatcher.await;
+    }
+}
+
+/// Tell the dispatcher each time an agent parks warm.
+async fn listen_parked(warm: Arc<WarmRegistry>, tx: mpsc::UnboundedSender<Msg>) {
+    loop {
+        warm.parked().await;
+        if tx.send(Msg::WarmParked).is_err() {
+            return;
+        }
     }
 }
 
@@ -275,6 +291,11 @@ impl State {
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
                 Msg::ConfigDeadline(agent) => self.config_deadline(agent),
                 Msg::ReleaseDeadline(agent) => self.release_deadline(agent),
+                Msg::WarmParked => {
+                    if !self.shutting_down && !self.queue.is_empty() {
+                        self.yield_warm_slots();
+                    }
+                }
                 Msg::Shutdown(reply) => {
                     self.shutting_down = true;
                     let agents: Vec<AgentId> = self.running.values().map(|r| r.agent).collect();

@@ -37,11 +37,24 @@ struct Entry {
 
 /// Which agents are warm, since when, and which were asked to yield.
 #[derive(Debug, Default)]
-pub(crate) struct WarmRegistry(Mutex<HashMap<AgentId, Entry>>);
+pub(crate) struct WarmRegistry {
+    agents: Mutex<HashMap<AgentId, Entry>>,
+    /// Signalled when an agent parks. A handler may have queued for a slot
+    /// while every agent was still busy (nothing to release then); the
+    /// supervisor must look again once one of them parks, or the queued
+    /// handler waits for a whole keep-warm time.
+    parked: tokio::sync::Notify,
+}
 
 impl WarmRegistry {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Entry>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Resolves after an agent has parked (a park before the call counts:
+    /// `Notify` keeps one permit, so none is missed).
+    pub async fn parked(&self) {
+        self.parked.notified().await;
     }
 
     /// Whether `agent` waits in `mail_wait` now (the idle watchdog spares it).
@@ -132,8 +145,14 @@ impl WarmPool for WarmRegistry {
             release: CancellationToken::new(),
         });
         e.waits += 1;
+        let newly = e.since.is_none();
         e.since.get_or_insert_with(Instant::now);
-        e.release.clone()
+        let release = e.release.clone();
+        drop(map);
+        if newly {
+            self.parked.notify_one();
+        }
+        release
     }
 
     fn unpark(&self, caller: &AgentIdentity) {

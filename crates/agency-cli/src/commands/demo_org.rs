@@ -119,8 +119,19 @@ pub(super) async fn run(home: &Home) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    // Let the agents finish what they are doing. An agent without work is
+    // done: the front desk, an executive, stays warm waiting for mail (for
+    // `keep_warm_executive_ms`), and stopping the daemon ends it.
     let settle = Instant::now() + Duration::from_secs(10);
-    while !svc.agents_live(Principal::User)?.is_empty() && Instant::now() < settle {
+    loop {
+        let live = svc.agents_live(Principal::User)?;
+        let mut busy = false;
+        for a in &live {
+            busy |= svc.has_work(a.handler)?;
+        }
+        if !busy || Instant::now() >= settle {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let agents = svc.agents_recent(Principal::User, Some(100))?;
