@@ -153,14 +153,12 @@ impl Daemon {
         // Issue 13: the embeddings endpoint of semantic memory search, if
         // configured (its key filled in from the secrets, like a model's).
         let embedder = match &cfg.memory.embeddings {
-            Some(e) => Some(
-                crate::memory_embed::HttpEmbedder::new(e, &secrets).map_err(|message| {
-                    DaemonError::Config {
-                        path: home.config_path(),
-                        message,
-                    }
-                })?,
-            ),
+            Some(e) => Some(crate::memory_embed::HttpEmbedder::new(e, &secrets).map_err(
+                |message| DaemonError::Config {
+                    path: home.config_path(),
+                    message,
+                },
+            )?),
             None => None,
         };
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
