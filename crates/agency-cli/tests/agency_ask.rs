@@ -12,28 +12,10 @@ use agency_core::{HandlerId, Principal};
 use agency_daemon::Home;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agency");
+#[path = "common/home_cli.rs"]
+mod home_cli;
 
-fn agency(home: &Home, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .args(args)
-        .env_remove("AGENCY_HOME")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn ok(home: &Home, args: &[&str]) -> String {
-    let (code, out, err) = agency(home, args);
-    assert_eq!(code, 0, "agency {args:?} failed: {out}{err}");
-    out
-}
+use home_cli::{BIN, agency, ok};
 
 /// A home whose agency `weather` has an executive handler (recorded
 /// before the daemon starts; `agency up` will do this).

@@ -12,34 +12,10 @@ use agency_core::{MemoryId, Principal};
 use agency_daemon::Home;
 use agency_service::NewOutcome;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agency");
+#[path = "common/home_cli.rs"]
+mod home_cli;
 
-fn agency(home: &Home, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .args(args)
-        .env_remove("AGENCY_HOME")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn ok(home: &Home, args: &[&str]) -> String {
-    let (code, out, err) = agency(home, args);
-    assert_eq!(code, 0, "agency {args:?} failed: {out}{err}");
-    out
-}
-
-fn json(home: &Home, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    serde_json::from_str(&ok(home, &all)).unwrap()
-}
+use home_cli::{BIN, agency, json, ok};
 
 fn serve(home: &Home, log: &std::path::Path) -> Child {
     let log = std::fs::File::create(log).unwrap();

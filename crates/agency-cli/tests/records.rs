@@ -13,28 +13,10 @@ use agency_core::{MailTarget, Principal};
 use agency_daemon::Home;
 use agency_service::{MailBody, RunReport};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agency");
+#[path = "common/home_cli.rs"]
+mod home_cli;
 
-fn agency(home: &Home, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .args(args)
-        .env_remove("AGENCY_HOME")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn ok(home: &Home, args: &[&str]) -> String {
-    let (code, out, err) = agency(home, args);
-    assert_eq!(code, 0, "agency {args:?} failed: {out}{err}");
-    out
-}
+use home_cli::{BIN, agency, ok};
 
 #[test]
 fn issue9_item12_runs_transcripts_receipts_and_access_logs_from_the_cli() {

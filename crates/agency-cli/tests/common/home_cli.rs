@@ -1,0 +1,44 @@
+//! The real `agency` binary run against an `agency_daemon::Home` made by
+//! the test itself (the home's directory and nothing of the caller's
+//! environment that could change its behaviour): exit code and output, a
+//! run that must succeed, and `--json` output parsed.
+//! Included by the test binaries with `#[path = "common/home_cli.rs"] mod home_cli;`.
+
+// Shared by several test binaries, each of which uses only part of it.
+#![allow(dead_code)]
+
+use std::process::Command;
+
+use agency_daemon::Home;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agency");
+
+/// Run `agency --home HOME ARGS…`: (exit code, stdout, stderr).
+pub fn agency(home: &Home, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(home.dir())
+        .args(args)
+        .env_remove("AGENCY_HOME")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// Run it and insist on success; its stdout.
+pub fn ok(home: &Home, args: &[&str]) -> String {
+    let (code, out, err) = agency(home, args);
+    assert_eq!(code, 0, "agency {args:?} failed: {out}{err}");
+    out
+}
+
+/// Run it with `--json` first and parse what it prints.
+pub fn json(home: &Home, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(home, &all)).unwrap()
+}
