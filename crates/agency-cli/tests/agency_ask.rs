@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use agency_core::{HandlerId, Principal};
 use agency_daemon::Home;
 use serde_json::{Value, json};
@@ -15,7 +12,7 @@ use serde_json::{Value, json};
 #[path = "common/home_cli.rs"]
 mod home_cli;
 
-use home_cli::{BIN, agency, ok};
+use home_cli::{agency, ok};
 
 /// A home whose agency `weather` has an executive handler (recorded
 /// before the daemon starts; `agency up` will do this).
@@ -85,21 +82,7 @@ fn mcp_call(base: &str, token: &str, tool: &str, args: Value) -> Value {
 fn issue12_ask_an_agency_and_manage_its_keys_from_the_cli() {
     let tmp = tempfile::tempdir().unwrap();
     let (home, exec) = home_with_agency(tmp.path());
-    let log = std::fs::File::create(tmp.path().join("daemon.log")).unwrap();
-    let mut daemon = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .arg("serve")
-        .env_remove("AGENCY_HOME")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while agency(&home, &["status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut daemon = home_cli::serve(&home, &tmp.path().join("daemon.log"));
     let status: Value = serde_json::from_str(&ok(&home, &["--json", "status"])).unwrap();
     let base = format!("http://{}", status["addr"].as_str().unwrap());
 

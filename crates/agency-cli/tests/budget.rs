@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use agency_core::Principal;
 use agency_daemon::Home;
 use agency_service::BudgetLimits;
@@ -15,7 +12,7 @@ use agency_service::BudgetLimits;
 #[path = "common/home_cli.rs"]
 mod home_cli;
 
-use home_cli::{BIN, agency, ok};
+use home_cli::{agency, ok};
 
 #[test]
 fn budgets_are_set_and_shown_from_the_cli() {
@@ -40,21 +37,7 @@ fn budgets_are_set_and_shown_from_the_cli() {
         svc.agent_end(agent, "test").unwrap();
         root
     };
-    let log = std::fs::File::create(tmp.path().join("daemon.log")).unwrap();
-    let mut daemon = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .arg("serve")
-        .env_remove("AGENCY_HOME")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while agency(&home, &["status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut daemon = home_cli::serve(&home, &tmp.path().join("daemon.log"));
     let r8 = &root.to_string()[..8];
     let shown = ok(&home, &["budget", "show"]);
     assert!(shown.contains("PAUSED: tool calls limit 0"), "{shown}");

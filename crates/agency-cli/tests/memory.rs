@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use agency_core::{MemoryId, Principal};
 use agency_daemon::Home;
 use agency_service::NewOutcome;
@@ -15,31 +12,7 @@ use agency_service::NewOutcome;
 #[path = "common/home_cli.rs"]
 mod home_cli;
 
-use home_cli::{BIN, agency, json, ok};
-
-fn serve(home: &Home, log: &std::path::Path) -> Child {
-    let log = std::fs::File::create(log).unwrap();
-    let daemon = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .arg("serve")
-        .env_remove("AGENCY_HOME")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while agency(home, &["status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    daemon
-}
-
-fn stop(home: &Home, mut daemon: Child) {
-    ok(home, &["shutdown"]);
-    let _ = daemon.wait();
-}
+use home_cli::{agency, json, ok, serve, stop};
 
 #[test]
 fn issue13_memory_commands_against_a_real_daemon() {

@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use agency_core::prompt::PROMPT_VERSION;
 use agency_core::{MailTarget, Principal};
 use agency_daemon::Home;
@@ -16,7 +13,7 @@ use agency_service::{MailBody, RunReport};
 #[path = "common/home_cli.rs"]
 mod home_cli;
 
-use home_cli::{BIN, agency, ok};
+use home_cli::ok;
 
 #[test]
 fn issue9_item12_runs_transcripts_receipts_and_access_logs_from_the_cli() {
@@ -59,21 +56,7 @@ fn issue9_item12_runs_transcripts_receipts_and_access_logs_from_the_cli() {
         .unwrap();
         (root, agent, message, file)
     };
-    let log = std::fs::File::create(tmp.path().join("daemon.log")).unwrap();
-    let mut daemon = Command::new(BIN)
-        .arg("--home")
-        .arg(home.dir())
-        .arg("serve")
-        .env_remove("AGENCY_HOME")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while agency(&home, &["status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut daemon = home_cli::serve(&home, &tmp.path().join("daemon.log"));
 
     let a8 = &agent.to_string()[..8];
     let runs = ok(&home, &["runs"]);

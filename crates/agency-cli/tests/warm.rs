@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, HandlerId, MailTarget, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{MailBody, NewOutcome, Service};
+use agency_service::{MailBody, NewOutcome, RunView, Service};
 use agency_testkit::{ModelServer, RecordedRequest, Script};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agency");
@@ -126,6 +126,16 @@ fn live_agent(svc: &Service, h: HandlerId) -> Option<AgentId> {
         .map(|a| a.id)
 }
 
+/// Waits until `agent`'s run has ended and been recorded; its record.
+async fn ended(svc: &Service, agent: AgentId) -> RunView {
+    wait_for("the agent to end", || {
+        svc.run(Principal::User, agent)
+            .ok()
+            .filter(|r| !r.live && r.normal.is_some())
+    })
+    .await
+}
+
 fn transcript(svc: &Service, agent: AgentId) -> String {
     String::from_utf8(svc.run_transcript(Principal::User, agent).unwrap()).unwrap()
 }
@@ -176,13 +186,7 @@ async fn a_warm_agent_ends_normally_after_its_keep_warm_time() {
     let f = start("keep_warm_ms = 1500").await;
     mail(&f.svc, f.root, "First");
     let agent = wait_for("the root's agent", || live_agent(&f.svc, f.root)).await;
-    let run = wait_for("the agent to end", || {
-        f.svc
-            .run(Principal::User, agent)
-            .ok()
-            .filter(|r| !r.live && r.normal.is_some())
-    })
-    .await;
+    let run = ended(&f.svc, agent).await;
     assert_eq!(run.normal, Some(true), "{run:?}");
     assert_eq!(run.end_reason.as_deref(), Some("completed"));
     assert_eq!(requests_of(&f.model, "root").len(), 3);
@@ -200,13 +204,7 @@ async fn an_ordinary_handlers_agent_exits_after_its_work_by_default() {
     let f = start("").await;
     mail(&f.svc, f.root, "First");
     let agent = wait_for("the root's agent", || live_agent(&f.svc, f.root)).await;
-    let run = wait_for("the agent to end", || {
-        f.svc
-            .run(Principal::User, agent)
-            .ok()
-            .filter(|r| !r.live && r.normal.is_some())
-    })
-    .await;
+    let run = ended(&f.svc, agent).await;
     assert_eq!(run.normal, Some(true), "{run:?}");
     let log = transcript(&f.svc, agent);
     assert!(!log.contains("warm_wait"), "{log}");
@@ -375,13 +373,7 @@ async fn the_user_sets_a_handlers_keep_warm_time_from_the_command_line() {
     // The next agent of the handler gets it: it waits, then ends.
     mail(&f.svc, f.root, "First");
     let agent = wait_for("the root's agent", || live_agent(&f.svc, f.root)).await;
-    wait_for("the agent to end", || {
-        f.svc
-            .run(Principal::User, agent)
-            .ok()
-            .filter(|r| !r.live && r.normal.is_some())
-    })
-    .await;
+    ended(&f.svc, agent).await;
     let log = transcript(&f.svc, agent);
     assert!(log.contains("\"keep_warm_ms\":1500"), "{log}");
     let (ok, out, err) = run(&["keep-warm", r8, "default"]);

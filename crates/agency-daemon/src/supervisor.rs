@@ -439,6 +439,8 @@ impl State {
                 .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))?;
         }
         let ws = workspace.clone();
+        let defaults = self.cfg.keep_warm_defaults();
+        let runtime = (self.runtime.name().to_owned(), self.runtime.keeps_warm());
         let started = self
             .blocking(move |s| {
                 let view = s.handler_view(Principal::User, h)?;
@@ -475,10 +477,11 @@ impl State {
                     Ok(None) => {}
                     Err(e) => tracing::warn!(handler = %h, error = %e, "failed to recall memories"),
                 }
-                Ok(Some((minted, prompt, first, granted)))
+                let keep_warm = crate::warm::keep_warm_ms(s, defaults, (&runtime.0, runtime.1), h);
+                Ok(Some((minted, prompt, first, granted, keep_warm)))
             })
             .await;
-        let (minted, prompt, initial_message, granted) = match started {
+        let (minted, prompt, initial_message, granted, keep_warm_ms) = match started {
             Ok(Some(x)) => x,
             Ok(None) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -520,7 +523,7 @@ impl State {
             launch_nonces,
             egress_proxy: Some(self.egress_proxy),
             upstream,
-            keep_warm_ms: crate::warm::keep_warm_ms(&self.svc, &self.cfg, &*self.runtime, h).await,
+            keep_warm_ms,
         };
         let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
         let _ = self

@@ -11,15 +11,12 @@
 //! supervisor; in memory only, since parked agents die with the daemon.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, HandlerId};
 use agency_mcp::{AgentIdentity, CancellationToken, WarmPool};
 use agency_service::Service;
-
-use crate::config::AgentsConfig;
-use crate::runtime::Runtime;
 
 /// How long a released agent has to end its run before it is stopped: a
 /// parked agent makes no model call, so it needs only to save and exit.
@@ -92,27 +89,24 @@ impl WarmRegistry {
 
 /// How long `h`'s agent stays warm, for its `SpawnSpec`: the service's
 /// `keep_warm_effective` for a runtime that keeps agents warm, else 0. A
-/// read that fails means cold, the behaviour without warm agents.
-pub(crate) async fn keep_warm_ms(
-    svc: &Arc<Service>,
-    cfg: &AgentsConfig,
-    runtime: &dyn Runtime,
+/// read that fails means cold, the behaviour without warm agents. Called
+/// inside the spawn's own store call, so it costs no extra thread hop.
+pub(crate) fn keep_warm_ms(
+    svc: &Service,
+    defaults: agency_service::KeepWarmDefaults,
+    runtime: (&str, bool),
     h: HandlerId,
 ) -> u64 {
-    let (svc, defaults) = (svc.clone(), cfg.keep_warm_defaults());
-    let warm = tokio::task::spawn_blocking(move || svc.keep_warm_effective(h, defaults))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    let ms = match warm {
+    let (name, keeps_warm) = runtime;
+    let ms = match svc.keep_warm_effective(h, defaults) {
         Ok(w) => w.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         Err(e) => {
             tracing::warn!(handler = %h, error = %e, "failed to read the keep-warm time of handler {h}");
             0
         }
     };
-    if ms > 0 && !runtime.keeps_warm() {
-        tracing::info!(handler = %h, runtime = runtime.name(), "keep-warm ignored: this runtime's agents exit when their work is done");
+    if ms > 0 && !keeps_warm {
+        tracing::info!(handler = %h, runtime = name, "keep-warm ignored: this runtime's agents exit when their work is done");
         return 0;
     }
     ms

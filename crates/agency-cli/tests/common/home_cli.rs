@@ -1,13 +1,16 @@
 //! The real `agency` binary run against an `agency_daemon::Home` made by
 //! the test itself (the home's directory and nothing of the caller's
 //! environment that could change its behaviour): exit code and output, a
-//! run that must succeed, and `--json` output parsed.
+//! run that must succeed, `--json` output parsed, and `agency serve`
+//! started on the home (waiting until it answers) and shut down.
 //! Included by the test binaries with `#[path = "common/home_cli.rs"] mod home_cli;`.
 
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use agency_daemon::Home;
 
@@ -41,4 +44,31 @@ pub fn json(home: &Home, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     serde_json::from_str(&ok(home, &all)).unwrap()
+}
+
+/// Start `agency serve` on the home, its stderr in `log`, and wait until
+/// `agency status` answers (at most 30 s).
+pub fn serve(home: &Home, log: &Path) -> Child {
+    let log = std::fs::File::create(log).unwrap();
+    let daemon = Command::new(BIN)
+        .arg("--home")
+        .arg(home.dir())
+        .arg("serve")
+        .env_remove("AGENCY_HOME")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while agency(home, &["status"]).0 != 0 {
+        assert!(Instant::now() < deadline, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemon
+}
+
+/// Shut the daemon down (`agency shutdown`) and reap it.
+pub fn stop(home: &Home, mut daemon: Child) {
+    ok(home, &["shutdown"]);
+    let _ = daemon.wait();
 }
