@@ -4,10 +4,13 @@
 //! same stack (a JSON echo route in axum with `TCP_NODELAY`, reqwest as the
 //! client, one keep-alive connection).
 //!
-//! The MCP client is rmcp's streamable-HTTP client, as the built-in agent
-//! uses it (`crates/agency-agent/src/mcp.rs`): one stateful session, calls
-//! made one after another. Samples are taken in interleaved rounds (echo,
-//! subject, echo, subject …) so a noisy neighbour hits both alike.
+//! Two MCP clients: a plain one (`jsonrpc.rs`: reqwest and the protocol's
+//! JSON-RPC, nothing else), which shows what the server costs, and rmcp's
+//! streamable-HTTP client as the built-in agent uses it
+//! (`crates/agency-agent/src/mcp.rs`), which adds its own task hand-offs
+//! on the client side. Calls are made one after another. Samples are taken
+//! in interleaved rounds (echo, subject, echo, subject …) so a noisy
+//! neighbour hits both alike.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -153,8 +156,29 @@ impl Drop for Echo {
     }
 }
 
+/// An MCP client of either kind.
+pub enum Client {
+    Plain(crate::jsonrpc::Plain),
+    Rmcp(Mcp),
+}
+
+impl Client {
+    async fn kb_read(&self, file: &str) -> Result<()> {
+        match self {
+            Client::Plain(c) => c.kb_read(file).await,
+            Client::Rmcp(c) => c.kb_read(file).await,
+        }
+    }
+
+    async fn close(self) {
+        if let Client::Rmcp(c) = self {
+            c.close().await;
+        }
+    }
+}
+
 /// Interleaved samples of the floor and of a subject.
-async fn sample(echo: &Echo, mcp: &Mcp, file: &str, n: usize) -> Result<(Pct, Pct)> {
+async fn sample(echo: &Echo, mcp: &Client, file: &str, n: usize) -> Result<(Pct, Pct)> {
     for _ in 0..WARMUP {
         echo.call().await?;
         mcp.kb_read(file).await?;
@@ -227,10 +251,13 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
     let n = cfg.pick(5000, 1000);
     let subject = Subject::start().await?;
     let echo = Echo::start().await?;
-    let mcp = Mcp::connect(&subject.mcp_url(), Some(&subject.token)).await?;
+    let url = subject.mcp_url();
     let file = subject.file.to_string();
-    let (floor, agency) = sample(&echo, &mcp, &file, n).await?;
-    mcp.close().await;
+    let plain = Client::Plain(crate::jsonrpc::Plain::connect(&url, Some(&subject.token)).await?);
+    let (floor, agency) = sample(&echo, &plain, &file, n).await?;
+    let rmcp = Client::Rmcp(Mcp::connect(&url, Some(&subject.token)).await?);
+    let (floor_r, agency_r) = sample(&echo, &rmcp, &file, n).await?;
+    rmcp.close().await;
     // The same work without HTTP and MCP: what the tool handler calls
     // (token lookup, then kb_read), timed in-process.
     let svc = subject.daemon.service().clone();
@@ -256,17 +283,27 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
         .context("failed to stop the daemon")?;
     let mut s = Section::new("1. MCP tool-call latency: kb_read of 4 KiB through the daemon");
     s.rows.push(Row::times(
-        "kb_read p50",
+        "kb_read p50 (plain JSON-RPC client)",
         agency.p50,
         ("bare HTTP echo p50", floor.p50),
     ));
     s.rows.push(Row::times(
-        "kb_read p99",
+        "kb_read p99 (plain JSON-RPC client)",
         agency.p99,
         ("bare HTTP echo p99", floor.p99),
     ));
     s.rows.push(Row::times(
-        "kb_read p50, against the same work in-process",
+        "kb_read p50 (rmcp client)",
+        agency_r.p50,
+        ("bare HTTP echo p50", floor_r.p50),
+    ));
+    s.rows.push(Row::times(
+        "kb_read p99 (rmcp client)",
+        agency_r.p99,
+        ("bare HTTP echo p99", floor_r.p99),
+    ));
+    s.rows.push(Row::times(
+        "kb_read p50 (plain client), against the same work in-process",
         agency.p50,
         (
             "token check + Service::kb_read in-process, no HTTP/MCP, p50",
@@ -274,11 +311,12 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
         ),
     ));
     s.shows = format!(
-        "what a tool call costs above the bare HTTP floor: token check, permission check, SQLite read, blob read and MCP framing add {} at p50.",
-        fmt_dur(agency.p50.saturating_sub(floor.p50))
+        "what a tool call costs above the bare HTTP floor: token check, permission check, SQLite read, blob read and MCP framing add {} at p50 (plain client); rmcp's client adds {} more on its own side.",
+        fmt_dur(agency.p50.saturating_sub(floor.p50)),
+        fmt_dur(agency_r.p50.saturating_sub(agency.p50))
     );
     s.notes.push(format!(
-        "{} samples each after {WARMUP} warm-up calls, interleaved in {ROUNDS} rounds; daemon in this process (`Daemon::start`), rmcp streamable-HTTP client with the agent's bearer token (one stateful session, SSE replies); echo: axum route on 127.0.0.1:0 with TCP_NODELAY, reqwest client.",
+        "{} samples per client after {WARMUP} warm-up calls, each interleaved with the echo in {ROUNDS} rounds; daemon in this process (`Daemon::start`), stateless MCP endpoint answering in JSON; clients with the agent's bearer token: plain = reqwest speaking MCP's JSON-RPC (`crates/agency-bench/src/jsonrpc.rs`: initialize, notifications/initialized, then tools/call with the protocol-version header), rmcp = rmcp's streamable-HTTP client as the built-in agent uses it; echo: axum route on 127.0.0.1:0 with TCP_NODELAY, reqwest client.",
         agency.n
     ));
     Ok(vec![s])
@@ -335,7 +373,7 @@ struct Peer {
 }
 
 impl Peer {
-    async fn start(python: &Path, dir: &Path, port: u16, file: &str) -> Result<Peer> {
+    async fn start(python: &Path, dir: &Path, port: u16, file: &str, token: &str) -> Result<Peer> {
         let script = repo_root().join("bench/python_peer.py");
         let content = dir.join("content.txt");
         std::fs::write(&content, four_kib())
@@ -352,6 +390,8 @@ impl Peer {
             .arg(&content)
             .arg("--file")
             .arg(file)
+            .arg("--token")
+            .arg(token)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -390,15 +430,19 @@ pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
     let port = free_port()?;
     let subject = Subject::start().await?;
     let file = subject.file.to_string();
-    let mut peer = Peer::start(&python, dir.path(), port, &file).await?;
+    let peer_token = format!("peer-{}", uuid::Uuid::new_v4().simple());
+    let mut peer = Peer::start(&python, dir.path(), port, &file, &peer_token).await?;
     let echo = Echo::start().await?;
-    let agency = Mcp::connect(&subject.mcp_url(), Some(&subject.token)).await?;
-    let py = Mcp::connect(&format!("http://127.0.0.1:{port}/mcp"), None).await?;
+    let agency = Client::Plain(
+        crate::jsonrpc::Plain::connect(&subject.mcp_url(), Some(&subject.token)).await?,
+    );
+    let py = Client::Plain(
+        crate::jsonrpc::Plain::connect(&format!("http://127.0.0.1:{port}/mcp"), Some(&peer_token))
+            .await?,
+    );
     // The peer stored the same content under the same id.
     let (floor_a, ours) = sample(&echo, &agency, &file, n).await?;
     let (floor_p, theirs) = sample(&echo, &py, &file, n).await?;
-    agency.close().await;
-    py.close().await;
     let _ = peer.child.kill().await;
     subject
         .daemon
@@ -425,20 +469,20 @@ pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
         ("bare HTTP echo p99", floor_p.p99),
     ));
     s.rows.push(Row::new(
-        "Agency kb_read p50 (same run)",
-        fmt_dur(ours.p50),
-        format!("{} (Python peer p50)", fmt_dur(theirs.p50)),
-        ratio(ours.p50.as_secs_f64(), theirs.p50.as_secs_f64()),
+        "Python peer kb_read p50 against Agency's (same run)",
+        fmt_dur(theirs.p50),
+        format!("{} (Agency kb_read p50)", fmt_dur(ours.p50)),
+        ratio(theirs.p50.as_secs_f64(), ours.p50.as_secs_f64()),
     ));
     s.rows.push(Row::new(
-        "Agency kb_read p99 (same run)",
-        fmt_dur(ours.p99),
-        format!("{} (Python peer p99)", fmt_dur(theirs.p99)),
-        ratio(ours.p99.as_secs_f64(), theirs.p99.as_secs_f64()),
+        "Python peer kb_read p99 against Agency's (same run)",
+        fmt_dur(theirs.p99),
+        format!("{} (Agency kb_read p99)", fmt_dur(ours.p99)),
+        ratio(theirs.p99.as_secs_f64(), ours.p99.as_secs_f64()),
     ));
-    s.shows = "Agency against a peer doing less work (no token, no permission check, no audit): a ratio below 1 means Agency answers faster.".to_owned();
+    s.shows = "how many times faster Agency answers the same call than a server built with the official Python SDK doing the same work (a ratio above 1 means Agency is faster).".to_owned();
     s.notes.push(format!(
-        "peer: `bench/python_peer.py`, MCPServer (FastMCP before mcp 2.0) from the official SDK (`mcp` {version}), streamable HTTP, stateful sessions with SSE replies like the daemon (`stateless_http=False`, `json_response=False`), one tool reading the 4 KiB row from SQLite (WAL) per call; same rmcp client, {} samples each after {WARMUP} warm-up calls; Agency's echo floor in this pairing was {} p50.",
+        "peer: `bench/python_peer.py`, MCPServer (FastMCP before mcp 2.0) from the official SDK (`mcp` {version}), streamable HTTP, stateless with JSON answers like the daemon (`stateless_http=True`, `json_response=True`), one tool doing Agency's work per call: the bearer token's hash looked up in SQLite (WAL) with its agent, the caller's access level to the file, the 4 KiB row, and a read-audit row batched like Agency's; both sides driven by the same plain JSON-RPC client, {} samples each after {WARMUP} warm-up calls; Agency's echo floor in this pairing was {} p50.",
         theirs.n,
         fmt_dur(floor_a.p50)
     ));

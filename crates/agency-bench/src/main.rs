@@ -17,6 +17,7 @@ mod agents;
 mod budget;
 mod gateway;
 mod growth;
+mod jsonrpc;
 mod latency;
 mod memory;
 mod populate;

@@ -4,11 +4,11 @@
 //! every JSON-RPC message that comes back — plain JSON or an SSE stream —
 //! is written to stdout, one per line.
 //!
-//! Requests are *sent* in stdin order (the server must see `initialize`,
-//! then `notifications/initialized`, then the rest), but an SSE answer is
-//! read on its own thread so a slow tool call does not hold up the next
-//! request. `initialize` is the exception: its answer carries the session
-//! id and protocol version every later request needs, so it is awaited.
+//! `initialize` is awaited (its answer carries the session id and protocol
+//! version every later request needs), and notifications are sent in stdin
+//! order; every other request is sent and answered on its own thread, so a
+//! slow tool call (a `mail_wait` holds its request for minutes) does not
+//! hold up the next request.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -181,6 +181,7 @@ fn relay(resp: Response, sse: bool, id: Option<&Value>) -> Result<Option<String>
 }
 
 /// Who is at the other end, for error messages.
+#[derive(Clone)]
 enum Peer {
     /// Agency's daemon, with the agent token read from `token_file`.
     Daemon { home: Home, token_file: String },
@@ -188,7 +189,15 @@ enum Peer {
     Server { name: String },
 }
 
+/// What an `initialize` answer carried for every later request.
+#[derive(Debug, Default)]
+struct Exchanged {
+    session: Option<HeaderValue>,
+    version: Option<String>,
+}
+
 /// One stdio session against a streamable-HTTP MCP endpoint.
+#[derive(Clone)]
 struct Bridge {
     http: Http,
     url: Url,
@@ -211,7 +220,7 @@ impl Bridge {
         req
     }
 
-    /// Forward one line from stdin. Returns the thread reading a streamed
+    /// Forward one line from stdin. Returns the thread still working on its
     /// answer, if any.
     fn forward(&mut self, line: &str) -> Result<Option<JoinHandle<()>>> {
         let msg: Value = match serde_json::from_str(line) {
@@ -229,6 +238,36 @@ impl Bridge {
         // own responses get 202 and no body.
         let id = msg.get("method").and(msg.get("id")).cloned();
         let initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        if initialize {
+            // Awaited: every later request needs the session id and
+            // protocol version its answer carries.
+            let got = self.exchange(line, id.as_ref(), true)?;
+            self.session = got.session;
+            self.protocol = got.version.and_then(|v| HeaderValue::from_str(&v).ok());
+            return Ok(None);
+        }
+        let Some(id) = id else {
+            // Sent before the next line is read, so the peer sees
+            // notifications (`notifications/initialized` first) in order.
+            self.exchange(line, None, false)?;
+            return Ok(None);
+        };
+        // Every other request runs on its own thread, from sending to its
+        // last answer: a server answering in plain JSON (Agency's endpoint
+        // does) sends nothing before the tool is done, and a `mail_wait`
+        // can take minutes, which must not hold up the calls behind it.
+        let bridge = self.clone();
+        let line = line.to_owned();
+        Ok(Some(std::thread::spawn(move || {
+            if let Err(e) = bridge.exchange(&line, Some(&id), false) {
+                eprintln!("agency mcp-stdio: {e:#}");
+                let _ = write_message(&error_response(&id, -32603, &format!("{e:#}")));
+            }
+        })))
+    }
+
+    /// Send one message and write its answers to stdout.
+    fn exchange(&self, line: &str, id: Option<&Value>, initialize: bool) -> Result<Exchanged> {
         let req = self
             .request(self.http.post(self.url.clone()))
             .header(CONTENT_TYPE, "application/json")
@@ -256,30 +295,20 @@ impl Bridge {
         }
         if !status.is_success() {
             let body = resp.text().unwrap_or_default();
-            return self.refused(status, &body, id.as_ref()).map(|()| None);
+            self.refused(status, &body, id)?;
+            return Ok(Exchanged::default());
         }
-        if initialize {
-            self.session = resp.headers().get(SESSION_HEADER).cloned();
-        }
+        let session = match initialize {
+            true => resp.headers().get(SESSION_HEADER).cloned(),
+            false => None,
+        };
         let sse = resp
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        // A streamed answer is read on its own thread, except
-        // `initialize`'s: every later request needs what it carries.
-        if sse && !initialize {
-            return Ok(Some(std::thread::spawn(move || {
-                if let Err(e) = relay(resp, true, id.as_ref()) {
-                    eprintln!("agency mcp-stdio: {e:#}");
-                }
-            })));
-        }
-        let version = relay(resp, sse, id.as_ref())?;
-        if initialize {
-            self.protocol = version.and_then(|v| HeaderValue::from_str(&v).ok());
-        }
-        Ok(None)
+        let version = relay(resp, sse, id)?;
+        Ok(Exchanged { session, version })
     }
 
     /// The daemon refused a message (not for authentication): pass its

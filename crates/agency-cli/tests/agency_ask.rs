@@ -57,22 +57,27 @@ fn mcp_call(base: &str, token: &str, tool: &str, args: Value) -> Value {
             "clientInfo": {"name": "t", "version": "0"}}}),
         None,
     );
-    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // The endpoint is stateless (issue 15): a session id only if given.
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
     let _ = r.text().unwrap();
     post(
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        Some(&session),
+        session.as_deref(),
     );
     let body = post(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": tool, "arguments": args}}),
-        Some(&session),
+        session.as_deref(),
     )
     .text()
     .unwrap();
     body.lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .chain(serde_json::from_str::<Value>(&body).ok())
         .find(|v| v["id"] == 2)
         .unwrap_or_else(|| panic!("no answer in {body}"))["result"]
         .clone()

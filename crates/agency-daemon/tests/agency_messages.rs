@@ -176,30 +176,29 @@ async fn mcp_call(
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // The endpoint is stateless (issue 15): a session id only if given.
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
     let _ = r.text().await.unwrap();
+    let post = |body: &Value| {
+        let mut rq = http
+            .post(url)
+            .bearer_auth(token)
+            .header("Accept", accept)
+            .json(body);
+        if let Some(s) = &session {
+            rq = rq.header("mcp-session-id", s);
+        }
+        rq.send()
+    };
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let r = http
-        .post(url)
-        .bearer_auth(token)
-        .header("Accept", accept)
-        .header("mcp-session-id", &session)
-        .json(&note)
-        .send()
-        .await
-        .unwrap();
+    let r = post(&note).await.unwrap();
     assert!(r.status().is_success(), "{}", r.status());
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": tool, "arguments": args}});
-    let r = http
-        .post(url)
-        .bearer_auth(token)
-        .header("Accept", accept)
-        .header("mcp-session-id", &session)
-        .json(&call)
-        .send()
-        .await
-        .unwrap();
+    let r = post(&call).await.unwrap();
     let body = r.text().await.unwrap();
     let answer = body
         .lines()

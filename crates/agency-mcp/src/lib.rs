@@ -14,6 +14,7 @@
 //! `server.rs`).
 
 mod args;
+mod direct;
 mod org_tools;
 mod reply;
 mod server;
@@ -22,7 +23,6 @@ pub mod workspace;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agency_core::{AgentId, HandlerId};
 use agency_service::Service;
@@ -129,17 +129,13 @@ pub struct Pushed {
 /// with `RouterOptions { shutdown: token, ..Default::default() }`.
 #[derive(Debug, Clone)]
 pub struct RouterOptions {
-    /// Cancelled when the daemon shuts down: ends every MCP session and its
-    /// open SSE streams, which axum's graceful shutdown would otherwise wait
-    /// for forever (a client's standalone GET stream never ends by itself).
+    /// Cancelled when the daemon shuts down: ends every call still open
+    /// (a `mail_wait` can hold its request for minutes), which axum's
+    /// graceful shutdown would otherwise wait for.
     pub shutdown: CancellationToken,
     /// `Host` header values accepted (DNS-rebinding protection). Entries
     /// without a port match any port. Default: loopback names only.
     pub allowed_hosts: Vec<String>,
-    /// An MCP session idle this long is closed; the client then gets 404
-    /// and starts a new session. Agents can sit in one LLM call for a long
-    /// time, so the default is generous (one hour).
-    pub session_idle: Duration,
     /// The repo cache behind `repo_clone` and `repo_push` (none: the tools
     /// say so).
     pub repos: Option<Arc<dyn RepoCache>>,
@@ -155,7 +151,6 @@ impl Default for RouterOptions {
         RouterOptions {
             shutdown: CancellationToken::new(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
-            session_idle: Duration::from_secs(3600),
             repos: None,
             org_tools: None,
             warm: None,
@@ -195,36 +190,66 @@ pub fn tool_list() -> Vec<ToolInfo> {
     list
 }
 
-/// [`router`] with explicit options (shutdown token, allowed hosts, session
-/// idle timeout).
+/// [`router`] with explicit options (shutdown token, allowed hosts).
+///
+/// The endpoint is stateless and answers in JSON (issue 15): every POST
+/// carries the agent's token and is served on its own, with no MCP session
+/// to keep, no session worker task and no SSE framing between the request
+/// and its answer. That is the shape of the 2026-07-28 protocol, which has no
+/// sessions at all, and older clients accept it: a server need not assign
+/// a session id, and GET (a server-to-client stream) may answer 405. Agency
+/// never sends a request or notification of its own to a client, so nothing
+/// is lost; a tool that did emit one mid-call would still be answered as an
+/// SSE stream (rmcp falls back by itself). Without sessions there is nothing
+/// for another agent's token to take over: each request acts as the token
+/// it came with, whatever `Mcp-Session-Id` it carries.
 pub fn router_with(svc: Arc<Service>, opts: RouterOptions) -> axum::Router {
-    // Built once and shared by every session: rmcp's `#[tool_handler]`
+    // Built once and shared by every request: rmcp's `#[tool_handler]`
     // default would rebuild the router (and re-derive every schema) on each
     // call.
-    let tools = Arc::new(tools::router());
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(opts.session_idle);
+    let (router, direct) = tools::build();
+    let tools = Arc::new(router);
+    let max_body = max_request_bytes(svc.limits().max_file_bytes);
+    let allowed_hosts = Arc::new(opts.allowed_hosts.clone());
     let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
         .with_allowed_hosts(opts.allowed_hosts)
         .with_cancellation_token(opts.shutdown)
-        .with_max_request_body_bytes(max_request_bytes(svc.limits().max_file_bytes));
+        .with_max_request_body_bytes(max_body);
     let repos = opts.repos;
     let org_tools = opts.org_tools;
     let warm = opts.warm;
-    let service = StreamableHttpService::new(
+    let factory_svc = svc.clone();
+    let factory_repos = repos.clone();
+    let rmcp = StreamableHttpService::new(
         move || {
             Ok(server::AgencyMcp::new(
-                svc.clone(),
+                factory_svc.clone(),
                 tools.clone(),
-                repos.clone(),
+                factory_repos.clone(),
                 org_tools.clone(),
                 warm.clone(),
             ))
         },
-        Arc::new(sessions),
+        // Never used in stateless mode; rmcp's constructor wants one.
+        Arc::new(LocalSessionManager::default()),
         config,
     );
-    axum::Router::new().route_service(MCP_PATH, service)
+    let endpoint = Arc::new(direct::Endpoint {
+        svc,
+        repos,
+        direct: Arc::new(direct),
+        allowed_hosts,
+        max_body,
+        rmcp,
+    });
+    axum::Router::new().route(
+        MCP_PATH,
+        axum::routing::any(move |request: http::Request<axum::body::Body>| {
+            direct::serve(endpoint.clone(), request)
+        }),
+    )
 }
 
 /// The largest HTTP request body accepted: room for the largest inline

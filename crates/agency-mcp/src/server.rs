@@ -1,16 +1,16 @@
-//! The MCP server object rmcp drives: one per MCP session (stateful mode)
-//! or per request (stateless 2026-07-28 mode), cheap to make because the
+//! The MCP server object rmcp drives: one per HTTP request (the endpoint
+//! is stateless, see [`crate::router_with`]), cheap to make because the
 //! tool router and the service are shared.
 //!
-//! Identity flow: the daemon's middleware inserts an [`AgentIdentity`] into
-//! the HTTP request's extensions; rmcp's streamable-HTTP service moves that
-//! request's [`http::request::Parts`] into the JSON-RPC request's
-//! extensions; [`AgencyMcp::identity`] reads it back on every request, so a
-//! call is always made as the agent whose token came with *that* request.
-//! A session additionally stays with the agent that initialized it: a
-//! request carrying another agent's identity in it is refused.
+//! Identity flow: the daemon's middleware checks the bearer token once and
+//! inserts an [`AgentIdentity`] into the HTTP request's extensions; rmcp's
+//! streamable-HTTP service moves that request's [`http::request::Parts`]
+//! into the JSON-RPC request's extensions; [`AgencyMcp::identity`] reads it
+//! back, so a call is always made as the agent whose token came with *that*
+//! request. There is no session that could outlive or change hands between
+//! tokens.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use agency_service::Service;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -40,8 +40,6 @@ pub(crate) struct AgencyMcp {
     org_tools: Option<Arc<dyn crate::OrgTools>>,
     warm: Option<Arc<dyn crate::WarmPool>>,
     tools: Arc<ToolRouter<AgencyMcp>>,
-    /// The agent that initialized this session, once it has.
-    owner: OnceLock<AgentIdentity>,
 }
 
 impl AgencyMcp {
@@ -58,7 +56,6 @@ impl AgencyMcp {
             org_tools,
             warm,
             tools,
-            owner: OnceLock::new(),
         }
     }
 
@@ -75,32 +72,19 @@ impl AgencyMcp {
     }
 
     /// The identity the daemon attached to the HTTP request this MCP
-    /// request came in, checked against the session's owner.
+    /// request came in.
     pub fn identity(&self, ctx: &RequestContext<RoleServer>) -> Result<AgentIdentity, ErrorData> {
-        let found = ctx
-            .extensions
+        ctx.extensions
             .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<AgentIdentity>());
-        let Some(identity) = found else {
-            return Err(ErrorData::new(
-                ErrorCode::INVALID_REQUEST,
-                "failed to identify the caller: the request carries no agent identity; connect with the bearer token Agency issued to this agent",
-                None,
-            ));
-        };
-        if let Some(owner) = self.owner.get()
-            && owner != identity
-        {
-            return Err(ErrorData::new(
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "failed to use this MCP session: it belongs to agent {} of handler {}, not to agent {} of handler {}; start a new session",
-                    owner.agent, owner.handler, identity.agent, identity.handler
-                ),
-                None,
-            ));
-        }
-        Ok(identity.clone())
+            .and_then(|parts| parts.extensions.get::<AgentIdentity>())
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "failed to identify the caller: the request carries no agent identity; connect with the bearer token Agency issued to this agent",
+                    None,
+                )
+            })
     }
 }
 
@@ -116,10 +100,7 @@ impl ServerHandler for AgencyMcp {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let identity = self.identity(&context)?;
-        // Only the first initialize of a session can set the owner; a
-        // repeated one from the same agent is harmless.
-        let _ = self.owner.set(identity);
+        self.identity(&context)?;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

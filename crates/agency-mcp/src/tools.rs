@@ -3,10 +3,16 @@
 //!
 //! Every call takes the same path: read the caller's identity from the
 //! request, parse the arguments (a bad argument is a tool error the agent
-//! can correct, not a protocol error), run the body on a blocking thread
-//! (service operations block on SQLite and on file I/O), and turn its
-//! outcome into an MCP result. Bodies are plain functions of
-//! `(&Call, Args)`, so each tool file reads as a list of service calls.
+//! can correct, not a protocol error), run the body, and turn its outcome
+//! into an MCP result. Bodies are plain functions of `(&Call, Args)`, so
+//! each tool file reads as a list of service calls.
+//!
+//! Where a body runs (issue 15): a read is a few SQLite pages and at most
+//! one blob from the page cache, tens of microseconds, so it runs inline on
+//! the async worker that received the request; handing it to the blocking
+//! pool and back cost more than the read itself. Anything that writes
+//! (an fsync, milliseconds) or may wait on the network runs on the blocking
+//! pool, so it never stalls the workers that serve every other agent.
 
 mod audit;
 mod kb;
@@ -19,6 +25,8 @@ mod repos;
 mod runs;
 mod wait;
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agency_core::Principal;
@@ -26,7 +34,9 @@ use agency_service::Service;
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResponse, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations,
+};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
@@ -51,8 +61,28 @@ impl Call {
     }
 }
 
-/// A tool's body: runs on a blocking thread.
+/// A tool's body: runs inline or on a blocking thread ([`Placement`]).
 pub(crate) type Body<A> = fn(&Call, A) -> ToolResult;
+
+/// Where a tool's body runs (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// On the async worker that took the request: short local reads.
+    Inline,
+    /// On tokio's blocking pool: writes (fsync) and anything that may wait.
+    Blocking,
+}
+
+impl Placement {
+    fn of(name: &str, effect: Effect) -> Placement {
+        match effect {
+            // memory_search may ask the embeddings endpoint (a network call
+            // of up to seconds) when semantic search is configured.
+            Effect::Read if name != "memory_search" => Placement::Inline,
+            _ => Placement::Blocking,
+        }
+    }
+}
 
 /// What a tool does to Agency's state, for the MCP annotations clients use
 /// to decide about confirmation and retries.
@@ -66,13 +96,35 @@ pub(crate) enum Effect {
     Destructive,
 }
 
+/// One declared tool: its route for rmcp and the same call without rmcp's
+/// request context, for the endpoint's direct path (`direct.rs`).
+pub(crate) struct Declared {
+    pub route: ToolRoute<AgencyMcp>,
+    pub direct: Option<DirectFn>,
+}
+
+/// A tool call made without rmcp: who calls, with which arguments.
+pub(crate) struct Invocation {
+    pub svc: Arc<Service>,
+    pub identity: AgentIdentity,
+    pub repos: Option<Arc<dyn crate::RepoCache>>,
+    pub arguments: Option<JsonObject>,
+}
+
+/// A tool as the direct path calls it.
+pub(crate) type DirectFn = Arc<
+    dyn Fn(Invocation) -> std::pin::Pin<Box<dyn Future<Output = CallToolResult> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// Declare a tool.
 pub(crate) fn tool<A>(
     name: &'static str,
     description: &'static str,
     effect: Effect,
     body: Body<A>,
-) -> ToolRoute<AgencyMcp>
+) -> Declared
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
 {
@@ -82,12 +134,25 @@ where
         .idempotent(effect == Effect::Read)
         .open_world(false);
     let attr = Tool::new(name, description, input_schema::<A>()).with_annotations(annotations);
-    ToolRoute::new_dyn(attr, move |ctx| Box::pin(run(ctx, body)))
+    let placement = Placement::of(name, effect);
+    let route = ToolRoute::new_dyn(attr, move |ctx| {
+        Box::pin(via_rmcp(ctx, name, body, placement))
+    });
+    let direct: DirectFn = Arc::new(move |call| Box::pin(execute(name, call, body, placement)));
+    Declared {
+        route,
+        direct: Some(direct),
+    }
 }
 
-async fn run<A>(
+/// A call that came through rmcp's router (`tools.rs` doc; the direct path
+/// in `direct.rs` skips this): the same call, with the identity taken from
+/// rmcp's request context.
+async fn via_rmcp<A>(
     ctx: ToolCallContext<'_, AgencyMcp>,
+    name: &'static str,
     body: Body<A>,
+    placement: Placement,
 ) -> Result<CallToolResponse, ErrorData>
 where
     A: DeserializeOwned + Send + 'static,
@@ -95,11 +160,35 @@ where
     // No identity is a broken deployment, not a mistake the agent can fix:
     // answer with a protocol error.
     let identity = ctx.service.identity(&ctx.request_context)?;
-    let svc = ctx.service.service();
-    let name = ctx.name;
-    let args: A = match args::parse(&name, ctx.arguments) {
+    let call = Invocation {
+        svc: ctx.service.service(),
+        identity,
+        repos: ctx.service.repos(),
+        arguments: ctx.arguments,
+    };
+    Ok(execute(name, call, body, placement).await.into())
+}
+
+/// Run one call of tool `name`: parse, charge, run the body where it
+/// belongs, and make the MCP result.
+async fn execute<A>(
+    name: &'static str,
+    invocation: Invocation,
+    body: Body<A>,
+    placement: Placement,
+) -> CallToolResult
+where
+    A: DeserializeOwned + Send + 'static,
+{
+    let Invocation {
+        svc,
+        identity,
+        repos,
+        arguments,
+    } = invocation;
+    let args: A = match args::parse(name, arguments) {
         Ok(a) => a,
-        Err(e) => return Ok(into_call_result(Err(e)).into()),
+        Err(e) => return into_call_result(Err(e)),
     };
     // One span per tool call, with who called (ids only: never a token),
     // carried onto the blocking thread so the service's operation spans
@@ -113,26 +202,42 @@ where
     let call = Call {
         svc,
         identity,
-        repos: ctx.service.repos(),
+        repos,
     };
+    // A read goes inline unless the caller's budgets must be charged for it
+    // (a durable write); a failure to check goes the charge's way, which
+    // answers it.
+    let inline = placement == Placement::Inline
+        && span
+            .in_scope(|| call.svc.tool_call_charge_due(call.who()))
+            .is_ok_and(|due| !due);
     let inner = span.clone();
     // Every call is charged to the caller's budgets first (the one place
     // all Agency tools pass): refused at the tool-call limit; an 80%
     // notice due is added to the result, where the agent reads it.
-    let run = move || {
-        inner.in_scope(|| match call.svc.tool_call_charge(call.who()) {
-            Err(e) => (Err(ToolError::from(e)), None),
-            Ok(notice) => (body(&call, args), notice),
+    let run = move |charge: bool| {
+        inner.in_scope(|| {
+            if !charge {
+                return (body(&call, args), None);
+            }
+            match call.svc.tool_call_charge(call.who()) {
+                Err(e) => (Err(ToolError::from(e)), None),
+                Ok(notice) => (body(&call, args), notice),
+            }
         })
     };
-    let (outcome, notice) = match tokio::task::spawn_blocking(run).await {
-        Ok(r) => r,
-        Err(e) => (
-            Err(ToolError::internal(format!(
-                "failed to run tool {name}: {e}"
-            ))),
-            None,
-        ),
+    let (outcome, notice) = match inline {
+        // Checked just now: nothing to charge.
+        true => run(false),
+        false => match tokio::task::spawn_blocking(move || run(true)).await {
+            Ok(r) => r,
+            Err(e) => (
+                Err(ToolError::internal(format!(
+                    "failed to run tool {name}: {e}"
+                ))),
+                None,
+            ),
+        },
     };
     span.in_scope(|| match &outcome {
         Ok(_) => tracing::debug!("tool call succeeded"),
@@ -143,7 +248,7 @@ where
     if let Some(n) = notice {
         result.content.push(ContentBlock::text(n));
     }
-    Ok(result.into())
+    result
 }
 
 /// The JSON Schema of a tool's arguments, with every subschema inlined (no
@@ -162,10 +267,12 @@ fn input_schema<A: JsonSchema>() -> Arc<JsonObject> {
     Arc::new(obj)
 }
 
-/// Every tool, built once.
-pub(crate) fn router() -> ToolRouter<AgencyMcp> {
+/// Every tool, built once: rmcp's router, and the direct table of the
+/// tools that can be called without rmcp (all but `mail_wait`).
+pub(crate) fn build() -> (ToolRouter<AgencyMcp>, HashMap<&'static str, DirectFn>) {
     let mut router = ToolRouter::new();
-    for route in kb::routes()
+    let mut direct = HashMap::new();
+    for declared in kb::routes()
         .into_iter()
         .chain(outcomes::routes())
         .chain(mail::routes())
@@ -175,11 +282,22 @@ pub(crate) fn router() -> ToolRouter<AgencyMcp> {
         .chain(records::routes())
         .chain(runs::routes())
         .chain(memory::routes())
-        .chain([wait::route()])
+        .chain([Declared {
+            route: wait::route(),
+            direct: None,
+        }])
     {
-        router.add_route(route);
+        if let (Some(f), Cow::Borrowed(name)) = (declared.direct, &declared.route.attr.name) {
+            direct.insert(*name, f);
+        }
+        router.add_route(declared.route);
     }
-    router
+    (router, direct)
+}
+
+/// rmcp's router of every tool.
+pub(crate) fn router() -> ToolRouter<AgencyMcp> {
+    build().0
 }
 
 #[cfg(test)]

@@ -186,17 +186,25 @@ impl Service {
         self.read(|tx| paused_by(tx, handler))
     }
 
+    /// Whether a tool call by `who` must be charged, i.e. whether
+    /// [`Service::tool_call_charge`] would write (a tool-call or
+    /// wall-clock limit on the caller's chain). A read only: the MCP layer
+    /// runs a read tool inline on its async worker when nothing is due and
+    /// sends the call to the blocking pool when the charge must be written.
+    pub fn tool_call_charge_due(&self, who: Principal) -> Result<bool> {
+        let now = self.clock.now();
+        self.read(|tx| {
+            let handler = authenticate(tx, who)?.require_handler("call a tool")?.id;
+            tool_call_charge_due(tx, handler, now)
+        })
+    }
+
     /// Agency's MCP tools: charge one tool call of the calling agent to its
     /// handler's subtree and every budget above it. `Ok(Some(notice))`: an
     /// 80% notice to add to the tool's result. Refused (`quota`) at the
     /// tool-call limit.
     pub fn tool_call_charge(&self, who: Principal) -> Result<Option<String>> {
-        let now = self.clock.now();
-        let due = self.read(|tx| {
-            let handler = authenticate(tx, who)?.require_handler("call a tool")?.id;
-            tool_call_charge_due(tx, handler, now)
-        })?;
-        if !due {
+        if !self.tool_call_charge_due(who)? {
             return Ok(None);
         }
         self.write(|op| {

@@ -82,8 +82,17 @@ fn stopped() -> ServiceError {
     ))
 }
 
+/// How long the thread lets records gather after the first one of a batch.
+/// It sleeps rather than waits on the channel, so the reads in between do
+/// not wake it one by one (issue 15: a wake-up per read was a thread switch
+/// per tool call); a `flush` waits at most this long more.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) {
     while let Ok(first) = receiver.recv() {
+        if matches!(first, Msg::Record(_)) {
+            std::thread::sleep(LINGER);
+        }
         let mut batch = Vec::new();
         let mut waiters = Vec::new();
         let mut next = Some(first);

@@ -2,18 +2,16 @@
 //! the next agent of its handler, and the record its boss reviews.
 
 use agency_core::HandlerId;
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::args;
 use crate::reply::{ToolResult, json};
-use crate::server::AgencyMcp;
 use crate::tools::kb::file_content;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("state_read", STATE_READ, Effect::Read, state_read),
         tool("state_write", STATE_WRITE, Effect::Write, state_write),

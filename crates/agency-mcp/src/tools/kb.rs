@@ -4,17 +4,15 @@
 use agency_core::FileId;
 use agency_service::{BlobId, FileContent};
 use base64::Engine;
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::args;
 use crate::reply::{ToolResult, json};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("kb_list", KB_LIST, Effect::Read, kb_list),
         tool("kb_browse", KB_BROWSE, Effect::Read, kb_browse),

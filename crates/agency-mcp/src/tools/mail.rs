@@ -2,7 +2,6 @@
 
 use agency_core::{FileId, MailTarget, MessageId, Timestamp};
 use agency_service::MailBody;
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -11,10 +10,9 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::args;
 use crate::reply::{ToolError, ToolResult};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("mail_send", MAIL_SEND, Effect::Write, mail_send),
         tool(

@@ -4,7 +4,6 @@
 
 use agency_core::{MemoryId, Timestamp};
 use agency_service::MemorySearch;
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -13,10 +12,9 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::args;
 use crate::reply::{ToolError, ToolResult, json};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("memory_store", MEMORY_STORE, Effect::Write, memory_store),
         tool("memory_search", MEMORY_SEARCH, Effect::Read, memory_search),

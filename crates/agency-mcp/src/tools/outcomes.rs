@@ -4,17 +4,15 @@
 
 use agency_core::{OutcomeId, OutcomeStatus};
 use agency_service::{NewOutcome, OutcomeUpdate};
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::args;
 use crate::reply::{ToolError, ToolResult, json};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("outcome_view", OUTCOME_VIEW, Effect::Read, outcome_view),
         tool(

@@ -3,17 +3,15 @@
 
 use agency_core::{HandlerId, OutcomeId};
 use agency_service::{BudgetLimits, GrantRequest};
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::args::{self, LevelArg, ResourceKindArg};
 use crate::reply::{ToolError, ToolResult, json};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool(
             "permissions_list",

@@ -4,17 +4,15 @@
 //! (`outcome_list`).
 
 use agency_core::{FileId, HandlerId, MessageId, OutcomeStatus};
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::args;
 use crate::reply::ToolResult;
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("mail_status", MAIL_STATUS, Effect::Read, mail_status),
         tool("kb_audit", KB_AUDIT, Effect::Read, kb_audit),

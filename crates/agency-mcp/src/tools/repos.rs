@@ -8,18 +8,16 @@ use std::path::{Component, Path, PathBuf};
 
 use agency_core::git_ref::check_branch;
 use agency_service::{RepoPush, ServiceError};
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::reply::{ToolError, ToolResult};
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 use crate::workspace::resolve_dir_in_workspace;
 use crate::{PushError, PushRequest, Pushed};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("repo_clone", REPO_CLONE, Effect::Write, repo_clone),
         tool("repo_push", REPO_PUSH, Effect::Write, repo_push),

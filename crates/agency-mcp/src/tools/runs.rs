@@ -3,17 +3,15 @@
 //! user's alone and are not offered here.
 
 use agency_core::{AgentId, HandlerId, Timestamp};
-use rmcp::handler::server::router::tool::ToolRoute;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::args;
 use crate::reply::ToolResult;
-use crate::server::AgencyMcp;
 use crate::tools::{Call, Effect, tool};
 
-pub(super) fn routes() -> Vec<ToolRoute<AgencyMcp>> {
+pub(super) fn routes() -> Vec<super::Declared> {
     vec![
         tool("run_list", RUN_LIST, Effect::Read, run_list),
         tool("run_view", RUN_VIEW, Effect::Read, run_view),

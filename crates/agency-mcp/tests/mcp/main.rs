@@ -550,10 +550,14 @@ async fn foreign_host_headers_are_refused() {
     );
 }
 
+/// Issue 15: the endpoint is stateless, so no MCP session exists that one
+/// agent could open and another agent's token then use: every request acts
+/// as the token it came with, whatever session id it carries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_stays_with_the_agent_that_opened_it() {
+async fn issue_15_no_session_carries_one_agents_calls_to_another() {
     let a = Agency::new();
-    // A second live agent, of an underling handler.
+    // A second live agent, of an underling handler, and a file only the
+    // root handler may read.
     let root_agent = agency_core::Principal::agent(a.root, a.agent);
     let o = a
         .svc
@@ -567,6 +571,10 @@ async fn a_session_stays_with_the_agent_that_opened_it() {
         )
         .unwrap();
     a.svc.delegate(root_agent, o, &[]).unwrap();
+    let secret = a
+        .svc
+        .kb_create(root_agent, "root's notes", b"the root handler's own notes")
+        .unwrap();
     let other_handler = agency_core::HandlerId::from_root(o);
     let other = AgentIdentity {
         handler: other_handler,
@@ -584,30 +592,90 @@ async fn a_session_stays_with_the_agent_that_opened_it() {
     .await;
 
     let resp = raw_post(&server.url, &[], INIT).await;
-    let session = resp
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| panic!("no session id in {resp}"));
+    assert!(resp.contains("protocolVersion"), "{resp}");
+    assert!(
+        !resp.to_ascii_lowercase().contains("mcp-session-id"),
+        "the endpoint handed out a session: {resp}"
+    );
+    // A session id the first agent might have held, replayed by another.
     let sid = [
-        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Session-Id", "0d4c0d4c-0000-4000-8000-000000000000"),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    raw_post(
-        &server.url,
-        &sid,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let own = raw_post(&server.url, &sid, list).await;
-    assert!(own.contains("kb_list"), "{own}");
+    let read = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"kb_read","arguments":{{"file":"{secret}"}}}}}}"#
+    );
+    let own = raw_post(&server.url, &sid, &read).await;
+    assert!(own.contains("the root handler's own notes"), "{own}");
     let mut hijack = sid.to_vec();
     hijack.push(("x-test-other", "1"));
-    let refused = raw_post(&server.url, &hijack, list).await;
-    assert!(refused.contains("belongs to agent"), "{refused}");
-    assert!(!refused.contains("kb_list"), "{refused}");
+    let refused = raw_post(&server.url, &hijack, &read).await;
+    assert!(refused.contains("not_found"), "{refused}");
+    assert!(!refused.contains("own notes"), "{refused}");
+}
+
+/// Issue 15: a plain `tools/call` is answered by the endpoint's direct path,
+/// the same call with anything unusual by rmcp; both must give the agent
+/// the same answer, and the direct path must not take what it cannot judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_direct_and_rmcp_paths_answer_alike() {
+    let a = Agency::new();
+    let who = agency_core::Principal::agent(a.root, a.agent);
+    let file = a.svc.kb_create(who, "notes", b"same either way").unwrap();
+    let server = serve(a.svc.clone(), Some(a.identity())).await;
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let body = |id: u32, extra: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"kb_read","arguments":{{"file":"{file}"}}{extra}}}}}"#
+        )
+    };
+    // The JSON-RPC object of a whole HTTP response, whether sent as JSON or
+    // as one SSE event.
+    let answer = |resp: &str| -> serde_json::Value {
+        let (head, payload) = resp.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{resp}");
+        let json = payload
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(payload);
+        serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{e}: {resp}"))
+    };
+    let direct = answer(&raw_post(&server.url, &[v], &body(7, "")).await);
+    assert_eq!(direct["id"], 7);
+    let result = &direct["result"];
+    let read: serde_json::Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(read["content"], "same either way");
+    // `_meta` (a progress token) and SEP-2243's method header send the call
+    // through rmcp: same result.
+    for (headers, extra) in [
+        (vec![v], r#","_meta":{"progressToken":1}"#),
+        (vec![v, ("Mcp-Method", "tools/call")], ""),
+    ] {
+        let via_rmcp = answer(&raw_post(&server.url, &headers, &body(8, extra)).await);
+        assert_eq!(via_rmcp["id"], 8);
+        assert_eq!(&via_rmcp["result"], result);
+    }
+    // A tool error (bad arguments) reads the same on the direct path.
+    let bad = answer(
+        &raw_post(
+            &server.url,
+            &[v],
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"kb_read","arguments":{"file":"nope"}}}"#,
+        )
+        .await,
+    );
+    assert_eq!(bad["id"], "x");
+    assert_eq!(bad["result"]["isError"], true);
+    // What the direct path does not take is still judged by rmcp: a
+    // foreign Host, an unknown tool, a missing protocol version.
+    let foreign = raw_post(&server.url, &[v, ("Host", "evil.example")], &body(9, "")).await;
+    assert!(!foreign.contains("same either way"), "{foreign}");
+    let unknown = raw_post(
+        &server.url,
+        &[v],
+        r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#,
+    )
+    .await;
+    assert!(!unknown.contains("\"result\""), "{unknown}");
 }
