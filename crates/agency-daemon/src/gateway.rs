@@ -93,6 +93,48 @@ async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// The top-level fields of a model request the gateway reads; every other
+/// field is skipped by the parser without being built.
+#[derive(Debug, Default, serde::Deserialize)]
+struct HeadFields {
+    model: Option<serde_json::Value>,
+    stream: Option<serde_json::Value>,
+    stream_options: Option<serde_json::Value>,
+    max_tokens: Option<serde_json::Value>,
+    max_completion_tokens: Option<serde_json::Value>,
+}
+
+/// A model request's head, as a JSON object of the fields present.
+struct Head {
+    fields: serde_json::Value,
+}
+
+impl Head {
+    /// `None` when `body` is not one JSON object.
+    fn of(body: &[u8]) -> Option<Head> {
+        // serde also reads a struct from an array; a request is an object.
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return None;
+        }
+        let h: HeadFields = serde_json::from_slice(body).ok()?;
+        let mut fields = serde_json::Map::new();
+        for (k, v) in [
+            ("model", h.model),
+            ("stream", h.stream),
+            ("stream_options", h.stream_options),
+            ("max_tokens", h.max_tokens),
+            ("max_completion_tokens", h.max_completion_tokens),
+        ] {
+            if let Some(v) = v {
+                fields.insert(k.to_owned(), v);
+            }
+        }
+        Some(Head {
+            fields: serde_json::Value::Object(fields),
+        })
+    }
+}
+
 /// Whether `path` (after `/model/NAME/`) is served for `api`, and whether
 /// calls to it are metered (`count_tokens` costs nothing).
 fn route_of(api: Api, path: &str) -> Option<bool> {
@@ -121,19 +163,11 @@ async fn forward(
     // An agent uses its handler's upstream (`agency model set`, inherited)
     // or the runtime's, and no other: it cannot pick a dearer model than
     // the one the user gave it.
-    let chosen = {
-        let (svc, h) = (st.svc.clone(), id.handler);
-        match tokio::task::spawn_blocking(move || svc.model_effective(h)).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
-            Err(_) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "failed to read the handler's model upstream: the read was cancelled",
-                );
-            }
-        }
+    // A read on the store's reader pool: inline on the async worker, as
+    // the token check is (a blocking-pool hop costs more than the read).
+    let chosen = match st.svc.model_effective(id.handler) {
+        Ok(c) => c,
+        Err(e) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
     };
     if let Some(own) = st.models.allowed_for(chosen.as_deref())
         && own != name
@@ -181,36 +215,61 @@ async fn forward(
     };
     let mut reservation = None;
     if metered {
-        let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body) else {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid",
-                &format!(
-                    "failed to forward to model upstream {name}: the request body is not a JSON object"
-                ),
-            );
+        // Only a handful of top-level fields matter here; a conversation
+        // runs to hundreds of kilobytes, which are scanned but not built
+        // into a tree (issue 15: that tree was a good part of the daemon's
+        // CPU per model call).
+        let head = match Head::of(&body) {
+            Some(h) => h,
+            None => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    &format!(
+                        "failed to forward to model upstream {name}: the request body is not a JSON object"
+                    ),
+                );
+            }
         };
-        // The upstream's own model, when it names one, whatever the agent
-        // asked for (a handler given a cheap model stays on it).
-        if let Some(m) = &upstream.model
-            && json["model"].as_str() != Some(m)
-            && let Some(obj) = json.as_object_mut()
-        {
-            obj.insert("model".into(), m.clone().into());
-            body = serde_json::to_vec(&json).unwrap_or_default().into();
-        }
+        let mut json = head.fields;
         let stream = json["stream"].as_bool().unwrap_or(false);
-        if upstream.api == Api::OpenAi
+        let pin_model = upstream
+            .model
+            .as_ref()
+            .filter(|m| json["model"].as_str() != Some(m.as_str()));
+        let add_usage = upstream.api == Api::OpenAi
             && stream
-            && json["stream_options"]["include_usage"].as_bool() != Some(true)
-            && let Some(obj) = json.as_object_mut()
-        {
-            let opts = obj
-                .entry("stream_options")
-                .or_insert_with(|| serde_json::json!({}));
-            if let Some(o) = opts.as_object_mut() {
-                o.insert("include_usage".into(), true.into());
-                body = serde_json::to_vec(&json).unwrap_or_default().into();
+            && json["stream_options"]["include_usage"].as_bool() != Some(true);
+        if pin_model.is_some() || add_usage {
+            // Rare (an upstream that names its model, an OpenAI stream
+            // without usage): the whole body is parsed and written again.
+            let Ok(mut full) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    &format!(
+                        "failed to forward to model upstream {name}: the request body is not a JSON object"
+                    ),
+                );
+            };
+            // The upstream's own model, when it names one, whatever the
+            // agent asked for (a handler given a cheap model stays on it).
+            if let Some(m) = pin_model
+                && let Some(obj) = full.as_object_mut()
+            {
+                obj.insert("model".into(), m.clone().into());
+            }
+            if add_usage && let Some(obj) = full.as_object_mut() {
+                let opts = obj
+                    .entry("stream_options")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(o) = opts.as_object_mut() {
+                    o.insert("include_usage".into(), true.into());
+                }
+            }
+            body = serde_json::to_vec(&full).unwrap_or_default().into();
+            if let Some(m) = pin_model {
+                json["model"] = m.clone().into();
             }
         }
         let model = json["model"].as_str().unwrap_or_default().to_owned();
