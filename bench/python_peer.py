@@ -9,13 +9,15 @@ same work as Agency's `kb_read` on every call:
 4. a read-audit row is recorded, batched as Agency batches them (written
    in one transaction per 64 reads).
 
-Streamable HTTP on 127.0.0.1 at /mcp, stateless with JSON answers
-(`stateless_http=True`, `json_response=True`), as Agency's daemon serves
-them and the SDK's fastest mode, so both sides pay for the same protocol.
+Streamable HTTP on 127.0.0.1 at /mcp, in one of two modes: `fast`,
+stateless with JSON answers (`stateless_http=True`, `json_response=True`),
+as Agency's daemon serves them and the SDK's fastest mode, so both sides
+pay for the same protocol; or `default`, the SDK's defaults (a session per
+client, answers as SSE), what its quickstart gives.
 Logging is at WARNING so no access log line is written per request (the
 daemon writes none either).
 
-    python python_peer.py --port N --db PATH --content FILE --file UUID --token T
+    python python_peer.py --port N --db PATH --content FILE --file UUID --token T [--mode fast|default]
 """
 
 import argparse
@@ -39,6 +41,7 @@ def main() -> None:
     ap.add_argument("--content", required=True)
     ap.add_argument("--file", required=True)
     ap.add_argument("--token", required=True)
+    ap.add_argument("--mode", choices=["fast", "default"], default="fast")
     args = ap.parse_args()
 
     with open(args.content, "rb") as f:
@@ -113,8 +116,8 @@ def main() -> None:
         "streamable-http",
         host="127.0.0.1",
         port=args.port,
-        json_response=True,
-        stateless_http=True,
+        json_response=args.mode == "fast",
+        stateless_http=args.mode == "fast",
     )
 
 
