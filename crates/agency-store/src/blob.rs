@@ -3,9 +3,10 @@
 //!
 //! A put is durable before it returns: write to a temporary file, fsync it,
 //! rename it into place, fsync the directory (one directory fsync shared by
-//! the puts that renamed in the same window, see `dir_sync`). The service commits the row
-//! that points at a blob only after the put returned, so a crash in between
-//! leaves at worst an unreferenced blob, never a row pointing at nothing.
+//! the puts that renamed into it in the same window, see `dir_sync`). The
+//! service commits the row that points at a blob only after the put
+//! returned, so a crash in between leaves at worst an unreferenced blob,
+//! never a row pointing at nothing.
 //!
 //! With the `fault-injection` feature, [`FsBlobStore::set_fault_hook`] lets
 //! the fault suite fail any [`PutStep`] with the I/O error of its choice

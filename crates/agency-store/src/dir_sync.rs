@@ -1,14 +1,18 @@
 //! Shared directory fsyncs for blob puts: a put's rename is durable only
-//! once its directory is fsynced, and puts that rename in the same window
-//! share one round of syncs instead of each paying its own.
+//! once its directory is fsynced, and puts that rename into the same
+//! directory in the same window share one fsync instead of each paying its
+//! own.
 //!
-//! A put registers its directory after its rename; the first put to find no
-//! round running starts one, taking every registration so far, fsyncs each
-//! distinct directory among them once, and hands each put the result for
-//! its directory. Puts that register while a round runs wait for it and
-//! then take the next round. A registration is always taken by a round that
-//! starts after it, so the fsync it gets covers its rename; a put returns
-//! only after that fsync succeeded.
+//! Per directory: a put registers after its rename; the first put to find
+//! no fsync of that directory running starts one, taking every registration
+//! so far, and hands each of them the result. Puts that register while an
+//! fsync runs wait for it to end and then take the next one, which starts
+//! after their rename and so covers it; a put returns only after such an
+//! fsync succeeded. Different directories never wait for each other: their
+//! fsyncs run side by side, as they would without grouping (measured: one
+//! thread syncing many directories in turn is slower than the threads
+//! syncing them at once, each fsync then waiting for its own journal
+//! commit).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,21 +20,27 @@ use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, PoisonError};
 
-/// The registrations and results of the rounds.
+/// The registrations and results of the fsyncs, by directory.
 #[derive(Debug, Default)]
 pub(crate) struct DirSyncs {
     state: Mutex<State>,
-    round_ended: Condvar,
+    ended: Condvar,
 }
 
 #[derive(Debug, Default)]
 struct State {
     next: u64,
-    /// Registrations not yet taken by a round: `(ticket, directory)`.
-    pending: Vec<(u64, PathBuf)>,
-    running: bool,
-    /// Results of ended rounds not yet collected, by ticket.
+    dirs: HashMap<PathBuf, Dir>,
+    /// Results of ended fsyncs not yet collected, by ticket.
     done: HashMap<u64, Result<(), Failure>>,
+}
+
+/// One directory with puts waiting for its fsync.
+#[derive(Debug, Default)]
+struct Dir {
+    /// Tickets not yet taken by an fsync.
+    pending: Vec<u64>,
+    running: bool,
 }
 
 /// A failed fsync, kept so that every put it covered gets the same error.
@@ -62,36 +72,36 @@ impl DirSyncs {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let ticket = st.next;
         st.next += 1;
-        st.pending.push((ticket, dir.to_owned()));
+        st.dirs
+            .entry(dir.to_owned())
+            .or_default()
+            .pending
+            .push(ticket);
         loop {
             if let Some(result) = st.done.remove(&ticket) {
                 return result.map_err(|f| f.error());
             }
-            if st.running {
-                st = self
-                    .round_ended
-                    .wait(st)
-                    .unwrap_or_else(PoisonError::into_inner);
+            let d = st.dirs.entry(dir.to_owned()).or_default();
+            if d.running {
+                st = self.ended.wait(st).unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
-            st.running = true;
-            let round = std::mem::take(&mut st.pending);
+            d.running = true;
+            let taken = std::mem::take(&mut d.pending);
             drop(st);
-            let mut results: HashMap<&Path, Result<(), Failure>> = HashMap::new();
-            for (_, d) in &round {
-                results.entry(d.as_path()).or_insert_with(|| {
-                    File::open(d)
-                        .and_then(|f| f.sync_all())
-                        .map_err(|e| Failure::of(&e))
-                });
-            }
+            let result = File::open(dir)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Failure::of(&e));
             st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            for (t, d) in &round {
-                let r = results.get(d.as_path()).cloned().unwrap_or(Ok(()));
-                st.done.insert(*t, r);
+            for t in taken {
+                st.done.insert(t, result.clone());
             }
-            st.running = false;
-            self.round_ended.notify_all();
+            let d = st.dirs.entry(dir.to_owned()).or_default();
+            d.running = false;
+            if d.pending.is_empty() {
+                st.dirs.remove(dir);
+            }
+            self.ended.notify_all();
         }
     }
 }
@@ -122,6 +132,7 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert!(syncs.state.lock().unwrap().done.is_empty());
+        let st = syncs.state.lock().unwrap();
+        assert!(st.done.is_empty() && st.dirs.is_empty());
     }
 }
