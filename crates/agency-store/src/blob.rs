@@ -2,9 +2,11 @@
 //! BLAKE3 hash of the content. Identical content is stored once.
 //!
 //! A put is durable before it returns: write to a temporary file, fsync it,
-//! rename it into place, fsync the directory. The service commits the row
-//! that points at a blob only after the put returned, so a crash in between
-//! leaves at worst an unreferenced blob, never a row pointing at nothing.
+//! rename it into place, fsync the directory (one directory fsync shared by
+//! the puts that renamed into it in the same window, see `dir_sync`). The
+//! service commits the row that points at a blob only after the put
+//! returned, so a crash in between leaves at worst an unreferenced blob,
+//! never a row pointing at nothing.
 //!
 //! With the `fault-injection` feature, [`FsBlobStore::set_fault_hook`] lets
 //! the fault suite fail any [`PutStep`] with the I/O error of its choice
@@ -23,6 +25,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir_sync::DirSyncs;
 use crate::error::StoreError;
 
 /// A blob's name: the hash algorithm and the hex digest, `blake3:<64 hex>`.
@@ -172,6 +175,8 @@ pub struct FsBlobStore {
     /// removal never lands between a put's check that the blob exists (and
     /// its refresh of the blob's time) and the put's return.
     gc: RwLock<()>,
+    /// Directory fsyncs shared by concurrent puts.
+    dir_syncs: DirSyncs,
     #[cfg(feature = "fault-injection")]
     fault: FaultSlot,
 }
@@ -195,6 +200,7 @@ impl FsBlobStore {
             counter: AtomicU64::new(0),
             durable: Mutex::new(HashSet::new()),
             gc: RwLock::new(()),
+            dir_syncs: DirSyncs::default(),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         })
@@ -265,8 +271,7 @@ impl BlobStore for FsBlobStore {
         let dir = dest.parent().expect("blob paths have a parent");
         let sync_dir = || {
             self.fault(PutStep::FsyncDir)
-                .and_then(|()| File::open(dir))
-                .and_then(|d| d.sync_all())
+                .and_then(|()| self.dir_syncs.sync(dir))
                 .map_err(|e| io("fsync blob directory", dir, e))
         };
         if dest.exists() {

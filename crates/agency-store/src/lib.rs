@@ -8,6 +8,7 @@
 //! and applies changes, the service decides.
 
 pub mod blob;
+mod dir_sync;
 pub mod error;
 pub mod fsck;
 pub mod mcp_pins;

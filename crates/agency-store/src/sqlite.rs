@@ -1,9 +1,12 @@
 //! SQLite backend: [`SqliteStore`] runs each transaction closure on a
 //! SQLite database in WAL mode.
 //!
-//! - One writer connection behind a mutex: write closures are serialized and
-//!   each runs in `BEGIN IMMEDIATE`, so it holds the write lock from its
-//!   first statement and never fails half-way on a lock upgrade.
+//! - One writer connection behind a mutex: write closures are serialized,
+//!   inside a `BEGIN IMMEDIATE` transaction, so it holds the write lock from
+//!   its first statement and never fails half-way on a lock upgrade.
+//!   Concurrent writers share one transaction, each closure in its own
+//!   savepoint, and so one commit and one WAL fsync (group commit, see
+//!   `group`).
 //! - A small pool of reader connections: each read closure runs in
 //!   `BEGIN DEFERRED` and sees one consistent snapshot; WAL lets readers
 //!   proceed while a write is in progress. Readers are `query_only`.
@@ -19,6 +22,7 @@ mod approvals;
 mod budgets;
 mod caps;
 mod convert;
+mod group;
 mod handler_models;
 mod handlers;
 mod kb;
@@ -41,11 +45,13 @@ mod usage;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params_from_iter};
+
+use self::group::Writer;
 
 use self::convert::Ctx;
 use self::tx::SqliteTx;
@@ -94,7 +100,7 @@ const STATEMENT_CACHE: usize = 128;
 /// companions). Cheap to share: wrap it in an `Arc`.
 pub struct SqliteStore {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: Writer,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -118,7 +124,7 @@ impl SqliteStore {
         migrate(&mut writer, path)?;
         Ok(SqliteStore {
             path: path.to_owned(),
-            writer: Mutex::new(writer),
+            writer: Writer::new(writer),
             readers: Mutex::new(Vec::new()),
         })
     }
@@ -165,8 +171,9 @@ impl SqliteStore {
         &self,
         fail: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<(), StoreError> {
-        let conn = self.writer()?;
-        conn.commit_hook(Some(move || fail.load(std::sync::atomic::Ordering::SeqCst)));
+        let st = self.writer.lock(&self.path)?;
+        st.conn
+            .commit_hook(Some(move || fail.load(std::sync::atomic::Ordering::SeqCst)));
         Ok(())
     }
 
@@ -175,7 +182,8 @@ impl SqliteStore {
     /// with SQLite's own "database or disk is full", as on a full disk.
     #[cfg(feature = "fault-injection")]
     pub fn set_full(&self, full: bool) -> Result<(), StoreError> {
-        let conn = self.writer()?;
+        let st = self.writer.lock(&self.path)?;
+        let conn = &st.conn;
         let op = || self.op("set max_page_count");
         let pages: i64 = if full {
             conn.pragma_query_value(None, "page_count", |r| r.get(0))
@@ -192,21 +200,11 @@ impl SqliteStore {
         format!("{what} on database {}", self.path.display())
     }
 
-    /// The writer connection, usable even after a closure panicked while
-    /// holding it: the mutex is then poisoned, but the connection is fine
-    /// once any transaction the panic left open is rolled back.
-    fn writer(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        let conn = self.writer.lock().unwrap_or_else(|poisoned| {
-            self.writer.clear_poison();
-            poisoned.into_inner()
-        });
-        // rusqlite's Transaction rolls back when dropped during unwinding;
-        // this covers a rollback that failed there.
-        if !conn.is_autocommit() {
-            conn.execute_batch("ROLLBACK")
-                .ctx(|| self.op("roll back an abandoned write transaction"))?;
-        }
-        Ok(conn)
+    /// Writers waiting for the writer connection right now (those that
+    /// will join the next batch): for diagnostics and for tests that need
+    /// a batch of more than one write.
+    pub fn queued_writers(&self) -> usize {
+        self.writer.queued()
     }
 
     fn take_reader(&self) -> Result<Connection, StoreError> {
@@ -255,22 +253,7 @@ impl Store for SqliteStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let mut conn = self.writer()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .ctx(|| self.op("begin a write transaction"))?;
-        match f(&mut SqliteTx::new(&tx)) {
-            // On a failed COMMIT (e.g. a deferred foreign key) rusqlite rolls
-            // back as the transaction is dropped.
-            Ok(()) => tx.commit().ctx(|| self.op("commit a write transaction")),
-            Err(e) => {
-                // The closure's error is the one to report; a failed rollback
-                // leaves a transaction open, which writer() ends before the
-                // connection is used again.
-                let _ = tx.rollback();
-                Err(e)
-            }
-        }
+        self.writer.write(&self.path, f)
     }
 }
 

@@ -12,7 +12,11 @@ use crate::tx::Tx;
 /// - `write_dyn` runs the closure exactly once inside a transaction that
 ///   commits durably (the data survives the process being killed) when the
 ///   closure returns `Ok`, and rolls back when it returns `Err` or panics.
-///   Writes are serialized: two write closures never interleave.
+///   Writes are serialized: two write closures never interleave. A backend
+///   may commit the closures of concurrent writers together (group commit)
+///   as long as each closure's changes stay all-or-nothing, a failing
+///   closure undoes only its own changes, and `write_dyn` returns only once
+///   the commit holding its closure is durable (or failed).
 /// - `read_dyn` runs the closure once on a consistent snapshot; the
 ///   closure must not write.
 pub trait Store: Send + Sync + Debug {

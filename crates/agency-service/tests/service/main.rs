@@ -17,6 +17,7 @@ mod egress;
 mod escalation;
 mod faults_io;
 mod grant_props;
+mod group_commit;
 mod handoffs;
 mod handover;
 mod invisibility;
