@@ -15,6 +15,14 @@
 //! work left outside is a network call: with an embeddings endpoint
 //! configured, the memory recall's query is read and embedded first, since
 //! no network call may run while the store's write lock is held.
+//!
+//! The transaction commits without waiting for the disk
+//! (`Store::write_lazy_dyn`: an fsync is ~4 ms here, twice the whole
+//! budget above a bare spawn). It is visible at once and survives the
+//! daemon being killed; only a power loss before the next durable commit
+//! could lose it, and the next durable commit comes right after the spawn
+//! (the supervisor records the process group), while a power loss kills
+//! the agent's process with it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -97,7 +105,7 @@ impl Service {
             None
         };
         let token = new_token();
-        let prepared = self.write(|op| {
+        let prepared = self.write_lazy(|op| {
             let row = op
                 .tx
                 .handler(h)?

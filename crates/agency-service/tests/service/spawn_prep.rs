@@ -21,6 +21,8 @@ struct Counting {
     inner: SqliteStore,
     reads: AtomicUsize,
     writes: AtomicUsize,
+    /// Of the writes, those committed without waiting for the disk.
+    lazy: AtomicUsize,
 }
 
 impl Store for Counting {
@@ -38,6 +40,14 @@ impl Store for Counting {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.write_dyn(f)
     }
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.lazy.fetch_add(1, Ordering::SeqCst);
+        self.inner.write_lazy_dyn(f)
+    }
 }
 
 impl Counting {
@@ -48,6 +58,11 @@ impl Counting {
             self.writes.swap(0, Ordering::SeqCst),
         )
     }
+
+    /// Lazy writes since the last call.
+    fn take_lazy(&self) -> usize {
+        self.lazy.swap(0, Ordering::SeqCst)
+    }
 }
 
 fn env() -> (Env, Arc<Counting>) {
@@ -56,6 +71,7 @@ fn env() -> (Env, Arc<Counting>) {
         inner: SqliteStore::open(&dir.path().join("agency.db")).unwrap(),
         reads: AtomicUsize::new(0),
         writes: AtomicUsize::new(0),
+        lazy: AtomicUsize::new(0),
     });
     let blobs = Arc::new(FsBlobStore::open(dir.path().join("blobs")).unwrap());
     let clock = Arc::new(agency_service::ManualClock::new(T0));
@@ -156,6 +172,9 @@ fn issue_15_preparing_a_spawn_is_one_store_transaction_with_all_the_launch_needs
     let ws = env.dir.path().join("ws");
     let p = svc.spawn_prepare(&request(h, &ws)).unwrap().unwrap();
     assert_eq!(counting.take(), (0, 1), "one write transaction, no read");
+    // Its commit does not wait for the disk (the fsync is the next
+    // durable commit's, after the process started).
+    assert_eq!(counting.take_lazy(), 1);
 
     // What it returned is what the separate reads say.
     assert_eq!(p.minted.handler, h);
