@@ -551,6 +551,7 @@ impl State {
         let Some(run) = self.running.remove(&h).filter(|r| r.agent == agent) else {
             return;
         };
+        let began = std::time::Instant::now();
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
@@ -608,6 +609,8 @@ impl State {
         if let Some(dir) = run.spec.workspace.parent() {
             let _ = std::fs::remove_dir_all(dir);
         }
+        // The dispatcher handles nothing else meanwhile (issue 15).
+        tracing::debug!(agent = %agent, exit_us = began.elapsed().as_micros(), "agent exit handled");
         let Ok(outcome) = outcome else { return };
         if !outcome.has_work || self.shutting_down {
             self.failures.remove(&h);

@@ -34,6 +34,7 @@ pub(super) enum SpawnError {
 impl State {
     /// Start an agent for `h` if it may have one now.
     pub(super) async fn spawn(&mut self, h: HandlerId) -> Result<(), SpawnError> {
+        let began = std::time::Instant::now();
         let dir = self.runs.join(uuid::Uuid::new_v4().simple().to_string());
         let workspace = dir.join("workspace");
         let run_dir = dir.join("run");
@@ -57,6 +58,7 @@ impl State {
             Ok(None) => return Ok(()),
             Err(e) => return Err(SpawnError::Service(e)),
         };
+        let prepared_at = began.elapsed();
         let initial_message = first_message(&p);
         let PreparedSpawn {
             minted,
@@ -95,6 +97,7 @@ impl State {
         let agent = spec.agent;
         let mut log_reader = None;
         let mut cgroup = None;
+        let mut launched_at = std::time::Duration::ZERO;
         let child = [&spec.workspace, &spec.run_dir]
             .into_iter()
             .try_for_each(|d| {
@@ -141,6 +144,7 @@ impl State {
                     .stdout(out)
                     .stderr(err)
                     .kill_on_drop(false);
+                launched_at = began.elapsed();
                 cmd.spawn().map_err(|e| {
                     SpawnError::Io(format!(
                         "failed to run the {} runtime: {e}",
@@ -178,6 +182,15 @@ impl State {
             )
         });
         tracing::info!(handler = %h, agent = %agent, runtime = self.runtime.name(), pid = pgid, "agent started");
+        // Where a spawn's time goes (issue 15): the store transaction, then
+        // directories, command and sandbox, then the fork and exec.
+        tracing::debug!(
+            agent = %agent,
+            prepare_us = prepared_at.as_micros(),
+            launch_us = (launched_at - prepared_at).as_micros(),
+            spawn_us = (began.elapsed() - launched_at).as_micros(),
+            "agent spawn timings"
+        );
         let (tx, svc) = (self.tx.clone(), self.svc.clone());
         tokio::spawn(async move {
             // Recorded so that a daemon restarted after a crash can stop
