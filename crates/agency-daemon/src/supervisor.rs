@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::{AgentId, HandlerId, MailTarget, Resource};
-use agency_service::{Event, Service, ServiceError};
+use agency_service::{Event, RunOutcome, Service, ServiceError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -38,8 +38,10 @@ use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 use crate::warm::WarmRegistry;
 
+mod finish;
 mod spawn;
 
+use finish::Finish;
 use spawn::SpawnError;
 
 enum Msg {
@@ -51,6 +53,13 @@ enum Msg {
         agent: AgentId,
         status: Option<i32>,
         signalled: bool,
+    },
+    /// An exited agent's run is recorded (`outcome`: what the store said,
+    /// none if recording failed).
+    Finished {
+        handler: HandlerId,
+        outcome: Option<RunOutcome>,
+        config_restart: bool,
     },
     Kill(Vec<AgentId>),
     /// An agent ended in the store (its token revoked, its process gone,
@@ -175,6 +184,7 @@ impl Supervisor {
             failures: HashMap::new(),
             not_before: HashMap::new(),
             timers: HashSet::new(),
+            finishing: HashSet::new(),
             shutting_down: false,
         };
         let dispatcher = tokio::spawn(state.run(rx));
@@ -272,6 +282,10 @@ struct State {
     failures: HashMap<HandlerId, u32>,
     not_before: HashMap<HandlerId, Instant>,
     timers: HashSet<HandlerId>,
+    /// Handlers whose exited agent is being recorded (off the dispatcher):
+    /// none of them starts again before its run is recorded and the
+    /// backoff decided.
+    finishing: HashSet<HandlerId>,
     shutting_down: bool,
 }
 
@@ -288,7 +302,12 @@ impl State {
                     agent,
                     status,
                     signalled,
-                } => self.exited(handler, agent, status, signalled).await,
+                } => self.exited(handler, agent, status, signalled),
+                Msg::Finished {
+                    handler,
+                    outcome,
+                    config_restart,
+                } => self.finished(handler, outcome, config_restart).await,
                 Msg::Kill(agents) => self.kill(&agents),
                 Msg::Ended { handler, agent } => self.ended(handler, agent).await,
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
@@ -306,7 +325,7 @@ impl State {
                     shutdown_reply = Some(reply);
                 }
             }
-            if self.shutting_down && self.running.is_empty() {
+            if self.shutting_down && self.running.is_empty() && self.finishing.is_empty() {
                 break;
             }
             self.pump().await;
@@ -350,7 +369,11 @@ impl State {
     /// Queue a handler that has work, no live agent here, is not stalled
     /// and is past its backoff.
     async fn consider(&mut self, h: HandlerId) {
-        if self.shutting_down || self.running.contains_key(&h) || self.queued.contains(&h) {
+        if self.shutting_down
+            || self.running.contains_key(&h)
+            || self.queued.contains(&h)
+            || self.finishing.contains(&h)
+        {
             return;
         }
         if let Some(at) = self.not_before.get(&h).copied()
@@ -547,76 +570,76 @@ impl State {
         run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
     }
 
-    async fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
+    /// An agent's process exited: its slot is free at once; what takes
+    /// time (stopping what is left of an unconfined agent's group, the end
+    /// of its output, the record, deleting the workspace) runs in a task
+    /// of its own, so the dispatcher goes on spawning meanwhile (issue
+    /// 15), and reports back with [`Msg::Finished`].
+    fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
         let Some(run) = self.running.remove(&h).filter(|r| r.agent == agent) else {
             return;
         };
-        let began = std::time::Instant::now();
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
         self.warm.forget(agent);
-        // Whatever the agent left behind goes with it.
-        if let Some(cg) = run.cgroup {
-            // Confined: every process it started is in its cgroup (none can
-            // leave it), so one kill reaches them all, `setsid` and double
-            // forks included. Not a wait on its process group: the
-            // sandbox's forwarder, orphaned when the agent exits, stays in
-            // that group as a zombie until init reaps it (seconds on some
-            // machines), and the dispatcher must not wait for that; nor for
-            // the cgroup's removal, which waits for the same.
-            if let Err(e) = cg.kill() {
-                tracing::warn!(agent = %agent, error = %e, "failed to kill the cgroup of agent {agent}");
-            }
-            tokio::spawn(crate::confine::release(cg));
-        } else {
-            stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
-        }
         self.activity.forget(agent);
-        let mut report = self.runtime.collect(&run.spec);
-        if let Some(log) = run.log {
-            let mut redact: Vec<&str> = self.servers.secret_values().collect();
-            redact.push(&run.spec.token);
-            report.log = Some(log.finish(Duration::from_secs(2), &redact).await);
-        }
-        // `agency sandbox-exec` could not confine it and ran nothing.
-        if let Some(why) = crate::confine::sandbox_failure(status, report.log.as_deref()) {
-            report.reason = why;
-        }
-        if let Some(reason) = run.stop_reason.clone() {
-            report.reason = reason;
-        } else if run.config_restart {
-            // It saved its state and exited as told: recorded as a restart,
-            // so the next agent knows why the previous one stopped.
-            report.reason = "restarted: its MCP servers changed".to_owned();
-        }
-        report.exit_status = status.map(i64::from);
-        // A clean exit is still abnormal when the runtime saw the run fail
-        // (Claude Code exits 0 with is_error, or without our MCP server).
-        report.normal = status == Some(0)
-            && !["failed", "error", "stalled"]
-                .iter()
-                .any(|p| report.reason.starts_with(p));
-        if report.reason.is_empty() {
-            report.reason = if signalled {
-                "killed".to_owned()
-            } else {
-                "exited".to_owned()
-            };
-        }
-        tracing::info!(handler = %h, agent = %agent, reason = %report.reason, exit_status = ?status, normal = report.normal, "agent ended");
-        let outcome = self.blocking(move |s| s.agent_finish(agent, &report)).await;
-        if let Some(dir) = run.spec.workspace.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        // The dispatcher handles nothing else meanwhile (issue 15).
-        tracing::debug!(agent = %agent, exit_us = began.elapsed().as_micros(), "agent exit handled");
-        let Ok(outcome) = outcome else { return };
+        self.finishing.insert(h);
+        // Whatever the agent left behind goes with it.
+        let unconfined = match run.cgroup {
+            Some(cg) => {
+                // Confined: every process it started is in its cgroup (none
+                // can leave it), so one kill reaches them all, `setsid` and
+                // double forks included. Not a wait on its process group:
+                // the sandbox's forwarder, orphaned when the agent exits,
+                // stays in that group as a zombie until init reaps it
+                // (seconds on some machines); nor for the cgroup's
+                // removal, which waits for the same.
+                if let Err(e) = cg.kill() {
+                    tracing::warn!(agent = %agent, error = %e, "failed to kill the cgroup of agent {agent}");
+                }
+                tokio::spawn(crate::confine::release(cg));
+                None
+            }
+            None => Some(run.pgid),
+        };
+        let mut redact: Vec<String> = self.servers.secret_values().map(str::to_owned).collect();
+        redact.push(run.spec.token.clone());
+        let finish = Finish {
+            handler: h,
+            agent,
+            status,
+            signalled,
+            spec: run.spec,
+            log: run.log,
+            stop_reason: run.stop_reason,
+            config_restart: run.config_restart,
+            unconfined,
+            redact,
+        };
+        let (svc, runtime, tx) = (self.svc.clone(), self.runtime.clone(), self.tx.clone());
+        let grace = Duration::from_millis(self.cfg.kill_grace_ms);
+        tokio::spawn(async move {
+            let config_restart = finish.config_restart;
+            let outcome = finish.run(svc, runtime, grace).await;
+            let _ = tx.send(Msg::Finished {
+                handler: h,
+                outcome,
+                config_restart,
+            });
+        });
+    }
+
+    /// The run of `h`'s exited agent is recorded: respawn at once after
+    /// progress, back off otherwise, or mark the handler stalled.
+    async fn finished(&mut self, h: HandlerId, outcome: Option<RunOutcome>, config_restart: bool) {
+        self.finishing.remove(&h);
+        let Some(outcome) = outcome else { return };
         if !outcome.has_work || self.shutting_down {
             self.failures.remove(&h);
             return;
         }
-        if outcome.made_progress || run.config_restart {
+        if outcome.made_progress || config_restart {
             // An agent asked to restart for new MCP servers did as told.
             self.failures.remove(&h);
             self.not_before.remove(&h);
