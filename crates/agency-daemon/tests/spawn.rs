@@ -1,7 +1,8 @@
 //! Issue 15 item 3, through the daemon: an agent started on mail has what
-//! its one preparation transaction wrote (its run record), its process group is recorded after it started, and
-//! recording its end off the dispatcher still deletes its workspace and
-//! frees its slot for another handler's agent.
+//! its one preparation transaction wrote (its run record), its process
+//! group is recorded after it started, and recording its end off the
+//! dispatcher still deletes its workspace and frees its slot for another
+//! handler's agent.
 
 #![allow(clippy::unwrap_used)]
 
