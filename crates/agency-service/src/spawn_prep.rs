@@ -105,7 +105,7 @@ impl Service {
             None
         };
         let token = new_token();
-        let prepared = self.write_lazy(|op| {
+        self.write_lazy(|op| {
             let row = op
                 .tx
                 .handler(h)?
@@ -181,8 +181,7 @@ impl Service {
                 keep_warm,
                 upstream,
             })))
-        })?;
-        prepared
+        })?
     }
 
     /// Daemon: whether `handler` may get an agent now (it has work, is not
