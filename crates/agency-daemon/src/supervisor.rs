@@ -392,7 +392,7 @@ impl State {
         // A free slot and nobody ahead: straight to the spawn, whose one
         // store transaction checks the same as below (issue 15 item 3:
         // one transaction from a delivery to the agent's process).
-        if self.queue.is_empty() && self.running.len() < self.cfg.max_concurrent {
+        if self.queue.is_empty() && self.slot_free() {
             self.start(h).await;
             return;
         }
@@ -403,6 +403,14 @@ impl State {
             self.queued.insert(h);
             self.queue.push_back(h);
         }
+    }
+
+    /// Whether an agent may start: live agents and exited ones whose run
+    /// is still being recorded hold the `max_concurrent` slots (the store
+    /// still counts the latter as live, e.g. against a budget's live-agent
+    /// limit).
+    fn slot_free(&self) -> bool {
+        self.running.len() + self.finishing.len() < self.cfg.max_concurrent
     }
 
     /// Spawn an agent for `h`; a failure is logged (and counted as an
@@ -418,7 +426,7 @@ impl State {
     }
 
     async fn pump(&mut self) {
-        while !self.shutting_down && self.running.len() < self.cfg.max_concurrent {
+        while !self.shutting_down && self.slot_free() {
             let Some(h) = self.queue.pop_front() else {
                 return;
             };
@@ -570,11 +578,11 @@ impl State {
         run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
     }
 
-    /// An agent's process exited: its slot is free at once; what takes
-    /// time (stopping what is left of an unconfined agent's group, the end
-    /// of its output, the record, deleting the workspace) runs in a task
-    /// of its own, so the dispatcher goes on spawning meanwhile (issue
-    /// 15), and reports back with [`Msg::Finished`].
+    /// An agent's process exited: what takes time (stopping what is left
+    /// of an unconfined agent's group, the end of its output, the record,
+    /// deleting the workspace) runs in a task of its own, so the
+    /// dispatcher goes on with other handlers meanwhile (issue 15); the
+    /// task reports back with [`Msg::Finished`], which frees the slot.
     fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
         let Some(run) = self.running.remove(&h).filter(|r| r.agent == agent) else {
             return;

@@ -152,6 +152,11 @@ pub(crate) fn first_message_memory(
     qv: Option<&(String, Vec<f32>)>,
 ) -> Result<Option<String>> {
     let cfg = svc.memory_config();
+    let live = usize::try_from(op.tx.memory_live_count(handler)?).unwrap_or(usize::MAX);
+    // Nothing to recall: no need to read the mail bodies for a query.
+    if live == 0 {
+        return Ok(None);
+    }
     let query = recall_query(op.tx, op.blobs, handler)?;
     let recalled = recall(
         op.tx,
@@ -161,7 +166,6 @@ pub(crate) fn first_message_memory(
         cfg.min_similarity,
         cfg.recall_tokens,
     )?;
-    let live = usize::try_from(op.tx.memory_live_count(handler)?).unwrap_or(usize::MAX);
     let condense = if live <= cfg.condense_after {
         None
     } else {

@@ -20,9 +20,8 @@
 //! (`Store::write_lazy_dyn`: an fsync is ~4 ms here, twice the whole
 //! budget above a bare spawn). It is visible at once and survives the
 //! daemon being killed; only a power loss before the next durable commit
-//! could lose it, and the next durable commit comes right after the spawn
-//! (the supervisor records the process group), while a power loss kills
-//! the agent's process with it.
+//! (the first of the agent's own writes, or any other) could lose it, and
+//! a power loss kills the agent's process with it.
 
 use std::collections::BTreeSet;
 use std::path::Path;

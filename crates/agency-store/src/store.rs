@@ -29,9 +29,9 @@ pub trait Store: Send + Sync + Debug {
     /// operating system holds it), not a power loss or an OS crash until
     /// the next durable commit, which carries it to disk with its own. For
     /// a write on a latency-critical path whose loss in a power cut costs
-    /// nothing: an agent spawn's preparation (the agent's process dies in
-    /// the same power cut, and its first durable write or the process
-    /// record right after the spawn makes the preparation durable too).
+    /// nothing: an agent spawn's preparation and its process record (the
+    /// agent's process dies in the same power cut, and the next durable
+    /// write, e.g. the agent's own first, makes them durable too).
     /// Serialized with every other write. The default is `write_dyn`.
     fn write_lazy_dyn(
         &self,

@@ -8,9 +8,9 @@
 //! transaction on one blocking thread. Then, on the dispatcher: the first
 //! message is composed, the runtime's command built and wrapped in the
 //! sandbox, and the process spawned. Recording its process group (a
-//! second write, for the reaper after a crash) happens after the process
-//! runs, in the task that waits for its exit, so it neither delays this
-//! agent nor the dispatcher.
+//! second write, for the reaper after a crash; lazy, like the first)
+//! happens after the process runs, in the task that waits for its exit,
+//! so it neither delays this agent nor the dispatcher.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
