@@ -86,8 +86,9 @@ fn since(t0: u128, t1: u128) -> Duration {
     Duration::from_nanos(u64::try_from(t1.saturating_sub(t0)).unwrap_or(u64::MAX))
 }
 
-/// Latency samples with `n` handlers in the store.
-async fn with_handlers(n: usize, samples: usize) -> Result<(Pct, Duration)> {
+/// Latency samples with `n` handlers in the store; agents confined (the
+/// default) or, with `sandbox` false, unconfined (`agents.sandbox = "off"`).
+async fn with_handlers(n: usize, samples: usize, sandbox: bool) -> Result<(Pct, Duration)> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let stamps = dir.path().join("stamps");
     std::fs::create_dir_all(&stamps).context("failed to create the stamp directory")?;
@@ -97,7 +98,8 @@ async fn with_handlers(n: usize, samples: usize) -> Result<(Pct, Duration)> {
     // confined (the default), through the `agency` binary's
     // `sandbox-exec`; the stamps directory is theirs to write.
     let config = format!(
-        "[agents]\nruntime = \"command\"\nmax_concurrent = 4\nrespawn_backoff_ms = 3600000\nmax_backoff_ms = 3600000\nstall_after_exits = 1000\nidle_timeout_ms = 0\nagency_program = {:?}\n[agents.command]\nprogram = {:?}\nargs = [\"__stamp\", {:?}]\n[sandbox]\nread_write = [{:?}]\n",
+        "[agents]\nruntime = \"command\"\nsandbox = {:?}\nmax_concurrent = 4\nrespawn_backoff_ms = 3600000\nmax_backoff_ms = 3600000\nstall_after_exits = 1000\nidle_timeout_ms = 0\nagency_program = {:?}\n[agents.command]\nprogram = {:?}\nargs = [\"__stamp\", {:?}]\n[sandbox]\nread_write = [{:?}]\n",
+        if sandbox { "on" } else { "off" },
         crate::util::agency_bin()?.display().to_string(),
         me.display().to_string(),
         stamps.display().to_string(),
@@ -245,8 +247,9 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let samples = cfg.pick(200, 40);
     let big = cfg.pick(100_000, 10_000);
     let d = direct(samples).await?;
-    let (small, small_pop) = with_handlers(100, samples).await?;
-    let (large, large_pop) = with_handlers(big, samples).await?;
+    let (small, small_pop) = with_handlers(100, samples, true).await?;
+    let (large, large_pop) = with_handlers(big, samples, true).await?;
+    let (bare_small, _) = with_handlers(100, samples, false).await?;
     let bare = "same program spawned directly";
     let boxed = "same program spawned directly in the same sandbox";
     let mut s = Section::new("4. Scheduling latency: message delivered → agent process started");
@@ -268,6 +271,20 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
             ratio(p.p50.saturating_sub(d.sandboxed.p50).as_secs_f64(), 0.002),
         ));
     }
+    s.rows.push(Row::times(
+        "100 handlers, sandbox off, p50",
+        bare_small.p50,
+        (&format!("{bare}, p50"), d.bare.p50),
+    ));
+    s.rows.push(Row::new(
+        "100 handlers, sandbox off, p50 above the bare direct spawn",
+        fmt_diff(bare_small.p50, d.bare.p50),
+        format!("{} (2 ms: the target)", fmt_dur(Duration::from_millis(2))),
+        ratio(
+            bare_small.p50.saturating_sub(d.bare.p50).as_secs_f64(),
+            0.002,
+        ),
+    ));
     s.rows.push(Row::new(
         format!("{big} vs 100 handlers, p50"),
         fmt_dur(large.p50),
@@ -303,6 +320,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     s.notes.push(format!(
         "{} deliveries with 100 handlers (one each) and {} with {big}, one at a time, each to a different idle handler (user → handler mail through `Service::mail_send` on the in-process daemon); `command` runtime running `agency-bench __stamp`, which writes its start time (CLOCK_REALTIME) and exits; max_concurrent 4; respawn backoff set to an hour so exited agents do not come back during the run. Agents run confined (the default: `agency sandbox-exec`, a cgroup and a network namespace per agent). The baselines spawn the same program from this process with `process_group(0)`, {samples} times each, interleaved: bare, and in the same sandbox (a fresh cgroup and the policy written per spawn, as the daemon does, inside the timed span; the policy has the system directories, both programs and their directory read-only, the stamp directory read-write, two ports).",
         small.n, large.n
+    ));
+    s.notes.push(format!(
+        "sandbox off: the same 100-handler run with `agents.sandbox = \"off\"` ({} deliveries), against the bare direct spawn: the daemon's own part without the sandbox's.",
+        bare_small.n
     ));
     s.notes.push(format!(
         "stores populated through the store's `Tx` in transactions of ~14,000 handlers (outcome + edge + handler + state document + audit log each): 100 handlers in {:.1} s, {big} in {:.1} s; see `crates/agency-bench/src/populate.rs`.",
