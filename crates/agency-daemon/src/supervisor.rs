@@ -4,11 +4,12 @@
 //! Nothing scans every handler on a timer; only a start (or a lagged event
 //! stream) walks the indexed work query once.
 //!
-//! Per agent: a fresh token and workspace, the seed's prompt, a process
-//! group of its own. On exit: usage and transcript are recorded, the
-//! workspace is deleted, and the handler is respawned — at once after
-//! progress, with exponential backoff otherwise, and marked stalled after
-//! `stall_after_exits` exits in a row without progress.
+//! Per agent (`spawn.rs`: one store transaction prepares it): a fresh
+//! token and workspace, the seed's prompt, a process group of its own. On
+//! exit (`finish.rs`, off the dispatcher): usage and transcript are
+//! recorded, the workspace is deleted, and the handler is respawned — at
+//! once after progress, with exponential backoff otherwise, and marked
+//! stalled after `stall_after_exits` exits in a row without progress.
 //!
 //! When a handler gains or loses an MCP-server capability while its agent
 //! runs, the agent is told (a message) to save its state and exit, and is
