@@ -484,23 +484,23 @@ pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
             _ => "SDK defaults: session, SSE",
         };
         s.rows.push(Row::times(
-            &format!("Python peer ({mode}) kb_read p50"),
+            format!("Python peer ({mode}) kb_read p50"),
             theirs.p50,
             ("bare HTTP echo p50", floor_p.p50),
         ));
         s.rows.push(Row::times(
-            &format!("Python peer ({mode}) kb_read p99"),
+            format!("Python peer ({mode}) kb_read p99"),
             theirs.p99,
             ("bare HTTP echo p99", floor_p.p99),
         ));
         s.rows.push(Row::new(
-            &format!("Python peer ({mode}) p50 against Agency's (same run)"),
+            format!("Python peer ({mode}) p50 against Agency's (same run)"),
             fmt_dur(theirs.p50),
             format!("{} (Agency kb_read p50)", fmt_dur(ours.p50)),
             ratio(theirs.p50.as_secs_f64(), ours.p50.as_secs_f64()),
         ));
         s.rows.push(Row::new(
-            &format!("Python peer ({mode}) p99 against Agency's (same run)"),
+            format!("Python peer ({mode}) p99 against Agency's (same run)"),
             fmt_dur(theirs.p99),
             format!("{} (Agency kb_read p99)", fmt_dur(ours.p99)),
             ratio(theirs.p99.as_secs_f64(), ours.p99.as_secs_f64()),

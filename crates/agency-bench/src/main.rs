@@ -8,6 +8,10 @@
 //! cargo run --release -p agency-bench -- [--quick] [--out BENCHMARKS.md] [--only 1,3]
 //! ```
 //!
+//! `AGENCY_BENCH_LOG` (a tracing filter such as
+//! `agency_daemon::supervisor=debug`) prints the in-process daemon's
+//! diagnostics to stderr, e.g. where each spawn's time goes.
+//!
 //! The binary doubles as the tiny agent program of the scheduling
 //! benchmark (`agency-bench __stamp DIR`, see [`sched::stamp`]): that mode is
 //! checked before anything else so the process does as little as possible
@@ -71,6 +75,14 @@ fn main() -> Result<()> {
         return sched::stamp(argv.next());
     }
     let args = Args::parse();
+    // Diagnostics of the in-process daemon, e.g. where a spawn's time goes:
+    // AGENCY_BENCH_LOG=agency_daemon::supervisor=debug (stderr).
+    if let Ok(filter) = std::env::var("AGENCY_BENCH_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let cfg = Cfg { quick: args.quick };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

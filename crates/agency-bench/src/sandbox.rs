@@ -23,15 +23,28 @@ const TRUE: &str = "/bin/true";
 /// An agent-like policy for `/bin/true`: the system directories read-only,
 /// `dir` read-write, one TCP port, the given cgroup files.
 fn policy(dir: &Path, cgroup_procs: Vec<PathBuf>) -> Policy {
+    agent_policy(dir, &[PathBuf::from(TRUE)], &[9], cgroup_procs)
+}
+
+/// An agent's policy, as the daemon's `confine.rs` builds it: the system
+/// directories read-only and `read_only` besides, `dir` read-write, TCP
+/// connect to `ports`, the given cgroup files (and with them a network
+/// namespace of its own and a process limit).
+pub fn agent_policy(
+    dir: &Path,
+    read_only: &[PathBuf],
+    ports: &[u16],
+    cgroup_procs: Vec<PathBuf>,
+) -> Policy {
     let isolate_network = !cgroup_procs.is_empty();
-    let mut read_only = agency_sandbox::system_read_only();
-    read_only.push(PathBuf::from(TRUE));
+    let mut ro = agency_sandbox::system_read_only();
+    ro.extend_from_slice(read_only);
     let mut read_write = agency_sandbox::system_read_write_files();
     read_write.push(dir.to_owned());
     Policy {
         read_write,
-        read_only,
-        connect_ports: vec![9],
+        read_only: ro,
+        connect_ports: ports.to_vec(),
         limits: Limits {
             max_processes: if cgroup_procs.is_empty() { 0 } else { 64 },
             ..Limits::default()
@@ -41,7 +54,7 @@ fn policy(dir: &Path, cgroup_procs: Vec<PathBuf>) -> Policy {
     }
 }
 
-fn write_policy(dir: &Path, name: &str, p: &Policy) -> Result<PathBuf> {
+pub fn write_policy(dir: &Path, name: &str, p: &Policy) -> Result<PathBuf> {
     let path = dir.join(name);
     std::fs::write(&path, p.to_json().context("failed to encode the policy")?)
         .with_context(|| format!("failed to write {}", path.display()))?;

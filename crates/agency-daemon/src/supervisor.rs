@@ -4,11 +4,12 @@
 //! Nothing scans every handler on a timer; only a start (or a lagged event
 //! stream) walks the indexed work query once.
 //!
-//! Per agent: a fresh token and workspace, the seed's prompt, a process
-//! group of its own. On exit: usage and transcript are recorded, the
-//! workspace is deleted, and the handler is respawned — at once after
-//! progress, with exponential backoff otherwise, and marked stalled after
-//! `stall_after_exits` exits in a row without progress.
+//! Per agent (`spawn.rs`: one store transaction prepares it): a fresh
+//! token and workspace, the seed's prompt, a process group of its own. On
+//! exit (`finish.rs`, off the dispatcher): usage and transcript are
+//! recorded, the workspace is deleted, and the handler is respawned — at
+//! once after progress, with exponential backoff otherwise, and marked
+//! stalled after `stall_after_exits` exits in a row without progress.
 //!
 //! When a handler gains or loses an MCP-server capability while its agent
 //! runs, the agent is told (a message) to save its state and exit, and is
@@ -22,9 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::prompt::{PROMPT_VERSION, PromptFacts, agent_prompt, previous_run_note};
-use agency_core::{AgentId, HandlerId, MailTarget, Principal, Resource};
-use agency_service::{Event, RunReport, Service, ServiceError};
+use agency_core::{AgentId, HandlerId, MailTarget, Resource};
+use agency_service::{Event, RunOutcome, Service, ServiceError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -39,6 +39,12 @@ use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 use crate::warm::WarmRegistry;
 
+mod finish;
+mod spawn;
+
+use finish::Finish;
+use spawn::SpawnError;
+
 enum Msg {
     Consider(HandlerId),
     IdleCheck(AgentId),
@@ -48,6 +54,13 @@ enum Msg {
         agent: AgentId,
         status: Option<i32>,
         signalled: bool,
+    },
+    /// An exited agent's run is recorded (`outcome`: what the store said,
+    /// none if recording failed).
+    Finished {
+        handler: HandlerId,
+        outcome: Option<RunOutcome>,
+        config_restart: bool,
     },
     Kill(Vec<AgentId>),
     /// An agent ended in the store (its token revoked, its process gone,
@@ -172,6 +185,7 @@ impl Supervisor {
             failures: HashMap::new(),
             not_before: HashMap::new(),
             timers: HashSet::new(),
+            finishing: HashSet::new(),
             shutting_down: false,
         };
         let dispatcher = tokio::spawn(state.run(rx));
@@ -269,6 +283,10 @@ struct State {
     failures: HashMap<HandlerId, u32>,
     not_before: HashMap<HandlerId, Instant>,
     timers: HashSet<HandlerId>,
+    /// Handlers whose exited agent is being recorded (off the dispatcher):
+    /// none of them starts again before its run is recorded and the
+    /// backoff decided.
+    finishing: HashSet<HandlerId>,
     shutting_down: bool,
 }
 
@@ -285,7 +303,12 @@ impl State {
                     agent,
                     status,
                     signalled,
-                } => self.exited(handler, agent, status, signalled).await,
+                } => self.exited(handler, agent, status, signalled),
+                Msg::Finished {
+                    handler,
+                    outcome,
+                    config_restart,
+                } => self.finished(handler, outcome, config_restart).await,
                 Msg::Kill(agents) => self.kill(&agents),
                 Msg::Ended { handler, agent } => self.ended(handler, agent).await,
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
@@ -303,7 +326,7 @@ impl State {
                     shutdown_reply = Some(reply);
                 }
             }
-            if self.shutting_down && self.running.is_empty() {
+            if self.shutting_down && self.running.is_empty() && self.finishing.is_empty() {
                 break;
             }
             self.pump().await;
@@ -347,7 +370,11 @@ impl State {
     /// Queue a handler that has work, no live agent here, is not stalled
     /// and is past its backoff.
     async fn consider(&mut self, h: HandlerId) {
-        if self.shutting_down || self.running.contains_key(&h) || self.queued.contains(&h) {
+        if self.shutting_down
+            || self.running.contains_key(&h)
+            || self.queued.contains(&h)
+            || self.finishing.contains(&h)
+        {
             return;
         }
         if let Some(at) = self.not_before.get(&h).copied()
@@ -363,34 +390,49 @@ impl State {
             return;
         }
         self.timers.remove(&h);
-        let ready = self
-            .blocking(move |s| {
-                // A paused budget holds the handler until it is lifted
-                // (`BudgetResumed` rescans): not queued, so no retry spin.
-                Ok(s.has_work(h)?
-                    && s.handler_stalled(h)?.is_none()
-                    && s.budget_paused(h)?.is_none())
-            })
-            .await;
+        // A free slot and nobody ahead: straight to the spawn, whose one
+        // store transaction checks the same as below (issue 15 item 3:
+        // one transaction from a delivery to the agent's process).
+        if self.queue.is_empty() && self.slot_free() {
+            self.start(h).await;
+            return;
+        }
+        // A paused budget holds the handler until it is lifted
+        // (`BudgetResumed` rescans): not queued, so no retry spin.
+        let ready = self.blocking(move |s| s.spawn_ready(h)).await;
         if ready.unwrap_or(false) {
             self.queued.insert(h);
             self.queue.push_back(h);
         }
     }
 
+    /// Whether an agent may start: live agents and exited ones whose run
+    /// is still being recorded hold the `max_concurrent` slots (the store
+    /// still counts the latter as live, e.g. against a budget's live-agent
+    /// limit).
+    fn slot_free(&self) -> bool {
+        self.running.len() + self.finishing.len() < self.cfg.max_concurrent
+    }
+
+    /// Spawn an agent for `h`; a failure is logged (and counted as an
+    /// exit without progress by the spawn).
+    async fn start(&mut self, h: HandlerId) {
+        if let Err(e) = self.spawn(h).await {
+            match e {
+                // An attached client is this handler's agent: not ours to run.
+                SpawnError::Service(ServiceError::AgentLive { .. }) => {}
+                e => tracing::warn!(handler = %h, error = %e, "failed to start an agent"),
+            }
+        }
+    }
+
     async fn pump(&mut self) {
-        while !self.shutting_down && self.running.len() < self.cfg.max_concurrent {
+        while !self.shutting_down && self.slot_free() {
             let Some(h) = self.queue.pop_front() else {
                 return;
             };
             self.queued.remove(&h);
-            if let Err(e) = self.spawn(h).await {
-                match e {
-                    // An attached client is this handler's agent: not ours to run.
-                    SpawnError::Service(ServiceError::AgentLive { .. }) => {}
-                    e => tracing::warn!(handler = %h, error = %e, "failed to start an agent"),
-                }
-            }
+            self.start(h).await;
         }
         if !self.shutting_down && !self.queue.is_empty() {
             self.yield_warm_slots();
@@ -428,266 +470,6 @@ impl State {
                 Some("released: a warm agent did not give its slot back in time".to_owned());
             run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
         }
-    }
-
-    async fn spawn(&mut self, h: HandlerId) -> Result<(), SpawnError> {
-        let dir = self.runs.join(uuid::Uuid::new_v4().simple().to_string());
-        let workspace = dir.join("workspace");
-        let run_dir = dir.join("run");
-        for d in [&workspace, &run_dir] {
-            std::fs::create_dir_all(d)
-                .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))?;
-        }
-        let ws = workspace.clone();
-        let defaults = self.cfg.keep_warm_defaults();
-        let runtime = (self.runtime.name().to_owned(), self.runtime.keeps_warm());
-        let started = self
-            .blocking(move |s| {
-                let view = s.handler_view(Principal::User, h)?;
-                if !s.has_work(h)? {
-                    return Ok(None);
-                }
-                let minted = s.agent_start_with_token(h, Some(&ws))?;
-                // An organisation's agent (issue 12): its standing
-                // instructions end the system prompt.
-                let standing = s.handler_standing(h)?;
-                let prompt = agent_prompt(&PromptFacts {
-                    handler: h,
-                    boss: view.boss,
-                    root_title: &view.title,
-                    state_doc: view.state_doc,
-                    audit_log: view.audit_log,
-                    standing: standing.as_deref(),
-                });
-                let subjects = s.inbox_subjects(h, 20)?;
-                let granted = s.mcp_servers_granted(h)?;
-                // From the stored runs, not from this process's counters:
-                // a restart (reaped agents) must not make it forget.
-                let previous = s.previous_run_abnormal(h)?;
-                let mut first = first_message(&subjects);
-                if let Some(p) = previous {
-                    let note = previous_run_note(&format!("agent {}", p.agent), &p.ended_how);
-                    first = format!("{note}\n\n{first}");
-                }
-                // Issue 13: its own memories relevant to the waiting work (and
-                // a request to condense); a failure leaves them out, never
-                // the agent.
-                match s.memory_first_message(h) {
-                    Ok(Some(m)) => first = format!("{first}\n\n{m}"),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(handler = %h, error = %e, "failed to recall memories"),
-                }
-                let keep_warm = crate::warm::keep_warm_ms(s, defaults, (&runtime.0, runtime.1), h);
-                Ok(Some((minted, prompt, first, granted, keep_warm)))
-            })
-            .await;
-        let (minted, prompt, initial_message, granted, keep_warm_ms) = match started {
-            Ok(Some(x)) => x,
-            Ok(None) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Ok(());
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(SpawnError::Service(e));
-            }
-        };
-        // The handler's own model upstream (`agency model set`), if any; the
-        // gateway serves its agents that one only.
-        // (A read that fails leaves the runtime's, which the gateway then
-        // refuses if the handler has another: the agent fails, not leaks.)
-        let upstream = self
-            .blocking(move |s| s.model_effective(h))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(handler = %h, error = %e, "failed to read the handler's model upstream");
-                None
-            });
-        let prompt_hash = blake3::hash(prompt.as_bytes()).to_hex().to_string();
-        let mcp_servers = self.usable_servers(h, granted);
-        let launch_nonces = mcp_servers
-            .iter()
-            .map(|n| (n.clone(), self.nonces.issue(minted.agent, n)))
-            .collect();
-        let spec = SpawnSpec {
-            handler: h,
-            agent: minted.agent,
-            token: minted.token,
-            mcp_url: self.mcp_url.clone(),
-            workspace,
-            run_dir,
-            system_prompt: prompt,
-            initial_message,
-            mcp_servers,
-            launcher: self.launcher.clone(),
-            launch_nonces,
-            egress_proxy: Some(self.egress_proxy),
-            upstream,
-            keep_warm_ms,
-        };
-        let (agent, runtime_name) = (spec.agent, self.runtime.name().to_owned());
-        let _ = self
-            .blocking(move |s| {
-                s.agent_record_spawn(agent, &runtime_name, &prompt_hash, PROMPT_VERSION)
-            })
-            .await;
-        let mut log_reader = None;
-        let mut cgroup = None;
-        let child = self
-            .runtime
-            .command(&spec)
-            .map_err(|e| SpawnError::Io(e.to_string()))
-            .and_then(|cmd| {
-                // Inside the sandbox (agency sandbox-exec), unless it is off;
-                // a sandbox that cannot be built keeps the agent from
-                // starting (the error names the cause and the way out).
-                let (cmd, cg) = self
-                    .confiner
-                    .confine(
-                        cmd,
-                        &spec,
-                        &self.runtime.programs(),
-                        &self.extra_connect_ports,
-                    )
-                    .map_err(|e| SpawnError::Io(e.to_string()))?;
-                if cg.is_some() {
-                    // The daemon's `repo_push` reads this agent's clones
-                    // with git-upload-pack inside the agent's own sandbox,
-                    // so a hostile clone (alternates into another agent's
-                    // directory, a swapped file) reads only what the agent
-                    // itself may read.
-                    // Its HOME is the agent's (the daemon's own holds a
-                    // `.gitconfig` the sandbox rightly hides, and git
-                    // stops on a configuration file it cannot read).
-                    let policy = spec.run_dir.join("sandbox.json");
-                    let home = spec.run_dir.join("home");
-                    self.upload_packs.set(
-                        spec.agent,
-                        vec![
-                            "/usr/bin/env".to_owned(),
-                            format!("HOME={}", home.to_string_lossy()),
-                            format!("XDG_CONFIG_HOME={}", home.join(".config").to_string_lossy()),
-                            self.launcher.to_string_lossy().into_owned(),
-                            "sandbox-exec".to_owned(),
-                            "--policy".to_owned(),
-                            policy.to_string_lossy().into_owned(),
-                            "--".to_owned(),
-                        ],
-                    );
-                }
-                cgroup = cg.map(Arc::new);
-                Ok(cmd)
-            })
-            .and_then(|mut cmd| {
-                let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
-                    SpawnError::Io(format!(
-                        "failed to make the pipe for the agent's output: {e}"
-                    ))
-                })?;
-                log_reader = Some(reader);
-                // A group of its own: stopping the agent reaches every process
-                // it started. (process_group(0), not setsid in pre_exec, which
-                // forces a slow fork in a large daemon.) Its output is
-                // captured for the run record (agent_log.rs).
-                cmd.process_group(0)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(out)
-                    .stderr(err)
-                    .kill_on_drop(false);
-                cmd.spawn().map_err(|e| {
-                    SpawnError::Io(format!(
-                        "failed to run the {} runtime: {e}",
-                        self.runtime.name()
-                    ))
-                })
-            });
-        let mut child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                let report = RunReport {
-                    reason: format!("spawn failed: {e}"),
-                    normal: false,
-                    ..RunReport::default()
-                };
-                let _ = self.blocking(move |s| s.agent_finish(agent, &report)).await;
-                if let Some(cg) = cgroup {
-                    crate::confine::release(cg).await;
-                }
-                let _ = std::fs::remove_dir_all(&dir);
-                self.nonces.forget_agent(agent);
-                self.upload_packs.forget_agent(agent);
-                self.note_failure(h);
-                return Err(e);
-            }
-        };
-        let pgid = child.id().unwrap_or(0);
-        // The command (and with it our copies of the pipe's write end) is
-        // gone: the capture sees the end of output when the agent's are.
-        let log = log_reader.map(|r| {
-            LogCapture::start(
-                r,
-                self.log.agent_log_head_bytes,
-                self.log.agent_log_tail_bytes,
-            )
-        });
-        // Recorded so that a daemon restarted after a crash can stop the
-        // group (the leader's start time guards against a reused pid).
-        if let Some(started) = crate::process::start_time(pgid) {
-            let recorded = self
-                .blocking(move |s| s.agent_record_process(agent, pgid, started))
-                .await;
-            if let Err(e) = recorded {
-                tracing::warn!(agent = %agent, "failed to record the process group of agent {agent}: {e}");
-            }
-        }
-        tracing::info!(handler = %h, agent = %agent, runtime = self.runtime.name(), pid = pgid, "agent started");
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await.ok();
-            use std::os::unix::process::ExitStatusExt;
-            let _ = tx.send(Msg::Exited {
-                handler: h,
-                agent,
-                status: status.and_then(|s| s.code()),
-                signalled: status.is_some_and(|s| s.signal().is_some()),
-            });
-        });
-        self.by_agent.insert(agent, h);
-        self.activity.touch(agent);
-        self.schedule_idle_check(agent, self.cfg.idle_timeout_ms);
-        self.running.insert(
-            h,
-            Running {
-                agent,
-                pgid,
-                spec,
-                stop_reason: None,
-                config_restart: false,
-                log,
-                cgroup,
-            },
-        );
-        Ok(())
-    }
-
-    /// The granted servers that `agency.toml` declares (a capability on an
-    /// undeclared one is reported, not fatal: the user may add it later).
-    fn usable_servers(
-        &self,
-        h: HandlerId,
-        granted: std::collections::BTreeSet<String>,
-    ) -> Vec<String> {
-        let (known, unknown): (Vec<String>, Vec<String>) = granted
-            .into_iter()
-            .partition(|n| self.servers.is_declared(n));
-        if !unknown.is_empty() {
-            tracing::warn!(
-                handler = %h,
-                servers = %unknown.join(", "),
-                "the handler holds capabilities on MCP servers that agency.toml does not declare"
-            );
-        }
-        known
     }
 
     /// A handler's MCP-server capabilities changed: if its live agent runs
@@ -797,7 +579,12 @@ impl State {
         run.stop(Duration::from_millis(self.cfg.kill_grace_ms));
     }
 
-    async fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
+    /// An agent's process exited: what takes time (stopping what is left
+    /// of an unconfined agent's group, the end of its output, the record,
+    /// deleting the workspace) runs in a task of its own, so the
+    /// dispatcher goes on with other handlers meanwhile (issue 15); the
+    /// task reports back with [`Msg::Finished`], which frees the slot.
+    fn exited(&mut self, h: HandlerId, agent: AgentId, status: Option<i32>, signalled: bool) {
         let Some(run) = self.running.remove(&h).filter(|r| r.agent == agent) else {
             return;
         };
@@ -805,65 +592,63 @@ impl State {
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
         self.warm.forget(agent);
-        // Whatever the agent left behind goes with it.
-        if let Some(cg) = run.cgroup {
-            // Confined: every process it started is in its cgroup (none can
-            // leave it), so one kill reaches them all, `setsid` and double
-            // forks included. Not a wait on its process group: the
-            // sandbox's forwarder, orphaned when the agent exits, stays in
-            // that group as a zombie until init reaps it (seconds on some
-            // machines), and the dispatcher must not wait for that; nor for
-            // the cgroup's removal, which waits for the same.
-            if let Err(e) = cg.kill() {
-                tracing::warn!(agent = %agent, error = %e, "failed to kill the cgroup of agent {agent}");
-            }
-            tokio::spawn(crate::confine::release(cg));
-        } else {
-            stop_group(run.pgid, Duration::from_millis(self.cfg.kill_grace_ms)).await;
-        }
         self.activity.forget(agent);
-        let mut report = self.runtime.collect(&run.spec);
-        if let Some(log) = run.log {
-            let mut redact: Vec<&str> = self.servers.secret_values().collect();
-            redact.push(&run.spec.token);
-            report.log = Some(log.finish(Duration::from_secs(2), &redact).await);
-        }
-        // `agency sandbox-exec` could not confine it and ran nothing.
-        if let Some(why) = crate::confine::sandbox_failure(status, report.log.as_deref()) {
-            report.reason = why;
-        }
-        if let Some(reason) = run.stop_reason.clone() {
-            report.reason = reason;
-        } else if run.config_restart {
-            // It saved its state and exited as told: recorded as a restart,
-            // so the next agent knows why the previous one stopped.
-            report.reason = "restarted: its MCP servers changed".to_owned();
-        }
-        report.exit_status = status.map(i64::from);
-        // A clean exit is still abnormal when the runtime saw the run fail
-        // (Claude Code exits 0 with is_error, or without our MCP server).
-        report.normal = status == Some(0)
-            && !["failed", "error", "stalled"]
-                .iter()
-                .any(|p| report.reason.starts_with(p));
-        if report.reason.is_empty() {
-            report.reason = if signalled {
-                "killed".to_owned()
-            } else {
-                "exited".to_owned()
-            };
-        }
-        tracing::info!(handler = %h, agent = %agent, reason = %report.reason, exit_status = ?status, normal = report.normal, "agent ended");
-        let outcome = self.blocking(move |s| s.agent_finish(agent, &report)).await;
-        if let Some(dir) = run.spec.workspace.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        let Ok(outcome) = outcome else { return };
+        self.finishing.insert(h);
+        // Whatever the agent left behind goes with it.
+        let unconfined = match run.cgroup {
+            Some(cg) => {
+                // Confined: every process it started is in its cgroup (none
+                // can leave it), so one kill reaches them all, `setsid` and
+                // double forks included. Not a wait on its process group:
+                // the sandbox's forwarder, orphaned when the agent exits,
+                // stays in that group as a zombie until init reaps it
+                // (seconds on some machines); nor for the cgroup's
+                // removal, which waits for the same.
+                if let Err(e) = cg.kill() {
+                    tracing::warn!(agent = %agent, error = %e, "failed to kill the cgroup of agent {agent}");
+                }
+                tokio::spawn(crate::confine::release(cg));
+                None
+            }
+            None => Some(run.pgid),
+        };
+        let mut redact: Vec<String> = self.servers.secret_values().map(str::to_owned).collect();
+        redact.push(run.spec.token.clone());
+        let finish = Finish {
+            handler: h,
+            agent,
+            status,
+            signalled,
+            spec: run.spec,
+            log: run.log,
+            stop_reason: run.stop_reason,
+            config_restart: run.config_restart,
+            unconfined,
+            redact,
+        };
+        let (svc, runtime, tx) = (self.svc.clone(), self.runtime.clone(), self.tx.clone());
+        let grace = Duration::from_millis(self.cfg.kill_grace_ms);
+        tokio::spawn(async move {
+            let config_restart = finish.config_restart;
+            let outcome = finish.run(svc, runtime, grace).await;
+            let _ = tx.send(Msg::Finished {
+                handler: h,
+                outcome,
+                config_restart,
+            });
+        });
+    }
+
+    /// The run of `h`'s exited agent is recorded: respawn at once after
+    /// progress, back off otherwise, or mark the handler stalled.
+    async fn finished(&mut self, h: HandlerId, outcome: Option<RunOutcome>, config_restart: bool) {
+        self.finishing.remove(&h);
+        let Some(outcome) = outcome else { return };
         if !outcome.has_work || self.shutting_down {
             self.failures.remove(&h);
             return;
         }
-        if outcome.made_progress || run.config_restart {
+        if outcome.made_progress || config_restart {
             // An agent asked to restart for new MCP servers did as told.
             self.failures.remove(&h);
             self.not_before.remove(&h);
@@ -926,26 +711,4 @@ impl State {
             run.stop(grace);
         }
     }
-}
-
-/// The first user message of an agent: what is waiting in its inbox (so a
-/// run can be told apart from the last one), then the instruction to begin.
-fn first_message(subjects: &[String]) -> String {
-    if subjects.is_empty() {
-        return "Begin: your inbox is empty; work on your outcomes.".to_owned();
-    }
-    let list: Vec<String> = subjects.iter().map(|s| format!("- {s}")).collect();
-    format!(
-        "Begin: your inbox has {} unread message(s):\n{}\nProcess your inbox first, then work on your outcomes.",
-        subjects.len(),
-        list.join("\n")
-    )
-}
-
-#[derive(Debug, thiserror::Error)]
-enum SpawnError {
-    #[error(transparent)]
-    Service(ServiceError),
-    #[error("{0}")]
-    Io(String),
 }

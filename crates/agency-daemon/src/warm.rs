@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, HandlerId};
 use agency_mcp::{AgentIdentity, CancellationToken, WarmPool};
-use agency_service::Service;
 
 /// How long a released agent has to end its run before it is stopped: a
 /// parked agent makes no model call, so it needs only to save and exit.
@@ -87,24 +86,17 @@ impl WarmRegistry {
     }
 }
 
-/// How long `h`'s agent stays warm, for its `SpawnSpec`: the service's
-/// `keep_warm_effective` for a runtime that keeps agents warm, else 0. A
-/// read that fails means cold, the behaviour without warm agents. Called
-/// inside the spawn's own store call, so it costs no extra thread hop.
+/// How long `h`'s agent stays warm, for its `SpawnSpec`: the effective
+/// keep-warm time the spawn's preparation read (none when that read
+/// failed: cold, the behaviour without warm agents) for a runtime that
+/// keeps agents warm, else 0.
 pub(crate) fn keep_warm_ms(
-    svc: &Service,
-    defaults: agency_service::KeepWarmDefaults,
+    effective: Option<Duration>,
     runtime: (&str, bool),
     h: HandlerId,
 ) -> u64 {
     let (name, keeps_warm) = runtime;
-    let ms = match svc.keep_warm_effective(h, defaults) {
-        Ok(w) => w.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        Err(e) => {
-            tracing::warn!(handler = %h, error = %e, "failed to read the keep-warm time of handler {h}");
-            0
-        }
-    };
+    let ms = effective.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     if ms > 0 && !keeps_warm {
         tracing::info!(handler = %h, runtime = name, "keep-warm ignored: this runtime's agents exit when their work is done");
         return 0;

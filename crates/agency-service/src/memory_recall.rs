@@ -12,11 +12,11 @@
 //! a time: not again while one is open).
 
 use agency_core::{HandlerId, MailTarget, MemoryCompactionId, OutcomeStatus};
-use agency_store::{CompactionStatus, MemoryCompactionRow, MemoryFilter, MemoryRow};
+use agency_store::{BlobStore, CompactionStatus, MemoryCompactionRow, MemoryFilter, MemoryRow, Tx};
 
 use crate::Result;
 use crate::memory::{query_words, ranked};
-use crate::service::Service;
+use crate::service::{Op, Service};
 
 /// Most memories recalled into one first message.
 pub const RECALL_MAX: usize = 8;
@@ -50,83 +50,143 @@ impl Service {
         query: &str,
         max_tokens: usize,
     ) -> Result<Option<String>> {
-        let words: Vec<String> = query_words(query)
-            .into_iter()
-            .filter(|w| w.chars().count() > 2 && !STOP_WORDS.contains(&w.to_lowercase().as_str()))
-            .collect();
+        let words = recall_words(query);
         if words.is_empty() {
             return Ok(None);
         }
         let qv = self.embed_one(&words.join(" "));
         let min_sim = self.memory_config().min_similarity;
-        let hits = self.read(|tx| {
-            ranked(
-                tx,
-                &words,
-                qv.as_ref(),
-                min_sim,
-                &MemoryFilter::live(handler),
-                RECALL_MAX,
-            )
-        })?;
-        Ok(render(&hits, max_tokens.saturating_mul(CHARS_PER_TOKEN)))
+        self.read(|tx| recall(tx, handler, &words, qv.as_ref(), min_sim, max_tokens))
     }
 
     /// Daemon, at spawn: what the first message of `handler`'s next agent
     /// says about its memory (recalled memories, and a request to condense
     /// when it is past `memory.condense_after`); `None` when nothing.
     pub fn memory_first_message(&self, handler: HandlerId) -> Result<Option<String>> {
-        let cfg = self.memory_config();
-        let query = self.read(|tx| {
-            let mut q = String::new();
-            for m in tx.inbox(MailTarget::Handler(handler), QUERY_MAIL)? {
-                q.push_str(&m.subject);
-                q.push('\n');
-                let body = match tx.file(m.file)? {
-                    Some(f) => tx.version(m.file, f.latest_version)?,
-                    None => None,
-                };
-                if let Some(v) = body {
-                    let bytes = self.blobs.get(&v.hash)?;
-                    let text = String::from_utf8_lossy(&bytes);
-                    q.extend(text.chars().take(BODY_CHARS));
-                    q.push('\n');
-                }
-            }
-            for o in tx.outcomes_of(handler, QUERY_OUTCOMES)? {
-                let open = matches!(o.status, OutcomeStatus::Open | OutcomeStatus::Blocked);
-                if open && !o.perpetual && !o.process_inbox {
-                    q.push_str(&o.title);
-                    q.push('\n');
-                }
-            }
-            Ok(q)
-        })?;
-        let recalled = self.memory_recall(handler, &query, cfg.recall_tokens)?;
-        let condense = self.write(|op| {
-            let live = usize::try_from(op.tx.memory_live_count(handler)?).unwrap_or(usize::MAX);
-            if live <= cfg.condense_after {
-                return Ok(None);
-            }
-            if op.tx.open_memory_compaction(handler)?.is_none() {
-                op.tx.put_memory_compaction(&MemoryCompactionRow {
-                    id: MemoryCompactionId::new_random(),
-                    handler,
-                    requested_at: op.now,
-                    done_at: None,
-                    undone_at: None,
-                    status: CompactionStatus::Requested,
-                    summary: None,
-                })?;
-            }
-            Ok(Some(format!(
-                "## Condense your memory\n\nYour handler's memory holds {live} live memories, more than memory.condense_after = {}. Before you finish, condense it: find related, repeated or outdated memories with memory_search and replace each group by one summary with memory_condense (the originals are kept as history, and the user can undo a condensation).",
-                cfg.condense_after
-            )))
-        })?;
-        let parts: Vec<String> = recalled.into_iter().chain(condense).collect();
-        Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
+        let query = self.read(|tx| recall_query(tx, &*self.blobs, handler))?;
+        let qv = self.recall_vector(&query);
+        self.write(|op| first_message_memory(self, op, handler, qv.as_ref()))
     }
+
+    /// The embedding of a recall query's words, when an embeddings
+    /// endpoint is configured (a network call: never made inside a
+    /// transaction).
+    pub(crate) fn recall_vector(&self, query: &str) -> Option<(String, Vec<f32>)> {
+        let words = recall_words(query);
+        if words.is_empty() {
+            return None;
+        }
+        self.embed_one(&words.join(" "))
+    }
+}
+
+/// The words of a recall query that say what it is about.
+fn recall_words(query: &str) -> Vec<String> {
+    query_words(query)
+        .into_iter()
+        .filter(|w| w.chars().count() > 2 && !STOP_WORDS.contains(&w.to_lowercase().as_str()))
+        .collect()
+}
+
+/// The recalled memories of `handler` for `words`, rendered.
+fn recall(
+    tx: &mut dyn Tx,
+    handler: HandlerId,
+    words: &[String],
+    qv: Option<&(String, Vec<f32>)>,
+    min_sim: f32,
+    max_tokens: usize,
+) -> Result<Option<String>> {
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let hits = ranked(
+        tx,
+        words,
+        qv,
+        min_sim,
+        &MemoryFilter::live(handler),
+        RECALL_MAX,
+    )?;
+    Ok(render(&hits, max_tokens.saturating_mul(CHARS_PER_TOKEN)))
+}
+
+/// The recall query of `handler`'s next agent: its waiting mail (subjects
+/// and the start of each body) and its open outcomes' titles.
+pub(crate) fn recall_query(
+    tx: &mut dyn Tx,
+    blobs: &dyn BlobStore,
+    handler: HandlerId,
+) -> Result<String> {
+    let mut q = String::new();
+    for m in tx.inbox(MailTarget::Handler(handler), QUERY_MAIL)? {
+        q.push_str(&m.subject);
+        q.push('\n');
+        let body = match tx.file(m.file)? {
+            Some(f) => tx.version(m.file, f.latest_version)?,
+            None => None,
+        };
+        if let Some(v) = body {
+            let bytes = blobs.get(&v.hash)?;
+            let text = String::from_utf8_lossy(&bytes);
+            q.extend(text.chars().take(BODY_CHARS));
+            q.push('\n');
+        }
+    }
+    for o in tx.outcomes_of(handler, QUERY_OUTCOMES)? {
+        let open = matches!(o.status, OutcomeStatus::Open | OutcomeStatus::Blocked);
+        if open && !o.perpetual && !o.process_inbox {
+            q.push_str(&o.title);
+            q.push('\n');
+        }
+    }
+    Ok(q)
+}
+
+/// [`Service::memory_first_message`] in the caller's write transaction;
+/// `qv` is the query's embedding, made before the transaction (or none).
+pub(crate) fn first_message_memory(
+    svc: &Service,
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    qv: Option<&(String, Vec<f32>)>,
+) -> Result<Option<String>> {
+    let cfg = svc.memory_config();
+    let live = usize::try_from(op.tx.memory_live_count(handler)?).unwrap_or(usize::MAX);
+    // Nothing to recall: no need to read the mail bodies for a query.
+    if live == 0 {
+        return Ok(None);
+    }
+    let query = recall_query(op.tx, op.blobs, handler)?;
+    let recalled = recall(
+        op.tx,
+        handler,
+        &recall_words(&query),
+        qv,
+        cfg.min_similarity,
+        cfg.recall_tokens,
+    )?;
+    let condense = if live <= cfg.condense_after {
+        None
+    } else {
+        if op.tx.open_memory_compaction(handler)?.is_none() {
+            op.tx.put_memory_compaction(&MemoryCompactionRow {
+                id: MemoryCompactionId::new_random(),
+                handler,
+                requested_at: op.now,
+                done_at: None,
+                undone_at: None,
+                status: CompactionStatus::Requested,
+                summary: None,
+            })?;
+        }
+        Some(format!(
+            "## Condense your memory\n\nYour handler's memory holds {live} live memories, more than memory.condense_after = {}. Before you finish, condense it: find related, repeated or outdated memories with memory_search and replace each group by one summary with memory_condense (the originals are kept as history, and the user can undo a condensation).",
+            cfg.condense_after
+        ))
+    };
+    let parts: Vec<String> = recalled.into_iter().chain(condense).collect();
+    Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
 }
 
 /// The recalled memories, best first, as many as fit `max_chars` (a memory

@@ -108,7 +108,7 @@ impl Service {
 }
 
 /// Walk from `handler` up to the root for the nearest upstream set.
-fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<HandlerModel> {
+pub(crate) fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<HandlerModel> {
     let own = tx.handler_model(handler)?;
     let mut seen = BTreeSet::new();
     let mut next = Some(handler);

@@ -148,17 +148,7 @@ impl Service {
     /// Daemon: the extra MCP servers a handler holds a live capability on
     /// (Read or more), by name. Each spawn compiles its MCP config from it.
     pub fn mcp_servers_granted(&self, handler: HandlerId) -> Result<BTreeSet<String>> {
-        self.read(|tx| {
-            Ok(tx
-                .capabilities_held(handler)?
-                .into_iter()
-                .filter(|c| c.level >= Level::Read)
-                .filter_map(|c| match c.resource {
-                    Resource::McpServer(name) => Some(name),
-                    _ => None,
-                })
-                .collect())
-        })
+        self.read(|tx| mcp_servers_granted(tx, handler))
     }
 
     /// Whether the caller may start extra MCP server `name`: a handler needs
@@ -292,4 +282,17 @@ fn grant_scope_in(
             req.level, req.resource
         ))
     })
+}
+
+/// [`Service::mcp_servers_granted`] inside a transaction.
+pub(crate) fn mcp_servers_granted(tx: &mut dyn Tx, handler: HandlerId) -> Result<BTreeSet<String>> {
+    Ok(tx
+        .capabilities_held(handler)?
+        .into_iter()
+        .filter(|c| c.level >= Level::Read)
+        .filter_map(|c| match c.resource {
+            Resource::McpServer(name) => Some(name),
+            _ => None,
+        })
+        .collect())
 }

@@ -12,8 +12,14 @@ use crate::service::Service;
 impl Service {
     /// Daemon: record the process group of a spawned agent (`started`: its
     /// leader's start time, which guards against a reused pid).
+    ///
+    /// Committed without waiting for the disk (`write_lazy`, issue 15): the
+    /// record lets a restarted daemon stop this group after the daemon
+    /// died, which a lazy commit survives (the operating system holds it);
+    /// a power loss that could lose it ends the group too. No fsync then
+    /// competes with the agent's start.
     pub fn agent_record_process(&self, agent: AgentId, pgid: u32, started: u64) -> Result<()> {
-        self.write(|op| {
+        self.write_lazy(|op| {
             op.tx
                 .agent(agent)?
                 .ok_or_else(|| ServiceError::not_found("agent", agent))?;

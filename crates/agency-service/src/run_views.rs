@@ -179,28 +179,35 @@ impl Service {
     /// that was not normally; decided from the stored run records, so it
     /// survives a daemon restart (reaped agents count).
     pub fn previous_run_abnormal(&self, handler: HandlerId) -> Result<Option<PreviousRun>> {
-        self.read(|tx| {
-            let Some(last) = tx.last_ended_run(handler)? else {
-                return Ok(None);
-            };
-            let how = match &last.run {
-                Some(run) => run.ended_how.clone(),
-                // No run record: the daemon never got to record the spawn
-                // (it died first). Its end reason says what happened.
-                None => last
-                    .agent
-                    .end_reason
-                    .clone()
-                    .filter(|r| r.starts_with("reaped") || r.starts_with("spawn failed")),
-            };
-            Ok(how.map(|ended_how| PreviousRun {
-                agent: last.agent.id,
-                started_at: last.agent.started_at,
-                ended_at: last.agent.ended_at,
-                ended_how,
-            }))
-        })
+        self.read(|tx| previous_run_abnormal(tx, handler))
     }
+}
+
+/// [`Service::previous_run_abnormal`] inside a transaction (the spawn's
+/// preparation reads it in its one transaction).
+pub(crate) fn previous_run_abnormal(
+    tx: &mut dyn Tx,
+    handler: HandlerId,
+) -> Result<Option<PreviousRun>> {
+    let Some(last) = tx.last_ended_run(handler)? else {
+        return Ok(None);
+    };
+    let how = match &last.run {
+        Some(run) => run.ended_how.clone(),
+        // No run record: the daemon never got to record the spawn
+        // (it died first). Its end reason says what happened.
+        None => last
+            .agent
+            .end_reason
+            .clone()
+            .filter(|r| r.starts_with("reaped") || r.starts_with("spawn failed")),
+    };
+    Ok(how.map(|ended_how| PreviousRun {
+        agent: last.agent.id,
+        started_at: last.agent.started_at,
+        ended_at: last.agent.ended_at,
+        ended_how,
+    }))
 }
 
 /// The user sees every handler's runs; a handler its own and its direct

@@ -154,10 +154,23 @@ impl Service {
         logged(self.write_unlogged(f))
     }
 
+    /// [`Service::write`] whose commit need not be on disk when it
+    /// returns ([`agency_store::Store::write_lazy_dyn`]): for the spawn's
+    /// preparation alone, whose loss in a power cut costs nothing.
+    pub(crate) fn write_lazy<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
+        let span = op_span(std::any::type_name_of_val(&f), "write");
+        let _entered = span.enter();
+        logged(self.write_in(true, f))
+    }
+
     fn write_unlogged<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
+        self.write_in(false, f)
+    }
+
+    fn write_in<R>(&self, lazy: bool, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
         let now = self.clock.now();
         let blobs = &*self.blobs;
-        let (r, events) = agency_store::write(&*self.store, |tx| {
+        let body = |tx: &mut dyn Tx| {
             let mut op = Op {
                 tx,
                 now,
@@ -166,7 +179,12 @@ impl Service {
             };
             let r = f(&mut op)?;
             Ok::<_, ServiceError>((r, op.events))
-        })?;
+        };
+        let (r, events) = if lazy {
+            agency_store::write_lazy(&*self.store, body)?
+        } else {
+            agency_store::write(&*self.store, body)?
+        };
         for e in events {
             // No subscriber is not an error: the daemon may not be running.
             let _ = self.events.send(e);

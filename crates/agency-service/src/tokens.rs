@@ -12,7 +12,7 @@ use crate::Result;
 use crate::agents::insert_live_agent;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Service, authenticate};
+use crate::service::{Op, Service, authenticate};
 
 /// A freshly minted token: shown once, never stored in clear.
 #[derive(Clone, Serialize, Deserialize)]
@@ -59,6 +59,46 @@ fn invalid_token() -> ServiceError {
     )
 }
 
+/// A fresh bearer token (made outside the transaction that stores its
+/// hash: the random source is not the store's business).
+pub(crate) fn new_token() -> String {
+    format!(
+        "{TOKEN_PREFIX}{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Start a live agent for `handler` with `token` as its token, in the
+/// caller's transaction. The inner `Err` is a refusal (a paused budget, a
+/// spawn or live-agent limit) whose records must still be committed.
+pub(crate) fn start_with_token(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    token: &str,
+    workspace: Option<&Path>,
+) -> Result<Result<MintedToken>> {
+    // A paused budget or a spawn or live-agent limit refuses; the
+    // pause it may record is committed with the refusal.
+    if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
+        return Ok(Err(e));
+    }
+    let agent = insert_live_agent(op, handler)?;
+    op.tx.insert_token(&TokenRow {
+        hash: hash(token),
+        agent: agent.id,
+        handler,
+        workspace: workspace.map(|w| w.to_string_lossy().into_owned()),
+        created_at: op.now,
+        revoked_at: None,
+    })?;
+    Ok(Ok(MintedToken {
+        token: token.to_owned(),
+        agent: agent.id,
+        handler,
+    }))
+}
+
 impl Service {
     /// Daemon: start a live agent for a handler and mint its token in one
     /// transaction. `AgentLive` if the handler already has an agent.
@@ -67,33 +107,8 @@ impl Service {
         handler: HandlerId,
         workspace: Option<&Path>,
     ) -> Result<MintedToken> {
-        let token = format!(
-            "{TOKEN_PREFIX}{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        let workspace = workspace.map(|w| w.to_string_lossy().into_owned());
-        self.write(|op| {
-            // A paused budget or a spawn or live-agent limit refuses; the
-            // pause it may record is committed with the refusal.
-            if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
-                return Ok(Err(e));
-            }
-            let agent = insert_live_agent(op, handler)?;
-            op.tx.insert_token(&TokenRow {
-                hash: hash(&token),
-                agent: agent.id,
-                handler,
-                workspace: workspace.clone(),
-                created_at: op.now,
-                revoked_at: None,
-            })?;
-            Ok(Ok(MintedToken {
-                token: token.clone(),
-                agent: agent.id,
-                handler,
-            }))
-        })?
+        let token = new_token();
+        self.write(|op| start_with_token(op, handler, &token, workspace))?
     }
 
     /// The user mints a token that lets an external MCP client act as an

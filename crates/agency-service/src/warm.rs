@@ -219,7 +219,7 @@ pub(crate) fn effective(
     }
 }
 
-fn keep_warm_view(
+pub(crate) fn keep_warm_view(
     tx: &mut dyn Tx,
     handler: HandlerId,
     d: KeepWarmDefaults,

@@ -36,5 +36,5 @@ pub use org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
 pub use org_tools::OrgToolRow;
 pub use orgs::{OrgAgentRow, OrgAgentStatus, OrgGrantRow, OrgRow};
 pub use sqlite::SqliteStore;
-pub use store::{Store, read, write};
+pub use store::{Store, read, write, write_lazy};
 pub use tx::Tx;

@@ -12,6 +12,9 @@
 //!   proceed while a write is in progress. Readers are `query_only`.
 //! - `synchronous = FULL`: a commit is on disk (WAL fsynced) before
 //!   `write_dyn` returns, so an acknowledged write survives a crash.
+//!   `write_lazy_dyn` runs one transaction with `NORMAL` (no fsync; safe
+//!   against the process being killed, carried to disk by the next FULL
+//!   commit).
 //! - The schema is a list of migrations applied in order, each in its own
 //!   transaction, tracked in `PRAGMA user_version`.
 //!
@@ -253,7 +256,18 @@ impl Store for SqliteStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.writer.write(&self.path, f)
+        self.writer.write(&self.path, f, false)
+    }
+
+    /// `synchronous = NORMAL` for this write's batch: in WAL mode the
+    /// commit is appended to the WAL without an fsync, which the next FULL
+    /// commit's fsync covers (the WAL is one file, written in order). A
+    /// lazy write never shares a batch with a durable one (`group.rs`).
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.writer.write(&self.path, f, true)
     }
 }
 
@@ -332,5 +346,34 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         tx.execute_batch(sql).ctx(op)?;
         tx.pragma_update(None, "user_version", next).ctx(op)?;
         tx.commit().ctx(op)?;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The writer's `synchronous` (1 NORMAL, 2 FULL).
+    fn sync(store: &SqliteStore) -> i64 {
+        store
+            .writer
+            .lock(&store.path)
+            .unwrap()
+            .conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn issue_15_a_lazy_write_is_lax_alone_and_the_next_write_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("agency.db")).unwrap();
+        assert_eq!(sync(&store), 2);
+        let nobody = agency_core::HandlerId(uuid::Uuid::nil());
+        crate::write_lazy(&store, |tx| tx.has_work(nobody)).unwrap();
+        assert_eq!(sync(&store), 1);
+        crate::write(&store, |tx| tx.has_work(nobody)).unwrap();
+        assert_eq!(sync(&store), 2);
     }
 }

@@ -28,6 +28,29 @@ pub trait Store: Send + Sync + Debug {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError>;
+    /// As `write_dyn`, but the commit may return before it is on disk: it
+    /// is visible at once and survives the process being killed (the
+    /// operating system holds it), not a power loss or an OS crash until
+    /// the next durable commit, which carries it to disk with its own. For
+    /// a write on a latency-critical path whose loss in a power cut costs
+    /// nothing: an agent spawn's preparation and its process record (the
+    /// agent's process dies in the same power cut, and the next durable
+    /// write, e.g. the agent's own first, makes them durable too).
+    /// Serialized with every other write. The default is `write_dyn`.
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.write_dyn(f)
+    }
+}
+
+/// How a transaction runs.
+#[derive(Clone, Copy)]
+enum Mode {
+    Read,
+    Write,
+    WriteLazy,
 }
 
 /// Run `f` in one write transaction. An `Err` from `f` rolls back and is
@@ -36,7 +59,16 @@ pub fn write<R, E: From<StoreError>>(
     store: &dyn Store,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, E>,
 ) -> Result<R, E> {
-    run(store, true, f)
+    run(store, Mode::Write, f)
+}
+
+/// Run `f` in one write transaction whose commit need not be on disk
+/// when this returns (see [`Store::write_lazy_dyn`]).
+pub fn write_lazy<R, E: From<StoreError>>(
+    store: &dyn Store,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, E>,
+) -> Result<R, E> {
+    run(store, Mode::WriteLazy, f)
 }
 
 /// Run `f` on a consistent read snapshot.
@@ -44,12 +76,12 @@ pub fn read<R, E: From<StoreError>>(
     store: &dyn Store,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, E>,
 ) -> Result<R, E> {
-    run(store, false, f)
+    run(store, Mode::Read, f)
 }
 
 fn run<R, E: From<StoreError>>(
     store: &dyn Store,
-    writing: bool,
+    mode: Mode,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, E>,
 ) -> Result<R, E> {
     let mut f = Some(f);
@@ -74,10 +106,10 @@ fn run<R, E: From<StoreError>>(
             }
         }
     };
-    let res = if writing {
-        store.write_dyn(&mut body)
-    } else {
-        store.read_dyn(&mut body)
+    let res = match mode {
+        Mode::Read => store.read_dyn(&mut body),
+        Mode::Write => store.write_dyn(&mut body),
+        Mode::WriteLazy => store.write_lazy_dyn(&mut body),
     };
     match (res, out) {
         (_, Some(Err(e))) => Err(e),

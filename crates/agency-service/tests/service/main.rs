@@ -40,5 +40,6 @@ mod repo_push;
 mod retention;
 mod run_logs;
 mod runs;
+mod spawn_prep;
 mod story;
 mod tokens;

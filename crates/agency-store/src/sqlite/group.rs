@@ -49,6 +49,9 @@ pub(super) struct State {
     batch: Option<Arc<Batch>>,
     /// Closures whose savepoint was released into the open batch.
     members: usize,
+    /// Whether the open batch commits with `synchronous = NORMAL` (every
+    /// write in it asked for a lazy commit).
+    lazy: bool,
 }
 
 /// The end of one batch, awaited by its writers.
@@ -112,6 +115,7 @@ impl Writer {
                 conn,
                 batch: None,
                 members: 0,
+                lazy: false,
             }),
             queued: AtomicUsize::new(0),
         }
@@ -151,17 +155,26 @@ impl Writer {
     }
 
     /// Run `f` as one write of a batch and return once that batch ended:
-    /// `Ok` only if `f` returned `Ok` and the batch committed.
+    /// `Ok` only if `f` returned `Ok` and the batch committed. A `lazy`
+    /// write's batch commits without waiting for the disk
+    /// (`Store::write_lazy_dyn`); lazy and durable writes never share a
+    /// batch, so a durable write is never committed lazily.
     pub(super) fn write(
         &self,
         db: &Path,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+        lazy: bool,
     ) -> Result<(), StoreError> {
         self.queued.fetch_add(1, Ordering::SeqCst);
         let locked = self.lock(db);
         self.queued.fetch_sub(1, Ordering::SeqCst);
         let mut st = locked?;
-        let member = st.run(db, f);
+        if st.batch.is_some() && st.lazy != lazy {
+            // The open batch's writers are all done: commit it now, in its
+            // own mode, and open one of ours.
+            st.end_batch(db);
+        }
+        let member = st.run(db, f, lazy);
         let batch = st.batch.clone();
         if batch.is_some() && (st.members >= MAX_BATCH || self.queued() == 0) {
             st.end_batch(db);
@@ -183,8 +196,20 @@ impl State {
         &mut self,
         db: &Path,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+        lazy: bool,
     ) -> Member {
         if self.batch.is_none() {
+            // Set before every batch (a flag on the connection, no I/O; it
+            // cannot change inside a transaction), so a lazy batch never
+            // leaves the writer lax for the next.
+            let sync = match lazy {
+                true => "PRAGMA synchronous = NORMAL",
+                false => "PRAGMA synchronous = FULL",
+            };
+            if let Err(e) = exec(&self.conn, sync) {
+                return Member::Failed(db_error(op(db, "set synchronous for a write"), e));
+            }
+            self.lazy = lazy;
             if let Err(e) = exec(&self.conn, "BEGIN IMMEDIATE") {
                 return Member::Failed(db_error(op(db, "begin a write transaction"), e));
             }
