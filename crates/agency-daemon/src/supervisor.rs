@@ -144,7 +144,6 @@ pub(crate) struct SupervisorSetup {
 pub(crate) struct Supervisor {
     tx: mpsc::UnboundedSender<Msg>,
     dispatcher: JoinHandle<()>,
-    listener: JoinHandle<()>,
     parked: JoinHandle<()>,
 }
 
@@ -159,7 +158,6 @@ impl Supervisor {
         // Subscribe before the first scan, so nothing that happens in
         // between is missed.
         let events = svc.subscribe();
-        let listener = tokio::spawn(listen(events, tx.clone()));
         let parked = tokio::spawn(listen_parked(setup.warm.clone(), tx.clone()));
         let state = State {
             svc,
@@ -188,12 +186,11 @@ impl Supervisor {
             finishing: HashSet::new(),
             shutting_down: false,
         };
-        let dispatcher = tokio::spawn(state.run(rx));
+        let dispatcher = tokio::spawn(state.run(rx, events));
         let _ = tx.send(Msg::Rescan);
         Supervisor {
             tx,
             dispatcher,
-            listener,
             parked,
         }
     }
@@ -205,7 +202,6 @@ impl Supervisor {
         if self.tx.send(Msg::Shutdown(done)).is_ok() {
             let _ = wait.await;
         }
-        self.listener.abort();
         self.parked.abort();
         let _ = self.dispatcher.await;
     }
@@ -221,41 +217,35 @@ async fn listen_parked(warm: Arc<WarmRegistry>, tx: mpsc::UnboundedSender<Msg>) 
     }
 }
 
-/// Turn service events into dispatcher messages.
-async fn listen(mut events: broadcast::Receiver<Event>, tx: mpsc::UnboundedSender<Msg>) {
-    loop {
-        let msg = match events.recv().await {
-            Ok(Event::MessageDelivered {
-                to: MailTarget::Handler(h),
+/// The dispatcher's message for a service event, if it cares.
+fn event_msg(event: Result<Event, broadcast::error::RecvError>) -> Option<Msg> {
+    Some(match event {
+        Ok(Event::MessageDelivered {
+            to: MailTarget::Handler(h),
+            ..
+        }) => Msg::Consider(h),
+        Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
+        Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
+        Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
+        Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
+        // A lifted budget: its subtree's pending work may run again.
+        Ok(Event::BudgetResumed { .. }) => Msg::Rescan,
+        Ok(
+            Event::CapabilityGranted {
+                holder,
+                resource: Resource::McpServer(_),
                 ..
-            }) => Msg::Consider(h),
-            Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
-            Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
-            Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
-            Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
-            // A lifted budget: its subtree's pending work may run again.
-            Ok(Event::BudgetResumed { .. }) => Msg::Rescan,
-            Ok(
-                Event::CapabilityGranted {
-                    holder,
-                    resource: Resource::McpServer(_),
-                    ..
-                }
-                | Event::CapabilityRevoked {
-                    holder,
-                    resource: Resource::McpServer(_),
-                    ..
-                },
-            ) => Msg::McpChanged(holder),
-            Ok(_) => continue,
-            // Missed events: fall back to the indexed work query once.
-            Err(broadcast::error::RecvError::Lagged(_)) => Msg::Rescan,
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    }
+            }
+            | Event::CapabilityRevoked {
+                holder,
+                resource: Resource::McpServer(_),
+                ..
+            },
+        ) => Msg::McpChanged(holder),
+        Ok(_) | Err(broadcast::error::RecvError::Closed) => return None,
+        // Missed events: fall back to the indexed work query once.
+        Err(broadcast::error::RecvError::Lagged(_)) => Msg::Rescan,
+    })
 }
 
 struct State {
@@ -291,9 +281,32 @@ struct State {
 }
 
 impl State {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    /// The dispatcher's loop: its own messages and the service's events,
+    /// the latter read here rather than relayed by a task of their own,
+    /// which would add a thread hop between a delivery and its spawn.
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Msg>,
+        mut events: broadcast::Receiver<Event>,
+    ) {
         let mut shutdown_reply = None;
-        while let Some(msg) = rx.recv().await {
+        let mut events_open = true;
+        loop {
+            let msg = tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+                e = events.recv(), if events_open => {
+                    if matches!(e, Err(broadcast::error::RecvError::Closed)) {
+                        events_open = false;
+                    }
+                    match event_msg(e) {
+                        Some(m) => m,
+                        None => continue,
+                    }
+                }
+            };
             match msg {
                 Msg::Consider(h) => self.consider(h).await,
                 Msg::IdleCheck(agent) => self.idle_check(agent),

@@ -1,7 +1,7 @@
 //! Recording an exited agent's run, off the dispatcher (issue 15): what
 //! is left of an unconfined agent's group is stopped, its output's end
-//! awaited, its report collected, the run recorded (`agent_finish`, a
-//! durable write) and its workspace deleted, each of which can take
+//! awaited, its report collected, its workspace deleted and the run
+//! recorded (`agent_finish`, a durable write), each of which can take
 //! milliseconds (a large workspace, seconds) during which the dispatcher
 //! would otherwise start no other agent. The dispatcher gets the store's
 //! answer back as `Msg::Finished` and decides the respawn then.
@@ -33,8 +33,8 @@ pub(super) struct Finish {
 }
 
 impl Finish {
-    /// Stop what is left, collect the report, record the run, delete the
-    /// workspace; what the store said, none if recording failed.
+    /// Stop what is left, collect the report, delete the workspace,
+    /// record the run; what the store said, none if recording failed.
     pub async fn run(
         self,
         svc: Arc<Service>,
@@ -95,11 +95,12 @@ impl Finish {
                 };
             }
             tracing::info!(handler = %h, agent = %agent, reason = %report.reason, exit_status = ?status, normal = report.normal, "agent ended");
-            let outcome = svc.agent_finish(agent, &report);
+            // Deleted before the run is recorded (the report holds what
+            // was kept of it): a run seen ended has no workspace left.
             if let Some(dir) = spec.workspace.parent() {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            outcome
+            svc.agent_finish(agent, &report)
         })
         .await;
         tracing::debug!(agent = %agent, exit_us = began.elapsed().as_micros(), "agent exit handled");
