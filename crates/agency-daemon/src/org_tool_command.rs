@@ -119,6 +119,13 @@ async fn run_in(
     // group, a `setsid` child holding stdout included) are killed, which
     // also closes every pipe they held.
     crate::process::signal_group(pgid, Signal::SIGKILL);
+    if status.is_err() {
+        // Reaped before the call answers, so a timed-out program is gone,
+        // not merely signalled, when its caller hears of it (SIGKILL is
+        // prompt; the bound only guards against a process stuck in the
+        // kernel).
+        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    }
     if let Some(cg) = cgroup {
         let _ = tokio::task::spawn_blocking(move || cg.remove()).await;
     }
