@@ -82,6 +82,24 @@ fn fmt_diff(a: Duration, b: Duration) -> String {
     }
 }
 
+/// Run `cmd` (which ends in `__stamp DIR`) as handler `name`, in a process
+/// group of its own, to its end; returns the time it stamped.
+async fn run_stamp(mut cmd: tokio::process::Command, dir: &Path, name: &str) -> Result<u128> {
+    let mut child = cmd
+        .env("AGENCY_HANDLER", name)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("failed to spawn the stamp program {name}"))?;
+    let started = wait_stamp(dir, name, Duration::from_secs(10)).await?;
+    child
+        .wait()
+        .await
+        .with_context(|| format!("failed to wait for the stamp program {name}"))?;
+    Ok(started)
+}
+
 fn since(t0: u128, t1: u128) -> Duration {
     Duration::from_nanos(u64::try_from(t1.saturating_sub(t0)).unwrap_or(u64::MAX))
 }
@@ -175,21 +193,9 @@ async fn direct(samples: usize) -> Result<Direct> {
     for i in 0..samples {
         let name = format!("direct-{i}");
         let t0 = nanos_now()?;
-        let mut child = tokio::process::Command::new(&me)
-            .arg("__stamp")
-            .arg(dir.path())
-            .env("AGENCY_HANDLER", &name)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .context("failed to spawn the stamp program")?;
-        let started = wait_stamp(dir.path(), &name, Duration::from_secs(10)).await?;
-        child
-            .wait()
-            .await
-            .context("failed to wait for the stamp program")?;
-        stamp_lat.push(since(t0, started));
+        let mut cmd = tokio::process::Command::new(&me);
+        cmd.arg("__stamp").arg(dir.path());
+        stamp_lat.push(since(t0, run_stamp(cmd, dir.path(), &name).await?));
 
         let name = format!("sandboxed-{i}");
         let t0 = nanos_now()?;
@@ -199,26 +205,15 @@ async fn direct(samples: usize) -> Result<Direct> {
         let policy =
             crate::sandbox::agent_policy(dir.path(), &programs, &[9, 10], cg.procs_files());
         let file = crate::sandbox::write_policy(dir.path(), &format!("{name}.json"), &policy)?;
-        let mut child = tokio::process::Command::new(&agency)
-            .arg("sandbox-exec")
+        let mut cmd = tokio::process::Command::new(&agency);
+        cmd.arg("sandbox-exec")
             .arg("--policy")
             .arg(&file)
             .arg("--")
             .arg(&me)
             .arg("__stamp")
-            .arg(dir.path())
-            .env("AGENCY_HANDLER", &name)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .context("failed to spawn the stamp program in the sandbox")?;
-        let started = wait_stamp(dir.path(), &name, Duration::from_secs(10)).await?;
-        child
-            .wait()
-            .await
-            .context("failed to wait for the sandboxed stamp program")?;
-        boxed_lat.push(since(t0, started));
+            .arg(dir.path());
+        boxed_lat.push(since(t0, run_stamp(cmd, dir.path(), &name).await?));
         cg.kill().context("failed to kill a cgroup")?;
         while !cg.is_empty() {
             tokio::time::sleep(Duration::from_micros(200)).await;
