@@ -14,7 +14,8 @@
 //! protocol rule stays rmcp's: any method but POST, any JSON-RPC method but
 //! `tools/call`, organisation tools and `mail_wait`, batches, an `Origin`
 //! header, a `Host` it cannot match to the allowed list exactly, a missing
-//! or unknown `MCP-Protocol-Version`, the 2026-07-28 per-request metadata,
+//! or unknown `MCP-Protocol-Version`, `_meta` beyond a progress token (the
+//! 2026-07-28 per-request metadata among it),
 //! SEP-2243 `Mcp-Method`/`Mcp-Param-*` headers, a body without a length or
 //! over the limit, and anything it cannot parse. A request it passes on
 //! loses nothing: its body is read once and given to rmcp whole.
@@ -130,9 +131,20 @@ fn plan(endpoint: &Endpoint, bytes: &Bytes) -> Option<Planned> {
     let Value::Object(mut params) = message.remove("params")? else {
         return None;
     };
-    // `_meta` (progress tokens, per-request protocol metadata) is rmcp's.
-    if params.keys().any(|k| k != "name" && k != "arguments") {
+    if params
+        .keys()
+        .any(|k| k != "name" && k != "arguments" && k != "_meta")
+    {
         return None;
+    }
+    // rmcp's client puts a progress token on every request. Agency sends
+    // no progress notifications (they are optional), so a `_meta` holding
+    // only that is taken; any other metadata (the 2026-07-28 protocol's
+    // per-request version, client info) is rmcp's to judge.
+    match params.remove("_meta") {
+        None => {}
+        Some(Value::Object(meta)) if meta.keys().all(|k| k == "progressToken") => {}
+        Some(_) => return None,
     }
     let Value::String(name) = params.remove("name")? else {
         return None;

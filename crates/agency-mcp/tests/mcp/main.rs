@@ -646,10 +646,12 @@ async fn issue_15_direct_and_rmcp_paths_answer_alike() {
     let read: serde_json::Value =
         serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(read["content"], "same either way");
-    // `_meta` (a progress token) and SEP-2243's method header send the call
-    // through rmcp: same result.
+    // A progress token (rmcp's client sends one on every request) stays on
+    // the direct path; other `_meta` and SEP-2243's method header send the
+    // call through rmcp: same result every way.
     for (headers, extra) in [
         (vec![v], r#","_meta":{"progressToken":1}"#),
+        (vec![v], r#","_meta":{"progressToken":1,"x-other":true}"#),
         (vec![v, ("Mcp-Method", "tools/call")], ""),
     ] {
         let via_rmcp = answer(&raw_post(&server.url, &headers, &body(8, extra)).await);
