@@ -681,3 +681,25 @@ async fn issue_15_direct_and_rmcp_paths_answer_alike() {
     .await;
     assert!(!unknown.contains("\"result\""), "{unknown}");
 }
+
+/// Issue 15: the direct path acts only on an identity the daemon's token
+/// check attached. A well-formed `tools/call` without one (no token, or a
+/// token that did not check out) must read nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_direct_path_without_identity_reads_nothing() {
+    let a = Agency::new();
+    let who = agency_core::Principal::agent(a.root, a.agent);
+    let file = a.svc.kb_create(who, "notes", b"private notes").unwrap();
+    let server = serve(a.svc.clone(), None).await;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"kb_read","arguments":{{"file":"{file}"}}}}}}"#
+    );
+    let resp = raw_post(
+        &server.url,
+        &[("MCP-Protocol-Version", "2025-11-25")],
+        &body,
+    )
+    .await;
+    assert!(!resp.contains("private notes"), "{resp}");
+    assert!(!resp.contains("\"result\""), "{resp}");
+}
