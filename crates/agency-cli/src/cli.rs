@@ -754,8 +754,17 @@ pub struct SandboxExecArgs {
     /// The sandbox policy (JSON, see the agency-sandbox crate's `Policy`).
     #[arg(long, value_name = "FILE")]
     pub policy: PathBuf,
+    /// Apply the policy, then read the program to run (with its arguments,
+    /// environment and working directory) from stdin: how the daemon
+    /// keeps a standby sandbox ready for the next agent.
+    #[arg(long, conflicts_with = "command")]
+    pub await_command: bool,
     /// The program to run and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    #[arg(
+        last = true,
+        required_unless_present = "await_command",
+        value_name = "PROGRAM"
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -90,7 +90,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     // Nor the sandbox, which must run before anything starts a thread.
     if let Command::SandboxExec(a) = &cli.command {
-        return sandbox_exec::sandbox_exec(&a.policy, &a.command);
+        return sandbox_exec::sandbox_exec(&a.policy, &a.command, a.await_command);
     }
     if let Command::SandboxForward(a) = &cli.command {
         return sandbox_exec::sandbox_forward(a.parent);

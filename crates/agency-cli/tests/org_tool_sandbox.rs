@@ -282,9 +282,15 @@ impl Org {
 
     async fn stop(self) {
         let _ = self.client.cancel().await;
-        // Every private directory of a tool run was deleted.
+        // Every private directory of a tool run was deleted (an agent's
+        // standby sandbox, `run/standby-<id>`, is no tool's).
         let left: Vec<_> = std::fs::read_dir(self.story.home.join("run"))
-            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name())
+                    .filter(|n| !n.to_string_lossy().starts_with("standby-"))
+                    .collect()
+            })
             .unwrap_or_default();
         assert!(left.is_empty(), "left in run/: {left:?}");
         self.story.stop();

@@ -74,6 +74,23 @@ pub(crate) struct Confiner {
     system_read_only: Vec<PathBuf>,
 }
 
+/// A confined spawn's policy file, the program it grants, its cgroup.
+struct Prepared {
+    policy: PathBuf,
+    program: PathBuf,
+    cgroup: AgentCgroup,
+}
+
+/// A standby sandbox to start: the `sandbox-exec --await-command` command,
+/// the program its policy was built for (a spawn of another cannot use
+/// it) and its cgroup.
+#[derive(Debug)]
+pub(crate) struct Standby {
+    pub command: Command,
+    pub program: PathBuf,
+    pub cgroup: AgentCgroup,
+}
+
 /// Errors that keep an agent from starting confined.
 #[derive(Debug, thiserror::Error)]
 #[error("failed to confine the agent: {0}; {WAY_OUT}")]
@@ -174,8 +191,79 @@ impl Confiner {
         readable: &[PathBuf],
         connect_ports: &[u16],
     ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
+        match self.prepare(
+            cmd.as_std(),
+            cgroup,
+            spawn_dir,
+            policy_dir,
+            programs,
+            readable,
+            connect_ports,
+        )? {
+            None => Ok((cmd, None)),
+            Some(p) => Ok((
+                wrap(cmd.as_std(), &self.agency, &p.policy, &p.program),
+                Some(p.cgroup),
+            )),
+        }
+    }
+
+    /// A standby sandbox for an agent (issue 15 item 3; see
+    /// `supervisor/standby.rs`): the policy a spawn of `template` in
+    /// `spawn_dir` would get, and `agency sandbox-exec --await-command`
+    /// under it, which applies it and then waits on its stdin for the
+    /// program. `None` when agents run unconfined.
+    pub fn standby(
+        &self,
+        template: &std::process::Command,
+        spawn_dir: &Path,
+        policy_dir: &Path,
+        programs: &[String],
+        extra_ports: &[u16],
+    ) -> Result<Option<Standby>, ConfineError> {
+        let mut ports = self.ports.clone();
+        ports.extend_from_slice(extra_ports);
+        let name = format!("standby-{}", uuid::Uuid::new_v4().simple());
+        let prepared = self.prepare(
+            template,
+            &name,
+            spawn_dir,
+            policy_dir,
+            programs,
+            &[],
+            &ports,
+        )?;
+        Ok(prepared.map(|p| {
+            let mut cmd = Command::new(&self.agency);
+            cmd.arg("sandbox-exec")
+                .arg("--policy")
+                .arg(&p.policy)
+                .arg("--await-command")
+                .env_clear()
+                .current_dir(spawn_dir);
+            Standby {
+                command: cmd,
+                program: p.program,
+                cgroup: p.cgroup,
+            }
+        }))
+    }
+
+    /// The policy of one confined spawn, written into `policy_dir`, and
+    /// its cgroup; `None` when confinement is off.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        std: &std::process::Command,
+        cgroup: &str,
+        spawn_dir: &Path,
+        policy_dir: &Path,
+        programs: &[String],
+        readable: &[PathBuf],
+        connect_ports: &[u16],
+    ) -> Result<Option<Prepared>, ConfineError> {
         let cgroups = match &self.mode {
-            Mode::Off => return Ok((cmd, None)),
+            Mode::Off => return Ok(None),
             Mode::Unavailable(why) => {
                 return Err(ConfineError(format!(
                     "the sandbox is unavailable on this machine: {why}"
@@ -186,7 +274,6 @@ impl Confiner {
             }
             Mode::On(c) => c,
         };
-        let std = cmd.as_std();
         let path_env = std
             .get_envs()
             .find(|(k, _)| *k == "PATH")
@@ -258,7 +345,11 @@ impl Confiner {
                 return Err(e);
             }
         };
-        Ok((wrap(std, &self.agency, &file, &program), Some(cgroup)))
+        Ok(Some(Prepared {
+            policy: file,
+            program,
+            cgroup,
+        }))
     }
 
     /// A configured path, canonical, checked again against the home (a
@@ -411,6 +502,16 @@ fn wrap(cmd: &std::process::Command, agency: &Path, policy: &Path, program: &Pat
         w.current_dir(d);
     }
     w
+}
+
+/// The program `cmd` runs, as its policy grants it: looked up in the
+/// command's PATH (and working directory) like `execvp`.
+pub(crate) fn resolved_program(cmd: &std::process::Command) -> Option<PathBuf> {
+    let path = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(OsStr::to_owned));
+    find_program(cmd.get_program(), path.as_deref(), cmd.get_current_dir())
 }
 
 /// `program` as `execvp` finds it: as given when it holds a slash

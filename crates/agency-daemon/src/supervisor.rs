@@ -41,9 +41,11 @@ use crate::warm::WarmRegistry;
 
 mod finish;
 mod spawn;
+mod standby;
 
 use finish::Finish;
 use spawn::SpawnError;
+use standby::Standby;
 
 enum Msg {
     Consider(HandlerId),
@@ -184,6 +186,7 @@ impl Supervisor {
             not_before: HashMap::new(),
             timers: HashSet::new(),
             finishing: HashSet::new(),
+            standby: None,
             shutting_down: false,
         };
         let dispatcher = tokio::spawn(state.run(rx, events));
@@ -277,6 +280,8 @@ struct State {
     /// none of them starts again before its run is recorded and the
     /// backoff decided.
     finishing: HashSet<HandlerId>,
+    /// The next agent's sandbox, ready before it is needed (`standby.rs`).
+    standby: Option<Standby>,
     shutting_down: bool,
 }
 
@@ -343,6 +348,9 @@ impl State {
                 break;
             }
             self.pump().await;
+        }
+        if let Some(sb) = self.standby.take() {
+            sb.discard(true).await;
         }
         if let Some(reply) = shutdown_reply {
             let _ = reply.send(());

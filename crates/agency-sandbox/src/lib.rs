@@ -28,6 +28,7 @@
 mod apply;
 mod cgroup;
 mod error;
+mod exec_request;
 mod forward;
 mod landlock_rules;
 mod netlink;
@@ -40,6 +41,7 @@ mod system;
 pub use apply::apply;
 pub use cgroup::{AgentCgroup, Cgroups};
 pub use error::SandboxError;
+pub use exec_request::{ExecRequest, MAX_EXEC_REQUEST};
 pub use forward::{MAX_CONNECTIONS, forward};
 pub use netns::FORWARD_COMMAND;
 pub use policy::{Limits, Policy};

@@ -8,6 +8,18 @@
 //! reservation checks the caller and records the request's worst case
 //! against its handler and every ancestor with a budget; the settlement
 //! replaces it by the actual usage, both in one transaction each.
+//!
+//! Both commit lazily (`Service::write_lazy`, issue 15 item 4): they are
+//! the two store writes of every model call, and with an fsync each they
+//! were a good part of the daemon's CPU per call. A lazy commit survives the
+//! daemon's crash (kill -9) like any other; only a power cut or kernel
+//! crash can lose the last ones not yet followed by a durable commit
+//! (any KB write, tool call or run end fsyncs the log they are in). A
+//! lost reservation costs nothing (a restart clears them all; a pause it
+//! recorded is recorded again by the next call); a lost
+//! settlement under-counts that call's spend, a window of milliseconds,
+//! which budgets tolerate: they bound spending, they are not a ledger of
+//! record for the provider's bill.
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{
@@ -99,7 +111,7 @@ impl Service {
         who: Principal,
         request: ModelCallRequest,
     ) -> Result<ModelReservation> {
-        self.write(|op| match authenticate(op.tx, who)? {
+        self.write_lazy(|op| match authenticate(op.tx, who)? {
             Caller::User => Err(ServiceError::denied(
                 "failed to reserve a model call: only an agent calls models through the gateway",
             )),
@@ -147,7 +159,7 @@ impl Service {
         reservation: ModelReservation,
         result: ModelCallResult,
     ) -> Result<()> {
-        self.write(|op| {
+        self.write_lazy(|op| {
             let ModelReservation {
                 handler,
                 agent,

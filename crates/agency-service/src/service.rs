@@ -155,8 +155,11 @@ impl Service {
     }
 
     /// [`Service::write`] whose commit need not be on disk when it
-    /// returns ([`agency_store::Store::write_lazy_dyn`]): for the spawn's
-    /// preparation alone, whose loss in a power cut costs nothing.
+    /// returns ([`agency_store::Store::write_lazy_dyn`]): survives a crash
+    /// of the daemon, not a power cut before the next durable commit. For
+    /// writes whose loss then costs nothing that matters: a spawn's
+    /// preparation and process record, a model call's reservation and
+    /// settlement (see `metering.rs`).
     pub(crate) fn write_lazy<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
         let span = op_span(std::any::type_name_of_val(&f), "write");
         let _entered = span.enter();

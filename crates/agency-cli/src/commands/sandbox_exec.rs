@@ -11,6 +11,11 @@
 //! itself cannot be executed (inside the sandbox), it exits 127 when it
 //! was not found and 126 otherwise, as shells do.
 //!
+//! With `--await-command` instead of a program, it applies the policy and
+//! then reads the program to run from stdin (`agency_sandbox::
+//! ExecRequest`): the daemon's standby sandbox, set up before the agent
+//! it will hold is known. Closed without a command, it exits 0.
+//!
 //! `agency sandbox-forward --parent PID` (plumbing too) is the forwarder
 //! `sandbox-exec` starts for a policy with `isolate_network`
 //! (`agency_sandbox::forward`).
@@ -26,10 +31,10 @@ use anyhow::Result;
 /// The exit status when the sandbox could not be applied.
 pub const SANDBOX_FAILED: u8 = 125;
 
-pub fn sandbox_exec(policy: &Path, command: &[OsString]) -> Result<ExitCode> {
-    let Some((program, args)) = command.split_first() else {
+pub fn sandbox_exec(policy: &Path, command: &[OsString], await_command: bool) -> Result<ExitCode> {
+    if !await_command && command.is_empty() {
         anyhow::bail!("failed to run a program: none was given after `--`");
-    };
+    }
     let applied = Policy::load(policy)
         .map_err(|e| match e {
             SandboxError::ReadPolicy { path, why } => {
@@ -39,14 +44,36 @@ pub fn sandbox_exec(policy: &Path, command: &[OsString]) -> Result<ExitCode> {
         })
         .and_then(|p| agency_sandbox::apply(&p).map_err(|e| e.to_string()));
     if let Err(why) = applied {
-        eprintln!(
-            "{}",
-            crate::safe_text::block(&format!("failed to apply the sandbox: {why}"))
-        );
-        return Ok(ExitCode::from(SANDBOX_FAILED));
+        return Ok(failed(&why));
     }
+    let (mut cmd, program) = if await_command {
+        // Confined already: whatever the command is, it runs in here.
+        match read_command() {
+            Ok(Some(r)) => {
+                let null = match std::fs::File::open("/dev/null") {
+                    Ok(f) => f,
+                    Err(e) => return Ok(failed(&format!("failed to open /dev/null: {e}"))),
+                };
+                let mut cmd = std::process::Command::new(&r.program);
+                cmd.args(&r.args).env_clear().envs(r.env).stdin(null);
+                if let Some(d) = &r.cwd {
+                    cmd.current_dir(d);
+                }
+                (cmd, r.program.into_os_string())
+            }
+            // The daemon let this standby go unused (it is stopping, or
+            // its configuration changed): nothing to run.
+            Ok(None) => return Ok(ExitCode::SUCCESS),
+            Err(why) => return Ok(failed(&format!("command: {why}"))),
+        }
+    } else {
+        let (program, args) = command.split_first().expect("checked above");
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args);
+        (cmd, program.clone())
+    };
     // exec returns only on failure.
-    let e = std::process::Command::new(program).args(args).exec();
+    let e = cmd.exec();
     eprintln!(
         "{}",
         crate::safe_text::block(&format!(
@@ -61,6 +88,33 @@ pub fn sandbox_exec(policy: &Path, command: &[OsString]) -> Result<ExitCode> {
             126
         },
     ))
+}
+
+/// Say why the sandbox could not be applied; the exit status that tells
+/// the daemon so.
+fn failed(why: &str) -> ExitCode {
+    eprintln!(
+        "{}",
+        crate::safe_text::block(&format!("failed to apply the sandbox: {why}"))
+    );
+    ExitCode::from(SANDBOX_FAILED)
+}
+
+/// The standby's command, from stdin to its end (`None`: closed without
+/// one). The program's stdin is then `/dev/null`, as for an agent
+/// started directly.
+fn read_command() -> Result<Option<agency_sandbox::ExecRequest>, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(agency_sandbox::MAX_EXEC_REQUEST as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("failed to read it from stdin: {e}"))?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    agency_sandbox::ExecRequest::decode(&bytes).map(Some)
 }
 
 /// The forwarder of an isolated agent. Its setup errors reach the agent's

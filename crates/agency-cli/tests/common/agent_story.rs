@@ -251,8 +251,14 @@ impl Story {
                 .iter()
                 .any(|e| e["summary"] == "Wrote the guide and sent it to the user.")
         );
+        // The next agent's standby sandbox (`run/standby-<id>`) is not
+        // an ended agent's workspace.
         let runs = std::fs::read_dir(self.home.join("run"))
-            .map(|d| d.count())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with("standby-"))
+                    .count()
+            })
             .unwrap_or(0);
         assert_eq!(runs, 0, "workspaces are deleted after exit");
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -19,6 +19,7 @@ use agency_core::HandlerId;
 use agency_core::prompt::previous_run_note;
 use agency_service::{PreparedSpawn, RunReport, ServiceError, SpawnRequest};
 
+use super::standby::Template;
 use super::{Msg, Running, State};
 use crate::agent_log::LogCapture;
 use crate::runtime::SpawnSpec;
@@ -35,7 +36,13 @@ impl State {
     /// Start an agent for `h` if it may have one now.
     pub(super) async fn spawn(&mut self, h: HandlerId) -> Result<(), SpawnError> {
         let began = std::time::Instant::now();
-        let dir = self.runs.join(uuid::Uuid::new_v4().simple().to_string());
+        // A standby sandbox waits in a spawn directory of its own, which
+        // becomes this agent's (`standby.rs`).
+        let mut standby = self.standby.take();
+        let dir = self.runs.join(match &standby {
+            Some(s) => s.id.clone(),
+            None => uuid::Uuid::new_v4().simple().to_string(),
+        });
         let workspace = dir.join("workspace");
         let run_dir = dir.join("run");
         let ws = workspace.clone();
@@ -55,9 +62,22 @@ impl State {
             Ok(Some(p)) => p,
             // Nothing was made yet: the directories come after the store
             // said yes, so a handler considered without work costs no I/O.
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(SpawnError::Service(e)),
+            // The standby waits for the next one.
+            Ok(None) => {
+                self.standby = standby;
+                return Ok(());
+            }
+            Err(e) => {
+                self.standby = standby;
+                return Err(SpawnError::Service(e));
+            }
         };
+        if let Some(sb) = standby.take() {
+            match sb.claim(&dir) {
+                Ok(sb) => standby = Some(sb),
+                Err(sb) => sb.discard(true).await,
+            }
+        }
         let prepared_at = began.elapsed();
         let initial_message = first_message(&p);
         let PreparedSpawn {
@@ -98,7 +118,8 @@ impl State {
         let mut log_reader = None;
         let mut cgroup = None;
         let mut launched_at = std::time::Duration::ZERO;
-        let child = [&spec.workspace, &spec.run_dir]
+        let mut template = None;
+        let command = [&spec.workspace, &spec.run_dir]
             .into_iter()
             .try_for_each(|d| {
                 std::fs::create_dir_all(d)
@@ -108,50 +129,76 @@ impl State {
                 self.runtime
                     .command(&spec)
                     .map_err(|e| SpawnError::Io(e.to_string()))
-            })
-            .and_then(|cmd| {
-                // Inside the sandbox (agency sandbox-exec), unless it is off;
-                // a sandbox that cannot be built keeps the agent from
-                // starting (the error names the cause and the way out).
-                let (cmd, cg) = self
-                    .confiner
-                    .confine(
-                        cmd,
-                        &spec,
-                        &self.runtime.programs(),
-                        &self.extra_connect_ports,
-                    )
-                    .map_err(|e| SpawnError::Io(e.to_string()))?;
-                if cg.is_some() {
-                    self.confine_upload_pack(&spec);
-                }
-                cgroup = cg.map(Arc::new);
-                Ok(cmd)
-            })
-            .and_then(|mut cmd| {
-                let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
-                    SpawnError::Io(format!(
-                        "failed to make the pipe for the agent's output: {e}"
-                    ))
-                })?;
-                log_reader = Some(reader);
-                // A group of its own: stopping the agent reaches every process
-                // it started. (process_group(0), not setsid in pre_exec, which
-                // forces a slow fork in a large daemon.) Its output is
-                // captured for the run record (agent_log.rs).
-                cmd.process_group(0)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(out)
-                    .stderr(err)
-                    .kill_on_drop(false);
-                launched_at = began.elapsed();
-                cmd.spawn().map_err(|e| {
-                    SpawnError::Io(format!(
-                        "failed to run the {} runtime: {e}",
-                        self.runtime.name()
-                    ))
-                })
             });
+        // The standby, if it fits: the command goes down its stdin.
+        // Either way its directory is this spawn's now: kept.
+        let mut handed = None;
+        if let Some(sb) = standby {
+            match &command {
+                Ok(cmd) => {
+                    launched_at = began.elapsed();
+                    match sb.hand_over(cmd.as_std()).await {
+                        Ok(h) => handed = Some(h),
+                        Err(sb) => sb.discard(false).await,
+                    }
+                }
+                Err(_) => sb.discard(false).await,
+            }
+        }
+        let child = match handed {
+            Some(h) => {
+                log_reader = Some(h.log);
+                cgroup = Some(h.cgroup);
+                self.confine_upload_pack(&spec);
+                template = command.as_ref().ok().and_then(|c| Template::of(c.as_std()));
+                Ok(h.child)
+            }
+            None => command
+                .and_then(|cmd| {
+                    template = Template::of(cmd.as_std());
+                    // Inside the sandbox (agency sandbox-exec), unless it is off;
+                    // a sandbox that cannot be built keeps the agent from
+                    // starting (the error names the cause and the way out).
+                    let (cmd, cg) = self
+                        .confiner
+                        .confine(
+                            cmd,
+                            &spec,
+                            &self.runtime.programs(),
+                            &self.extra_connect_ports,
+                        )
+                        .map_err(|e| SpawnError::Io(e.to_string()))?;
+                    if cg.is_some() {
+                        self.confine_upload_pack(&spec);
+                    }
+                    cgroup = cg.map(Arc::new);
+                    Ok(cmd)
+                })
+                .and_then(|mut cmd| {
+                    let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
+                        SpawnError::Io(format!(
+                            "failed to make the pipe for the agent's output: {e}"
+                        ))
+                    })?;
+                    log_reader = Some(reader);
+                    // A group of its own: stopping the agent reaches every process
+                    // it started. (process_group(0), not setsid in pre_exec, which
+                    // forces a slow fork in a large daemon.) Its output is
+                    // captured for the run record (agent_log.rs).
+                    cmd.process_group(0)
+                        .stdin(std::process::Stdio::null())
+                        .stdout(out)
+                        .stderr(err)
+                        .kill_on_drop(false);
+                    launched_at = began.elapsed();
+                    cmd.spawn().map_err(|e| {
+                        SpawnError::Io(format!(
+                            "failed to run the {} runtime: {e}",
+                            self.runtime.name()
+                        ))
+                    })
+                }),
+        };
         let mut child = match child {
             Ok(c) => c,
             Err(e) => {
@@ -228,9 +275,13 @@ impl State {
                 stop_reason: None,
                 config_restart: false,
                 log,
-                cgroup,
+                cgroup: cgroup.clone(),
             },
         );
+        // The next confined agent's sandbox, set up while none is needed.
+        if let (Some(t), Some(_)) = (&template, &cgroup) {
+            self.prepare_standby(t);
+        }
         Ok(())
     }
 
