@@ -283,12 +283,16 @@ impl Org {
     async fn stop(self) {
         let _ = self.client.cancel().await;
         // Every private directory of a tool run was deleted (an agent's
-        // standby sandbox, `run/standby-<id>`, is no tool's).
+        // waiting standby sandbox, `run/standby-<id>` without a
+        // workspace, is no tool's).
         let left: Vec<_> = std::fs::read_dir(self.story.home.join("run"))
             .map(|d| {
                 d.flatten()
+                    .filter(|e| {
+                        !e.file_name().to_string_lossy().starts_with("standby-")
+                            || e.path().join("workspace").exists()
+                    })
                     .map(|e| e.file_name())
-                    .filter(|n| !n.to_string_lossy().starts_with("standby-"))
                     .collect()
             })
             .unwrap_or_default();

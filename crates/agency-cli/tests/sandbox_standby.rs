@@ -209,6 +209,14 @@ async fn issue_15_an_agent_started_through_the_standby_is_the_same_agent_equally
     let cwd = read(o, "second/cwd");
     assert!(cwd.ends_with("/workspace"), "{cwd}");
     let spawn_dir = cwd.trim_end_matches("/workspace");
+    assert!(
+        spawn_dir
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .starts_with("standby-"),
+        "{spawn_dir}"
+    );
     assert_eq!(read(o, "second/home"), format!("{spawn_dir}/run/home"));
     assert_ne!(read(o, "first/cwd"), cwd);
     // Equally confined: the home's secrets stay out of reach of both.
@@ -262,5 +270,59 @@ async fn issue_15_an_agent_cannot_reach_the_standby_that_waits_for_the_next_agen
         .wait_file(&o.join("second/done"), Duration::from_secs(60))
         .await;
     assert!(read(o, "second/cgroup").contains("standby-"));
+    story.stop();
+}
+
+/// Regression (found by `agency-bench` items 4 and 6): a standby taken at
+/// once, while it may still be joining its cgroups and reading its policy
+/// by path, must still set up and run its agent. The first agent exits at
+/// once and the next starts without backoff, so the standby made after
+/// the first spawn is taken milliseconds later. (Renaming the standby's
+/// directory on taking it once broke exactly this: its agent failed with
+/// "failed to apply the sandbox".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_a_standby_taken_at_once_still_starts_its_agent() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path();
+    let script = format!(
+        r#"O={o:?}
+n=$(ls "$O" | wc -l)
+cat /proc/self/cgroup > "$O/run-$n"
+[ "$n" -ge 3 ] && exec sleep 300
+exit 0
+"#,
+        o = o.display().to_string()
+    );
+    let config = format!(
+        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\nrespawn_backoff_ms = 1\nmax_backoff_ms = 1\nstall_after_exits = 100\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n{}",
+        sandbox_toml(&[o])
+    );
+    let story = Story::start(&config, Duration::from_secs(60)).await;
+    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
+    assert_eq!(code, 0, "{err}");
+    story
+        .wait_file(&o.join("run-3"), Duration::from_secs(60))
+        .await;
+    let runs = agent_story::json(&story.home, &["agents"]);
+    let failed: Vec<_> = runs["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| {
+            a["end_reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("sandbox"))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "agents failed in their sandbox: {failed:?}"
+    );
+    for n in 1..=3 {
+        assert!(
+            read(o, &format!("run-{n}")).contains("standby-"),
+            "agent {n} did not start through a standby"
+        );
+    }
     story.stop();
 }

@@ -53,8 +53,14 @@ impl ExecRequest {
                     .as_deref()
                     .map_or(Vec::new(), |c| c.as_os_str().as_bytes().to_vec()),
             ),
-            ("the program".into(), self.program.as_os_str().as_bytes().to_vec()),
-            ("the argument count".into(), self.args.len().to_string().into_bytes()),
+            (
+                "the program".into(),
+                self.program.as_os_str().as_bytes().to_vec(),
+            ),
+            (
+                "the argument count".into(),
+                self.args.len().to_string().into_bytes(),
+            ),
         ];
         for (i, a) in self.args.iter().enumerate() {
             fields.push((format!("argument {}", i + 1), a.as_bytes().to_vec()));

@@ -251,12 +251,15 @@ impl Story {
                 .iter()
                 .any(|e| e["summary"] == "Wrote the guide and sent it to the user.")
         );
-        // The next agent's standby sandbox (`run/standby-<id>`) is not
-        // an ended agent's workspace.
+        // The next agent's standby sandbox (`run/standby-<id>`, no
+        // workspace yet) is not an ended agent's.
         let runs = std::fs::read_dir(self.home.join("run"))
             .map(|d| {
                 d.flatten()
-                    .filter(|e| !e.file_name().to_string_lossy().starts_with("standby-"))
+                    .filter(|e| {
+                        !e.file_name().to_string_lossy().starts_with("standby-")
+                            || e.path().join("workspace").exists()
+                    })
                     .count()
             })
             .unwrap_or(0);

@@ -38,11 +38,11 @@ impl State {
         let began = std::time::Instant::now();
         // A standby sandbox waits in a spawn directory of its own, which
         // becomes this agent's (`standby.rs`).
-        let mut standby = self.standby.take();
-        let dir = self.runs.join(match &standby {
-            Some(s) => s.id.clone(),
-            None => uuid::Uuid::new_v4().simple().to_string(),
-        });
+        let standby = self.standby.take();
+        let dir = match &standby {
+            Some(s) => s.dir.clone(),
+            None => self.runs.join(uuid::Uuid::new_v4().simple().to_string()),
+        };
         let workspace = dir.join("workspace");
         let run_dir = dir.join("run");
         let ws = workspace.clone();
@@ -72,12 +72,6 @@ impl State {
                 return Err(SpawnError::Service(e));
             }
         };
-        if let Some(sb) = standby.take() {
-            match sb.claim(&dir) {
-                Ok(sb) => standby = Some(sb),
-                Err(sb) => sb.discard(true).await,
-            }
-        }
         let prepared_at = began.elapsed();
         let initial_message = first_message(&p);
         let PreparedSpawn {

@@ -11,7 +11,7 @@
 //! `agency sandbox-exec --await-command` in a fresh spawn directory
 //! (`run/standby-<id>`) and cgroup, under the very policy a spawn there
 //! would get; it applies the policy and waits on its stdin. The next
-//! spawn takes that directory (renamed `run/<id>`),
+//! spawn takes that directory as its own,
 //! writes the runtime's command (`agency_sandbox::ExecRequest`) to the
 //! standby's stdin, and the standby execs it: a pipe write instead of the
 //! set-up.
@@ -41,13 +41,12 @@ const HAND_OVER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One standby sandbox, waiting for its command.
 pub(super) struct Standby {
-    /// Its spawn directory's name once an agent takes it: `run/<id>`.
-    pub id: String,
-    /// Where its spawn directory is: `run/standby-<id>` while it waits
-    /// (so a listing of `run/` tells it from agents' directories), the
-    /// agent's `run/<id>` once claimed. Landlock's grants follow the
-    /// directory, not its name, so the rename changes nothing inside.
-    dir: PathBuf,
+    /// `run/standby-<id>`: the spawn directory (run directory now,
+    /// workspace later) of the agent that takes it. Named so a listing of
+    /// `run/` tells a waiting standby from agents; never renamed, since
+    /// the standby reads its policy and grants from that path while it
+    /// sets up, which may still be going on when an agent takes it.
+    pub dir: PathBuf,
     /// The program the policy grants, and the PATH it was resolved with.
     program: PathBuf,
     path: Option<OsString>,
@@ -89,21 +88,6 @@ fn path_of(cmd: &std::process::Command) -> Option<OsString> {
 }
 
 impl Standby {
-    /// Move its directory to `to` (`run/<id>`), the spawn's; `Err`
-    /// returns it unmoved.
-    pub fn claim(mut self, to: &std::path::Path) -> Result<Standby, Standby> {
-        match std::fs::rename(&self.dir, to) {
-            Ok(()) => {
-                self.dir = to.to_owned();
-                Ok(self)
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, from = %self.dir.display(), "failed to claim the standby sandbox's directory");
-                Err(self)
-            }
-        }
-    }
-
     /// Give the standby `cmd` to exec. `Err` returns it unused: it does
     /// not fit `cmd`, has exited, or did not take the command in time.
     pub async fn hand_over(mut self, cmd: &std::process::Command) -> Result<HandedOver, Standby> {
@@ -177,8 +161,9 @@ impl State {
         if let Some(p) = &t.path {
             template.env("PATH", p);
         }
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let dir = self.runs.join(format!("standby-{id}"));
+        let dir = self
+            .runs
+            .join(format!("standby-{}", uuid::Uuid::new_v4().simple()));
         // The workspace comes with the agent (`spawn.rs`): a standby holds
         // only its policy.
         let run_dir = dir.join("run");
@@ -221,7 +206,6 @@ impl State {
                 });
             match spawned {
                 Ok((child, stdin, log)) => Ok(Some(Standby {
-                    id: id.clone(),
                     dir: dir.clone(),
                     program: sb.program,
                     path: t.path.clone(),
