@@ -113,6 +113,7 @@ impl State {
         let mut cgroup = None;
         let mut launched_at = std::time::Duration::ZERO;
         let mut template = None;
+        let mut dirs_at = std::time::Duration::ZERO;
         let command = [&spec.workspace, &spec.run_dir]
             .into_iter()
             .try_for_each(|d| {
@@ -120,10 +121,12 @@ impl State {
                     .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))
             })
             .and_then(|()| {
+                dirs_at = began.elapsed();
                 self.runtime
                     .command(&spec)
                     .map_err(|e| SpawnError::Io(e.to_string()))
             });
+        let command_at = began.elapsed();
         // The standby, if it fits: the command goes down its stdin.
         // Either way its directory is this spawn's now: kept.
         let mut handed = None;
@@ -228,7 +231,9 @@ impl State {
         tracing::debug!(
             agent = %agent,
             prepare_us = prepared_at.as_micros(),
-            launch_us = (launched_at - prepared_at).as_micros(),
+            dirs_us = dirs_at.saturating_sub(prepared_at).as_micros(),
+            command_us = command_at.saturating_sub(dirs_at).as_micros(),
+            launch_us = launched_at.saturating_sub(prepared_at).as_micros(),
             spawn_us = (began.elapsed() - launched_at).as_micros(),
             "agent spawn timings"
         );

@@ -164,12 +164,18 @@ impl State {
         let dir = self
             .runs
             .join(format!("standby-{}", uuid::Uuid::new_v4().simple()));
-        // The workspace comes with the agent (`spawn.rs`): a standby holds
-        // only its policy.
+        // The agent's HOME and TMPDIR are made now too (`runtime::
+        // clean_env` finds them): creating a directory allocates an inode,
+        // which on a busy file system (many files recently deleted: ext4
+        // then scans for inodes it may reuse) took milliseconds of the
+        // spawn. The workspace comes with the agent (`spawn.rs`), so a
+        // directory without one is a standby still waiting.
         let run_dir = dir.join("run");
         let started = (|| {
-            std::fs::create_dir_all(&run_dir)
-                .map_err(|e| format!("failed to create {}: {e}", run_dir.display()))?;
+            for d in [run_dir.join("home"), run_dir.join("tmp")] {
+                std::fs::create_dir_all(&d)
+                    .map_err(|e| format!("failed to create {}: {e}", d.display()))?;
+            }
             let Some(sb) = self
                 .confiner
                 .standby(
