@@ -174,6 +174,15 @@ fn read(out: &Path, name: &str) -> String {
         .to_owned()
 }
 
+/// `agency serve` with `config`, and mail for the root handler: its first
+/// agent starts.
+async fn start_and_send(config: &str) -> Story {
+    let story = Story::start(config, Duration::from_secs(60)).await;
+    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
+    assert_eq!(code, 0, "{err}");
+    story
+}
+
 fn verdict(out: &Path, name: &str) -> String {
     format!("{}: {}", read(out, name), read(out, &format!("{name}.out")))
 }
@@ -182,9 +191,7 @@ fn verdict(out: &Path, name: &str) -> String {
 async fn issue_15_an_agent_started_through_the_standby_is_the_same_agent_equally_confined() {
     let out = tempfile::tempdir().unwrap();
     let o = out.path();
-    let story = Story::start(&config(o), Duration::from_secs(60)).await;
-    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
-    assert_eq!(code, 0, "{err}");
+    let story = start_and_send(&config(o)).await;
     story
         .wait_file(&o.join("second/done"), Duration::from_secs(60))
         .await;
@@ -237,9 +244,7 @@ async fn issue_15_an_agent_started_through_the_standby_is_the_same_agent_equally
 async fn issue_15_an_agent_cannot_reach_the_standby_that_waits_for_the_next_agents_command() {
     let out = tempfile::tempdir().unwrap();
     let o = out.path();
-    let story = Story::start(&config(o), Duration::from_secs(60)).await;
-    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
-    assert_eq!(code, 0, "{err}");
+    let story = start_and_send(&config(o)).await;
     story
         .wait_file(&o.join("first/done"), Duration::from_secs(60))
         .await;
@@ -297,9 +302,7 @@ exit 0
         "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\nrespawn_backoff_ms = 1\nmax_backoff_ms = 1\nstall_after_exits = 100\n[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n{}",
         sandbox_toml(&[o])
     );
-    let story = Story::start(&config, Duration::from_secs(60)).await;
-    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
-    assert_eq!(code, 0, "{err}");
+    let story = start_and_send(&config).await;
     story
         .wait_file(&o.join("run-3"), Duration::from_secs(60))
         .await;

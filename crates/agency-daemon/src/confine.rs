@@ -274,10 +274,7 @@ impl Confiner {
             }
             Mode::On(c) => c,
         };
-        let path_env = std
-            .get_envs()
-            .find(|(k, _)| *k == "PATH")
-            .and_then(|(_, v)| v.map(OsStr::to_owned));
+        let path_env = path_of(std);
         let cwd = std.get_current_dir().map(Path::to_owned);
         let program = find_program(std.get_program(), path_env.as_deref(), cwd.as_deref())
             .ok_or_else(|| {
@@ -507,11 +504,19 @@ fn wrap(cmd: &std::process::Command, agency: &Path, policy: &Path, program: &Pat
 /// The program `cmd` runs, as its policy grants it: looked up in the
 /// command's PATH (and working directory) like `execvp`.
 pub(crate) fn resolved_program(cmd: &std::process::Command) -> Option<PathBuf> {
-    let path = cmd
-        .get_envs()
+    find_program(
+        cmd.get_program(),
+        path_of(cmd).as_deref(),
+        cmd.get_current_dir(),
+    )
+}
+
+/// The PATH `cmd` runs with (every runtime sets it explicitly), which the
+/// policy's program lookup reads.
+pub(crate) fn path_of(cmd: &std::process::Command) -> Option<OsString> {
+    cmd.get_envs()
         .find(|(k, _)| *k == "PATH")
-        .and_then(|(_, v)| v.map(OsStr::to_owned));
-    find_program(cmd.get_program(), path.as_deref(), cmd.get_current_dir())
+        .and_then(|(_, v)| v.map(OsStr::to_owned))
 }
 
 /// `program` as `execvp` finds it: as given when it holds a slash

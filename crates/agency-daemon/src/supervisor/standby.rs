@@ -34,6 +34,7 @@ use agency_sandbox::{AgentCgroup, ExecRequest};
 use tokio::io::AsyncWriteExt;
 
 use super::State;
+use crate::confine::path_of;
 
 /// How long the command may take to reach the standby (it is read as soon
 /// as the policy is applied, which takes milliseconds).
@@ -78,13 +79,6 @@ impl Template {
             path: path_of(cmd),
         })
     }
-}
-
-/// The PATH a command runs with, as the policy's program lookup reads it.
-fn path_of(cmd: &std::process::Command) -> Option<OsString> {
-    cmd.get_envs()
-        .find(|(k, _)| *k == "PATH")
-        .and_then(|(_, v)| v.map(ToOwned::to_owned))
 }
 
 impl Standby {
