@@ -2,8 +2,11 @@
 //! BLAKE3 hash of the content. Identical content is stored once.
 //!
 //! A put is durable before it returns: write to a temporary file, fsync it,
-//! rename it into place, fsync the directory (one directory fsync shared by
-//! the puts that renamed into it in the same window, see `dir_sync`). The
+//! put it into place, fsync the directory (one directory fsync shared by
+//! the puts that placed a blob into it in the same window, see `dir_sync`).
+//! The temporary file is an unnamed one in the blob's own directory, linked
+//! into place (`unnamed`), where the filesystem allows it; otherwise a
+//! named one in `tmp/`, renamed into place. The
 //! service commits the row that points at a blob only after the put
 //! returned, so a crash in between leaves at worst an unreferenced blob,
 //! never a row pointing at nothing.
@@ -27,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dir_sync::DirSyncs;
 use crate::error::StoreError;
+use crate::unnamed;
 
 /// A blob's name: the hash algorithm and the hex digest, `blake3:<64 hex>`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -136,8 +140,9 @@ pub enum PutStep {
     Write,
     /// fsync of the temporary file.
     FsyncTemp,
-    /// Renaming it into place.
-    Rename,
+    /// Putting it into place: a link of the unnamed file, or a rename of
+    /// the named one.
+    Place,
     /// fsync of the blob's directory, making the rename durable.
     FsyncDir,
 }
@@ -166,6 +171,9 @@ const DURABLE_MEMORY: usize = 16_384;
 pub struct FsBlobStore {
     root: PathBuf,
     tmp: PathBuf,
+    /// Whether new blobs are written as unnamed files (see `unnamed`);
+    /// decided by a probe when the store is opened.
+    unnamed: bool,
     counter: AtomicU64,
     /// Blobs this process has seen through to a synced directory entry: a
     /// put of one of them is done as soon as the file is seen. (The service
@@ -194,9 +202,11 @@ impl FsBlobStore {
                 let _ = fs::remove_file(entry.path());
             }
         }
+        let unnamed = unnamed::supported(&tmp, &format!("probe-{}", std::process::id()));
         Ok(FsBlobStore {
             root,
             tmp,
+            unnamed,
             counter: AtomicU64::new(0),
             durable: Mutex::new(HashSet::new()),
             gc: RwLock::new(()),
@@ -227,6 +237,63 @@ impl FsBlobStore {
     #[inline(always)]
     fn fault(&self, _: PutStep) -> std::io::Result<()> {
         Ok(())
+    }
+
+    /// Write `content` to a temporary file and fsync it: the first half,
+    /// then the second, so that an injected full disk leaves a torn file
+    /// behind, as a real one would. `at` names the file in errors.
+    fn write_synced(&self, f: &mut File, content: &[u8], at: &Path) -> Result<(), StoreError> {
+        let (first, second) = content.split_at(content.len() / 2);
+        f.write_all(first)
+            .and_then(|()| self.fault(PutStep::Write))
+            .and_then(|()| f.write_all(second))
+            .map_err(|e| io("write temporary blob file", at, e))?;
+        self.fault(PutStep::FsyncTemp)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| io("fsync temporary blob file", at, e))
+    }
+
+    /// A new blob as an unnamed file in `dir`, linked as `dest`. A failure
+    /// leaves nothing behind: the unnamed file goes with its descriptor.
+    fn place_unnamed(&self, content: &[u8], dir: &Path, dest: &Path) -> Result<(), StoreError> {
+        let mut f = self
+            .fault(PutStep::CreateTemp)
+            .and_then(|()| unnamed::create(dir))
+            .map_err(|e| io("create temporary blob file", dir, e))?;
+        self.write_synced(&mut f, content, dir)?;
+        match self
+            .fault(PutStep::Place)
+            .and_then(|()| unnamed::link(&f, dest))
+        {
+            // A concurrent put of the same content linked first; its file
+            // was fsynced before its link, like ours.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            other => other.map_err(|e| io("put blob into place at", dest, e)),
+        }
+    }
+
+    /// A new blob as a named temporary file in `tmp/`, renamed to `dest`;
+    /// the temporary file is removed if anything fails.
+    fn place_named(&self, content: &[u8], id: &BlobId, dest: &Path) -> Result<(), StoreError> {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let tmp = self
+            .tmp
+            .join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
+        let result = (|| {
+            let mut f = self
+                .fault(PutStep::CreateTemp)
+                .and_then(|()| OpenOptions::new().write(true).create_new(true).open(&tmp))
+                .map_err(|e| io("create temporary blob file", &tmp, e))?;
+            self.write_synced(&mut f, content, &tmp)?;
+            drop(f);
+            self.fault(PutStep::Place)
+                .and_then(|()| fs::rename(&tmp, dest))
+                .map_err(|e| io("put blob into place at", dest, e))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
     }
 
     pub fn root(&self) -> &Path {
@@ -293,26 +360,7 @@ impl BlobStore for FsBlobStore {
             self.remember_durable(&id);
             return Ok(id);
         }
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = self
-            .tmp
-            .join(format!("{}-{}-{n}", std::process::id(), &id.hex()[..16]));
         let result = (|| {
-            let mut f = self
-                .fault(PutStep::CreateTemp)
-                .and_then(|()| OpenOptions::new().write(true).create_new(true).open(&tmp))
-                .map_err(|e| io("create temporary blob file", &tmp, e))?;
-            // Two halves, so that an injected full disk leaves a torn
-            // temporary file behind, as a real one would.
-            let (first, second) = content.split_at(content.len() / 2);
-            f.write_all(first)
-                .and_then(|()| self.fault(PutStep::Write))
-                .and_then(|()| f.write_all(second))
-                .map_err(|e| io("write temporary blob file", &tmp, e))?;
-            self.fault(PutStep::FsyncTemp)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| io("fsync temporary blob file", &tmp, e))?;
-            drop(f);
             if !dir.is_dir() {
                 fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
                 // A new fan-out directory's own entry must be durable too,
@@ -321,22 +369,17 @@ impl BlobStore for FsBlobStore {
                     .and_then(|d| d.sync_all())
                     .map_err(|e| io("fsync blob directory", &self.root, e))?;
             }
-            self.fault(PutStep::Rename)
-                .and_then(|()| fs::rename(&tmp, &dest))
-                .map_err(|e| io("rename blob into place at", &dest, e))?;
-            // The rename is durable only once the directory entry is.
+            match self.unnamed {
+                true => self.place_unnamed(content, dir, &dest),
+                false => self.place_named(content, &id, &dest),
+            }?;
+            // The new entry is durable only once the directory is.
             sync_dir()
         })();
-        match result {
-            Ok(()) => {
-                self.remember_durable(&id);
-                Ok(id)
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(e)
-            }
-        }
+        result.map(|()| {
+            self.remember_durable(&id);
+            id
+        })
     }
 
     fn get(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {
@@ -452,6 +495,8 @@ impl BlobStore for FsBlobStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -469,6 +514,62 @@ mod tests {
         fs::remove_file(s.path_of(&a)).unwrap();
         assert_eq!(s.check(&a).unwrap(), BlobCheck::Missing);
         assert!(matches!(s.get(&a), Err(StoreError::MissingBlob(_))));
+    }
+
+    /// Every entry under the store's root: only fan-out directories of
+    /// whole blobs, and an empty `tmp/`.
+    fn assert_only_blobs(s: &FsBlobStore) {
+        for dir in fs::read_dir(s.root()).unwrap().flatten() {
+            let name = dir.file_name().into_string().unwrap();
+            if name == "tmp" {
+                assert_eq!(
+                    fs::read_dir(dir.path()).unwrap().count(),
+                    0,
+                    "tmp/ is empty"
+                );
+                continue;
+            }
+            for f in fs::read_dir(dir.path()).unwrap().flatten() {
+                let rest = f.file_name().into_string().unwrap();
+                let id = BlobId::parse(&format!("{PREFIX}{name}{rest}"))
+                    .unwrap_or_else(|| panic!("not a blob: {name}/{rest}"));
+                assert_eq!(s.check(&id).unwrap(), BlobCheck::Ok);
+            }
+        }
+    }
+
+    #[test]
+    fn unnamed_and_named_temporary_files_both_place_concurrent_puts_whole() {
+        for unnamed in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut s = FsBlobStore::open(dir.path()).unwrap();
+            assert!(
+                s.unnamed,
+                "the probe finds O_TMPFILE on the test's filesystem"
+            );
+            s.unnamed = unnamed;
+            let s = Arc::new(s);
+            // Eight threads put the same 16 contents, so puts of one
+            // content race each other to place it.
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let s = s.clone();
+                    std::thread::spawn(move || {
+                        (0..16)
+                            .map(|i| s.put(format!("content {i}").as_bytes()).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                let ids = h.join().unwrap();
+                for (i, id) in ids.iter().enumerate() {
+                    assert_eq!(s.get(id).unwrap(), format!("content {i}").as_bytes());
+                }
+            }
+            assert_eq!(s.list().unwrap().len(), 16, "unnamed: {unnamed}");
+            assert_only_blobs(&s);
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod orgs;
 pub mod sqlite;
 pub mod store;
 pub mod tx;
+mod unnamed;
 
 #[cfg(feature = "fault-injection")]
 pub use blob::FaultHook;

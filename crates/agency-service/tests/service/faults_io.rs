@@ -93,14 +93,27 @@ impl Faulty {
     }
 
     /// fsck is clean, no version row points at a missing blob, and no
-    /// temporary file is left in the blob store.
+    /// temporary file is left in the blob store: `tmp/` is empty and the
+    /// fan-out directories hold only blobs.
     fn assert_consistent(&self) {
         let report = self.env.svc.fsck().unwrap();
         assert!(report.is_clean(), "{report:?}");
-        let tmp: Vec<_> = std::fs::read_dir(self.blobs.root().join("tmp"))
-            .unwrap()
-            .collect();
+        let root = self.blobs.root();
+        let tmp: Vec<_> = std::fs::read_dir(root.join("tmp")).unwrap().collect();
         assert!(tmp.is_empty(), "temporary blob files left: {tmp:?}");
+        for dir in std::fs::read_dir(root).unwrap().flatten() {
+            let shard = dir.file_name().into_string().unwrap();
+            if shard == "tmp" {
+                continue;
+            }
+            for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+                let rest = f.file_name().into_string().unwrap();
+                assert!(
+                    BlobId::parse(&format!("blake3:{shard}{rest}")).is_some(),
+                    "not a blob in the blob store: {shard}/{rest}"
+                );
+            }
+        }
     }
 }
 
@@ -114,7 +127,7 @@ fn action(step: PutStep) -> &'static str {
         PutStep::CreateTemp => "failed to create temporary blob file",
         PutStep::Write => "failed to write temporary blob file",
         PutStep::FsyncTemp => "failed to fsync temporary blob file",
-        PutStep::Rename => "failed to rename blob into place at",
+        PutStep::Place => "failed to put blob into place at",
         PutStep::FsyncDir => "failed to fsync blob directory",
     }
 }
@@ -123,7 +136,7 @@ const STEPS: [PutStep; 5] = [
     PutStep::CreateTemp,
     PutStep::Write,
     PutStep::FsyncTemp,
-    PutStep::Rename,
+    PutStep::Place,
     PutStep::FsyncDir,
 ];
 
