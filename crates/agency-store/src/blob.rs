@@ -143,7 +143,7 @@ pub enum PutStep {
     /// Putting it into place: a link of the unnamed file, or a rename of
     /// the named one.
     Place,
-    /// fsync of the blob's directory, making the rename durable.
+    /// fsync of the blob's directory, making the new entry durable.
     FsyncDir,
 }
 
@@ -202,7 +202,11 @@ impl FsBlobStore {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        let unnamed = unnamed::supported(&tmp, &format!("probe-{}", std::process::id()));
+        // A name of its own per open: stores opened side by side on one
+        // root in one process must not race on the probe.
+        static OPENS: AtomicU64 = AtomicU64::new(0);
+        let n = OPENS.fetch_add(1, Ordering::Relaxed);
+        let unnamed = unnamed::supported(&tmp, &format!("probe-{}-{n}", std::process::id()));
         Ok(FsBlobStore {
             root,
             tmp,
