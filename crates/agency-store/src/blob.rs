@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "fault-injection")]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -172,8 +172,9 @@ pub struct FsBlobStore {
     root: PathBuf,
     tmp: PathBuf,
     /// Whether new blobs are written as unnamed files (see `unnamed`);
-    /// decided by a probe when the store is opened.
-    unnamed: bool,
+    /// decided by a probe at the first new blob, so that a store opened
+    /// only to be read never writes.
+    unnamed: OnceLock<bool>,
     counter: AtomicU64,
     /// Blobs this process has seen through to a synced directory entry: a
     /// put of one of them is done as soon as the file is seen. (The service
@@ -202,15 +203,10 @@ impl FsBlobStore {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        // A name of its own per open: stores opened side by side on one
-        // root in one process must not race on the probe.
-        static OPENS: AtomicU64 = AtomicU64::new(0);
-        let n = OPENS.fetch_add(1, Ordering::Relaxed);
-        let unnamed = unnamed::supported(&tmp, &format!("probe-{}-{n}", std::process::id()));
         Ok(FsBlobStore {
             root,
             tmp,
-            unnamed,
+            unnamed: OnceLock::new(),
             counter: AtomicU64::new(0),
             durable: Mutex::new(HashSet::new()),
             gc: RwLock::new(()),
@@ -255,6 +251,17 @@ impl FsBlobStore {
         self.fault(PutStep::FsyncTemp)
             .and_then(|()| f.sync_all())
             .map_err(|e| io("fsync temporary blob file", at, e))
+    }
+
+    /// Whether this store writes new blobs as unnamed files: probed once.
+    fn use_unnamed(&self) -> bool {
+        *self.unnamed.get_or_init(|| {
+            // A name of its own per probe: stores opened side by side on
+            // one root in one process must not race on it.
+            static PROBES: AtomicU64 = AtomicU64::new(0);
+            let n = PROBES.fetch_add(1, Ordering::Relaxed);
+            unnamed::supported(&self.tmp, &format!("probe-{}-{n}", std::process::id()))
+        })
     }
 
     /// A new blob as an unnamed file in `dir`, linked as `dest`. A failure
@@ -356,7 +363,7 @@ impl BlobStore for FsBlobStore {
             if self.is_known_durable(&id) {
                 return Ok(id);
             }
-            // The file may have been renamed into place by a put whose
+            // The file may have been put into place by a put whose
             // directory fsync failed (or by a process that died before
             // it): its entry is durable only once the directory is synced,
             // and a row will point at it as soon as this returns.
@@ -373,7 +380,7 @@ impl BlobStore for FsBlobStore {
                     .and_then(|d| d.sync_all())
                     .map_err(|e| io("fsync blob directory", &self.root, e))?;
             }
-            match self.unnamed {
+            match self.use_unnamed() {
                 true => self.place_unnamed(content, dir, &dest),
                 false => self.place_named(content, &id, &dest),
             }?;
@@ -547,11 +554,12 @@ mod tests {
         for unnamed in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let mut s = FsBlobStore::open(dir.path()).unwrap();
+            assert_eq!(s.unnamed.get(), None, "no probe before the first put");
             assert!(
-                s.unnamed,
+                s.use_unnamed(),
                 "the probe finds O_TMPFILE on the test's filesystem"
             );
-            s.unnamed = unnamed;
+            s.unnamed = OnceLock::from(unnamed);
             let s = Arc::new(s);
             // Eight threads put the same 16 contents, so puts of one
             // content race each other to place it.
