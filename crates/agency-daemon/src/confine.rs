@@ -96,6 +96,24 @@ pub(crate) struct Standby {
 #[error("failed to confine the agent: {0}; {WAY_OUT}")]
 pub(crate) struct ConfineError(String);
 
+/// Where and with what one confined process runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The name of its cgroup.
+    pub cgroup: &'a str,
+    /// Its one read-write directory.
+    pub spawn_dir: &'a Path,
+    /// Where its policy is written (inside `spawn_dir`).
+    pub policy_dir: &'a Path,
+    /// Programs its command runs through a shell, found in its `PATH`.
+    pub programs: &'a [String],
+    /// Read-only besides the system's (refused if one holds or lies in
+    /// the home).
+    pub readable: &'a [PathBuf],
+    /// The TCP ports of 127.0.0.1 it may connect to.
+    pub connect_ports: &'a [u16],
+}
+
 impl Confiner {
     /// Decide the mode (probing the sandbox and opening the daemon's
     /// cgroups, and killing what a crashed daemon left in them) and gather
@@ -159,47 +177,37 @@ impl Confiner {
             .workspace
             .parent()
             .ok_or_else(|| ConfineError("the workspace has no parent directory".to_owned()))?;
-        // An agent reaches the daemon's port (its MCP server and model
-        // gateway) besides the supervisor's.
-        let mut ports = self.ports.clone();
-        ports.extend_from_slice(extra_ports);
         self.confine_in(
             cmd,
-            &spec.agent.to_string(),
-            spawn_dir,
-            &spec.run_dir,
-            programs,
-            &[],
-            &ports,
+            &Place {
+                cgroup: &spec.agent.to_string(),
+                spawn_dir,
+                policy_dir: &spec.run_dir,
+                programs,
+                readable: &[],
+                connect_ports: &self.agent_ports(extra_ports),
+            },
         )
     }
 
+    /// The ports an agent connects to: the daemon's (its MCP server and
+    /// model gateway) and the supervisor's `extra` (the egress proxy).
+    fn agent_ports(&self, extra: &[u16]) -> Vec<u16> {
+        let mut ports = self.ports.clone();
+        ports.extend_from_slice(extra);
+        ports
+    }
+
     /// [`Confiner::confine`] for a process that is not an agent (an
-    /// organisation's command tool, `org_tool_command.rs`): read-write
-    /// `spawn_dir` alone, the policy written into `policy_dir` (inside
-    /// it), `readable` read-only (refused if it holds or lies in the
-    /// home), a cgroup named `cgroup`, TCP connect to `connect_ports` and
-    /// no other: not even the daemon's port, which a tool has no token for.
-    #[allow(clippy::too_many_arguments)]
+    /// organisation's command tool, `org_tool_command.rs`), in `place`: TCP
+    /// connect to its ports and no other, not even the daemon's, which a
+    /// tool has no token for.
     pub fn confine_in(
         &self,
         cmd: Command,
-        cgroup: &str,
-        spawn_dir: &Path,
-        policy_dir: &Path,
-        programs: &[String],
-        readable: &[PathBuf],
-        connect_ports: &[u16],
+        place: &Place<'_>,
     ) -> Result<(Command, Option<AgentCgroup>), ConfineError> {
-        match self.prepare(
-            cmd.as_std(),
-            cgroup,
-            spawn_dir,
-            policy_dir,
-            programs,
-            readable,
-            connect_ports,
-        )? {
+        match self.prepare(cmd.as_std(), place)? {
             None => Ok((cmd, None)),
             Some(p) => Ok((
                 wrap(cmd.as_std(), &self.agency, &p.policy, &p.program),
@@ -221,18 +229,16 @@ impl Confiner {
         programs: &[String],
         extra_ports: &[u16],
     ) -> Result<Option<Standby>, ConfineError> {
-        let mut ports = self.ports.clone();
-        ports.extend_from_slice(extra_ports);
         let name = format!("standby-{}", uuid::Uuid::new_v4().simple());
-        let prepared = self.prepare(
-            template,
-            &name,
+        let place = Place {
+            cgroup: &name,
             spawn_dir,
             policy_dir,
             programs,
-            &[],
-            &ports,
-        )?;
+            readable: &[],
+            connect_ports: &self.agent_ports(extra_ports),
+        };
+        let prepared = self.prepare(template, &place)?;
         Ok(prepared.map(|p| {
             let mut cmd = Command::new(&self.agency);
             cmd.arg("sandbox-exec")
@@ -249,19 +255,21 @@ impl Confiner {
         }))
     }
 
-    /// The policy of one confined spawn, written into `policy_dir`, and
-    /// its cgroup; `None` when confinement is off.
-    #[allow(clippy::too_many_arguments)]
+    /// The policy of one confined spawn in `place`, written into its
+    /// `policy_dir`, and its cgroup; `None` when confinement is off.
     fn prepare(
         &self,
         std: &std::process::Command,
-        cgroup: &str,
-        spawn_dir: &Path,
-        policy_dir: &Path,
-        programs: &[String],
-        readable: &[PathBuf],
-        connect_ports: &[u16],
+        place: &Place<'_>,
     ) -> Result<Option<Prepared>, ConfineError> {
+        let Place {
+            cgroup,
+            spawn_dir,
+            policy_dir,
+            programs,
+            readable,
+            connect_ports,
+        } = *place;
         let cgroups = match &self.mode {
             Mode::Off => return Ok(None),
             Mode::Unavailable(why) => {

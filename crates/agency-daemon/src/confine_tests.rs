@@ -136,12 +136,14 @@ fn issue_15_a_standby_gets_the_policy_a_direct_spawn_would() {
     let (wrapped, direct_cg) = c
         .confine_in(
             Command::from(cmd),
-            "direct",
-            &direct_dir,
-            &direct_dir.join("run"),
-            &programs,
-            &[],
-            &[4242, 4343],
+            &Place {
+                cgroup: "direct",
+                spawn_dir: &direct_dir,
+                policy_dir: &direct_dir.join("run"),
+                programs: &programs,
+                readable: &[],
+                connect_ports: &[4242, 4343],
+            },
         )
         .unwrap();
     let mut template = std::process::Command::new("sh");

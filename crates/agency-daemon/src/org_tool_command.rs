@@ -29,6 +29,7 @@ use tokio::process::Command;
 
 use agency_sandbox::AgentCgroup;
 
+use crate::confine::Place;
 use crate::org_tools::CallCtx;
 use crate::runtime::{INHERITED_ENV, NO_PROXY};
 
@@ -263,7 +264,15 @@ pub(crate) async fn confined(
         let (d, r, port) = (dir.to_owned(), run.clone(), ctx.egress_proxy.port());
         let readable: Vec<PathBuf> = source_dir.into_iter().collect();
         tokio::task::spawn_blocking(move || {
-            confiner.confine_in(cmd, &cgroup_name, &d, &r, &[], &readable, &[port])
+            let place = Place {
+                cgroup: &cgroup_name,
+                spawn_dir: &d,
+                policy_dir: &r,
+                programs: &[],
+                readable: &readable,
+                connect_ports: &[port],
+            };
+            confiner.confine_in(cmd, &place)
         })
         .await
         .map_err(|e| fail("internal", e.to_string()))?

@@ -141,6 +141,18 @@ pub fn ok(o: &Output) -> String {
     text(&o.stdout)
 }
 
+/// `agency sandbox-exec` refused to run its program: exit 125 and the
+/// error of the set-up `step` that failed.
+#[track_caller]
+pub fn refused(o: &Output, step: &str) {
+    assert_eq!(o.status.code(), Some(125), "{}", show(o));
+    assert!(
+        text(&o.stderr).starts_with(&format!("failed to apply the sandbox: {step}")),
+        "{}",
+        show(o)
+    );
+}
+
 #[track_caller]
 pub fn denied(o: &Output) {
     assert!(!o.status.success(), "expected a denial: {}", show(o));
