@@ -98,3 +98,50 @@ fn issue9_item12_runs_transcripts_receipts_and_access_logs_from_the_cli() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// Issue 15 (found by the kill -9 suite in CI): `kb log` showed only the
+/// first page of a file's versions (1,000), so a file written more often
+/// than that lost its newest versions from view. It pages through them all.
+#[test]
+fn issue_15_kb_log_lists_every_version_past_the_first_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::new(tmp.path().join("home"));
+    home.init().unwrap();
+    let total: i64 = 1_003;
+    let file = {
+        let svc = home.open_service().unwrap();
+        let root = svc.root_handler().unwrap().unwrap();
+        let agent = svc.agent_start(root).unwrap();
+        let me = Principal::agent(root, agent);
+        let file = svc.kb_create(me, "counter", b"1").unwrap();
+        let mut base = svc.kb_history(me, file).unwrap().remove(0);
+        for n in 2..=total {
+            base = svc
+                .kb_write(
+                    me,
+                    file,
+                    n.to_string().as_bytes(),
+                    base.version,
+                    &base.hash.to_string(),
+                )
+                .unwrap();
+        }
+        file
+    };
+    let mut daemon = home_cli::serve(&home, &tmp.path().join("daemon.log"));
+
+    let log = home_cli::json(&home, &["kb", "log", &file.to_string()]);
+    let versions: Vec<i64> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_i64().unwrap())
+        .collect();
+    let mut sorted = versions.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=total).collect::<Vec<_>>());
+    let text = ok(&home, &["kb", "log", &file.to_string()]);
+    assert!(text.lines().any(|l| l.starts_with("1003 ")), "{text}");
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

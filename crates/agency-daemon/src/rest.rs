@@ -455,9 +455,28 @@ async fn kb_cat(
     .await)
 }
 
-async fn kb_history(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryQuery {
+    /// Versions after this one (a version number from an earlier page).
+    after: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// A file's versions, oldest first, one page at a time: without `limit`, as
+/// many as the daemon gives in one page (`limits.max_list`), so a client
+/// pages with `after` until an empty page.
+async fn kb_history(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Query<HistoryQuery>,
+) -> Answer {
     let id: FileId = parse("KB file", &id)?;
-    Ok(call(&st, move |svc| svc.kb_history(USER, id)).await)
+    let limit = Some(q.limit.unwrap_or(usize::MAX));
+    Ok(call(&st, move |svc| {
+        Ok(svc.kb_history_page(USER, id, q.after, limit)?.items)
+    })
+    .await)
 }
 
 async fn fsck(State(st): State<Arc<AppState>>) -> Response {

@@ -82,10 +82,37 @@ pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
 pub fn log(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::File, id)?;
-    let v = c.get(c.url(&["kb", &id, "history"]))?;
-    show(ctx, v, "version history", |l: &Vec<VersionInfo>| {
-        output::kb_log(l)
-    })?;
+    // Page through by version until an empty page: a file may have more
+    // versions than the daemon gives in one page (the kill -9 suite's files
+    // pass 1,000), and `kb log` shows them all.
+    let mut all: Vec<Value> = Vec::new();
+    let mut after: Option<i64> = None;
+    loop {
+        let mut url = c.url(&["kb", &id, "history"]);
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("limit", &PAGE.to_string());
+            if let Some(a) = after {
+                q.append_pair("after", &a.to_string());
+            }
+        }
+        let page: Vec<Value> = decode(c.get(url)?, "version history")?;
+        let Some(last) = page.last() else { break };
+        let next = last.get("version").and_then(Value::as_i64);
+        if next.is_none() || next <= after {
+            anyhow::bail!(
+                "failed to list the versions of KB file {id}: the daemon's page does not advance past version {after:?}"
+            );
+        }
+        after = next;
+        all.extend(page);
+    }
+    show(
+        ctx,
+        Value::Array(all),
+        "version history",
+        |l: &Vec<VersionInfo>| output::kb_log(l),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
