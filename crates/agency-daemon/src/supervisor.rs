@@ -160,6 +160,13 @@ impl Supervisor {
         // Subscribe before the first scan, so nothing that happens in
         // between is missed.
         let events = svc.subscribe();
+        // Each run directory in a block group of its own, so the files an
+        // agent run makes and leaves do not slow every other file creation
+        // (`agency_store::spread_subdirectories`). A home that cannot be
+        // written fails at the first spawn, with the path named.
+        if std::fs::create_dir_all(&setup.runs).is_ok() {
+            agency_store::spread_subdirectories(&setup.runs);
+        }
         let parked = tokio::spawn(listen_parked(setup.warm.clone(), tx.clone()));
         let state = State {
             svc,

@@ -253,9 +253,14 @@ impl FsBlobStore {
             .map_err(|e| io("fsync temporary blob file", at, e))
     }
 
-    /// Whether this store writes new blobs as unnamed files: probed once.
+    /// Whether this store writes new blobs as unnamed files: probed once,
+    /// at the first new blob, which also marks the root so that the
+    /// fan-out directories made from then on spread over the file
+    /// system's groups (concurrent puts then allocate inodes apart,
+    /// `spread.rs`).
     fn use_unnamed(&self) -> bool {
         *self.unnamed.get_or_init(|| {
+            crate::spread_subdirectories(&self.root);
             // A name of its own per probe: stores opened side by side on
             // one root in one process must not race on it.
             static PROBES: AtomicU64 = AtomicU64::new(0);
@@ -372,6 +377,8 @@ impl BlobStore for FsBlobStore {
             return Ok(id);
         }
         let result = (|| {
+            // Before the fan-out directory is made (see `use_unnamed`).
+            let unnamed = self.use_unnamed();
             if !dir.is_dir() {
                 fs::create_dir_all(dir).map_err(|e| io("create blob directory", dir, e))?;
                 // A new fan-out directory's own entry must be durable too,
@@ -380,7 +387,7 @@ impl BlobStore for FsBlobStore {
                     .and_then(|d| d.sync_all())
                     .map_err(|e| io("fsync blob directory", &self.root, e))?;
             }
-            match self.use_unnamed() {
+            match unnamed {
                 true => self.place_unnamed(content, dir, &dest),
                 false => self.place_named(content, &id, &dest),
             }?;

@@ -1124,3 +1124,42 @@ fn concurrent_writers_are_serialized_and_readers_see_snapshots() {
     }
     assert_eq!(rd(&store, |tx| tx.counts()).files, 400);
 }
+
+/// Issue 15 item 2: with 8 idle readers kept, 16 concurrent KB writers
+/// (each reads first) opened a fresh reader connection for two writes in
+/// five: a schema parse and every statement prepared again each time.
+#[test]
+fn issue_15_sixteen_concurrent_reads_reuse_their_connections() {
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let n = 16;
+    let round = || {
+        // Every read holds its connection until all sixteen hold one.
+        let barrier = Arc::new(std::sync::Barrier::new(n));
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                let (store, barrier) = (store.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    read(&*store, |tx| {
+                        barrier.wait();
+                        tx.root_handler()
+                    })
+                    .unwrap()
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    };
+    round();
+    let opened = store.readers_opened();
+    assert_eq!(opened, n as u64, "the first round opens one reader each");
+    round();
+    round();
+    assert_eq!(
+        store.readers_opened(),
+        opened,
+        "later rounds reuse the idle readers"
+    );
+}

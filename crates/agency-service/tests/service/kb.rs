@@ -75,6 +75,31 @@ fn every_read_and_write_is_in_the_file_audit_log() {
     assert!(log.iter().take(3).all(|a| a.handler == Some(env.root)));
 }
 
+/// Issue 15 item 1: the read-audit batches ran at the priority of the
+/// threads answering calls and made the slowest percent of `kb_read`s.
+#[test]
+fn the_read_audit_thread_runs_below_the_threads_that_answer_calls() {
+    let env = Env::new();
+    let svc = &env.svc;
+    let f = svc.kb_create(Principal::User, "notes", b"x").unwrap();
+    svc.kb_read(Principal::User, f).unwrap();
+    svc.flush_read_audit().unwrap();
+    let mut nice = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let task = task.unwrap().path();
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if comm.trim() != "agency-read-aud" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+        // Field 19 (nice) counted after the `(comm)` field's closing paren.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        nice.push(after.split(' ').nth(16).unwrap().parse::<i32>().unwrap());
+    }
+    assert!(!nice.is_empty(), "no read-audit thread found");
+    assert!(nice.iter().all(|n| *n == 10), "{nice:?}");
+}
+
 #[test]
 fn list_and_browse_follow_levels() {
     let env = Env::new();
