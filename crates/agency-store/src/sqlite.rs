@@ -52,6 +52,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params_from_iter};
 
@@ -310,6 +311,13 @@ fn connect(path: &Path, reader: bool) -> Result<Connection, StoreError> {
     // journal, freed inodes make every later file creation slower). Our
     // statements are bounded (pages of at most a few thousand rows).
     conn.pragma_update(None, "temp_store", "MEMORY").ctx(op)?;
+    // One plan per statement whatever its bound values: without this, a
+    // bound `LIMIT ?` (most of our pages) expired the cached statement at
+    // every binding and each run parsed and planned it again (issue 15
+    // item 4). No query of ours relies on a bound value to pick its plan:
+    // partial indexes are matched by constants, there is no ANALYZE.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .ctx(op)?;
     if reader {
         conn.pragma_update(None, "query_only", true).ctx(op)?;
         return Ok(conn);
@@ -388,6 +396,34 @@ mod tests {
             .conn
             .pragma_query_value(None, "synchronous", |r| r.get(0))
             .unwrap()
+    }
+
+    /// Issue 15 item 4: SQLite 3.50 marks a bound `LIMIT ?` as a value the
+    /// plan may depend on, so every new binding expired the cached
+    /// statement and the next step parsed and planned it again (a profile
+    /// of the many-agents bench found ~3% of the daemon's CPU there). With
+    /// the query planner stability guarantee a statement keeps its plan.
+    #[test]
+    fn issue_15_a_cached_statement_with_a_bound_limit_is_not_prepared_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agency.db");
+        drop(SqliteStore::open(&path).unwrap());
+        for reader in [false, true] {
+            let conn = connect(&path, reader).unwrap();
+            for n in 1..=5_i64 {
+                let mut st = conn
+                    .prepare_cached("SELECT id FROM handlers ORDER BY id LIMIT ?1")
+                    .unwrap();
+                let rows: Vec<String> = st
+                    .query_map([n], |r| r.get(0))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                assert!(rows.is_empty());
+                let again = st.get_status(rusqlite::StatementStatus::RePrepare);
+                assert_eq!(again, 0, "reader {reader}: prepared again at run {n}");
+            }
+        }
     }
 
     #[test]
