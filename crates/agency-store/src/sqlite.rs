@@ -259,14 +259,15 @@ impl Store for SqliteStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let mut conn = self.take_reader()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .ctx(|| self.op("begin a read transaction"))?;
-        let result = f(&mut SqliteTx::new(&tx));
+        let conn = self.take_reader()?;
+        // BEGIN and ROLLBACK as cached statements: rusqlite's `Transaction`
+        // parses them afresh at every read (issue 15 item 4). A closure
+        // that panics drops the connection, and its transaction with it.
+        group::exec(&conn, "BEGIN").ctx(|| self.op("begin a read transaction"))?;
+        let result = f(&mut SqliteTx::new(&conn));
         // A read transaction has nothing to keep; ending it releases the
         // snapshot. Should that fail, put_reader drops the connection.
-        let _ = tx.rollback();
+        let _ = group::exec(&conn, "ROLLBACK");
         self.put_reader(conn);
         result
     }

@@ -100,7 +100,7 @@ enum Member {
 }
 
 /// Run `sql` (a statement without parameters or results), prepared once.
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+pub(super) fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
