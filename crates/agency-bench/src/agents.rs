@@ -10,6 +10,14 @@
 //! Baseline: the same with a handful of agents (one wave at the same
 //! `max_concurrent`), so the ratios show how wall time per agent and daemon
 //! CPU per tool call hold up as the number of agents grows.
+//!
+//! Two more runs of as many agents split that CPU into its parts: one whose
+//! agents make the same 20 tool calls in a single model turn (2 model calls
+//! instead of 21) and one whose agents make only the completion request
+//! (1 tool call, 2 model calls). Per agent, the three runs cost
+//! F + 20T + 21M, F + 20T + 2M and F + T + 2M (F: spawning, the MCP
+//! session and the run's record; T: a tool call; M: a model call through
+//! the gateway), which gives M, T and F.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -27,18 +35,65 @@ use crate::util::{agency_bin, fmt_dur, new_home, self_cpu};
 
 const CALLS: usize = 20;
 const MAX_CONCURRENT: usize = 16;
-const TITLE: &str = "Bench agent task";
 
-/// The model's side of every agent run.
+/// What the agents of one run do; their outcome's title picks their
+/// scenario in the model script.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    title: &'static str,
+    /// `state_read` calls before the completion request.
+    reads: usize,
+    /// All tool calls in one model turn rather than one per turn.
+    batched: bool,
+}
+
+impl Shape {
+    fn tool_calls(self) -> usize {
+        self.reads + 1
+    }
+}
+
+/// The item's own run: 19 `state_read` and the completion request, one per
+/// model turn.
+const SERIAL: Shape = Shape {
+    title: "Bench agent task",
+    reads: CALLS - 1,
+    batched: false,
+};
+/// The same tool calls in a single model turn.
+const BATCHED: Shape = Shape {
+    title: "Bench batched task",
+    reads: CALLS - 1,
+    batched: true,
+};
+/// Only the completion request.
+const SINGLE: Shape = Shape {
+    title: "Bench single-call task",
+    reads: 0,
+    batched: true,
+};
+
+/// The model's side of every agent run, one scenario per shape.
 fn script() -> String {
-    let mut turns: Vec<serde_json::Value> = (0..CALLS - 1)
-        .map(|_| json!({"tool_calls": [{"name": "state_read", "input": {}}]}))
-        .collect();
-    turns.push(json!({"tool_calls": [{"name": "outcome_request_completion",
-        "input": {"summary": "Benchmark run finished."}}]}));
-    turns.push(json!({"text": "Done."}));
+    let scenario = |shape: Shape| {
+        let mut calls: Vec<serde_json::Value> = (0..shape.reads)
+            .map(|_| json!({"name": "state_read", "input": {}}))
+            .collect();
+        calls.push(json!({"name": "outcome_request_completion",
+            "input": {"summary": "Benchmark run finished."}}));
+        let mut turns: Vec<serde_json::Value> = if shape.batched {
+            vec![json!({ "tool_calls": calls })]
+        } else {
+            calls
+                .into_iter()
+                .map(|c| json!({"tool_calls": [c]}))
+                .collect()
+        };
+        turns.push(json!({"text": "Done."}));
+        json!({"name": shape.title, "match": {"system_contains": shape.title}, "turns": turns})
+    };
     json!({
-        "scenarios": [{"name": "bench agent", "match": {"system_contains": TITLE}, "turns": turns}],
+        "scenarios": [scenario(SERIAL), scenario(BATCHED), scenario(SINGLE)],
         "fallback": {"text": "Nothing to do."}
     })
     .to_string()
@@ -97,7 +152,7 @@ struct RunStats {
     tool_calls: i64,
 }
 
-async fn one_run(bin: &Path, model_url: &str, n: usize) -> Result<RunStats> {
+async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<RunStats> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let config = format!(
         "[agents]\nruntime = \"builtin\"\nmax_concurrent = {MAX_CONCURRENT}\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {model_url:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
@@ -121,7 +176,7 @@ async fn one_run(bin: &Path, model_url: &str, n: usize) -> Result<RunStats> {
                 .outcome_create(
                     who,
                     &NewOutcome {
-                        title: format!("{TITLE} {i}"),
+                        title: format!("{} {i}", shape.title),
                         description: "Read your state document, then request completion."
                             .to_owned(),
                         parents: vec![root.root()],
@@ -191,7 +246,7 @@ async fn one_run(bin: &Path, model_url: &str, n: usize) -> Result<RunStats> {
             let run = s.agent_run(Principal::User, a.id)?;
             calls += run.tool_calls.unwrap_or(0);
             if run.exit_status == Some(0)
-                && run.tool_calls == Some(CALLS as i64)
+                && run.tool_calls == Some(shape.tool_calls() as i64)
                 && a.end_reason.as_deref() == Some("completed")
             {
                 ok += 1;
@@ -230,8 +285,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script()).context("failed to write the model script")?;
     let model = ModelServer::start(&bin, &script_path)?;
-    let base = one_run(&bin, &model.url, few).await?;
-    let many = one_run(&bin, &model.url, n).await?;
+    let base = one_run(&bin, &model.url, few, SERIAL).await?;
+    let many = one_run(&bin, &model.url, n, SERIAL).await?;
+    let batched = one_run(&bin, &model.url, n, BATCHED).await?;
+    let single = one_run(&bin, &model.url, n, SINGLE).await?;
     drop(model);
     let per_agent = |r: &RunStats| r.wall / r.n.max(1) as u32;
     let per_call = |r: &RunStats| r.cpu / r.tool_calls.max(1) as u32;
@@ -272,7 +329,29 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         per_call(&many),
         (&format!("{few} agents"), per_call(&base)),
     ));
-    s.shows = "that hundreds of agent processes complete through one daemon, and what each tool call costs the daemon when spawning, sessions and bookkeeping are shared out over the calls.".to_owned();
+    let parts = Parts::of(&many, &batched, &single);
+    let all_in = per_call(&many);
+    s.rows.push(Row::times(
+        "… of which a tool call itself (T, derived)",
+        parts.tool_call,
+        ("daemon CPU per tool call", all_in),
+    ));
+    s.rows.push(Row::times(
+        "… of which the model calls through the gateway, 21 per 20 tool calls (21M/20, derived)",
+        parts.model_call * 21 / CALLS as u32,
+        ("daemon CPU per tool call", all_in),
+    ));
+    s.rows.push(Row::times(
+        "… of which the agent's start, MCP session and run record, over 20 tool calls (F/20, derived)",
+        parts.agent / CALLS as u32,
+        ("daemon CPU per tool call", all_in),
+    ));
+    s.rows.push(Row::times(
+        "daemon CPU per model call through the gateway (M, derived)",
+        parts.model_call,
+        ("a tool call itself", parts.tool_call),
+    ));
+    s.shows = "that hundreds of agent processes complete through one daemon, and what each tool call costs the daemon when spawning, sessions, bookkeeping and the agents' model calls are shared out over the calls; the derived rows split that cost into its parts.".to_owned();
     s.notes.push(format!(
         "max_concurrent = {MAX_CONCURRENT}; each agent is `agency agent` (Anthropic Messages API, streaming) against `agency model-server` in its own process; the daemon runs in this process and its CPU time (user + system, /proc/self/stat, children excluded, minus the CPU time of the bench's own polls of the store every 100 ms, each measured on its thread with CLOCK_THREAD_CPUTIME_ID) covers spawning, MCP sessions (initialize, tools/list), the tool calls, every model call (the agents' model calls pass through the daemon's gateway: token check, budget reservation and settlement, the streamed relay; 21 per agent) and recording each run, divided by the tool calls the agents reported. Handlers are made through the service (outcome_create + delegate by the root handler's agent) before the clock starts; wall time runs from `Daemon::start` to the last agent's exit with no handler left with work. Success: exit 0, `completed`, {CALLS} tool calls, and the handler's root outcome awaiting verification (no work left)."
     ));
@@ -281,9 +360,49 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         fmt_dur(many.polls_cpu),
         fmt_dur(base.polls_cpu)
     ));
+    s.notes.push(format!(
+        "derived rows: two more runs of {n} agents each, one making the same {CALLS} tool calls in a single model turn (2 model calls; {} of {} completed, {} tool calls, {} of daemon CPU per agent) and one making only the completion request (1 tool call, 2 model calls; {} of {} completed, {} tool calls, {} per agent), against {} per agent in the {n}-agent run above. Per agent the three cost F + 20T + 21M, F + 20T + 2M and F + T + 2M: M = (first − second) / 19, T = (second − third) / 19, F = third − T − 2M. T is a `state_read` (the calls the runs differ by); M covers the token check, budget reservation and settlement, and the streamed relay of one model call.",
+        batched.ok,
+        batched.n,
+        batched.tool_calls,
+        fmt_dur(per_agent_cpu(&batched)),
+        single.ok,
+        single.n,
+        single.tool_calls,
+        fmt_dur(per_agent_cpu(&single)),
+        fmt_dur(per_agent_cpu(&many)),
+    ));
     if cfg.quick {
         s.notes
             .push(format!("quick mode: {n} agents instead of 500."));
     }
     Ok(vec![s])
+}
+
+/// Daemon CPU per agent of one run.
+fn per_agent_cpu(r: &RunStats) -> Duration {
+    r.cpu / r.n.max(1) as u32
+}
+
+/// The daemon's CPU per agent split into its parts (see the module doc);
+/// a part the noise makes negative shows as zero.
+struct Parts {
+    tool_call: Duration,
+    model_call: Duration,
+    agent: Duration,
+}
+
+impl Parts {
+    fn of(serial: &RunStats, batched: &RunStats, single: &RunStats) -> Parts {
+        let ns = |r: &RunStats| per_agent_cpu(r).as_nanos() as f64;
+        let model_call = (ns(serial) - ns(batched)) / (CALLS - 1) as f64;
+        let tool_call = (ns(batched) - ns(single)) / (CALLS - 1) as f64;
+        let agent = ns(single) - tool_call - 2.0 * model_call;
+        let d = |x: f64| Duration::from_nanos(x.max(0.0) as u64);
+        Parts {
+            tool_call: d(tool_call),
+            model_call: d(model_call),
+            agent: d(agent),
+        }
+    }
 }
