@@ -27,6 +27,15 @@ pub(crate) struct UsageTap {
     usage: TokenUsage,
 }
 
+/// Whether an event's JSON can have a `usage` key: it spells `usage`, or
+/// has a `\u` escape, which could spell a key another way. Most events of
+/// a stream (each text delta of an answer: hundreds in a long one) have
+/// neither and are not parsed at all; issue 15 item 4: parsing each into a
+/// JSON tree was part of the gateway's CPU per model call.
+fn may_hold_usage(data: &[u8]) -> bool {
+    memchr::memmem::find(data, b"usage").is_some() || memchr::memmem::find(data, b"\\u").is_some()
+}
+
 impl UsageTap {
     pub(crate) fn new(api: Api, sse: bool) -> UsageTap {
         UsageTap {
@@ -87,6 +96,13 @@ impl UsageTap {
         let Some(data) = line.strip_prefix(b"data:") else {
             return;
         };
+        if may_hold_usage(data) {
+            self.event(data);
+        }
+    }
+
+    /// Count the usage one event's data carries, if any.
+    fn event(&mut self, data: &[u8]) {
         let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
             return; // `[DONE]`, or not JSON: nothing to count
         };
@@ -177,6 +193,91 @@ mod tests {
                 },
                 "pieces of {piece}"
             );
+        }
+    }
+
+    #[test]
+    fn a_usage_key_spelled_with_escapes_still_counts() {
+        let text = concat!(
+            "data: {\"type\":\"message_start\",\"message\":{\"\\u0075sage\":{\"input_tokens\":3}}}\n\n",
+            "data: {\"type\":\"message_delta\",\"\\u0075\\u0073age\":{\"output_tokens\":8}}\n\n",
+        );
+        let mut tap = UsageTap::new(Api::Anthropic, true);
+        tap.feed(text.as_bytes());
+        let u = tap.finish();
+        assert_eq!((u.input_tokens, u.output_tokens), (3, 8));
+    }
+
+    #[test]
+    fn which_events_are_parsed() {
+        for (data, parsed) in [
+            (
+                &br#"{"type":"content_block_delta","delta":{"text":"hi\nthere"}}"#[..],
+                false,
+            ),
+            (br#"{"type":"ping"}"#, false),
+            (b"[DONE]", false),
+            (
+                br#"{"type":"message_delta","usage":{"output_tokens":1}}"#,
+                true,
+            ),
+            (
+                br#"{"type":"message_delta","\u0075sage":{"output_tokens":1}}"#,
+                true,
+            ),
+            (br#"{"delta":{"text":"what usage means"}}"#, true),
+        ] {
+            assert_eq!(
+                may_hold_usage(data),
+                parsed,
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
+    }
+
+    /// The same stream read with every data line parsed, as before the
+    /// `may_hold_usage` filter.
+    fn unfiltered(api: Api, text: &str) -> TokenUsage {
+        let mut tap = UsageTap::new(api, true);
+        for line in text.lines() {
+            if let Some(data) = line.as_bytes().strip_prefix(b"data:") {
+                tap.event(data);
+            }
+        }
+        tap.usage
+    }
+
+    proptest::proptest! {
+        /// Skipping the events that cannot hold usage never changes the
+        /// count: streams of text deltas (which may say "usage" or carry
+        /// escapes), usage events with plain or escaped keys, and junk.
+        #[test]
+        fn the_filter_counts_what_a_full_parse_counts(
+            events in proptest::collection::vec(
+                (0usize..6, "[a-z \\\\\"]{0,12}", 0i64..1000),
+                0..12,
+            ),
+            openai in proptest::bool::ANY,
+            piece in 1usize..40,
+        ) {
+            let api = if openai { Api::OpenAi } else { Api::Anthropic };
+            let mut text = String::new();
+            for (kind, words, n) in &events {
+                let words = serde_json::to_string(words).unwrap();
+                let line = match kind {
+                    0 => format!(r#"{{"type":"content_block_delta","delta":{{"text":{words}}}}}"#),
+                    1 => format!(r#"{{"type":"message_start","message":{{"usage":{{"input_tokens":{n}}}}}}}"#),
+                    2 => format!(r#"{{"type":"message_delta","\u0075sage":{{"output_tokens":{n}}}}}"#),
+                    3 => format!(r#"{{"choices":[],"usage":{{"prompt_tokens":{n},"completion_tokens":{n}}}}}"#),
+                    4 => format!(r#"{{"type":"content_block_delta","delta":{{"text":"usage"}},"note":{words}}}"#),
+                    _ => "[DONE]".to_owned(),
+                };
+                text.push_str(&format!("data: {line}\n\n"));
+            }
+            let mut tap = UsageTap::new(api, true);
+            feed_in_pieces(&mut tap, &text, piece);
+            proptest::prop_assert_eq!(tap.finish(), unfiltered(api, &text));
         }
     }
 
