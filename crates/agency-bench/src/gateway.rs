@@ -6,6 +6,11 @@
 //! and the usage row written after the answer), interleaved in rounds so
 //! that drift on a shared machine hits both alike. Time to first byte is
 //! until the first chunk of the answer's body; total until its end.
+//!
+//! The same again with a large request (about 256 KiB: a system prompt,
+//! tool schemas and a long conversation, `stream` as the last field, the
+//! size of a coding agent's request late in its run), since the gateway
+//! reads every request to find the fields it meters by.
 
 use std::time::{Duration, Instant};
 
@@ -20,18 +25,45 @@ const WARMUP: usize = 50;
 const ROUNDS: usize = 10;
 const BODY: &str = r#"{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hello"}]}"#;
 
+/// A request of about `kib` KiB: a system prompt, tool schemas and turns
+/// of a conversation whose texts have quotes and newlines to escape, with
+/// `stream` last.
+fn large_body(kib: usize) -> String {
+    let text = "The tool said: \"done\".\nNext, read kb://notes and {summarise} [it]. ".repeat(8);
+    let tools: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            serde_json::json!({"name": format!("tool_{i}"), "description": text,
+                "input_schema": {"type": "object", "properties": {"file": {"type": "string"}, "limit": {"type": "integer"}}}})
+        })
+        .collect();
+    let mut messages = Vec::new();
+    let mut size = 0;
+    while size < kib << 10 {
+        messages
+            .push(serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": text}]}),
+        );
+        size += 2 * text.len() + 80;
+    }
+    serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "system": text,
+        "tools": tools, "messages": messages, "stream": true})
+    .to_string()
+}
+
 /// One streamed call: (time to first byte, total).
 async fn call(
     client: &reqwest::Client,
     url: &str,
     key: Option<&str>,
+    body: &str,
 ) -> Result<(Duration, Duration)> {
     let t = Instant::now();
     let mut rq = client
         .post(url)
         .header("content-type", "application/json")
         .header("anthropic-version", "2023-06-01")
-        .body(BODY);
+        .body(body.to_owned());
     if let Some(k) = key {
         rq = rq.header("x-api-key", k);
     }
@@ -86,28 +118,39 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         .context("failed to build the HTTP client")?;
     let direct_url = format!("{}/v1/messages", model.base_url());
     let gateway_url = format!("http://{}/model/up/v1/messages", daemon.addr());
+    let large = large_body(256);
     for _ in 0..WARMUP {
-        call(&client, &direct_url, None).await?;
-        call(&client, &gateway_url, Some(&token)).await?;
+        call(&client, &direct_url, None, BODY).await?;
+        call(&client, &gateway_url, Some(&token), BODY).await?;
+        call(&client, &direct_url, None, &large).await?;
+        call(&client, &gateway_url, Some(&token), &large).await?;
     }
     let (mut d_first, mut d_total, mut g_first, mut g_total) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut dl_first, mut gl_first) = (Vec::new(), Vec::new());
+    let large_n = n / 4;
     for _ in 0..ROUNDS {
         for _ in 0..n / ROUNDS {
-            let (f, t) = call(&client, &direct_url, None).await?;
+            let (f, t) = call(&client, &direct_url, None, BODY).await?;
             d_first.push(f);
             d_total.push(t);
         }
         for _ in 0..n / ROUNDS {
-            let (f, t) = call(&client, &gateway_url, Some(&token)).await?;
+            let (f, t) = call(&client, &gateway_url, Some(&token), BODY).await?;
             g_first.push(f);
             g_total.push(t);
+        }
+        for _ in 0..large_n / ROUNDS {
+            dl_first.push(call(&client, &direct_url, None, &large).await?.0);
+        }
+        for _ in 0..large_n / ROUNDS {
+            gl_first.push(call(&client, &gateway_url, Some(&token), &large).await?.0);
         }
     }
     // Every call through the gateway is metered: check that it was, so the
     // figure is of the whole path and not of a gateway that skipped it.
     let svc = daemon.service().clone();
-    let want = (WARMUP + n / ROUNDS * ROUNDS) as i64;
+    let want = (2 * WARMUP + n / ROUNDS * ROUNDS + large_n / ROUNDS * ROUNDS) as i64;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let svc = svc.clone();
@@ -132,6 +175,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         Pct::of(&g_first),
         Pct::of(&g_total),
     );
+    let (dlf, glf) = (Pct::of(&dl_first), Pct::of(&gl_first));
     let mut s = Section::new("9. Model gateway: a streamed call through the daemon vs direct");
     s.rows.push(Row::times(
         "time to first byte p50",
@@ -153,14 +197,27 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         gt.p99,
         ("direct p99", dt.p99),
     ));
+    s.rows.push(Row::times(
+        format!("{} KiB request, time to first byte p50", large.len() >> 10),
+        glf.p50,
+        ("direct p50, same request", dlf.p50),
+    ));
+    s.rows.push(Row::times(
+        format!("{} KiB request, time to first byte p99", large.len() >> 10),
+        glf.p99,
+        ("direct p99, same request", dlf.p99),
+    ));
     s.shows = format!(
-        "what reaching the model through Agency costs per call: token check, reservation, a second HTTP hop and the usage tap add {} to the first byte and {} to the whole answer at p50; a real model's own latency (hundreds of ms) dwarfs both.",
+        "what reaching the model through Agency costs per call: token check, reservation, a second HTTP hop and the usage tap add {} to the first byte and {} to the whole answer at p50; a real model's own latency (hundreds of ms) dwarfs both. With a {} KiB request the first byte comes {} later than direct at p50 (reading and forwarding the request, and finding its metered fields: `crates/agency-daemon/src/gateway_head.rs`).",
         fmt_dur(gf.p50.saturating_sub(df.p50)),
-        fmt_dur(gt.p50.saturating_sub(dt.p50))
+        fmt_dur(gt.p50.saturating_sub(dt.p50)),
+        large.len() >> 10,
+        fmt_dur(glf.p50.saturating_sub(dlf.p50))
     );
     s.notes.push(format!(
-        "{} streamed calls each way after {WARMUP} warm-up calls each, interleaved in {ROUNDS} rounds; daemon in this process (`Daemon::start`), scripted model server (agency-testkit) on 127.0.0.1, reqwest client with TCP_NODELAY; every gateway call's usage row was checked to be written.",
-        gf.n
+        "{} streamed calls each way after {WARMUP} warm-up calls each ({} with the large request), interleaved in {ROUNDS} rounds; daemon in this process (`Daemon::start`), scripted model server (agency-testkit) on 127.0.0.1, reqwest client with TCP_NODELAY; every gateway call's usage row was checked to be written.",
+        gf.n,
+        glf.n
     ));
     Ok(vec![s])
 }

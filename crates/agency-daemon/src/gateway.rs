@@ -93,17 +93,6 @@ async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// The top-level fields of a model request the gateway reads; every other
-/// field is skipped by the parser without being built.
-#[derive(Debug, Default, serde::Deserialize)]
-struct HeadFields {
-    model: Option<serde_json::Value>,
-    stream: Option<serde_json::Value>,
-    stream_options: Option<serde_json::Value>,
-    max_tokens: Option<serde_json::Value>,
-    max_completion_tokens: Option<serde_json::Value>,
-}
-
 /// A model request's head, as a JSON object of the fields present.
 struct Head {
     fields: serde_json::Value,
@@ -112,25 +101,8 @@ struct Head {
 impl Head {
     /// `None` when `body` is not one JSON object.
     fn of(body: &[u8]) -> Option<Head> {
-        // serde also reads a struct from an array; a request is an object.
-        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return None;
-        }
-        let h: HeadFields = serde_json::from_slice(body).ok()?;
-        let mut fields = serde_json::Map::new();
-        for (k, v) in [
-            ("model", h.model),
-            ("stream", h.stream),
-            ("stream_options", h.stream_options),
-            ("max_tokens", h.max_tokens),
-            ("max_completion_tokens", h.max_completion_tokens),
-        ] {
-            if let Some(v) = v {
-                fields.insert(k.to_owned(), v);
-            }
-        }
         Some(Head {
-            fields: serde_json::Value::Object(fields),
+            fields: serde_json::Value::Object(crate::gateway_head::head(body)?),
         })
     }
 }

@@ -18,6 +18,7 @@ mod confine;
 pub mod egress;
 mod error;
 mod gateway;
+mod gateway_head;
 mod gateway_usage;
 mod home;
 mod http_auth;
