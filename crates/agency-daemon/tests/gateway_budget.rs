@@ -191,3 +191,75 @@ async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
     assert_eq!(after.spent.reserved_calls, 0);
     daemon.stop().await.unwrap();
 }
+
+/// Issue 15 (the gateway reads a request's metered fields with its own
+/// scan, not serde): an agent that spells `max_tokens` so that a naive
+/// scan misses it — an escaped key, the field twice, a decoy inside the
+/// conversation — still has its real worst case reserved, or is refused
+/// before the upstream. With a cap of 1,000 tokens, 100,000 asked is
+/// refused (429); no such call reaches the upstream.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue_15_max_tokens_hidden_from_the_head_scan_is_still_reserved() {
+    let (hits, up) = upstream().await;
+    let toml = format!("[models.anth]\napi = \"anthropic\"\nbase_url = \"http://{up}\"\n");
+    let (_dir, home) = home_with_config(&toml);
+    let (daemon, svc, root) = start(&home).await;
+    svc.budget_set(
+        Principal::User,
+        root,
+        BudgetLimits {
+            tokens: Some(CAP),
+            ..BudgetLimits::default()
+        },
+    )
+    .unwrap();
+    let token = svc.token_mint(Principal::User, root, None).unwrap().token;
+    let url = format!("http://{}/model/anth/v1/messages", daemon.addr());
+    let client = reqwest::Client::new();
+    let send = |body: &'static str| {
+        let rq = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-api-key", &token)
+            .body(body);
+        async move {
+            let r = rq.send().await.unwrap();
+            (r.status(), r.text().await.unwrap())
+        }
+    };
+    for (body, want) in [
+        (
+            r#"{"model":"m","max\u005ftokens":100000,"messages":[]}"#,
+            StatusCode::TOO_MANY_REQUESTS,
+        ),
+        (
+            r#"{"model":"m","messages":[{"max_tokens":5}],"max_tokens":100000}"#,
+            StatusCode::TOO_MANY_REQUESTS,
+        ),
+        (
+            r#"{"model":"m","system":"\"max_tokens\":1, [{","max_tokens":100000,"messages":[]}"#,
+            StatusCode::TOO_MANY_REQUESTS,
+        ),
+        (
+            r#"{"model":"m","max_tokens":1,"messages":[],"max_tokens":100000}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"model":"m","max_tokens":1,"messages":[]}{"max_tokens":100000}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let (status, text) = send(body).await;
+        assert_eq!(status, want, "{body}: {text}");
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "a hidden request reached the upstream"
+    );
+    // The plain request under the cap passes.
+    let (status, text) = send(BODY).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    daemon.stop().await.unwrap();
+}
