@@ -245,10 +245,28 @@ async fn forward(
             }
         }
         let model = json["model"].as_str().unwrap_or_default().to_owned();
-        let max_tokens = json["max_tokens"]
-            .as_i64()
-            .or_else(|| json["max_completion_tokens"].as_i64())
-            .unwrap_or(0);
+        // The answer's cap, which the budget reserves: a whole number of
+        // tokens, the larger of the two fields if both are given. Anything
+        // else (a fraction, a string, a negative number) would reserve
+        // nothing while an upstream might still read it as a cap.
+        let mut max_tokens = 0;
+        for field in ["max_tokens", "max_completion_tokens"] {
+            if json[field].is_null() {
+                continue;
+            }
+            match json[field].as_u64().and_then(|n| i64::try_from(n).ok()) {
+                Some(n) => max_tokens = max_tokens.max(n),
+                None => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid",
+                        &format!(
+                            "failed to forward to model upstream {name}: {field} must be a whole number of tokens (0 or more)"
+                        ),
+                    );
+                }
+            }
+        }
         // The budget's worst case: the answer's cap plus the input, whose
         // tokens are estimated from its size (about four bytes a token).
         let input_estimate = i64::try_from(body.len() / 4).unwrap_or(i64::MAX);

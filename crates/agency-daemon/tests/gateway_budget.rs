@@ -197,7 +197,8 @@ async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
 /// scan misses it — an escaped key, the field twice, a decoy inside the
 /// conversation — still has its real worst case reserved, or is refused
 /// before the upstream. With a cap of 1,000 tokens, 100,000 asked is
-/// refused (429); no such call reaches the upstream.
+/// refused (429); a cap that is not a whole number (which would reserve
+/// nothing) is refused (400); no such call reaches the upstream.
 #[tokio::test(flavor = "multi_thread")]
 async fn issue_15_max_tokens_hidden_from_the_head_scan_is_still_reserved() {
     let (hits, up) = upstream().await;
@@ -247,6 +248,24 @@ async fn issue_15_max_tokens_hidden_from_the_head_scan_is_still_reserved() {
         (
             r#"{"model":"m","max_tokens":1,"messages":[]}{"max_tokens":100000}"#,
             StatusCode::BAD_REQUEST,
+        ),
+        // A cap the ledger cannot reserve is refused, not read as 0.
+        (
+            r#"{"model":"m","max_tokens":100000.5,"messages":[]}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"model":"m","max_tokens":"100000","messages":[]}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"model":"m","max_tokens":-1,"messages":[]}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        // With both fields, the larger is reserved.
+        (
+            r#"{"model":"m","max_tokens":1,"max_completion_tokens":100000,"messages":[]}"#,
+            StatusCode::TOO_MANY_REQUESTS,
         ),
     ] {
         let (status, text) = send(body).await;
