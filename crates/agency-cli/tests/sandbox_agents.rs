@@ -486,10 +486,18 @@ async fn issue10_item3_a_sandbox_that_cannot_be_applied_keeps_the_agent_from_sta
     assert!(reason.contains(&missing.display().to_string()), "{reason}");
     assert!(reason.contains("agents.sandbox = \"off\""), "{reason}");
     assert!(!out.path().join("ran").exists(), "the agent ran unconfined");
-    let log = std::fs::read_to_string(story.home.join("logs/daemon.log")).unwrap();
-    assert!(
-        log.contains("failed to start an agent") && log.contains("failed to confine the agent"),
-        "{log}"
-    );
+    // The log line may reach the file a moment after the run is recorded
+    // (a CI run read the log before it did): wait for it.
+    loop {
+        let log = std::fs::read_to_string(story.home.join("logs/daemon.log")).unwrap();
+        if log.contains("failed to start an agent") && log.contains("failed to confine the agent") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the daemon's log does not say why: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     story.stop();
 }
