@@ -93,20 +93,6 @@ async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// A model request's head, as a JSON object of the fields present.
-struct Head {
-    fields: serde_json::Value,
-}
-
-impl Head {
-    /// `None` when `body` is not one JSON object.
-    fn of(body: &[u8]) -> Option<Head> {
-        Some(Head {
-            fields: serde_json::Value::Object(crate::gateway_head::head(body)?),
-        })
-    }
-}
-
 /// Whether `path` (after `/model/NAME/`) is served for `api`, and whether
 /// calls to it are metered (`count_tokens` costs nothing).
 fn route_of(api: Api, path: &str) -> Option<bool> {
@@ -188,10 +174,9 @@ async fn forward(
     let mut reservation = None;
     if metered {
         // Only a handful of top-level fields matter here; a conversation
-        // runs to hundreds of kilobytes, which are scanned but not built
-        // into a tree (issue 15: that tree was a good part of the daemon's
-        // CPU per model call).
-        let head = match Head::of(&body) {
+        // runs to hundreds of kilobytes, which are skipped, not read as
+        // JSON (`gateway_head.rs`).
+        let head = match crate::gateway_head::head(&body) {
             Some(h) => h,
             None => {
                 return error(
@@ -203,7 +188,7 @@ async fn forward(
                 );
             }
         };
-        let mut json = head.fields;
+        let mut json = serde_json::Value::Object(head);
         let stream = json["stream"].as_bool().unwrap_or(false);
         let pin_model = upstream
             .model

@@ -51,8 +51,8 @@ pub(crate) fn head(body: &[u8]) -> Option<Map<String, Value>> {
     }
 }
 
-/// The top-level fields serde reads; every other field is skipped by the
-/// parser without being built.
+/// The top-level fields serde reads, in the order of [`FIELDS`]; every
+/// other field is skipped by the parser without being built.
 #[derive(serde::Deserialize)]
 struct HeadFields {
     model: Option<Value>,
@@ -70,19 +70,20 @@ fn with_serde(body: &[u8]) -> Option<Map<String, Value>> {
         return None;
     }
     let h: HeadFields = serde_json::from_slice(body).ok()?;
-    let mut fields = Map::new();
-    for (k, v) in [
-        ("model", h.model),
-        ("stream", h.stream),
-        ("stream_options", h.stream_options),
-        ("max_tokens", h.max_tokens),
-        ("max_completion_tokens", h.max_completion_tokens),
-    ] {
-        if let Some(v) = v {
-            fields.insert(k.to_owned(), v);
-        }
-    }
-    Some(fields)
+    let values = [
+        h.model,
+        h.stream,
+        h.stream_options,
+        h.max_tokens,
+        h.max_completion_tokens,
+    ];
+    Some(
+        FIELDS
+            .into_iter()
+            .zip(values)
+            .filter_map(|(k, v)| Some((k.to_owned(), v?)))
+            .collect(),
+    )
 }
 
 /// Find [`FIELDS`] in `body`'s top-level object.

@@ -57,6 +57,14 @@ async fn upstream() -> (Arc<AtomicUsize>, SocketAddr) {
     (hits, addr)
 }
 
+/// A budget of `n` tokens and nothing else.
+fn tokens(n: i64) -> BudgetLimits {
+    BudgetLimits {
+        tokens: Some(n),
+        ..BudgetLimits::default()
+    }
+}
+
 /// Call until refused; returns the calls that passed and the refusal.
 async fn call_until_refused(url: String, token: String) -> (usize, StatusCode, String) {
     let client = reqwest::Client::new();
@@ -93,15 +101,7 @@ async fn two_agents_racing_under_a_token_cap_end_within_one_reservation_of_it() 
     let by_boss = Principal::agent(boss, boss_token.agent);
     let a = delegate_new(&svc, by_boss, boss, "a");
     let b = delegate_new(&svc, by_boss, boss, "b");
-    svc.budget_set(
-        Principal::User,
-        boss,
-        BudgetLimits {
-            tokens: Some(CAP),
-            ..BudgetLimits::default()
-        },
-    )
-    .unwrap();
+    svc.budget_set(Principal::User, boss, tokens(CAP)).unwrap();
     let ta = svc.token_mint(Principal::User, a, None).unwrap().token;
     let tb = svc.token_mint(Principal::User, b, None).unwrap().token;
     let url = format!("http://{}/model/anth/v1/messages", daemon.addr());
@@ -141,15 +141,8 @@ async fn two_agents_racing_under_a_token_cap_end_within_one_reservation_of_it() 
     let (n, status, _) = call_until_refused(url.clone(), ta.clone()).await;
     assert_eq!((n, status), (0, StatusCode::TOO_MANY_REQUESTS));
     assert_eq!(hits.load(Ordering::SeqCst), passed);
-    svc.budget_set(
-        Principal::User,
-        boss,
-        BudgetLimits {
-            tokens: Some(CAP + WORST),
-            ..BudgetLimits::default()
-        },
-    )
-    .unwrap();
+    svc.budget_set(Principal::User, boss, tokens(CAP + WORST))
+        .unwrap();
     let (n, _, _) = call_until_refused(url, ta).await;
     assert!(n >= 1);
     assert_eq!(hits.load(Ordering::SeqCst), passed + n);
@@ -205,15 +198,7 @@ async fn issue_15_max_tokens_hidden_from_the_head_scan_is_still_reserved() {
     let toml = format!("[models.anth]\napi = \"anthropic\"\nbase_url = \"http://{up}\"\n");
     let (_dir, home) = home_with_config(&toml);
     let (daemon, svc, root) = start(&home).await;
-    svc.budget_set(
-        Principal::User,
-        root,
-        BudgetLimits {
-            tokens: Some(CAP),
-            ..BudgetLimits::default()
-        },
-    )
-    .unwrap();
+    svc.budget_set(Principal::User, root, tokens(CAP)).unwrap();
     let token = svc.token_mint(Principal::User, root, None).unwrap().token;
     let url = format!("http://{}/model/anth/v1/messages", daemon.addr());
     let client = reqwest::Client::new();
