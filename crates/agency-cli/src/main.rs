@@ -8,7 +8,6 @@ mod bridge;
 mod cli;
 mod client;
 mod commands;
-mod mcp_relay;
 mod output;
 mod records;
 mod replay;

@@ -98,9 +98,10 @@ fn call(c: &mut Client, tool: &str, args: Value) -> Value {
     c.call(tool, args)["structuredContent"].clone()
 }
 
-/// The fixture server running as `launcher`'s child: its environment, as
-/// the agent (same user, same sandbox) could read it.
-fn server_env(launcher: u32) -> Vec<(String, String)> {
+/// The one fixture server running (the daemon runs it, issue 27): its
+/// environment, as the test (root, unconfined) reads it. The agent cannot
+/// (`daemon_walls.rs`).
+fn server_env() -> Vec<(String, String)> {
     let pid = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -108,13 +109,8 @@ fn server_env(launcher: u32) -> Vec<(String, String)> {
         .find(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains("fetch_mcp.py"))
-                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                    s.rsplit_once(')')
-                        .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_owned))
-                        == Some(launcher.to_string())
-                })
         })
-        .expect("the server runs as the launcher's child");
+        .expect("the daemon runs the server");
     std::fs::read(format!("/proc/{pid}/environ"))
         .unwrap()
         .split(|b| *b == 0)
@@ -255,8 +251,8 @@ args = [{FIXTURE:?}]
         "{log:?}"
     );
 
-    // The server's proxy variables, as the agent could read them.
-    let env = server_env(web.id());
+    // The server's proxy variables.
+    let env = server_env();
     let var = |k: &str| {
         env.iter()
             .find(|(n, _)| n == k)
@@ -276,7 +272,7 @@ args = [{FIXTURE:?}]
     let (key, proxy) = rest.split_once('@').unwrap();
     assert!(key.starts_with("age_"), "{url}");
 
-    // Attack: the agent uses the key it read. It reaches what the server
+    // Were the key to leak to the agent, it would reach what the server
     // may, and nothing more.
     let status = |user: &str, pass: &str, url: &str| {
         tokio::task::block_in_place(|| via_proxy(proxy, user, pass, url))

@@ -92,22 +92,14 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
         .to_owned();
 
     // Attack: the agent reports a listing to the guard itself, to pin a
-    // definition of its choosing, with its token and no (or a made-up)
-    // guard session.
+    // definition of its choosing. There is nothing to report to: the
+    // guard reads listings from the server's own answers as they pass the
+    // daemon's proxy (issue 27: the daemon runs the server).
     let fake = json!({"result": {"tools": [{"name": "note", "description": "anything"}]}});
-    for session in [None, Some("ags_made_up")] {
-        let (status, body) = post(&base, "/mcp-guard/rug/tools", &token, session, &fake);
-        assert_eq!(status, 403, "{body}");
-        assert!(body.contains("guard session"), "{body}");
+    for path in ["/mcp-guard/rug/tools", "/mcp-guard/rug/call"] {
+        let (status, body) = post(&base, path, &token, Some("ags_made_up"), &fake);
+        assert_eq!(status, 404, "{body}");
     }
-    let (status, _) = post(
-        &base,
-        "/mcp-guard/rug/call",
-        &token,
-        None,
-        &json!({"tool": "note", "arguments": {}}),
-    );
-    assert_eq!(status, 403);
     assert!(
         json(&story.home, &["mcp", "pins"])["pins"]
             .as_array()
@@ -288,46 +280,61 @@ async fn issue11_item7_a_rug_pull_server_is_quarantined_and_the_manifest_is_enfo
     let refused = c.call("extra", json!({}));
     assert!(text(&refused).contains("rejected"), "{refused}");
 
-    // Closing the client's end stops the launcher and its server.
-    let server_pid = server_of(child.id());
+    // The server is the daemon's (issue 27), not a child of the launcher:
+    // closing the client's end ends the launcher, and a SIGTERM to a
+    // launcher ends it; the servers end with their agent (here, as the
+    // daemon stops).
+    let rug = rug_servers();
+    assert!(!rug.is_empty());
+    for pid in &rug {
+        assert_ne!(parent_of(*pid), Some(child.id()), "{rug:?}");
+    }
     drop(c);
     let status = tokio::task::block_in_place(|| child.wait()).unwrap();
     assert!(status.success(), "{status}");
-    story
-        .wait_gone(server_pid, "the MCP server", Duration::from_secs(10))
-        .await;
-
-    // SIGTERM to a launcher stops its server too.
     let (mut child, mut c) = tokio::task::block_in_place(|| launch(&config, "rug2"));
     assert_eq!(names(&c.tools()), ["note", "count"]);
-    let server_pid = server_of(child.id());
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = tokio::task::block_in_place(|| child.wait()).unwrap();
-    assert_eq!(status.code(), Some(128 + 15), "{status}");
-    story
-        .wait_gone(server_pid, "the MCP server", Duration::from_secs(10))
-        .await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15), "{status}");
     drop(c.stdin);
+    let servers = rug_servers();
+    assert!(!servers.is_empty());
+    // The agents end with the daemon, and their servers with them.
+    let (code, _, err) = agency(&story.home, &["shutdown"]);
+    assert_eq!(code, 0, "{err}");
+    for pid in servers {
+        story
+            .wait_gone(pid, "the MCP server", Duration::from_secs(20))
+            .await;
+    }
     story.stop();
 }
 
-/// The fixture server running as `launcher`'s child.
-fn server_of(launcher: u32) -> u32 {
+/// The fixture servers running.
+fn rug_servers() -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
+        .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains("rugpull_mcp.py"))
-                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                    s.rsplit_once(')')
-                        .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_owned))
-                        == Some(launcher.to_string())
-                })
         })
-        .expect("the server runs as the launcher's child")
+        .collect()
+}
+
+/// A process's parent.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -407,6 +414,31 @@ async fn issue11_item4_a_write_through_an_extra_mcp_tool_waits_for_approval_once
     // A read-only tool is not asked about.
     let count = c.call("count", json!({}));
     assert!(!text(&count).contains("pending approval"), "{count}");
+    drop(c);
+    let _ = tokio::task::block_in_place(|| child.wait());
+    story.stop();
+}
+
+/// Issue 27: a destructive tool of a server without a manifest ran
+/// without approval, since only a manifest said what a tool does. Now the
+/// approved definition speaks when no manifest does, and a tool that does
+/// not say it only reads counts as one that may change things: the
+/// default policy asks before the call reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue27_a_tool_not_marked_read_only_waits_for_approval_without_a_manifest() {
+    let (_out, _calls, story, config) = start_rug(None).await;
+    let (mut child, mut c) = tokio::task::block_in_place(|| launch(&config, "rug2"));
+    assert_eq!(names(&c.tools()), ["note", "count"]);
+    let pending = c.call("count", json!({}));
+    assert_eq!(pending["isError"], true, "{pending}");
+    assert!(text(&pending).contains("pending approval"), "{pending}");
+    assert!(text(&pending).contains("not read-only"), "{pending}");
+    let requests = json(&story.home, &["approvals"]);
+    assert_eq!(
+        requests.as_array().unwrap()[0]["tool"],
+        "mcp:rug2/count",
+        "{requests}"
+    );
     drop(c);
     let _ = tokio::task::block_in_place(|| child.wait());
     story.stop();

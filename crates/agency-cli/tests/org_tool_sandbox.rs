@@ -283,14 +283,14 @@ impl Org {
     async fn stop(self) {
         let _ = self.client.cancel().await;
         // Every private directory of a tool run was deleted (an agent's
-        // waiting standby sandbox, `run/standby-<id>` without a
-        // workspace, is no tool's).
+        // waiting standby sandbox, `run/standby-<id>` without the
+        // runtime's files, is no tool's).
         let left: Vec<_> = std::fs::read_dir(self.story.home.join("run"))
             .map(|d| {
                 d.flatten()
                     .filter(|e| {
                         !e.file_name().to_string_lossy().starts_with("standby-")
-                            || e.path().join("workspace").exists()
+                            || e.path().join("run/prompt.md").exists()
                     })
                     .map(|e| e.file_name())
                     .collect()

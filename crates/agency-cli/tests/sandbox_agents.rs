@@ -14,53 +14,15 @@
 
 #[path = "common/agent_story.rs"]
 mod agent_story;
+#[path = "common/probe.rs"]
+mod probe;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agency_testkit::sandbox::sandbox_toml;
 use agent_story::{Story, agency, alive, json};
-
-/// The start of every agent script: `H` is the Agency home, found the way
-/// an agent would (its HOME is `$AGENCY_HOME/run/<uuid>/run/home`); `r
-/// NAME CMD…` runs CMD and records `OK` or `DENIED` in `$O/NAME`.
-fn preamble(out: &Path) -> String {
-    format!(
-        "O={:?}\nexport H=${{HOME%/run/*/run/home}}\nr() {{ n=$1; shift; if \"$@\" > \"$O/$n.out\" 2>&1; then echo OK > \"$O/$n\"; else echo DENIED > \"$O/$n\"; fi; }}\n",
-        out.display().to_string()
-    )
-}
-
-/// `[agents]` for `sh -c SCRIPT`, `agents` more keys there, then `more`
-/// (other tables, ending with `[sandbox]`, see [`granting`]).
-fn config(script: &str, agents: &str, more: &str) -> String {
-    format!(
-        "[agents]\nruntime = \"command\"\nkill_grace_ms = 300\nrespawn_backoff_ms = 3600000\n{agents}[agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n{more}"
-    )
-}
-
-/// `[sandbox]` granting `out` (and python3, the fixtures), then `keys`
-/// more keys of that table.
-fn granting(out: &Path, keys: &str) -> String {
-    format!("{}{keys}", sandbox_toml(&[out]))
-}
-
-fn result(out: &Path, name: &str) -> String {
-    let verdict = std::fs::read_to_string(out.join(name)).unwrap_or_else(|_| "MISSING".into());
-    let output = std::fs::read_to_string(out.join(format!("{name}.out"))).unwrap_or_default();
-    format!("{}: {}", verdict.trim(), output.trim())
-}
-
-fn assert_denied(out: &Path, name: &str) {
-    let r = result(out, name);
-    assert!(r.starts_with("DENIED"), "{name} was not denied: {r}");
-}
-
-fn assert_ok(out: &Path, name: &str) {
-    let r = result(out, name);
-    assert!(r.starts_with("OK"), "control {name} failed: {r}");
-}
+use probe::{assert_denied, assert_ok, config, granting, preamble, result, send};
 
 /// Live processes carrying the agent's mark in their environment.
 fn processes_of(agent: &str) -> Vec<u32> {
@@ -91,11 +53,6 @@ async fn live_agent(story: &Story) -> String {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn send(story: &Story) {
-    let (code, _, err) = agency(&story.home, &["send", "Please work"]);
-    assert_eq!(code, 0, "{err}");
 }
 
 /// The escape attempts of item 6 a shell can make, in one agent: the
@@ -345,10 +302,10 @@ async fn issue10_item3_a_setsid_child_dies_when_its_agent_exits_or_the_daemon_st
     );
 }
 
-/// An extra MCP server runs as a child of the agent (`agency mcp-launch`
-/// runs it as its own child), inside the agent's sandbox: it cannot read the admin token
-/// either. The agent starts the launcher from its MCP configuration, as
-/// an MCP client would.
+/// An extra MCP server is confined too: the daemon runs it in a sandbox
+/// of its own (issue 27), and it cannot read the admin token either. The
+/// agent starts the launcher from its MCP configuration and initializes,
+/// as an MCP client would, which has the daemon start the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue10_item3_an_extra_mcp_server_is_confined_with_its_agent() {
     let out = tempfile::tempdir().unwrap();
@@ -362,7 +319,8 @@ async fn issue10_item3_an_extra_mcp_server_is_confined_with_its_agent() {
 entry = json.load(open(os.environ["AGENCY_MCP_CONFIG"]))["mcpServers"]["probe"]
 env = dict(os.environ)
 env.update(entry["env"])
-subprocess.run([entry["command"]] + entry["args"], env=env, stdin=subprocess.DEVNULL, timeout=60)
+init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n'
+subprocess.run([entry["command"]] + entry["args"], env=env, input=init, timeout=60)
 "#,
     )
     .unwrap();

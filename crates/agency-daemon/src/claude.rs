@@ -282,7 +282,7 @@ impl Runtime for ClaudeCodeRuntime {
     }
 
     fn collect(&self, spec: &SpawnSpec) -> RunReport {
-        collect_transcript(&spec.run_dir.join("transcript.jsonl"))
+        collect_transcript(&spec.run_dir)
     }
 
     fn programs(&self) -> Vec<String> {
@@ -317,14 +317,14 @@ pub fn hook_settings(agency: &Path, hook_cfg: &Path) -> serde_json::Value {
     })
 }
 
-fn collect_transcript(path: &Path) -> RunReport {
-    match std::fs::read(path) {
-        Ok(bytes) => {
+fn collect_transcript(run_dir: &Path) -> RunReport {
+    match crate::runtime::read_transcript(run_dir) {
+        Some(bytes) => {
             let mut report = parse_transcript(&String::from_utf8_lossy(&bytes)).into_report();
             report.transcript = Some(bytes);
             report
         }
-        Err(_) => RunReport::default(),
+        None => RunReport::default(),
     }
 }
 

@@ -9,9 +9,14 @@
 //! pass to children and survive exec, and cannot be dropped.
 //!
 //! The policy of one spawn:
-//! - read-write: the spawn's directory `run/<uuid>/` (its workspace, and
-//!   the run directory holding HOME, TMPDIR and the runtime's files), plus
-//!   `[sandbox].read_write`;
+//! - read-write: the directories beneath the spawn's directory
+//!   `run/<uuid>/` that it works in (its workspace, and the run directory
+//!   holding HOME, TMPDIR and the runtime's files), plus
+//!   `[sandbox].read_write`; never the spawn's directory itself, which
+//!   holds the policy (`sandbox.json`): the daemon starts more processes
+//!   under that file for the agent's whole life (`repo_push`'s
+//!   upload-pack), so an agent able to rewrite it would choose its own
+//!   walls for them (issue 27);
 //! - read-only: the system's directories (`agency_sandbox::
 //!   system_read_only`), the `agency` program, the runtime's program and
 //!   its install directory (and, for a script, its interpreter's), and
@@ -96,15 +101,21 @@ pub(crate) struct Standby {
 #[error("failed to confine the agent: {0}; {WAY_OUT}")]
 pub(crate) struct ConfineError(String);
 
+/// The directories beneath an agent's spawn directory that it may write.
+pub(crate) const AGENT_WRITABLE: &[&str] = &["workspace", "run"];
+
 /// Where and with what one confined process runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Place<'a> {
     /// The name of its cgroup.
     pub cgroup: &'a str,
-    /// Its one read-write directory.
+    /// Its directory: holds its policy (`sandbox.json`) and, beneath it,
+    /// the directories it may write. Never writable itself, so that the
+    /// policy stays the daemon's.
     pub spawn_dir: &'a Path,
-    /// Where its policy is written (inside `spawn_dir`).
-    pub policy_dir: &'a Path,
+    /// The names of its read-write directories beneath `spawn_dir` (made
+    /// if missing).
+    pub writable: &'a [&'a str],
     /// Programs its command runs through a shell, found in its `PATH`.
     pub programs: &'a [String],
     /// Read-only besides the system's (refused if one holds or lies in
@@ -161,7 +172,7 @@ impl Confiner {
     }
 
     /// Wrap the runtime's command `cmd` for `spec`: write the policy into
-    /// the run directory and return `agency sandbox-exec` with the same
+    /// the spawn directory and return `agency sandbox-exec` with the same
     /// environment and working directory, and the agent's cgroup (to kill
     /// when the agent stops). `programs` are the runtime's programs the
     /// command runs through a shell (Claude Code's CLI); `extra_ports` the
@@ -182,7 +193,7 @@ impl Confiner {
             &Place {
                 cgroup: &spec.agent.to_string(),
                 spawn_dir,
-                policy_dir: &spec.run_dir,
+                writable: AGENT_WRITABLE,
                 programs,
                 readable: &[],
                 connect_ports: &self.agent_ports(extra_ports),
@@ -225,7 +236,6 @@ impl Confiner {
         &self,
         template: &std::process::Command,
         spawn_dir: &Path,
-        policy_dir: &Path,
         programs: &[String],
         extra_ports: &[u16],
     ) -> Result<Option<Standby>, ConfineError> {
@@ -233,7 +243,7 @@ impl Confiner {
         let place = Place {
             cgroup: &name,
             spawn_dir,
-            policy_dir,
+            writable: AGENT_WRITABLE,
             programs,
             readable: &[],
             connect_ports: &self.agent_ports(extra_ports),
@@ -256,7 +266,7 @@ impl Confiner {
     }
 
     /// The policy of one confined spawn in `place`, written into its
-    /// `policy_dir`, and its cgroup; `None` when confinement is off.
+    /// spawn directory, and its cgroup; `None` when confinement is off.
     fn prepare(
         &self,
         std: &std::process::Command,
@@ -265,7 +275,7 @@ impl Confiner {
         let Place {
             cgroup,
             spawn_dir,
-            policy_dir,
+            writable,
             programs,
             readable,
             connect_ports,
@@ -310,7 +320,7 @@ impl Confiner {
         for d in readable {
             read_only.push(self.granted("the tool's folder", d)?);
         }
-        let mut read_write = vec![spawn_dir.to_owned()];
+        let mut read_write = writable_dirs(spawn_dir, writable)?;
         read_write.extend(agency_sandbox::system_read_write_files());
         for d in &self.read_write {
             read_write.push(self.granted("sandbox.read_write", d)?);
@@ -340,7 +350,7 @@ impl Confiner {
             .to_json()
             .map_err(|e| ConfineError(e.to_string()))
             .and_then(|json| {
-                write_private(policy_dir, "sandbox.json", json.as_bytes())
+                write_private(spawn_dir, POLICY_FILE, json.as_bytes())
                     .map_err(|e| ConfineError(e.to_string()))
             });
         let file = match written {
@@ -416,6 +426,34 @@ impl Confiner {
             || overlaps_home(dir, &self.home).is_some()
             || user_home.is_some_and(|h| h.starts_with(dir))
     }
+}
+
+/// The policy's file name in a spawn directory.
+pub(crate) const POLICY_FILE: &str = "sandbox.json";
+
+/// The read-write directories `names` beneath `spawn_dir`, made if
+/// missing. Each name is one plain component: a path reaching back up
+/// would make the spawn directory (and its policy) writable.
+fn writable_dirs(spawn_dir: &Path, names: &[&str]) -> Result<Vec<PathBuf>, ConfineError> {
+    names
+        .iter()
+        .map(|name| {
+            let mut parts = Path::new(name).components();
+            if !matches!(
+                (parts.next(), parts.next()),
+                (Some(std::path::Component::Normal(_)), None)
+            ) {
+                return Err(ConfineError(format!(
+                    "the writable directory {name:?} is not a plain name beneath the spawn directory"
+                )));
+            }
+            let dir = spawn_dir.join(name);
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                ConfineError(format!("failed to create {}: {e}", dir.display()))
+            })?;
+            Ok(dir)
+        })
+        .collect()
 }
 
 /// Probe the sandbox and open this home's cgroups (`agency-<hash of the

@@ -139,7 +139,7 @@ fn issue_15_a_standby_gets_the_policy_a_direct_spawn_would() {
             &Place {
                 cgroup: "direct",
                 spawn_dir: &direct_dir,
-                policy_dir: &direct_dir.join("run"),
+                writable: AGENT_WRITABLE,
                 programs: &programs,
                 readable: &[],
                 connect_ports: &[4242, 4343],
@@ -149,16 +149,10 @@ fn issue_15_a_standby_gets_the_policy_a_direct_spawn_would() {
     let mut template = std::process::Command::new("sh");
     template.env("PATH", "/usr/bin:/bin");
     let sb = c
-        .standby(
-            &template,
-            &standby_dir,
-            &standby_dir.join("run"),
-            &programs,
-            &[4343],
-        )
+        .standby(&template, &standby_dir, &programs, &[4343])
         .unwrap()
         .unwrap();
-    let load = |d: &Path| Policy::load(&d.join("run/sandbox.json")).unwrap();
+    let load = |d: &Path| Policy::load(&d.join(POLICY_FILE)).unwrap();
     let (direct, standby) = (load(&direct_dir), load(&standby_dir));
     let args: Vec<String> = sb
         .command
@@ -183,13 +177,27 @@ fn issue_15_a_standby_gets_the_policy_a_direct_spawn_would() {
     // The same grants, with each spawn's own directory and cgroup.
     let ours = |p: &Policy, d: &Path| {
         let mut q = p.clone();
-        q.read_write.retain(|x| x != d);
+        q.read_write.retain(|x| !x.starts_with(d));
         q.cgroup_procs.clear();
         q
     };
     assert_eq!(ours(&direct, &direct_dir), ours(&standby, &standby_dir));
-    assert!(standby.read_write.contains(&standby_dir));
-    assert!(!standby.read_write.contains(&direct_dir));
+    assert!(standby.read_write.contains(&standby_dir.join("workspace")));
+    assert!(
+        !standby
+            .read_write
+            .iter()
+            .any(|p| p.starts_with(&direct_dir))
+    );
+    // Issue 27: never the spawn directory itself, which holds the policy.
+    for (p, d) in [(&direct, &direct_dir), (&standby, &standby_dir)] {
+        assert!(!p.read_write.contains(d), "{:?}", p.read_write);
+        assert!(
+            p.read_write
+                .iter()
+                .all(|w| w.parent() == Some(d.as_path()) || !w.starts_with(d))
+        );
+    }
     assert!(standby.isolate_network && !standby.cgroup_procs.is_empty());
     assert!(
         standby

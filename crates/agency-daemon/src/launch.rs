@@ -1,16 +1,13 @@
-//! `POST /launch/{name}`: the one place a secret leaves the daemon. The
-//! caller is an agent's launcher (`agency mcp-launch NAME`) with the
-//! agent's token *and* the single-use launch nonce its spawn registered for
-//! that server ([`LaunchNonces`]); the service decides whether the agent's
-//! handler holds a capability on `mcp_server:NAME` now; the answer is the
-//! server's [`LaunchSpec`](crate::mcp_servers::LaunchSpec) with its secrets
-//! filled in — for a stdio server. An HTTP server's headers never leave the
-//! daemon: the answer sends the launcher to `/mcp-proxy/NAME`
-//! ([`crate::mcp_proxy`]). Nothing here logs the answer.
-//!
-//! So an agent's token alone fetches no secret: a prompt-injected agent
-//! that calls `/launch` itself has no nonce, or one its launcher already
-//! spent, and a nonce stolen by another agent is bound to this agent.
+//! `POST /launch/{name}`: where an agent's launcher (`agency mcp-launch
+//! NAME`) learns how to reach extra MCP server `name`. The caller brings
+//! the agent's token *and* the single-use launch nonce its spawn
+//! registered for that server ([`LaunchNonces`]); the service decides
+//! whether the agent's handler holds a capability on `mcp_server:NAME`
+//! now. The answer is always the daemon's `/mcp-proxy/NAME`
+//! ([`crate::mcp_proxy`]), never a secret: a stdio server is run by the
+//! daemon itself (`mcp_stdio.rs`), an HTTP server's URL and headers stay
+//! in the daemon (issue 27: an agent presenting its own nonce got a stdio
+//! server's secrets).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +17,7 @@ use agency_mcp::AgentIdentity;
 use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
@@ -32,25 +29,15 @@ use crate::server::AppState;
 /// The header that carries the launch nonce.
 pub const NONCE_HEADER: &str = "x-agency-launch-nonce";
 
-/// The header of `/launch`'s answer that gives a stdio server whose
-/// manifest declares `egress` its proxy URL, credential included
-/// (`http://mcp:KEY@127.0.0.1:PORT`): the launcher sets it as the
-/// server's `HTTP(S)_PROXY`. Absent: the server gets no proxy.
-pub const EGRESS_PROXY_HEADER: &str = "x-agency-egress-proxy";
-
 /// Launch nonces issued at spawns and not yet used, in memory only (a
 /// restart reaps every agent, so none survives one). Keyed by the nonce's
 /// hash; each is bound to one agent and one server.
 #[derive(Debug, Default)]
 pub(crate) struct LaunchNonces {
     pending: Mutex<HashMap<blake3::Hash, (AgentId, String)>>,
-    /// Guard sessions handed to launchers of stdio servers with their
-    /// launch (`mcp_guard.rs`), keyed by hash, bound to agent and server.
-    sessions: Mutex<HashMap<blake3::Hash, (AgentId, String)>>,
-    /// Egress keys handed to launchers of stdio servers whose manifest
-    /// declares `egress` (`egress.rs`), keyed by hash, bound to the agent
-    /// (with its handler) and server. Not the guard session: the key sits
-    /// in the server's environment, which the agent may read.
+    /// Egress keys given to the stdio servers the daemon runs whose
+    /// manifest declares `egress` (`mcp_stdio.rs`, `egress.rs`), keyed by
+    /// hash, bound to the agent (with its handler) and server.
     egress: Mutex<HashMap<blake3::Hash, (Principal, String)>>,
     /// Egress keys of running organisation command tools
     /// (`org_tool_command.rs`), keyed by hash, bound to the calling agent:
@@ -83,13 +70,9 @@ impl LaunchNonces {
         }
     }
 
-    /// The agent ended: its unused nonces and its guard sessions die with it.
+    /// The agent ended: its unused nonces and its keys die with it.
     pub fn forget_agent(&self, agent: AgentId) {
         self.lock().retain(|_, (a, _)| *a != agent);
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|_, (a, _)| *a != agent);
         self.egress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -100,7 +83,7 @@ impl LaunchNonces {
             .retain(|_, who| !matches!(who, Principal::Agent { agent: a, .. } if *a == agent));
     }
 
-    /// An egress key for the server `who`'s launcher is starting: the
+    /// An egress key for the server the daemon starts for `who`: the
     /// proxy password (user `mcp`) that lets the server reach its
     /// manifest's `egress` hosts and nothing else.
     pub fn issue_egress(&self, who: Principal, server: &str) -> String {
@@ -157,31 +140,6 @@ impl LaunchNonces {
             .cloned()
     }
 
-    /// A guard session for the launcher that just spent its nonce: the
-    /// key it presents to `/mcp-guard/NAME/…`. It lives in the launcher's
-    /// memory only (not in any environment the agent could read).
-    pub fn issue_session(&self, agent: AgentId, server: &str) -> String {
-        let key = format!(
-            "ags_{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(blake3::hash(key.as_bytes()), (agent, server.to_owned()));
-        key
-    }
-
-    /// Whether `key` is a guard session of `agent` for `server`.
-    pub fn session_is(&self, key: &str, agent: AgentId, server: &str) -> bool {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&blake3::hash(key.as_bytes()))
-            .is_some_and(|(a, s)| *a == agent && s == server)
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<blake3::Hash, (AgentId, String)>> {
         // A panic while holding the map leaves it consistent (one insert
         // or remove): keep using it.
@@ -217,7 +175,6 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/launch/{name}", post(launch))
         .merge(crate::mcp_proxy::routes())
-        .merge(crate::mcp_guard::routes())
 }
 
 async fn launch(
@@ -233,9 +190,11 @@ async fn launch(
     if let Err(why) = st.nonces.consume(nonce.trim(), id.agent, &name) {
         // An agent reaching for secrets without its launcher's nonce is
         // worth a line in the daemon's log.
-        eprintln!(
-            "agency-daemon: refused to launch MCP server {name} for agent {} of handler {}: {why}",
-            id.agent, id.handler
+        tracing::warn!(
+            server = %name,
+            agent = %id.agent,
+            handler = %id.handler,
+            "refused to launch an MCP server: {why}"
         );
         return error(
             StatusCode::FORBIDDEN,
@@ -261,57 +220,22 @@ async fn launch(
             "internal",
             &format!("failed to launch MCP server {name}: {e}"),
         ),
-        Some(Ok(spec)) => {
-            // An HTTP server's URL and headers (its secrets) stay here: the
-            // launcher bridges to the daemon's proxy instead, which guards
-            // every call itself. A stdio server's launcher relays and asks
-            // the guard, with the session it gets here.
-            let (spec, session) = match spec {
-                LaunchSpec::Http { .. } => (
-                    LaunchSpec::Proxy {
-                        url: format!("http://{}/mcp-proxy/{name}", st.addr),
-                    },
-                    None,
-                ),
-                s => (s, Some(st.nonces.issue_session(id.agent, &name))),
-            };
-            // A stdio server whose manifest declares egress reaches those
-            // hosts (and only those) through the egress proxy, with a key
-            // of its own; any other server gets no way out.
-            let egress = match (&spec, st.servers.manifest(&name), st.egress_addr) {
-                (LaunchSpec::Stdio { .. }, Some(Ok(m)), Some(addr))
-                    if !m.manifest.egress.is_empty() =>
-                {
-                    let who = Principal::agent(id.handler, id.agent);
-                    let key = st.nonces.issue_egress(who, &name);
-                    Some(format!(
-                        "http://{}:{key}@{addr}",
-                        crate::egress::MCP_PROXY_USER
-                    ))
-                }
-                _ => None,
+        Some(Ok(_)) => {
+            // Whatever the server, the launcher bridges to the daemon's
+            // proxy, which runs or reaches it and guards every message.
+            let spec = LaunchSpec::Proxy {
+                url: format!("http://{}/mcp-proxy/{name}", st.addr),
             };
             match serde_json::to_vec(&spec) {
-                Ok(body) => {
-                    let mut resp = (
-                        StatusCode::OK,
-                        [
-                            (header::CONTENT_TYPE, "application/json"),
-                            // Secrets inside: no cache anywhere may keep this.
-                            (header::CACHE_CONTROL, "no-store"),
-                        ],
-                        body,
-                    )
-                        .into_response();
-                    if let Some(key) = session.and_then(|k| HeaderValue::from_str(&k).ok()) {
-                        resp.headers_mut()
-                            .insert(crate::mcp_guard::SESSION_HEADER, key);
-                    }
-                    if let Some(url) = egress.and_then(|u| HeaderValue::from_str(&u).ok()) {
-                        resp.headers_mut().insert(EGRESS_PROXY_HEADER, url);
-                    }
-                    resp
-                }
+                Ok(body) => (
+                    StatusCode::OK,
+                    [
+                        (header::CONTENT_TYPE, "application/json"),
+                        (header::CACHE_CONTROL, "no-store"),
+                    ],
+                    body,
+                )
+                    .into_response(),
                 Err(e) => error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",

@@ -12,6 +12,7 @@
 mod activity;
 mod agent_log;
 pub mod api;
+mod beneath;
 pub mod claude;
 mod config;
 mod confine;
@@ -28,6 +29,7 @@ pub mod mcp_guard;
 pub mod mcp_manifest;
 mod mcp_proxy;
 pub mod mcp_servers;
+mod mcp_stdio;
 pub mod memory_config;
 pub mod memory_embed;
 pub mod models;

@@ -1,30 +1,26 @@
 //! The guard between agents and extra MCP servers (issue 11 item 5): every
 //! decision about what an agent may see of a server and send to it is made
-//! here, in the daemon, with the agent's own token.
+//! here, in the daemon, with the agent's own token. The proxy
+//! (`mcp_proxy.rs`), through which every message to a server passes, calls
+//! these functions:
 //!
-//! Where it sits: a stdio server is run by the agent's launcher (`agency
-//! mcp-launch NAME`, inside the agent's sandbox) as its child; the launcher
-//! relays JSON-RPC and asks these routes about each `tools/list` answer,
-//! each `tools/call` and each call's result. An HTTP server is reached
-//! through `/mcp-proxy/NAME`, which calls the same functions itself.
-//!
-//! - `POST /mcp-guard/NAME/tools` — a `tools/list` result: the service pins
-//!   and compares every tool (`Service::mcp_tools_seen`); quarantined tools
-//!   and tools the manifest does not offer are removed.
-//! - `POST /mcp-guard/NAME/call` — before a call is forwarded: offered by
-//!   the manifest, pinned and not quarantined (`Service::mcp_tool_check`),
-//!   arguments valid against the input schema, the tool-call policy
+//! - [`filter_tools`] — a `tools/list` result: the service pins and
+//!   compares every tool (`Service::mcp_tools_seen`); quarantined tools and
+//!   tools the manifest does not offer are removed.
+//! - [`admit_call`] — before a call is forwarded: offered by the manifest,
+//!   pinned and not quarantined (`Service::mcp_tool_check`), arguments
+//!   valid against the input schema, the tool-call policy
 //!   ([`admit_policy`]), the rate limits. A refusal is a message for the
-//!   agent; the launcher answers the call with it as a tool error.
-//! - `POST /mcp-guard/NAME/result` — a call's result, checked against the
-//!   output schema; a violating one is replaced by an error result.
+//!   agent, answered as a tool error.
+//! - [`check_result`] — a call's result, checked against the output
+//!   schema; a violating one is replaced by an error result.
 //!
-//! These routes need, besides the agent's token, the guard session that
-//! `/launch` handed the launcher with the server's launch specification
-//! (single use, like the launch nonce): an agent calling them itself
-//! cannot report a listing (to pin a definition of its choosing) or
-//! anything else. Approving a quarantined tool is the user's alone (REST
-//! on the admin socket, [`admin_routes`]).
+//! Whether a tool is read-only is the manifest's word, else the pinned
+//! (approved) definition's `readOnlyHint`; a tool that does not say it is
+//! read-only counts as not read-only (issue 27: a destructive tool of a
+//! server without a manifest ran without approval). Approving a
+//! quarantined tool is the user's alone (REST on the admin socket,
+//! [`admin_routes`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -33,11 +29,11 @@ use std::time::{Duration, Instant};
 use agency_core::{HandlerId, Principal};
 use agency_mcp::AgentIdentity;
 use agency_service::PinVerdict;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -46,19 +42,9 @@ use crate::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
 use crate::rest::{USER, call as rest_call};
 use crate::server::AppState;
 
-/// The header carrying the launcher's guard session.
-pub const SESSION_HEADER: &str = "x-agency-guard-session";
-/// Tool results may be large; this bounds a hostile one.
-const MAX_BODY: usize = 32 << 20;
 const WINDOW: Duration = Duration::from_secs(60);
 
-/// `/mcp-guard/NAME/tools` body: a `tools/list` result as the server sent it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ToolsReport {
-    pub result: Value,
-}
-
-/// A tool removed from a listing, and why (for the launcher's log).
+/// A tool removed from a listing, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Withheld {
     pub tool: String,
@@ -70,29 +56,6 @@ pub struct Withheld {
 pub struct ToolsAnswer {
     pub result: Value,
     pub withheld: Vec<Withheld>,
-}
-
-/// `/mcp-guard/NAME/call` body: a `tools/call`'s params.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CallReport {
-    pub tool: String,
-    #[serde(default)]
-    pub arguments: Value,
-}
-
-/// Whether the call may go to the server; if not, what the agent is told.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallAnswer {
-    pub allow: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-/// `/mcp-guard/NAME/result` body: a call's result as the server sent it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ResultReport {
-    pub tool: String,
-    pub result: Value,
 }
 
 /// The result the agent may see (the server's, or an error in its place).
@@ -185,7 +148,7 @@ impl Guard {
 
 /// The tool-call policy of issue 11 item 4, asked before a call is
 /// forwarded: `Service::tool_call_admit` with tool `mcp:SERVER/TOOL`, the
-/// arguments, and `read_only` from the manifest (an `each_use`
+/// arguments, and `read_only` (an `each_use`
 /// capability, a `policy.toml` rule or the defaults may ask the user).
 /// `Pending`/`Denied` become `Err` with the message for the agent, which
 /// it reads as the call's tool error; the tool-call budget is charged
@@ -214,14 +177,6 @@ async fn admit_policy(
             "failed to check the call of {tool} on MCP server {server}: the worker panicked"
         )),
     }
-}
-
-pub(crate) fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/mcp-guard/{name}/tools", post(tools))
-        .route("/mcp-guard/{name}/call", post(call))
-        .route("/mcp-guard/{name}/result", post(result))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
 /// The user's routes (admin socket, admin token): the pins and changes,
@@ -259,85 +214,6 @@ async fn approve(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Res
 
 async fn reject(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
     rest_call(&st, move |svc| svc.mcp_pin_reject(USER, &id)).await
-}
-
-/// The request must carry the guard session `/launch` gave this agent's
-/// launcher of this server: the refusal if it does not.
-fn session(st: &AppState, id: &AgentIdentity, name: &str, headers: &HeaderMap) -> Option<Response> {
-    let key = headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if st.nonces.session_is(key.trim(), id.agent, name) {
-        return None;
-    }
-    tracing::warn!(
-        server = name,
-        agent = %id.agent,
-        handler = %id.handler,
-        "refused a guard request without the launcher's session"
-    );
-    Some(error(
-        StatusCode::FORBIDDEN,
-        "denied",
-        &format!(
-            "failed to use the guard of MCP server {name}: this request does not carry the guard session of the launcher Agency started for this agent; only that launcher reports to the guard"
-        ),
-    ))
-}
-
-async fn tools(
-    State(st): State<Arc<AppState>>,
-    Extension(id): Extension<AgentIdentity>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    Json(report): Json<ToolsReport>,
-) -> Response {
-    if let Some(r) = session(&st, &id, &name, &headers) {
-        return r;
-    }
-    match filter_tools(&st, &id, &name, report.result).await {
-        Ok(a) => Json(a).into_response(),
-        Err(r) => r,
-    }
-}
-
-async fn call(
-    State(st): State<Arc<AppState>>,
-    Extension(id): Extension<AgentIdentity>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    Json(report): Json<CallReport>,
-) -> Response {
-    if let Some(r) = session(&st, &id, &name, &headers) {
-        return r;
-    }
-    match admit_call(&st, &id, &name, &report.tool, &report.arguments).await {
-        Ok(()) => Json(CallAnswer {
-            allow: true,
-            message: None,
-        })
-        .into_response(),
-        Err(Refusal::Agent(message)) => Json(CallAnswer {
-            allow: false,
-            message: Some(message),
-        })
-        .into_response(),
-        Err(Refusal::Http(r)) => r,
-    }
-}
-
-async fn result(
-    State(st): State<Arc<AppState>>,
-    Extension(id): Extension<AgentIdentity>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    Json(report): Json<ResultReport>,
-) -> Response {
-    if let Some(r) = session(&st, &id, &name, &headers) {
-        return r;
-    }
-    Json(check_result(&st, &name, &report.tool, report.result)).into_response()
 }
 
 /// Why a call is not forwarded.
@@ -500,16 +376,16 @@ pub(crate) async fn admit_call(
     }
     let who = Principal::agent(id.handler, id.agent);
     let (n, t) = (name.to_owned(), tool.to_owned());
-    match blocking(st, move |svc| svc.mcp_tool_check(who, &n, &t))
+    let pinned = match blocking(st, move |svc| svc.mcp_tool_check(who, &n, &t))
         .await
         .map_err(Refusal::Http)?
     {
-        Ok(()) => {}
+        Ok(pinned) => pinned,
         Err(e @ agency_service::ServiceError::PermissionDenied(_)) => {
             return Err(Refusal::Agent(e.to_string()));
         }
         Err(e) => return Err(Refusal::Http(crate::rest::service_error(&e))),
-    }
+    };
     if let Some(input) = manifest
         .and_then(|m| m.tools.get(tool))
         .and_then(|t| t.input.as_ref())
@@ -519,10 +395,13 @@ pub(crate) async fn admit_call(
             "failed to call tool {tool} of MCP server {name}: its arguments do not match the input schema of the server's manifest ({why}); the call was not sent: fix the arguments and call again"
         )));
     }
+    // The manifest's word, else the approved definition's: a tool that
+    // does not say it only reads counts as one that may change things.
     let read_only = manifest
         .and_then(|m| m.manifest.tools.get(tool))
-        .and_then(|t| t.read_only);
-    admit_policy(st, who, name, tool, args, read_only)
+        .and_then(|t| t.read_only)
+        .unwrap_or(pinned.read_only);
+    admit_policy(st, who, name, tool, args, Some(read_only))
         .await
         .map_err(Refusal::Agent)?;
     if let Some(m) = manifest {

@@ -1,19 +1,21 @@
-//! `/mcp-proxy/{name}`: how an agent reaches an extra MCP server that
-//! speaks HTTP. The server's headers (API keys, `${secret:…}` filled in)
-//! and its URL stay in the daemon: the agent's launcher bridges stdio to
-//! this route with the agent's own token, and every request is checked —
-//! the token, then the service's `mcp_server_check` (the capability may be
-//! revoked between two requests) — before it is forwarded with the
-//! configured headers added. The agent's token is not forwarded. Responses
-//! (JSON or an SSE stream) are streamed back unbuffered.
+//! `/mcp-proxy/{name}`: how an agent reaches an extra MCP server. The
+//! agent's launcher bridges its stdio to this route with the agent's own
+//! token, and every request is checked — the token, then the service's
+//! `mcp_server_check` (the capability may be revoked between two
+//! requests) — before it goes on. A stdio server is run by the daemon
+//! (`mcp_stdio.rs`), outside the agent's sandbox, and each message handed
+//! to it; an HTTP server's URL and headers (API keys, `${secret:…}`
+//! filled in) stay in the daemon, which forwards with the headers added.
+//! The agent's token is not forwarded.
 //!
-//! The proxy is also the guard of an HTTP server (`mcp_guard.rs`): the
-//! JSON-RPC body is parsed (and forwarded as parsed, so the server reads
-//! what was checked); a `tools/call` is admitted or answered with the
-//! refusal as a tool error result without reaching the server; the answer
-//! to a `tools/list` or `tools/call` (JSON or SSE) is read whole, bounded,
-//! and its response rewritten: the listing pinned and filtered, the result
-//! checked against the output schema.
+//! The proxy is also the guard (`mcp_guard.rs`): the JSON-RPC body is
+//! parsed (and forwarded as parsed, so the server reads what was
+//! checked); a `tools/call` is admitted or answered with the refusal as a
+//! tool error result without reaching the server; the answer to a
+//! `tools/list` or `tools/call` (JSON or SSE) is read whole, bounded, and
+//! its response rewritten: the listing pinned and filtered, the result
+//! checked against the output schema. Other answers of an HTTP server are
+//! streamed back unbuffered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +33,7 @@ use crate::error::DaemonError;
 use crate::http_auth::error;
 use crate::mcp_guard::{Refusal, admit_call, check_result, filter_tools, refusal_result};
 use crate::mcp_servers::LaunchSpec;
+use crate::mcp_stdio::StdioSpec;
 use crate::server::AppState;
 
 /// Request headers an MCP client needs the server to see (streamable HTTP).
@@ -87,13 +90,22 @@ async fn proxy(
             );
         }
         Some(Ok(LaunchSpec::Http { url, headers })) => (url, headers),
-        Some(Ok(_)) => {
+        Some(Ok(LaunchSpec::Stdio { command, args, env })) => {
+            let egress =
+                matches!(st.servers.manifest(&name), Some(Ok(m)) if !m.manifest.egress.is_empty());
+            let spec = StdioSpec {
+                command,
+                args,
+                env,
+                egress,
+            };
+            return stdio(&st, &id, &name, &spec, req).await;
+        }
+        Some(Ok(LaunchSpec::Proxy { .. })) => {
             return error(
-                StatusCode::BAD_REQUEST,
-                "invalid",
-                &format!(
-                    "failed to reach MCP server {name}: it is a stdio server (command), started by its launcher, not an HTTP one"
-                ),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                &format!("failed to reach MCP server {name}: it resolved to a proxy"),
             );
         }
         Some(Err(e)) => {
@@ -142,7 +154,8 @@ async fn proxy(
     let inspect = if method == Method::POST {
         match guard_request(&st, &id, &name, &body).await {
             Ok((inspect, parsed)) => {
-                body = parsed;
+                // Re-encoded from what was parsed and checked.
+                body = parsed.to_string().into();
                 inspect
             }
             Err(answer) => return answer,
@@ -207,6 +220,58 @@ async fn proxy(
     })
 }
 
+/// A stdio server's side of the proxy: the daemon runs the server
+/// (`mcp_stdio.rs`) and talks JSON-RPC to it; one POSTed message is one
+/// line to the server, and a request's answer comes back as JSON, checked
+/// by the guard on its way. There is no stream for the server's own
+/// messages (GET) and no session to end (DELETE).
+async fn stdio(
+    st: &AppState,
+    id: &AgentIdentity,
+    name: &str,
+    spec: &StdioSpec,
+    req: Request,
+) -> Response {
+    if req.method() != Method::POST {
+        return Response::builder()
+            .status(StatusCode::METHOD_NOT_ALLOWED)
+            .header("allow", "POST")
+            .body(Body::empty())
+            .unwrap_or_else(|_| error(StatusCode::METHOD_NOT_ALLOWED, "invalid", "POST only"));
+    }
+    let body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid",
+                &format!(
+                    "failed to forward to MCP server {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
+                ),
+            );
+        }
+    };
+    let (inspect, msg) = match guard_request(st, id, name, &body).await {
+        Ok(checked) => checked,
+        Err(answer) => return answer,
+    };
+    let rpc_id = msg.get("method").and(msg.get("id")).cloned();
+    match st.stdio.send(id, name, spec, msg).await {
+        Ok(Some(answer)) => rpc_answer(&guard_response(st, id, name, &inspect, answer).await),
+        Ok(None) => Response::builder()
+            .status(StatusCode::ACCEPTED)
+            .body(Body::empty())
+            .unwrap_or_else(|_| error(StatusCode::ACCEPTED, "ok", "accepted")),
+        Err(why) => match rpc_id {
+            // A request is always answered, with the failure as its error.
+            Some(rpc_id) => rpc_answer(&json!({"jsonrpc": "2.0", "id": rpc_id, "error": {
+                "code": -32603, "message": why
+            }})),
+            None => error(StatusCode::BAD_GATEWAY, "unavailable", &why),
+        },
+    }
+}
+
 /// What the proxy must do with the answer to a request.
 enum Inspect {
     Nothing,
@@ -216,16 +281,16 @@ enum Inspect {
     Call(Value, String),
 }
 
-/// The guard's look at a POSTed JSON-RPC message: the body to forward
-/// (re-encoded from what was parsed, so that the server cannot read
-/// anything else than what was checked) and what to check in the answer;
-/// or the answer itself when the request goes no further.
+/// The guard's look at a POSTed JSON-RPC message: the message to forward
+/// (as parsed, so that the server cannot read anything else than what was
+/// checked) and what to check in the answer; or the answer itself when the
+/// request goes no further.
 async fn guard_request(
     st: &AppState,
     id: &AgentIdentity,
     name: &str,
     body: &[u8],
-) -> Result<(Inspect, axum::body::Bytes), Response> {
+) -> Result<(Inspect, Value), Response> {
     let msg: Value = serde_json::from_slice(body).map_err(|e| {
         error(
             StatusCode::BAD_REQUEST,
@@ -263,14 +328,7 @@ async fn guard_request(
         (Some("tools/list"), Some(rpc_id)) => Inspect::List(rpc_id),
         _ => Inspect::Nothing,
     };
-    let bytes = serde_json::to_vec(&msg).map_err(|e| {
-        error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            &format!("failed to encode the request to MCP server {name}: {e}"),
-        )
-    })?;
-    Ok((inspect, bytes.into()))
+    Ok((inspect, msg))
 }
 
 fn rpc_answer(msg: &Value) -> Response {

@@ -261,13 +261,13 @@ pub(crate) async fn confined(
         .unwrap_or_default();
     let confined = {
         let confiner = ctx.confiner.clone();
-        let (d, r, port) = (dir.to_owned(), run.clone(), ctx.egress_proxy.port());
+        let (d, port) = (dir.to_owned(), ctx.egress_proxy.port());
         let readable: Vec<PathBuf> = source_dir.into_iter().collect();
         tokio::task::spawn_blocking(move || {
             let place = Place {
                 cgroup: &cgroup_name,
                 spawn_dir: &d,
-                policy_dir: &r,
+                writable: &["work", "run"],
                 programs: &[],
                 readable: &readable,
                 connect_ports: &[port],

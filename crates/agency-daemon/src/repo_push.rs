@@ -88,6 +88,7 @@ fn shell_quote(word: &str) -> String {
 pub(crate) fn push(
     cache: &GitRepoCache,
     req: &PushRequest<'_>,
+    admit: &mut dyn FnMut(&Pushed) -> Result<(), String>,
     record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
 ) -> Result<Pushed, PushError> {
     let invalid = |e: agency_core::InvalidInput| PushError::Invalid(e.0);
@@ -119,6 +120,18 @@ pub(crate) fn push(
     };
     let what = format!("read branch {} of your clone", req.branch);
     let upload_pack = format!("--upload-pack={}", cache.upload_packs.command(req.agent));
+    let git_dir = path_str(&git_dir).map_err(failed)?;
+    let branch_ref = format!("refs/heads/{}", req.branch);
+    // First only the clone's ref advertisement: which commit the branch
+    // names. The push is admitted for that commit before a single object
+    // of the agent's is read (a denial or a pending approval stops it
+    // here), and what is fetched next must be that commit.
+    let advertised = advertised_commit(cache, &upload_pack, &git_dir, &branch_ref, &what)?;
+    admit(&Pushed {
+        remote_ref: remote_ref.clone(),
+        commit: advertised.clone(),
+    })
+    .map_err(PushError::Refused)?;
     cache
         .git(
             &[
@@ -139,8 +152,8 @@ pub(crate) fn push(
                 "--no-auto-maintenance",
                 &upload_pack,
                 "--end-of-options",
-                &path_str(&git_dir).map_err(failed)?,
-                &format!("refs/heads/{}:{}", req.branch, temp.name),
+                &git_dir,
+                &format!("{branch_ref}:{}", temp.name),
             ],
             None,
             &what,
@@ -174,6 +187,12 @@ pub(crate) fn push(
                 req.branch
             ))
         })?;
+    if commit != advertised {
+        return Err(PushError::Invalid(format!(
+            "branch {} of your clone moved while it was being read (commit {advertised}, then {commit}); push again once it stays put",
+            req.branch
+        )));
+    }
     let pushed = Pushed { remote_ref, commit };
     record(&pushed).map_err(PushError::Refused)?;
     cache
@@ -207,6 +226,52 @@ pub(crate) fn push(
         "pushed"
     );
     Ok(pushed)
+}
+
+/// The commit `branch_ref` names in the agent's clone, from its ref
+/// advertisement alone (`git ls-remote` through the same upload-pack as
+/// the fetch): no object of the clone is read.
+fn advertised_commit(
+    cache: &GitRepoCache,
+    upload_pack: &str,
+    git_dir: &str,
+    branch_ref: &str,
+    what: &str,
+) -> Result<String, PushError> {
+    let out = cache
+        .git_out(
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "ls-remote",
+                "--quiet",
+                upload_pack,
+                "--end-of-options",
+                git_dir,
+                branch_ref,
+            ],
+            None,
+            what,
+        )
+        .map_err(PushError::Failed)?;
+    let branch = branch_ref.trim_start_matches("refs/heads/");
+    let missing = || {
+        PushError::Invalid(format!(
+            "your clone has no branch {branch}; commit on it first (git switch -c {branch} && git commit)"
+        ))
+    };
+    let line = out
+        .lines()
+        .find(|l| l.split('\t').nth(1) == Some(branch_ref))
+        .ok_or_else(missing)?;
+    let commit = line.split('\t').next().unwrap_or_default();
+    let is_id = matches!(commit.len(), 40 | 64) && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_id {
+        return Err(PushError::Failed(format!(
+            "failed to {what}: the clone advertised {commit:?} for {branch_ref}, not an object id"
+        )));
+    }
+    Ok(commit.to_ascii_lowercase())
 }
 
 /// The git directory of the agent's clone at `clone`, if it is one we read:

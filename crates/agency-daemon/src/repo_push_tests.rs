@@ -47,10 +47,23 @@ impl Setup {
     /// Push, recording what `record` was told.
     fn push(&self, branch: &str, remote: &str) -> (Result<Pushed, PushError>, Vec<Pushed>) {
         let mut seen = Vec::new();
-        let r = self.cache.push_repo(&self.req(branch, remote), &mut |p| {
-            seen.push(p.clone());
-            Ok(())
-        });
+        let mut admitted = Vec::new();
+        let r = self.cache.push_repo(
+            &self.req(branch, remote),
+            &mut |p| {
+                admitted.push(p.clone());
+                Ok(())
+            },
+            &mut |p| {
+                seen.push(p.clone());
+                Ok(())
+            },
+        );
+        // What was recorded was admitted first, for the same commit.
+        assert!(
+            seen.iter().all(|p| admitted.contains(p)),
+            "{admitted:?} {seen:?}"
+        );
         (r, seen)
     }
 
@@ -96,7 +109,7 @@ fn setup() -> Setup {
     std::fs::create_dir(&ws).unwrap();
     let ws = ws.canonicalize().unwrap();
     let clone = ws.join("repo");
-    cache.clone_repo("demo", &clone).unwrap();
+    crate::repos::tests::clone_into(&cache, "demo", &clone).unwrap();
     run(&clone, &["switch", "--quiet", "-c", "work"]);
     commit(&clone, "work\n");
     let work = rev(&clone, "HEAD").unwrap();
@@ -215,9 +228,11 @@ fn issue10_item5_our_branch_rule_is_no_looser_than_gits() {
 #[test]
 fn issue10_item5_a_refused_record_pushes_nothing() {
     let s = setup();
-    let r = s.cache.push_repo(&s.req("work", "work"), &mut |_| {
-        Err("failed to push to repo demo: revoked".to_owned())
-    });
+    let r = s
+        .cache
+        .push_repo(&s.req("work", "work"), &mut |_| Ok(()), &mut |_| {
+            Err("failed to push to repo demo: revoked".to_owned())
+        });
     assert!(
         matches!(&r, Err(PushError::Refused(e)) if e.contains("revoked")),
         "{r:?}"
@@ -225,6 +240,46 @@ fn issue10_item5_a_refused_record_pushes_nothing() {
     assert_eq!(s.origin_rev(&format!("{}/work", s.prefix())), None);
     let mirror = s.tmp.path().join("repos/demo.git");
     assert_eq!(git_in(&mirror, &["for-each-ref", "refs/agency-push/"]), "");
+}
+
+/// Issue 27: the fetch from the agent's clone came before the approval
+/// check. A push the admission refuses (denied, or an approval still
+/// pending) stops after the ref advertisement: nothing of the clone is
+/// fetched into the mirror, and the admission is asked about the commit
+/// the branch names.
+#[test]
+fn issue27_a_push_not_admitted_fetches_nothing_of_the_clone() {
+    let s = setup();
+    let mirror = s.tmp.path().join("repos/demo.git");
+    let mut asked = Vec::new();
+    let mut recorded = 0;
+    let r = s.cache.push_repo(
+        &s.req("work", "work"),
+        &mut |p| {
+            asked.push(p.clone());
+            Err("failed to push: pending approval 7".to_owned())
+        },
+        &mut |_| {
+            recorded += 1;
+            Ok(())
+        },
+    );
+    assert!(
+        matches!(&r, Err(PushError::Refused(e)) if e.contains("pending approval 7")),
+        "{r:?}"
+    );
+    assert_eq!(recorded, 0);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].commit, s.work, "admitted for the branch's commit");
+    // The agent's commit never reached the mirror.
+    let has = Command::new("git")
+        .args(["--git-dir", ".", "cat-file", "-e", &s.work])
+        .current_dir(&mirror)
+        .status()
+        .unwrap();
+    assert!(!has.success(), "the clone's commit was fetched");
+    assert_eq!(git_in(&mirror, &["for-each-ref", "refs/agency-push/"]), "");
+    assert_eq!(s.origin_rev(&format!("{}/work", s.prefix())), None);
 }
 
 #[test]
@@ -272,7 +327,7 @@ fn issue10_item5_clones_that_are_not_plainly_the_agents_are_refused() {
         clone: &other,
         ..s.req("main", "main")
     };
-    let r = s.cache.push_repo(&req, &mut |_| Ok(()));
+    let r = s.cache.push_repo(&req, &mut |_| Ok(()), &mut |_| Ok(()));
     assert!(
         matches!(&r, Err(PushError::Invalid(e)) if e.contains("not a directory")),
         "{r:?}"
@@ -287,7 +342,7 @@ fn issue10_item5_clones_that_are_not_plainly_the_agents_are_refused() {
         ..s.req("main", "main")
     };
     assert!(matches!(
-        s.cache.push_repo(&req, &mut |_| Ok(())),
+        s.cache.push_repo(&req, &mut |_| Ok(()), &mut |_| Ok(())),
         Err(PushError::Invalid(_))
     ));
 
@@ -309,7 +364,7 @@ fn issue10_item5_clones_that_are_not_plainly_the_agents_are_refused() {
         ..s.req("work", "work")
     };
     assert!(matches!(
-        s.cache.push_repo(&req, &mut |_| Ok(())),
+        s.cache.push_repo(&req, &mut |_| Ok(()), &mut |_| Ok(())),
         Err(PushError::Invalid(_))
     ));
     let outside = s.tmp.path().join("origin");
@@ -318,7 +373,7 @@ fn issue10_item5_clones_that_are_not_plainly_the_agents_are_refused() {
         ..s.req("main", "main")
     };
     assert!(matches!(
-        s.cache.push_repo(&req, &mut |_| Ok(())),
+        s.cache.push_repo(&req, &mut |_| Ok(()), &mut |_| Ok(())),
         Err(PushError::Invalid(_))
     ));
     assert_eq!(
@@ -437,16 +492,15 @@ fn issue10_item5_the_upload_pack_runs_under_the_agents_prefix() {
         .lines()
         .map(str::to_owned)
         .collect();
-    assert_eq!(
-        args,
-        [
-            "--policy".to_owned(),
-            "/p o'l".to_owned(),
-            "--".to_owned(),
-            "git-upload-pack".to_owned(),
-            s.clone.join(".git").display().to_string(),
-        ]
-    );
+    let once = [
+        "--policy".to_owned(),
+        "/p o'l".to_owned(),
+        "--".to_owned(),
+        "git-upload-pack".to_owned(),
+        s.clone.join(".git").display().to_string(),
+    ];
+    // Twice: the ref advertisement the push is admitted on, then the fetch.
+    assert_eq!(args, [once.clone(), once].concat());
 
     // Another agent has no prefix: plain upload-pack, the wrapper unused.
     std::fs::remove_file(&log).unwrap();

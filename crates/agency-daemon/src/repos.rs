@@ -30,7 +30,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agency_mcp::{PushError, PushRequest, Pushed, RepoCache};
+use agency_mcp::{CloneError, PushError, PushRequest, Pushed, RepoCache};
 
 use crate::config::ReposCacheConfig;
 use crate::repo_push::UploadPacks;
@@ -272,40 +272,73 @@ impl GitRepoCache {
 }
 
 impl RepoCache for GitRepoCache {
-    fn clone_repo(&self, name: &str, dest: &Path) -> Result<String, String> {
+    fn clone_repo(&self, name: &str, workspace: &Path, dest: &Path) -> Result<String, CloneError> {
         let Some(repo) = self.repos.get(name) else {
-            return Err(format!("no repo named {name} is configured in [repos]"));
+            return Err(CloneError::Failed(format!(
+                "no repo named {name} is configured in [repos]"
+            )));
         };
-        let mirror = self.mirror(name, repo)?;
+        let mirror = self.mirror(name, repo).map_err(CloneError::Failed)?;
         let what = format!("clone repo {name}");
-        // `--no-local`: through git's transport, never hardlinks into the
-        // mirror (see the module doc).
-        self.git(
-            &[
-                "clone",
-                "--quiet",
-                "--no-local",
-                "--end-of-options",
-                &path_str(&mirror)?,
-                &path_str(dest)?,
-            ],
-            None,
-            &what,
-        )?;
-        // The clone's origin is the real source, so the agent sees where
-        // its work goes; it pushes through `repo_push`, never with the
-        // credentials a URL may carry.
-        let public = public_source(&repo.source);
-        self.git(&["remote", "set-url", "origin", &public], Some(dest), &what)?;
-        Ok(public)
+        // Cloned where only the daemon writes, then moved into the
+        // workspace in one rename beneath it (`beneath.rs`): git never
+        // runs on a path of the agent's, which could change between a
+        // check and the clone (issue 27: a parent swapped for a symlink
+        // made git write outside the sandbox), nor in a repository the
+        // agent could already have configured.
+        let staging = self.dir.join(".staging");
+        crate::org_tool_command::create_private(&staging).map_err(|e| {
+            CloneError::Failed(format!("failed to create {}: {e}", staging.display()))
+        })?;
+        let staged = staging.join(uuid::Uuid::new_v4().simple().to_string());
+        let cloned = (|| {
+            let staged_str = path_str(&staged)?;
+            // `--no-local`: through git's transport, never hardlinks into
+            // the mirror (see the module doc).
+            self.git(
+                &[
+                    "clone",
+                    "--quiet",
+                    "--no-local",
+                    "--end-of-options",
+                    &path_str(&mirror)?,
+                    &staged_str,
+                ],
+                None,
+                &what,
+            )?;
+            // The clone's origin is the real source, so the agent sees
+            // where its work goes; it pushes through `repo_push`, never
+            // with the credentials a URL may carry.
+            let public = public_source(&repo.source);
+            self.git(
+                &["remote", "set-url", "origin", &public],
+                Some(&staged),
+                &what,
+            )?;
+            Ok(public)
+        })();
+        let placed = cloned.map_err(CloneError::Failed).and_then(|public| {
+            crate::beneath::place_dir(&staged, workspace, dest)
+                .map(|()| public)
+                .map_err(|e| match e {
+                    crate::beneath::PlaceError::Invalid(m) => CloneError::Invalid(m),
+                    crate::beneath::PlaceError::Failed(m) => CloneError::Failed(m),
+                })
+        });
+        if placed.is_err() {
+            let _ = std::fs::remove_dir_all(&staged);
+        }
+        placed
     }
 
     fn push_repo(
         &self,
         req: &PushRequest<'_>,
+        admit: &mut dyn FnMut(&Pushed) -> Result<(), String>,
         record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
     ) -> Result<Pushed, PushError> {
-        crate::repo_push::push(self, req, record)
+        crate::repo_push::push(self, req, admit, record)
     }
 }
 
@@ -390,6 +423,13 @@ pub(crate) mod tests {
         }
     }
 
+    /// Clone into `d`, a new directory in an existing workspace.
+    pub(crate) fn clone_into(cache: &GitRepoCache, name: &str, d: &Path) -> Result<String, String> {
+        cache
+            .clone_repo(name, d.parent().unwrap(), Path::new(d.file_name().unwrap()))
+            .map_err(|e| e.to_string())
+    }
+
     pub(crate) fn dest(root: &Path, ws: &str) -> PathBuf {
         let d = root.join(ws).join("repo");
         std::fs::create_dir_all(d.parent().unwrap()).unwrap();
@@ -425,7 +465,7 @@ pub(crate) mod tests {
         );
 
         let a = dest(tmp.path(), "ws1");
-        assert_eq!(cache.clone_repo("demo", &a).unwrap(), src);
+        assert_eq!(clone_into(&cache, "demo", &a).unwrap(), src);
         assert_eq!(std::fs::read_to_string(a.join("README")).unwrap(), "one\n");
         assert!(tmp.path().join("repos/demo.git").is_dir());
 
@@ -433,11 +473,10 @@ pub(crate) mod tests {
         // (refresh interval 0: every clone fetches).
         commit(&tmp.path().join("origin"), "two\n");
         let b = dest(tmp.path(), "ws2");
-        cache.clone_repo("demo", &b).unwrap();
+        clone_into(&cache, "demo", &b).unwrap();
         assert_eq!(std::fs::read_to_string(b.join("README")).unwrap(), "two\n");
         assert!(
-            cache
-                .clone_repo("nope", &tmp.path().join("x"))
+            clone_into(&cache, "nope", &tmp.path().join("x"))
                 .unwrap_err()
                 .contains("no repo named nope")
         );
@@ -479,7 +518,7 @@ pub(crate) mod tests {
             &settings(60, 0),
         );
         let d = dest(tmp.path(), "ws1");
-        cache.clone_repo("demo", &d).unwrap();
+        clone_into(&cache, "demo", &d).unwrap();
         assert_eq!(
             std::fs::read_to_string(d.join("README")).unwrap(),
             "three\n"
@@ -550,11 +589,11 @@ pub(crate) mod tests {
                 .count()
         };
 
-        cache.clone_repo("demo", &dest(tmp.path(), "ws1")).unwrap();
+        clone_into(&cache, "demo", &dest(tmp.path(), "ws1")).unwrap();
         assert_eq!(fetches(), 1, "the first clone creates the mirror");
         commit(&tmp.path().join("origin"), "two\n");
         let b = dest(tmp.path(), "ws2");
-        cache.clone_repo("demo", &b).unwrap();
+        clone_into(&cache, "demo", &b).unwrap();
         assert_eq!(fetches(), 1, "a clone within the interval does not fetch");
         // So the second clone is the mirror as it was.
         assert_eq!(std::fs::read_to_string(b.join("README")).unwrap(), "one\n");
@@ -570,9 +609,7 @@ pub(crate) mod tests {
             &settings(1, 0),
         );
         // First use: the mirror clone hangs.
-        let err = cache
-            .clone_repo("slow", &dest(tmp.path(), "ws1"))
-            .unwrap_err();
+        let err = clone_into(&cache, "slow", &dest(tmp.path(), "ws1")).unwrap_err();
         assert!(
             err.contains("failed to fetch repo slow")
                 && err.contains("did not finish within 1 s")
@@ -590,15 +627,13 @@ pub(crate) mod tests {
             BTreeMap::from([("later".to_owned(), src)]),
             &settings(1, 0),
         );
-        cache.clone_repo("later", &dest(tmp.path(), "ws2")).unwrap();
+        clone_into(&cache, "later", &dest(tmp.path(), "ws2")).unwrap();
         let mirror = tmp.path().join("repos/later.git");
         run(
             &mirror,
             &["--git-dir", ".", "remote", "set-url", "origin", &url],
         );
-        let err = cache
-            .clone_repo("later", &dest(tmp.path(), "ws3"))
-            .unwrap_err();
+        let err = clone_into(&cache, "later", &dest(tmp.path(), "ws3")).unwrap_err();
         assert!(
             err.contains("failed to fetch repo later") && err.contains("did not finish"),
             "{err}"
@@ -622,7 +657,7 @@ pub(crate) mod tests {
             let cache = cache.clone();
             let d = dest(tmp.path(), "ws1");
             std::thread::spawn(move || {
-                let _ = slow_done.send(cache.clone_repo("slow", &d));
+                let _ = slow_done.send(clone_into(&cache, "slow", &d));
             });
         }
         let conn = conns
@@ -636,7 +671,7 @@ pub(crate) mod tests {
             let cache = cache.clone();
             let d = dest(tmp.path(), "ws2");
             std::thread::spawn(move || {
-                let _ = fast_done.send(cache.clone_repo("fast", &d));
+                let _ = fast_done.send(clone_into(&cache, "fast", &d));
             });
         }
         let fast = fast_result

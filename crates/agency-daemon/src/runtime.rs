@@ -11,6 +11,7 @@ use agency_core::{AgentId, HandlerId};
 use agency_service::RunReport;
 use tokio::process::Command;
 
+use crate::beneath::AgentFile;
 use crate::error::DaemonError;
 use crate::mcp_servers::AGENCY_SERVER;
 use crate::models::{Api, ModelRoute, ModelRoutes};
@@ -88,7 +89,7 @@ pub const INHERITED_ENV: &[&str] = &[
 ];
 
 /// Used when the daemon itself has no `PATH`.
-const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Start `cmd` from an empty environment: [`INHERITED_ENV`] from the
 /// daemon, a `HOME` and `TMPDIR` of the agent's own (inside its private run
@@ -287,7 +288,7 @@ impl Runtime for CommandRuntime {
 
     fn collect(&self, spec: &SpawnSpec) -> RunReport {
         RunReport {
-            transcript: std::fs::read(spec.run_dir.join("transcript.jsonl")).ok(),
+            transcript: read_transcript(&spec.run_dir),
             ..RunReport::default()
         }
     }
@@ -367,14 +368,20 @@ impl Runtime for BuiltinRuntime {
 
     fn collect(&self, spec: &SpawnSpec) -> RunReport {
         let mut report = RunReport {
-            transcript: std::fs::read(spec.run_dir.join("transcript.jsonl")).ok(),
+            transcript: read_transcript(&spec.run_dir),
             ..RunReport::default()
         };
         // result.json is written once at exit; its absence means the process
-        // was killed before it could finish.
-        let result: Option<serde_json::Value> = std::fs::read(spec.run_dir.join("result.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        // was killed before it could finish. A few numbers: anything larger
+        // than a page is not one.
+        let result: Option<serde_json::Value> = match crate::beneath::read_bounded(
+            &spec.run_dir.join("result.json"),
+            RESULT_MAX_BYTES,
+            0,
+        ) {
+            AgentFile::Bytes(b) if b.len() < RESULT_MAX_BYTES => serde_json::from_slice(&b).ok(),
+            _ => None,
+        };
         if let Some(r) = result {
             report.tool_calls = r["tool_calls"].as_i64();
             report.input_tokens = r["input_tokens"].as_i64();
@@ -384,6 +391,29 @@ impl Runtime for BuiltinRuntime {
             }
         }
         report
+    }
+}
+
+/// The most of a transcript kept from its start and its end: bounded like
+/// run logs, since the agent writes it and could make it any size (issue
+/// 27: 300 MiB was read whole and kept for good).
+pub(crate) const TRANSCRIPT_HEAD_BYTES: usize = 1 << 20;
+pub(crate) const TRANSCRIPT_TAIL_BYTES: usize = 15 << 20;
+/// The largest `result.json` read.
+const RESULT_MAX_BYTES: usize = 64 << 10;
+
+/// The run's `transcript.jsonl`, written by the agent: read without
+/// following a symlink or blocking on a FIFO, head and tail bounded
+/// (`beneath.rs`). A file refused is logged and not kept.
+pub(crate) fn read_transcript(run_dir: &Path) -> Option<Vec<u8>> {
+    let path = run_dir.join("transcript.jsonl");
+    match crate::beneath::read_bounded(&path, TRANSCRIPT_HEAD_BYTES, TRANSCRIPT_TAIL_BYTES) {
+        AgentFile::Bytes(b) => Some(b),
+        AgentFile::Missing => None,
+        AgentFile::Refused(why) => {
+            tracing::warn!(reason = %why, "failed to read an agent's transcript: not kept");
+            None
+        }
     }
 }
 

@@ -55,9 +55,8 @@ pub(crate) struct AppState {
     pub models: Arc<crate::models::Models>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
     pub guard: Arc<crate::mcp_guard::Guard>,
-    /// The egress proxy's address, told to launchers of stdio servers
-    /// whose manifest declares `egress` (`launch.rs`).
-    pub egress_addr: Option<SocketAddr>,
+    /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
+    pub stdio: Arc<crate::mcp_stdio::StdioServers>,
     /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
     pub keep_warm: agency_service::KeepWarmDefaults,
 }
@@ -83,6 +82,8 @@ pub struct Daemon {
     sandbox: String,
     /// Removes the daemon's cgroups at stop.
     confiner: Arc<Confiner>,
+    /// Stopped at stop, before the cgroups are removed.
+    stdio: Arc<crate::mcp_stdio::StdioServers>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     // Held for the daemon's lifetime: a second daemon on the same home fails
@@ -242,7 +243,15 @@ impl Daemon {
         )
         .await?;
         let shutdown_requested = Arc::new(Notify::new());
+        let stdio = Arc::new(crate::mcp_stdio::StdioServers::new(
+            confiner.clone(),
+            crate::org_tool_command::run_root(home.dir()),
+            Some(egress.addr()),
+            nonces.clone(),
+            servers.secret_values().map(str::to_owned).collect(),
+        ));
         let state = Arc::new(AppState {
+            stdio: stdio.clone(),
             nonces: nonces.clone(),
             proxy_client: crate::mcp_proxy::client()?,
             runtime: cfg.agents.runtime.clone(),
@@ -256,7 +265,6 @@ impl Daemon {
             servers: servers.clone(),
             models: Arc::new(models),
             guard: Arc::default(),
-            egress_addr: Some(egress.addr()),
             keep_warm: cfg.agents.keep_warm_defaults(),
         });
         let admin_listener = bind_admin_socket(home)?;
@@ -388,6 +396,7 @@ impl Daemon {
                     upload_packs,
                     extra_connect_ports: vec![egress.addr().port()],
                     warm,
+                    stdio: stdio.clone(),
                 },
             )
         });
@@ -414,6 +423,7 @@ impl Daemon {
             egress: Some(egress),
             sandbox,
             confiner,
+            stdio,
             _lock: lock,
         })
     }
@@ -453,6 +463,8 @@ impl Daemon {
         if let Some(sup) = self.supervisor.take() {
             sup.shutdown().await;
         }
+        // The MCP servers of attached clients (agents' went with them).
+        self.stdio.stop_all().await;
         if let Some(egress) = self.egress.take() {
             egress.stop().await;
         }

@@ -139,6 +139,8 @@ pub(crate) struct SupervisorSetup {
     pub extra_connect_ports: Vec<u16>,
     /// Agents parked in `mail_wait` (warm), shared with the MCP tool.
     pub warm: Arc<WarmRegistry>,
+    /// The stdio MCP servers the daemon runs for agents: stopped with them.
+    pub stdio: Arc<crate::mcp_stdio::StdioServers>,
 }
 
 /// Handle to the running dispatcher.
@@ -184,6 +186,7 @@ impl Supervisor {
             upload_packs: setup.upload_packs,
             extra_connect_ports: setup.extra_connect_ports,
             warm: setup.warm,
+            stdio: setup.stdio,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -274,6 +277,7 @@ struct State {
     upload_packs: Arc<crate::repo_push::UploadPacks>,
     extra_connect_ports: Vec<u16>,
     warm: Arc<WarmRegistry>,
+    stdio: Arc<crate::mcp_stdio::StdioServers>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -619,6 +623,8 @@ impl State {
         self.by_agent.remove(&agent);
         self.nonces.forget_agent(agent);
         self.upload_packs.forget_agent(agent);
+        let stdio = self.stdio.clone();
+        tokio::spawn(async move { stdio.forget_agent(agent).await });
         self.warm.forget(agent);
         self.activity.forget(agent);
         self.finishing.insert(h);

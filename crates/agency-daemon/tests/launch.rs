@@ -2,9 +2,10 @@
 //! The launcher of each spawn gets a single-use nonce per extra server (in
 //! its MCP configuration entry); `POST /launch/NAME` without it, with a
 //! made-up one, a replayed one, or one stolen by another agent is refused.
-//! An HTTP server's secret headers never leave the daemon: `/launch`
-//! answers with the daemon's `/mcp-proxy/NAME`, which checks the token and
-//! the capability on every request and adds the headers itself.
+//! No secret ever leaves the daemon (issue 27): `/launch` answers with the
+//! daemon's `/mcp-proxy/NAME`, which checks the token and the capability
+//! on every request, runs a stdio server itself and adds an HTTP server's
+//! headers itself.
 
 #![allow(clippy::unwrap_used)]
 
@@ -151,8 +152,13 @@ async fn issue9_item6_an_agent_token_alone_gets_no_secret_and_a_nonce_works_once
     daemon.stop().await.unwrap();
 }
 
+/// Issue 27 (it was issue 9 item 6's "the launcher gets the secret
+/// once"): a `command` agent presented its own nonce and got a stdio
+/// server's secrets. The launch answers with the daemon's proxy, which
+/// runs the server itself; the secret never leaves the daemon, and the
+/// nonce is still single use.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue9_item6_the_launcher_gets_the_secret_once_and_a_replay_is_refused() {
+async fn issue27_a_launch_answers_the_proxy_never_a_secret_and_once() {
     let secret = format!("s3cr3t-{}", uuid::Uuid::new_v4().simple());
     let (dir, home) = files_and_notes_home(&secret);
     let (daemon, svc, root) = start(&home).await;
@@ -175,9 +181,13 @@ async fn issue9_item6_the_launcher_gets_the_secret_once_and_a_replay_is_refused(
     let nonce = nonce_of(&config, "files");
     let (status, body) = launch(&daemon, "files", &token, Some(&nonce)).await;
     assert_eq!(status, 200, "{body}");
+    assert!(!body.contains(&secret), "{body}");
     let spec: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(spec["transport"], "stdio");
-    assert_eq!(spec["env"]["KEY"], secret.as_str());
+    assert_eq!(spec["transport"], "proxy", "{spec}");
+    assert_eq!(
+        spec["url"],
+        format!("http://{}/mcp-proxy/files", daemon.addr()).as_str()
+    );
     let (status, body) = launch(&daemon, "files", &token, Some(&nonce)).await;
     assert_eq!(status, 403, "replayed: {body}");
     assert!(!body.contains(&secret));

@@ -55,17 +55,29 @@ pub const TOOL_NAMES: &[&str] = agency_service::AGENCY_MCP_TOOL_NAMES;
 /// it.
 pub trait RepoCache: Send + Sync + std::fmt::Debug {
     /// Clone repo `name` (refreshing its mirror first) into `dest`, a
-    /// directory that does not exist yet; returns the repo's source.
-    fn clone_repo(&self, name: &str, dest: &std::path::Path) -> Result<String, String>;
+    /// relative path beneath the agent's `workspace` that does not exist
+    /// yet; returns the repo's source. The workspace is the agent's to
+    /// change at any moment: the cache must not follow a symlink in it.
+    fn clone_repo(
+        &self,
+        name: &str,
+        workspace: &std::path::Path,
+        dest: &std::path::Path,
+    ) -> Result<String, CloneError>;
 
     /// Push the commit of branch `req.branch` of the agent's clone to the
-    /// repo's origin as `agency/<handler>/<remote_branch>`. Once the commit
-    /// is known and before anything is sent to the origin, `record` is
-    /// called with what is about to be pushed: its refusal (the service's
-    /// second check, which also writes the audit record) stops the push.
+    /// repo's origin as `agency/<handler>/<remote_branch>`. `admit` is
+    /// called with what would be pushed once the clone has said which
+    /// commit its branch names, before any of its objects are read: its
+    /// refusal (a denial, an approval still pending) stops the push there.
+    /// Once the commit is fetched and before anything is sent to the
+    /// origin, `record` is called with the same: its refusal (the
+    /// service's last check, which also writes the audit record) stops the
+    /// push.
     fn push_repo(
         &self,
         req: &PushRequest<'_>,
+        admit: &mut dyn FnMut(&Pushed) -> Result<(), String>,
         record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
     ) -> Result<Pushed, PushError>;
 }
@@ -93,6 +105,17 @@ pub enum PushError {
     #[error("{0}")]
     Refused(String),
     /// git failed or timed out.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Why a clone did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CloneError {
+    /// The destination is not acceptable: the agent can fix it.
+    #[error("{0}")]
+    Invalid(String),
+    /// git failed or timed out, or the repo is unknown.
     #[error("{0}")]
     Failed(String),
 }

@@ -153,11 +153,42 @@ impl Service {
         then: impl Fn(&mut Op<'_>, &Caller) -> Result<()>,
         who: Principal,
     ) -> Result<Admission> {
+        self.admit_mode(call, workspace, check, then, who, Use::Consume)
+    }
+
+    /// [`Service::admit_with`] that leaves an approval it finds for a later
+    /// call to consume: a call whose arguments are known before its work
+    /// starts (`repo_push`'s commit) is refused or made to wait before
+    /// that work, and the approval is consumed with the work's record.
+    pub(crate) fn admit_peek(
+        &self,
+        call: &ToolCallRequest,
+        check: impl Fn(&mut Op<'_>, &Caller) -> Result<()>,
+        who: Principal,
+    ) -> Result<Admission> {
+        self.admit_mode(call, None, check, |_, _| Ok(()), who, Use::Peek)
+    }
+
+    fn admit_mode(
+        &self,
+        call: &ToolCallRequest,
+        workspace: Option<&Path>,
+        check: impl Fn(&mut Op<'_>, &Caller) -> Result<()>,
+        then: impl Fn(&mut Op<'_>, &Caller) -> Result<()>,
+        who: Principal,
+        how: Use,
+    ) -> Result<Admission> {
         let (canonical, hash, decision) = self.prepare(call, workspace)?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
             check(op, &caller)?;
-            let a = admit_in(op, &caller, &call.tool, &hash, &canonical, decision.clone())?;
+            let a = admit_use(
+                op,
+                &caller,
+                (&call.tool, &hash, &canonical),
+                decision.clone(),
+                how,
+            )?;
             if matches!(a, Admission::Allow { .. }) {
                 then(op, &caller)?;
             }
@@ -367,6 +398,23 @@ pub(crate) fn admit_in(
     canonical: &str,
     decision: Decision,
 ) -> Result<Admission> {
+    admit_use(op, caller, (tool, hash, canonical), decision, Use::Consume)
+}
+
+/// What an admission does with an approved (not `always`) request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    Consume,
+    Peek,
+}
+
+fn admit_use(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    (tool, hash, canonical): (&str, &str, &str),
+    decision: Decision,
+    how: Use,
+) -> Result<Admission> {
     let h = caller.require_handler("check a tool call")?.id;
     let decision = each_use(op, h, tool, decision)?;
     match decision.verdict {
@@ -374,7 +422,7 @@ pub(crate) fn admit_in(
         Verdict::Deny => Ok(Admission::Denied {
             reason: decision.reason,
         }),
-        Verdict::Ask => ask(op, caller, h, tool, hash, canonical, decision),
+        Verdict::Ask => ask(op, caller, h, (tool, hash, canonical), decision, how),
     }
 }
 
@@ -382,10 +430,9 @@ fn ask(
     op: &mut Op<'_>,
     caller: &Caller,
     h: HandlerId,
-    tool: &str,
-    hash: &str,
-    canonical: &str,
+    (tool, hash, canonical): (&str, &str, &str),
     d: Decision,
+    how: Use,
 ) -> Result<Admission> {
     let bound = op.tx.approvals_bound(h, tool, hash)?;
     // The text is compared too: a hash collision must not lend an approval.
@@ -404,6 +451,11 @@ fn ask(
         .filter(same)
         .find(|a| a.status == ApprovalStatus::Approved)
     {
+        if how == Use::Peek {
+            return Ok(Admission::Allow {
+                approval: Some(a.id),
+            });
+        }
         let mut used = a.clone();
         used.status = ApprovalStatus::Consumed;
         used.consumed_at = Some(op.now);

@@ -78,7 +78,7 @@ pub use egress::EgressDecision;
 pub use error::ServiceError;
 pub use events::Event;
 pub use gc::{GcReport, Retention};
-pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinVerdict};
+pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinVerdict, PinnedTool};
 pub use memory::{
     CompactionView, Embedder, MAX_MEMORY_BYTES, MAX_MEMORY_TAGS, MEMORY_KINDS, MemoryConfig,
     MemorySearch, MemoryStatus, MemoryView,

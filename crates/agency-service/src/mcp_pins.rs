@@ -141,8 +141,8 @@ impl Service {
 
     /// Whether the calling agent may call `tool` of MCP server `server` as
     /// far as pinning goes: the tool was listed and its definition last
-    /// seen is the approved one.
-    pub fn mcp_tool_check(&self, who: Principal, server: &str, tool: &str) -> Result<()> {
+    /// seen is the approved one; and what that definition says of itself.
+    pub fn mcp_tool_check(&self, who: Principal, server: &str, tool: &str) -> Result<PinnedTool> {
         agency_core::validate::check_name("mcp server", server)?;
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
@@ -153,7 +153,7 @@ impl Service {
                 )));
             };
             if pin.approved_hash.as_deref() == Some(pin.seen_hash.as_str()) {
-                return Ok(());
+                return Ok(PinnedTool::of(pin.approved_def.as_deref()));
             }
             let change = tx.mcp_pin_open_change(
                 server,
@@ -493,6 +493,30 @@ fn view(row: McpPinChangeRow) -> Result<McpPinChange> {
     })
 }
 
+/// What the approved definition of a tool says of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedTool {
+    /// Annotated `readOnlyHint: true` and not `destructiveHint: true`.
+    /// Anything else (no annotation, a definition that does not parse)
+    /// is not read-only: a server's silence is no promise.
+    pub read_only: bool,
+}
+
+impl PinnedTool {
+    fn of(definition: Option<&str>) -> PinnedTool {
+        let def: Option<Value> = definition.and_then(|d| serde_json::from_str(d).ok());
+        let hint = |key: &str| {
+            def.as_ref()
+                .and_then(|d| d.get("annotations"))
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+        };
+        PinnedTool {
+            read_only: hint("readOnlyHint") == Some(true) && hint("destructiveHint") != Some(true),
+        }
+    }
+}
+
 /// The fields of a tool that make its definition: what an agent reads and
 /// what its calls are checked against. `None` without a string `name`.
 pub fn definition(tool: &Value) -> Option<(String, Value)> {
@@ -582,5 +606,25 @@ mod tests {
         );
         assert!(definition(&json!({"description": "no name"})).is_none());
         assert!(definition(&json!({"name": 3})).is_none());
+    }
+
+    /// Issue 27: only a definition that says it only reads is read-only.
+    #[test]
+    fn issue27_a_tool_is_read_only_only_when_its_definition_says_so() {
+        let of = |v: Value| PinnedTool::of(Some(&v.to_string())).read_only;
+        assert!(of(
+            json!({"name": "a", "annotations": {"readOnlyHint": true}})
+        ));
+        for not in [
+            json!({"name": "a"}),
+            json!({"name": "a", "annotations": {}}),
+            json!({"name": "a", "annotations": {"readOnlyHint": false}}),
+            json!({"name": "a", "annotations": {"readOnlyHint": "yes"}}),
+            json!({"name": "a", "annotations": {"readOnlyHint": true, "destructiveHint": true}}),
+        ] {
+            assert!(!of(not.clone()), "{not}");
+        }
+        assert!(!PinnedTool::of(None).read_only);
+        assert!(!PinnedTool::of(Some("not json")).read_only);
     }
 }

@@ -51,6 +51,31 @@ impl Service {
         })
     }
 
+    /// Before anything of the agent's clone is fetched, once the commit
+    /// its branch names is known (from the clone's ref advertisement):
+    /// whether the push may go on. A denial, or an "ask" without an
+    /// approval of this exact push (the request is then made, and waits
+    /// for the user), refuses it here (issue 27: the fetch came before the
+    /// approval check). An approval found is left for
+    /// [`Service::repo_push_record`] to consume with the push's record.
+    pub fn repo_push_admit(&self, who: Principal, push: &RepoPush<'_>) -> Result<()> {
+        agency_core::validate::check_name("repo", push.repo)?;
+        let admitted = self.admit_peek(
+            &push_call(push),
+            |op, caller| may_push(op.tx, caller, push.repo),
+            who,
+        )?;
+        match admitted {
+            crate::approvals::Admission::Allow { .. } => Ok(()),
+            other => Err(ServiceError::denied(format!(
+                "failed to push branch {} of repo {}: {}",
+                push.branch,
+                push.repo,
+                other.message()
+            ))),
+        }
+    }
+
     /// Check again and record a push about to be made, in one transaction:
     /// an audit record in the caller's handler's audit log (repo, branch,
     /// ref, commit), under the calling agent.
@@ -62,16 +87,7 @@ impl Service {
     /// remote ref and commit.
     pub fn repo_push_record(&self, who: Principal, push: &RepoPush<'_>) -> Result<()> {
         agency_core::validate::check_name("repo", push.repo)?;
-        let call = crate::approvals::ToolCallRequest {
-            tool: "repo_push".into(),
-            args: serde_json::json!({
-                "repo": push.repo,
-                "branch": push.branch,
-                "remote_ref": push.remote_ref,
-                "commit": push.commit,
-            }),
-            read_only: Some(false),
-        };
+        let call = push_call(push);
         let admitted = self.admit_with(&call, None, |op, caller| {
             may_push(op.tx, caller, push.repo)
         }, |op, caller| {
@@ -110,6 +126,21 @@ impl Service {
                 ),
             )
         })
+    }
+}
+
+/// The tool call a push is admitted as: bound to the repo, branch, remote
+/// ref and commit.
+fn push_call(push: &RepoPush<'_>) -> crate::approvals::ToolCallRequest {
+    crate::approvals::ToolCallRequest {
+        tool: "repo_push".into(),
+        args: serde_json::json!({
+            "repo": push.repo,
+            "branch": push.branch,
+            "remote_ref": push.remote_ref,
+            "commit": push.commit,
+        }),
+        read_only: Some(false),
     }
 }
 

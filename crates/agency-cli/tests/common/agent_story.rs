@@ -252,13 +252,13 @@ impl Story {
                 .any(|e| e["summary"] == "Wrote the guide and sent it to the user.")
         );
         // The next agent's standby sandbox (`run/standby-<id>`, no
-        // workspace yet) is not an ended agent's.
+        // prompt written into it yet) is not an ended agent's.
         let runs = std::fs::read_dir(self.home.join("run"))
             .map(|d| {
                 d.flatten()
                     .filter(|e| {
                         !e.file_name().to_string_lossy().starts_with("standby-")
-                            || e.path().join("workspace").exists()
+                            || e.path().join("run/prompt.md").exists()
                     })
                     .count()
             })

@@ -287,18 +287,34 @@ impl State {
     /// The daemon's `repo_push` reads this agent's clones with
     /// git-upload-pack inside the agent's own sandbox, so a hostile clone
     /// (alternates into another agent's directory, a swapped file) reads
-    /// only what the agent itself may read. Its HOME is the agent's (the
-    /// daemon's own holds a `.gitconfig` the sandbox rightly hides, and git
-    /// stops on a configuration file it cannot read).
+    /// only what the agent itself may read. The policy is the agent's, in
+    /// its spawn directory, which the agent cannot write (`confine.rs`).
+    /// Nothing of the agent's configures that git (issue 27: a
+    /// `.gitconfig` in the agent's HOME set `uploadpack.packObjectsHook`):
+    /// an empty environment, no global or system configuration, a HOME
+    /// that holds nothing. The repository's own configuration cannot name
+    /// a hook for upload-pack; git reads those from protected
+    /// configuration only.
     fn confine_upload_pack(&self, spec: &SpawnSpec) {
-        let policy = spec.run_dir.join("sandbox.json");
-        let home = spec.run_dir.join("home");
+        let Some(spawn_dir) = spec.workspace.parent() else {
+            return;
+        };
+        let policy = spawn_dir.join(crate::confine::POLICY_FILE);
+        let path = std::env::var("PATH")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
         self.upload_packs.set(
             spec.agent,
             vec![
                 "/usr/bin/env".to_owned(),
-                format!("HOME={}", home.to_string_lossy()),
-                format!("XDG_CONFIG_HOME={}", home.join(".config").to_string_lossy()),
+                "-i".to_owned(),
+                format!("PATH={path}"),
+                "HOME=/dev/null".to_owned(),
+                "XDG_CONFIG_HOME=/dev/null".to_owned(),
+                "GIT_CONFIG_NOSYSTEM=1".to_owned(),
+                "GIT_CONFIG_GLOBAL=/dev/null".to_owned(),
+                "GIT_NO_LAZY_FETCH=1".to_owned(),
                 self.launcher.to_string_lossy().into_owned(),
                 "sandbox-exec".to_owned(),
                 "--policy".to_owned(),

@@ -162,8 +162,10 @@ impl State {
         // clean_env` finds them): creating a directory allocates an inode,
         // which on a busy file system (many files recently deleted: ext4
         // then scans for inodes it may reuse) took milliseconds of the
-        // spawn. The workspace comes with the agent (`spawn.rs`), so a
-        // directory without one is a standby still waiting.
+        // spawn. The workspace is made with the policy, which grants it
+        // (`confine.rs`); the runtime's files (`run/prompt.md`) come with
+        // the agent, so a directory without them is a standby still
+        // waiting.
         let run_dir = dir.join("run");
         let started = (|| {
             for d in [run_dir.join("home"), run_dir.join("tmp")] {
@@ -175,7 +177,6 @@ impl State {
                 .standby(
                     &template,
                     &dir,
-                    &run_dir,
                     &self.runtime.programs(),
                     &self.extra_connect_ports,
                 )

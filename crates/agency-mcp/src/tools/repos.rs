@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::reply::{ToolError, ToolResult};
 use crate::tools::{Call, Effect, tool};
 use crate::workspace::resolve_dir_in_workspace;
-use crate::{PushError, PushRequest, Pushed};
+use crate::{CloneError, PushError, PushRequest, Pushed};
 
 pub(super) fn routes() -> Vec<super::Declared> {
     vec![
@@ -49,7 +49,10 @@ fn repo_clone(call: &Call, a: RepoCloneArgs) -> ToolResult {
             "this agent has no workspace to clone into",
         ));
     };
-    let dest = new_dir_in(workspace, &a.dest)?;
+    // Checked here for a clear answer; the cache places the clone again
+    // without trusting this check (the agent may change its workspace
+    // meanwhile).
+    new_dir_in(workspace, &a.dest)?;
     call.svc.repo_check(call.who(), &a.name)?;
     let Some(repos) = call.repos.as_ref() else {
         return Err(ToolError::invalid(format!(
@@ -58,8 +61,16 @@ fn repo_clone(call: &Call, a: RepoCloneArgs) -> ToolResult {
         )));
     };
     let source = repos
-        .clone_repo(&a.name, &dest)
-        .map_err(|e| ToolError::internal(format!("failed to clone repo {}: {e}", a.name)))?;
+        .clone_repo(&a.name, workspace, Path::new(&a.dest))
+        .map_err(|e| match e {
+            CloneError::Invalid(why) => ToolError {
+                kind: "invalid_path",
+                message: format!("failed to clone repo {} to {:?}: {why}", a.name, a.dest),
+            },
+            CloneError::Failed(why) => {
+                ToolError::internal(format!("failed to clone repo {}: {why}", a.name))
+            }
+        })?;
     Ok(json!({ "repo": a.name, "dest": a.dest, "source": source }))
 }
 
@@ -114,7 +125,21 @@ fn repo_push(call: &Call, a: RepoPushArgs) -> ToolResult {
     // known; a refusal is kept to be returned with its own kind.
     let mut refusal: Option<ServiceError> = None;
     let mut recorded: Option<(String, String)> = None;
-    let result = repos.push_repo(&req, &mut |p: &Pushed| {
+    let mut admit_refusal: Option<ServiceError> = None;
+    let mut admit = |p: &Pushed| {
+        let push = RepoPush {
+            repo: &a.repo,
+            branch: &a.branch,
+            remote_ref: &p.remote_ref,
+            commit: &p.commit,
+        };
+        call.svc.repo_push_admit(call.who(), &push).map_err(|e| {
+            let text = e.to_string();
+            admit_refusal = Some(e);
+            text
+        })
+    };
+    let result = repos.push_repo(&req, &mut admit, &mut |p: &Pushed| {
         let record = RepoPush {
             repo: &a.repo,
             branch: &a.branch,
@@ -136,7 +161,7 @@ fn repo_push(call: &Call, a: RepoPushArgs) -> ToolResult {
     let pushed = match result {
         Ok(p) => p,
         Err(e) => {
-            if let Some(refused) = refusal {
+            if let Some(refused) = refusal.or(admit_refusal) {
                 return Err(refused.into());
             }
             let message = format!("failed to push to repo {}: {e}", a.repo);

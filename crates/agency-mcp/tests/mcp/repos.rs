@@ -16,16 +16,24 @@ use crate::support::{Agency, call, connect, err, ok, serve_router};
 struct FakeCache(Mutex<Vec<String>>);
 
 impl RepoCache for FakeCache {
-    fn clone_repo(&self, name: &str, dest: &Path) -> Result<String, String> {
+    fn clone_repo(
+        &self,
+        name: &str,
+        workspace: &Path,
+        dest: &Path,
+    ) -> Result<String, agency_mcp::CloneError> {
         self.0.lock().unwrap().push(name.to_owned());
-        std::fs::create_dir(dest).map_err(|e| e.to_string())?;
-        std::fs::write(dest.join("README"), name).map_err(|e| e.to_string())?;
+        let fail = |e: std::io::Error| agency_mcp::CloneError::Failed(e.to_string());
+        let dest = workspace.join(dest);
+        std::fs::create_dir(&dest).map_err(fail)?;
+        std::fs::write(dest.join("README"), name).map_err(fail)?;
         Ok(format!("https://example.invalid/{name}.git"))
     }
 
     fn push_repo(
         &self,
         req: &agency_mcp::PushRequest<'_>,
+        admit: &mut dyn FnMut(&agency_mcp::Pushed) -> Result<(), String>,
         record: &mut dyn FnMut(&agency_mcp::Pushed) -> Result<(), String>,
     ) -> Result<agency_mcp::Pushed, agency_mcp::PushError> {
         self.0.lock().unwrap().push(format!("push {}", req.branch));
@@ -33,6 +41,8 @@ impl RepoCache for FakeCache {
             remote_ref: format!("refs/heads/agency/{}/{}", req.handler, req.remote_branch),
             commit: "0".repeat(40),
         };
+        admit(&pushed).map_err(agency_mcp::PushError::Refused)?;
+        self.0.lock().unwrap().push(format!("fetch {}", req.branch));
         record(&pushed).map_err(agency_mcp::PushError::Refused)?;
         Ok(pushed)
     }

@@ -1,0 +1,208 @@
+//! Files in directories an agent can write, handled by the unconfined
+//! daemon (issue 27): read back after a run, or placed there for it.
+//!
+//! The daemon runs as itself, outside every sandbox, so a path that
+//! passes through anything the agent controls is the agent's to redirect:
+//! a symlink to `/dev/zero` read whole gets the daemon killed, a FIFO
+//! hangs it, a parent directory swapped for a symlink between a check and
+//! a `git clone` makes the daemon write outside the workspace. So nothing
+//! here checks a path and then uses it. Reads open the file itself without
+//! following a symlink and without blocking, take it only if it is a
+//! regular file with one link, and read a bounded head and tail. Placing a
+//! directory resolves its parent once, beneath the workspace's descriptor
+//! with no symlink followed (`openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS`), and renames into that descriptor without
+//! replacing anything: what the agent swaps afterwards no longer matters.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path};
+
+use rustix::fs::{Mode, OFlags, RenameFlags, ResolveFlags};
+
+/// The line that stands where the middle of a file too large to keep was
+/// left out (JSON, so a JSON-lines transcript stays one).
+fn omitted_line(bytes: u64) -> String {
+    format!(
+        "{{\"type\":\"agency_omitted\",\"bytes\":{bytes},\"why\":\"the file was larger than the daemon keeps; its head and tail are kept\"}}\n"
+    )
+}
+
+/// What [`read_bounded`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AgentFile {
+    /// The file's bytes (its head and tail with a line between them when
+    /// it was larger than `head + tail`).
+    Bytes(Vec<u8>),
+    /// No file there.
+    Missing,
+    /// Something that is not one regular file: refused, unread.
+    Refused(String),
+}
+
+/// Read `path`, written by an agent: not through a symlink, not a FIFO or
+/// device, not a hard link to another file; at most `head` bytes from its
+/// start and `tail` from its end, cut at line ends, with
+/// [`omitted_line`] between. Blocking (a bounded amount of file I/O).
+pub(crate) fn read_bounded(path: &Path, head: usize, tail: usize) -> AgentFile {
+    let file = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    ) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(rustix::io::Errno::NOENT) => return AgentFile::Missing,
+        Err(rustix::io::Errno::LOOP) => {
+            return AgentFile::Refused(format!("{} is a symbolic link", path.display()));
+        }
+        Err(e) => return AgentFile::Refused(format!("failed to open {}: {e}", path.display())),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return AgentFile::Refused(format!("failed to stat {}: {e}", path.display())),
+    };
+    use std::os::unix::fs::MetadataExt;
+    if !meta.file_type().is_file() {
+        return AgentFile::Refused(format!("{} is not a regular file", path.display()));
+    }
+    if meta.nlink() != 1 {
+        return AgentFile::Refused(format!(
+            "{} has {} hard links (a link to another file)",
+            path.display(),
+            meta.nlink()
+        ));
+    }
+    match read_head_tail(file, meta.len(), head, tail) {
+        Ok(bytes) => AgentFile::Bytes(bytes),
+        Err(e) => AgentFile::Refused(format!("failed to read {}: {e}", path.display())),
+    }
+}
+
+fn read_head_tail(
+    mut file: std::fs::File,
+    len: u64,
+    head: usize,
+    tail: usize,
+) -> std::io::Result<Vec<u8>> {
+    let keep = (head as u64).saturating_add(tail as u64);
+    if len <= keep {
+        // Never more than was measured: a file still growing is cut there.
+        let mut out = Vec::with_capacity(len as usize);
+        file.take(keep).read_to_end(&mut out)?;
+        return Ok(out);
+    }
+    let mut start = vec![0; head];
+    file.read_exact(&mut start)?;
+    if let Some(end) = start.iter().rposition(|b| *b == b'\n') {
+        start.truncate(end + 1);
+    }
+    file.seek(SeekFrom::Start(len - tail as u64))?;
+    let mut end = Vec::with_capacity(tail);
+    file.take(tail as u64).read_to_end(&mut end)?;
+    let from = end
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(end.len(), |i| i + 1);
+    let kept = start.len() + (end.len() - from);
+    let mut out = start;
+    out.extend_from_slice(omitted_line(len - kept as u64).as_bytes());
+    out.extend_from_slice(&end[from..]);
+    Ok(out)
+}
+
+/// Why a directory could not be placed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlaceError {
+    /// The destination is not acceptable (exists, leads through a
+    /// symlink or out of the workspace): the agent can fix it.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Move the directory `staged` (the daemon's, on the same file system) to
+/// `dest`, a relative path beneath `root` (the agent's workspace) whose
+/// parent exists and whose last component does not. The parent is
+/// resolved beneath `root`'s descriptor without following any symlink,
+/// and the rename replaces nothing.
+pub(crate) fn place_dir(staged: &Path, root: &Path, dest: &Path) -> Result<(), PlaceError> {
+    let invalid = |why: &str| PlaceError::Invalid(format!("{}: {why}", dest.display()));
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in dest.components() {
+        match c {
+            Component::Normal(p) => parts.push(p),
+            Component::CurDir => {}
+            _ => return Err(invalid("must be relative, without '..'")),
+        }
+    }
+    let Some(leaf) = parts.pop() else {
+        return Err(invalid("names no directory"));
+    };
+    let parent: std::path::PathBuf = parts.iter().collect();
+    let root_fd = open_root(root)?;
+    let parent_fd: OwnedFd = if parent.as_os_str().is_empty() {
+        root_fd
+    } else {
+        rustix::fs::openat2(
+            &root_fd,
+            &parent,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH
+                | ResolveFlags::NO_SYMLINKS
+                | ResolveFlags::NO_MAGICLINKS
+                | ResolveFlags::NO_XDEV,
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => {
+                invalid("its parent directory does not exist in your workspace")
+            }
+            rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => {
+                invalid("its parent leads through a symlink or outside your workspace")
+            }
+            e => PlaceError::Failed(format!(
+                "failed to open the parent of {} in the workspace: {e}",
+                dest.display()
+            )),
+        })?
+    };
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        staged,
+        &parent_fd,
+        leaf,
+        RenameFlags::NOREPLACE,
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::EXIST => invalid("it already exists; pick a new directory"),
+        rustix::io::Errno::XDEV => PlaceError::Failed(format!(
+            "failed to move the clone into the workspace: {} and the workspace are on different file systems",
+            staged.display()
+        )),
+        e => PlaceError::Failed(format!(
+            "failed to move the clone to {} in the workspace: {e}",
+            dest.display()
+        )),
+    })
+}
+
+/// The workspace's own directory, not a symlink put in its place.
+fn open_root(root: &Path) -> Result<OwnedFd, PlaceError> {
+    rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        PlaceError::Invalid(format!(
+            "failed to open the workspace {} (not a directory of its own?): {e}",
+            root.display()
+        ))
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "beneath_tests.rs"]
+mod tests;
