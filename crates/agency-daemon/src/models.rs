@@ -190,6 +190,11 @@ pub const DEFAULT_PRICES: &[(&str, Price)] = &[
     ("gpt-4o", Price::new(2.5, 10.0, 1.25, 0.0)),
     ("o4-mini", Price::new(1.1, 4.4, 0.275, 0.0)),
     ("o3", Price::new(2.0, 8.0, 0.5, 0.0)),
+    // Agency's own scripted model server (`agency model-server`, the
+    // demos, the tests): its answers cost nothing, and saying so keeps it
+    // usable under the cost budget `agency init` sets (an unpriced model
+    // is refused there).
+    ("scripted", Price::new(0.0, 0.0, 0.0, 0.0)),
 ];
 
 /// The price table: the defaults, then `[prices]`.

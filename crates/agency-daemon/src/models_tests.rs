@@ -14,7 +14,8 @@ fn longest_prefix_and_overrides() {
     assert_eq!(p.of("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);
     assert_eq!(p.of("claude-sonnet-4-5-20250929").unwrap().output, 15.0);
     assert_eq!(p.of("claude-opus-4-5-20251101").unwrap().input, 5.0);
-    assert!(p.of("scripted").is_none());
+    assert!(p.of("house-model-7b").is_none());
+    assert_eq!(p.of("scripted").unwrap().output, 0.0);
     let u = TokenUsage {
         input_tokens: 1000,
         output_tokens: 100,
