@@ -531,3 +531,52 @@ async fn issue27_count_tokens_is_refused_while_the_subtree_is_paused() {
     );
     daemon.stop().await.unwrap();
 }
+
+/// The agent going away mid-stream is the other way a stream ends without
+/// its final usage: the upstream may go on generating, so the call is
+/// charged at its reservation too, not at the one token seen.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue27_an_agent_gone_mid_stream_is_charged_at_reservation() {
+    const BODY: &str = r#"{"model":"m","max_tokens":500,"stream":true,"messages":[]}"#;
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        route_post(|| async {
+            let start = Bytes::from_static(
+                b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+            );
+            // The rest of the answer takes its time.
+            let rest = futures_util::stream::once(async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok::<_, std::io::Error>(Bytes::new())
+            });
+            let parts =
+                futures_util::StreamExt::chain(futures_util::stream::iter([Ok(start)]), rest);
+            (
+                [("content-type", "text/event-stream")],
+                Body::from_stream(parts),
+            )
+        }),
+    );
+    let up = serve(app).await;
+    let toml = format!("[models.anth]\napi = \"anthropic\"\nbase_url = \"http://{up}\"\n");
+    let (_dir, home) = home_with_config(&toml);
+    let (daemon, svc, root) = start(&home).await;
+    let (token, agent) = root_agent(&svc, root);
+    let url = format!("http://{}/model/anth/v1/messages", daemon.addr());
+    let mut r = reqwest::Client::new()
+        .post(&url)
+        .header("x-api-key", &token)
+        .body(BODY)
+        .send()
+        .await
+        .unwrap();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b"event: message_start"));
+    drop(r); // the agent goes away
+
+    let calls = calls_of(&svc, agent, 1).await;
+    let c = &calls[0];
+    assert!(c.estimated, "{c:?}");
+    assert_eq!((c.usage.input_tokens, c.usage.output_tokens), (9, 500));
+    daemon.stop().await.unwrap();
+}
