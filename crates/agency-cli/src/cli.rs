@@ -234,8 +234,9 @@ pub enum Command {
     /// Model usage and cost, as a tree of handlers: each handler's own
     /// calls (through the model gateway) and its subtree's, in tokens
     /// (input, output, cache read, cache write) and US dollars from the
-    /// price table (`[prices]` over the defaults). Default: the whole
-    /// organisation.
+    /// price table (`[prices]` over the defaults). Calls of a model
+    /// without a price are counted as unpriced (cost unknown, not $0).
+    /// Default: the whole organisation.
     Cost(CostArgs),
 
     /// Budgets on handlers: limits on a subtree's tokens, cost, model

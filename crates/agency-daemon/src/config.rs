@@ -743,6 +743,11 @@ open_files = 4096
 # base_url = "https://api.anthropic.com"
 # api_key = "${secret:anthropic}"
 # model = "claude-haiku-4-5"   # every call through it uses this model
+# reserve_output_tokens = 8192  # reserved for a call without max_tokens (x n)
+# request_timeout_secs = 60     # a request body must arrive within it (408)
+# agent_request_bytes = 67108864  # request bytes one agent may have in flight (413)
+# default_price = { input = 0.0, output = 0.0 }  # for models [prices] lacks;
+#                               # without it they are unpriced (refused under --usd)
 # Prices in USD per million tokens, over the built-in defaults (matched by
 # the longest model-name prefix):
 # [prices."claude-sonnet-4-5"]

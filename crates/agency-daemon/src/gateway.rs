@@ -16,12 +16,15 @@
 //! runtime's. Every metered call is reserved with the
 //! service before it is forwarded and settled with the usage read from the
 //! answer as it streams by (`gateway_usage.rs`) when the answer ends or
-//! the client goes away (the budget seam: `Service::model_call_reserve`).
+//! the client goes away (the budget seam: `Service::model_call_reserve`);
+//! a call whose final usage was never read is charged at its reservation
+//! (`gateway_meter.rs`). Request bodies are read within a deadline and a
+//! per-agent in-flight cap (`gateway_body.rs`); `count_tokens`, which the
+//! provider does not bill, is still refused while the subtree is paused.
 
 use std::sync::Arc;
 
 use agency_mcp::AgentIdentity;
-use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, Service};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -31,13 +34,11 @@ use axum::routing::post;
 use axum::{Extension, Router};
 use futures_util::StreamExt;
 
+use crate::gateway_meter::{Meter, Phase};
 use crate::gateway_usage::UsageTap;
 use crate::http_auth::{self, error};
-use crate::models::{Api, Prices};
+use crate::models::Api;
 use crate::server::AppState;
-
-/// A model request is a conversation; this only bounds a hostile one.
-const MAX_REQUEST_BYTES: usize = 32 << 20;
 
 /// Request headers never forwarded: the agent's credential, what names
 /// the connection to the gateway rather than to the upstream, and
@@ -94,7 +95,8 @@ async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
 }
 
 /// Whether `path` (after `/model/NAME/`) is served for `api`, and whether
-/// calls to it are metered (`count_tokens` costs nothing).
+/// calls to it are metered (`count_tokens` is not billed; it is still
+/// admitted, so a paused subtree reaches no provider).
 fn route_of(api: Api, path: &str) -> Option<bool> {
     match (api, path) {
         (Api::Anthropic, "v1/messages") | (Api::OpenAi, "v1/chat/completions") => Some(true),
@@ -159,34 +161,30 @@ async fn forward(
             headers.append(k.clone(), v.clone());
         }
     }
-    let mut body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+    let (parts, req_body) = req.into_parts();
+    // Held (counted against the agent's in-flight bytes) until the
+    // upstream has the request.
+    let (mut body, held) = match crate::gateway_body::read(
+        &st.gateway_bodies,
+        id.agent,
+        &name,
+        &upstream,
+        &parts.headers,
+        req_body,
+    )
+    .await
+    {
         Ok(b) => b,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid",
-                &format!(
-                    "failed to forward to model upstream {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
-                ),
-            );
-        }
+        Err(refusal) => return refusal,
     };
-    let mut reservation = None;
+    let who = agency_core::Principal::agent(id.handler, id.agent);
+    let mut meter = None;
     if metered {
         // Only a handful of top-level fields matter here; a conversation
         // runs to hundreds of kilobytes, which are skipped, not read as
         // JSON (`gateway_head.rs`).
-        let head = match crate::gateway_head::head(&body) {
-            Some(h) => h,
-            None => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid",
-                    &format!(
-                        "failed to forward to model upstream {name}: the request body is not a JSON object"
-                    ),
-                );
-            }
+        let Some(head) = crate::gateway_head::head(&body) else {
+            return not_an_object(&name);
         };
         let mut json = serde_json::Value::Object(head);
         let stream = json["stream"].as_bool().unwrap_or(false);
@@ -201,13 +199,7 @@ async fn forward(
             // Rare (an upstream that names its model, an OpenAI stream
             // without usage): the whole body is parsed and written again.
             let Ok(mut full) = serde_json::from_slice::<serde_json::Value>(&body) else {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid",
-                    &format!(
-                        "failed to forward to model upstream {name}: the request body is not a JSON object"
-                    ),
-                );
+                return not_an_object(&name);
             };
             // The upstream's own model, when it names one, whatever the
             // agent asked for (a handler given a cheap model stays on it).
@@ -229,71 +221,23 @@ async fn forward(
                 json["model"] = m.clone().into();
             }
         }
-        let model = json["model"].as_str().unwrap_or_default().to_owned();
-        // The answer's cap, which the budget reserves: a whole number of
-        // tokens, the larger of the two fields if both are given. Anything
-        // else (a fraction, a string, a negative number) would reserve
-        // nothing while an upstream might still read it as a cap.
-        let mut max_tokens = 0;
-        for field in ["max_tokens", "max_completion_tokens"] {
-            if json[field].is_null() {
-                continue;
-            }
-            match json[field].as_u64().and_then(|n| i64::try_from(n).ok()) {
-                Some(n) => max_tokens = max_tokens.max(n),
-                None => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        "invalid",
-                        &format!(
-                            "failed to forward to model upstream {name}: {field} must be a whole number of tokens (0 or more)"
-                        ),
-                    );
-                }
-            }
-        }
-        // The budget's worst case: the answer's cap plus the input, whose
-        // tokens are estimated from its size (about four bytes a token).
-        let input_estimate = i64::try_from(body.len() / 4).unwrap_or(i64::MAX);
-        let worst_cost_micro_usd = st.models.prices.cost_micro_usd(
-            &model,
-            &agency_service::TokenUsage {
-                input_tokens: input_estimate,
-                output_tokens: max_tokens.max(0),
-                ..Default::default()
-            },
-        );
-        let request = ModelCallRequest {
-            upstream: name.clone(),
-            api: upstream.api.as_str().to_owned(),
-            model,
-            stream,
-            max_tokens,
-            input_estimate,
-            worst_cost_micro_usd,
-        };
+        let (request, price) =
+            match crate::gateway_meter::plan(&st.models, &name, &upstream, &json, body.len()) {
+                Ok(p) => p,
+                Err(e) => return error(StatusCode::BAD_REQUEST, "invalid", &e),
+            };
         let svc = st.svc.clone();
-        let who = agency_core::Principal::agent(id.handler, id.agent);
-        let span = tracing::Span::current();
-        let reserved = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| svc.model_call_reserve(who, request))
-        })
-        .await;
-        match reserved {
-            Ok(Ok(r)) => reservation = Some(r),
-            // A budget reached is a 429 the agent can act on (stop and
-            // ask for more); anything else is a refusal.
-            Ok(Err(e @ agency_service::ServiceError::Quota(_))) => {
-                return error(StatusCode::TOO_MANY_REQUESTS, "budget", &e.to_string());
-            }
-            Ok(Err(e)) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
-            Err(_) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "failed to reserve the model call: the check was cancelled",
-                );
-            }
+        let r = admission(move || svc.model_call_reserve(who, request)).await;
+        match r {
+            Ok(r) => meter = Some(Meter::new(st.svc.clone(), price, r)),
+            Err(refusal) => return refusal,
+        }
+    } else {
+        // Not billed (`count_tokens`), yet it reaches the provider: a
+        // paused subtree reaches none.
+        let svc = st.svc.clone();
+        if let Err(refusal) = admission(move || svc.model_call_admit_unbilled(who)).await {
+            return refusal;
         }
     }
     match upstream.api {
@@ -317,13 +261,12 @@ async fn forward(
         url.push('?');
         url.push_str(&q);
     }
-    let meter = reservation.map(|r| Meter {
-        svc: st.svc.clone(),
-        prices: st.models.prices.clone(),
-        reservation: Some(r),
-        status: 0,
-        tap: None,
-    });
+    // From here the provider may bill the call whatever becomes of this
+    // handler (the agent gone mid-request drops it): a meter dropped now
+    // charges the reservation.
+    if let Some(m) = meter.as_mut() {
+        m.phase = Phase::Sending;
+    }
     let sent = st
         .proxy_client
         .post(&url)
@@ -331,10 +274,17 @@ async fn forward(
         .body(body)
         .send()
         .await;
+    drop(held);
     let answer = match sent {
         Ok(r) => r,
         Err(e) => {
-            drop(meter); // recorded as a call that reached nothing (status 0)
+            // Refused before a byte was sent: nothing was billed.
+            if e.is_connect()
+                && let Some(m) = meter.as_mut()
+            {
+                m.phase = Phase::NotSent;
+            }
+            drop(meter);
             // The URL is the configured one; no key is in it (validated).
             return error(
                 StatusCode::BAD_GATEWAY,
@@ -359,7 +309,7 @@ async fn forward(
     let body = match meter {
         None => Body::from_stream(stream),
         Some(mut m) => {
-            m.status = i64::from(status.as_u16());
+            m.phase = Phase::Answered(i64::from(status.as_u16()));
             m.tap = Some(UsageTap::new(upstream.api, sse));
             // The meter lives in the closure: it settles when the body is
             // dropped, after its last byte or when the agent goes away.
@@ -380,39 +330,36 @@ async fn forward(
     })
 }
 
-/// One metered call in flight; settled exactly once, when dropped.
-struct Meter {
-    svc: Arc<Service>,
-    prices: Prices,
-    reservation: Option<ModelReservation>,
-    status: i64,
-    tap: Option<UsageTap>,
+fn not_an_object(name: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid",
+        &format!(
+            "failed to forward to model upstream {name}: the request body is not a JSON object"
+        ),
+    )
 }
 
-impl Drop for Meter {
-    fn drop(&mut self) {
-        let Some(reservation) = self.reservation.take() else {
-            return;
-        };
-        let usage = self.tap.take().map(UsageTap::finish).unwrap_or_default();
-        let cost = self
-            .prices
-            .cost_micro_usd(&reservation.request().model, &usage);
-        let result = ModelCallResult {
-            status: self.status,
-            usage,
-            cost_micro_usd: cost,
-        };
-        let svc = self.svc.clone();
-        let settle = move || {
-            if let Err(e) = svc.model_call_settle(reservation, result) {
-                tracing::error!(error = %e, "failed to record a model call's usage");
-            }
-        };
-        // A SQLite write: off the async threads when there is a runtime.
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(settle)),
-            Err(_) => settle(),
-        }
+/// Run one of the service's admissions off the async threads (a store
+/// write); its refusal as the answer to send back. A budget reached is a
+/// 429 the agent can act on (stop and ask for more); anything else is a
+/// refusal.
+async fn admission<T: Send + 'static>(
+    f: impl FnOnce() -> agency_service::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(f)).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e @ agency_service::ServiceError::Quota(_))) => Err(error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "budget",
+            &e.to_string(),
+        )),
+        Ok(Err(e)) => Err(error(StatusCode::FORBIDDEN, "denied", &e.to_string())),
+        Err(_) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "failed to admit the model call: the check was cancelled",
+        )),
     }
 }

@@ -1,6 +1,6 @@
 //! The head of a model request: the few top-level fields the gateway reads
 //! (`model`, `stream`, `stream_options`, `max_tokens`,
-//! `max_completion_tokens`) found without reading the rest as JSON.
+//! `max_completion_tokens`, `n`) found without reading the rest as JSON.
 //!
 //! Why: a model request carries the whole conversation, hundreds of
 //! kilobytes for a long one, and the gateway used to run it all through
@@ -22,12 +22,13 @@
 use serde_json::{Map, Value};
 
 /// The fields a head holds.
-pub(crate) const FIELDS: [&str; 5] = [
+pub(crate) const FIELDS: [&str; 6] = [
     "model",
     "stream",
     "stream_options",
     "max_tokens",
     "max_completion_tokens",
+    "n",
 ];
 
 /// What a scan found.
@@ -60,6 +61,7 @@ struct HeadFields {
     stream_options: Option<Value>,
     max_tokens: Option<Value>,
     max_completion_tokens: Option<Value>,
+    n: Option<Value>,
 }
 
 /// The whole body through serde: the reading before [`scan`], and still
@@ -76,6 +78,7 @@ fn with_serde(body: &[u8]) -> Option<Map<String, Value>> {
         h.stream_options,
         h.max_tokens,
         h.max_completion_tokens,
+        h.n,
     ];
     Some(
         FIELDS
@@ -295,7 +298,7 @@ mod tests {
         #[test]
         fn the_scan_agrees_with_serde(
             members in proptest::collection::vec(
-                (0usize..8, json_value()),
+                (0usize..9, json_value()),
                 0..8,
             ),
             pretty in proptest::bool::ANY,
@@ -303,9 +306,9 @@ mod tests {
             let mut body = String::from("{");
             for (i, (k, v)) in members.iter().enumerate() {
                 let key = match k {
-                    0..=4 => format!("\"{}\"", FIELDS[*k]),
-                    5 => "\"max\\u005ftokens\"".to_owned(),
-                    6 => "\"messages\"".to_owned(),
+                    0..=5 => format!("\"{}\"", FIELDS[*k]),
+                    6 => "\"max\\u005ftokens\"".to_owned(),
+                    7 => "\"messages\"".to_owned(),
                     _ => "\"other\"".to_owned(),
                 };
                 let v = if pretty {
@@ -331,7 +334,7 @@ mod tests {
         /// to answer, with serde's answer: the fast path is the one taken.
         #[test]
         fn a_plain_body_is_scanned(
-            members in proptest::collection::btree_map(0usize..7, json_value(), 0..7),
+            members in proptest::collection::btree_map(0usize..8, json_value(), 0..8),
         ) {
             let mut body = String::from("{");
             for (i, (k, v)) in members.iter().enumerate() {

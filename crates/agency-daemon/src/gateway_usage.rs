@@ -3,28 +3,50 @@
 //! or the `usage` of the Server-Sent Events that carry one (Anthropic:
 //! `message_start` and `message_delta`, whose counts are running totals;
 //! OpenAI: the final chunk of a stream asked with
-//! `stream_options.include_usage`). Bounded: a line or body over
-//! [`MAX_BUFFERED`] is not parsed (the call is then recorded without the
-//! counts it would have given), never buffered without end.
+//! `stream_options.include_usage`). Bounded: an event line over
+//! [`MAX_BUFFERED`] is not parsed, never buffered without end; an
+//! unstreamed answer of any size is scanned in constant memory
+//! (`gateway_json.rs`).
+//!
+//! It also tells whether the answer's *final* usage was seen (issue 27
+//! item 3): an unstreamed answer read to its end with its `usage`,
+//! Anthropic's `message_delta`, OpenAI's usage chunk. Without it (a stream
+//! cut before its last event, the agent gone, an answer that could not be
+//! read) the counts seen so far are not what the provider billed, and the
+//! gateway charges the call at its reservation instead.
 
 use agency_store::TokenUsage;
 use serde_json::Value;
 
+use crate::gateway_json::TopUsage;
 use crate::models::Api;
 
-/// The most of an unstreamed answer, or of one event line, kept to parse.
+/// The most of one event line kept to parse.
 pub(crate) const MAX_BUFFERED: usize = 8 << 20;
+
+/// What an answer said of its usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub usage: TokenUsage,
+    /// The input counts were read (Anthropic's `message_start`, or the
+    /// final usage): `usage`'s input side is the provider's.
+    pub input_known: bool,
+    /// The final usage was read: `usage` is what the provider billed.
+    pub complete: bool,
+}
 
 /// Watches the bytes of one answer.
 #[derive(Debug)]
 pub(crate) struct UsageTap {
     api: Api,
     sse: bool,
-    /// The unstreamed body so far, or the current partial event line.
+    /// The current partial event line.
     buf: Vec<u8>,
-    /// `buf` overflowed: skip to the next line (SSE) or give up (JSON).
+    /// `buf` overflowed: skip to the next line.
     overflow: bool,
-    usage: TokenUsage,
+    /// The unstreamed answer's scan.
+    json: TopUsage,
+    seen: Seen,
 }
 
 /// Whether an event's JSON can have a `usage` key: it spells `usage`, or
@@ -43,19 +65,14 @@ impl UsageTap {
             sse,
             buf: Vec::new(),
             overflow: false,
-            usage: TokenUsage::default(),
+            json: TopUsage::default(),
+            seen: Seen::default(),
         }
     }
 
     pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
         if !self.sse {
-            if self.buf.len() + chunk.len() > MAX_BUFFERED {
-                self.overflow = true;
-                self.buf = Vec::new();
-            }
-            if !self.overflow {
-                self.buf.extend_from_slice(chunk);
-            }
+            self.json.feed(chunk);
             return;
         }
         while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
@@ -78,18 +95,19 @@ impl UsageTap {
     }
 
     /// The usage seen, once the answer has ended (or was cut off).
-    pub(crate) fn finish(mut self) -> TokenUsage {
+    pub(crate) fn finish(mut self) -> Seen {
         if self.sse {
             let line = std::mem::take(&mut self.buf);
             if !self.overflow {
                 self.line(&line);
             }
-        } else if !self.overflow
-            && let Ok(v) = serde_json::from_slice::<Value>(&self.buf)
+        } else if let Some(usage) = std::mem::take(&mut self.json).finish()
+            && self.apply(&usage)
         {
-            self.apply(&v["usage"]);
+            self.seen.input_known = true;
+            self.seen.complete = true;
         }
-        self.usage
+        self.seen
     }
 
     fn line(&mut self, line: &[u8]) {
@@ -106,24 +124,38 @@ impl UsageTap {
         let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
             return; // `[DONE]`, or not JSON: nothing to count
         };
+        // Anthropic's `message_delta` carries the final (cumulative)
+        // counts, OpenAI's last chunk the only ones.
         match self.api {
             Api::Anthropic => match v["type"].as_str() {
-                Some("message_start") => self.apply(&v["message"]["usage"]),
-                Some("message_delta") => self.apply(&v["usage"]),
+                Some("message_start") => {
+                    let applied = self.apply(&v["message"]["usage"]);
+                    self.seen.input_known |= applied;
+                }
+                Some("message_delta") => {
+                    let applied = self.apply(&v["usage"]);
+                    self.seen.complete |= applied;
+                }
                 _ => {}
             },
-            Api::OpenAi => self.apply(&v["usage"]),
+            Api::OpenAi => {
+                if self.apply(&v["usage"]) {
+                    self.seen.input_known = true;
+                    self.seen.complete = true;
+                }
+            }
         }
     }
 
     /// Take the counts `usage` holds; absent ones keep their value (an
-    /// Anthropic `message_delta` may carry only `output_tokens`).
-    fn apply(&mut self, usage: &Value) {
+    /// Anthropic `message_delta` may carry only `output_tokens`). False
+    /// when it is not an object (e.g. OpenAI's `"usage": null` chunks).
+    fn apply(&mut self, usage: &Value) -> bool {
         if !usage.is_object() {
-            return;
+            return false;
         }
         let n = |k: &str| usage[k].as_i64().filter(|n| *n >= 0);
-        let u = &mut self.usage;
+        let u = &mut self.seen.usage;
         match self.api {
             Api::Anthropic => {
                 if let Some(x) = n("input_tokens") {
@@ -155,6 +187,7 @@ impl UsageTap {
                 }
             }
         }
+        true
     }
 }
 
@@ -182,9 +215,10 @@ mod tests {
         for piece in [1, 3, 7, 1000] {
             let mut tap = UsageTap::new(Api::Anthropic, true);
             feed_in_pieces(&mut tap, text, piece);
-            let u = tap.finish();
+            let seen = tap.finish();
+            assert!(seen.complete && seen.input_known, "pieces of {piece}");
             assert_eq!(
-                u,
+                seen.usage,
                 TokenUsage {
                     input_tokens: 12,
                     output_tokens: 42,
@@ -204,7 +238,7 @@ mod tests {
         );
         let mut tap = UsageTap::new(Api::Anthropic, true);
         tap.feed(text.as_bytes());
-        let u = tap.finish();
+        let u = tap.finish().usage;
         assert_eq!((u.input_tokens, u.output_tokens), (3, 8));
     }
 
@@ -238,14 +272,14 @@ mod tests {
 
     /// The same stream read with every data line parsed, as before the
     /// `may_hold_usage` filter.
-    fn unfiltered(api: Api, text: &str) -> TokenUsage {
+    fn unfiltered(api: Api, text: &str) -> Seen {
         let mut tap = UsageTap::new(api, true);
         for line in text.lines() {
             if let Some(data) = line.as_bytes().strip_prefix(b"data:") {
                 tap.event(data);
             }
         }
-        tap.usage
+        tap.seen
     }
 
     proptest::proptest! {
@@ -285,10 +319,12 @@ mod tests {
     fn unstreamed_answers_of_both_apis() {
         let mut tap = UsageTap::new(Api::Anthropic, false);
         tap.feed(br#"{"content":[],"usage":{"input_tokens":7,"output_tokens":3}}"#);
-        assert_eq!(tap.finish().output_tokens, 3);
+        assert_eq!(tap.finish().usage.output_tokens, 3);
         let mut tap = UsageTap::new(Api::OpenAi, false);
         tap.feed(br#"{"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":6}}}"#);
-        let u = tap.finish();
+        let seen = tap.finish();
+        assert!(seen.complete);
+        let u = seen.usage;
         assert_eq!(
             (u.input_tokens, u.cache_read_tokens, u.output_tokens),
             (4, 6, 4)
@@ -300,7 +336,9 @@ mod tests {
         let text = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
         let mut tap = UsageTap::new(Api::OpenAi, true);
         feed_in_pieces(&mut tap, text, 5);
-        let u = tap.finish();
+        let seen = tap.finish();
+        assert!(seen.complete);
+        let u = seen.usage;
         assert_eq!((u.input_tokens, u.output_tokens), (9, 2));
     }
 
@@ -313,6 +351,27 @@ mod tests {
         }
         assert!(tap.buf.len() <= MAX_BUFFERED);
         tap.feed(b"\ndata: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n");
-        assert_eq!(tap.finish().output_tokens, 1);
+        assert_eq!(tap.finish().usage.output_tokens, 1);
+    }
+
+    /// Issue 27 item 3: a stream cut before its final usage, or an answer
+    /// cut before its end, is not complete; the counts seen are partial.
+    #[test]
+    fn issue27_a_cut_answer_is_not_complete() {
+        let start = "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n";
+        let delta = "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"hi\"}}\n\n";
+        let mut tap = UsageTap::new(Api::Anthropic, true);
+        tap.feed(format!("{start}{delta}").as_bytes());
+        let seen = tap.finish();
+        assert!(seen.input_known && !seen.complete, "{seen:?}");
+        assert_eq!(seen.usage.output_tokens, 1);
+        // OpenAI: the chunks before the usage chunk carry `"usage": null`.
+        let mut tap = UsageTap::new(Api::OpenAi, true);
+        tap.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n");
+        assert_eq!(tap.finish(), Seen::default());
+        let whole = br#"{"usage":{"input_tokens":7,"output_tokens":3}}"#;
+        let mut tap = UsageTap::new(Api::Anthropic, false);
+        tap.feed(&whole[..whole.len() - 1]);
+        assert!(!tap.finish().complete);
     }
 }

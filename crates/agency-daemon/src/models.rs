@@ -34,11 +34,67 @@ pub struct ModelUpstreamConfig {
     /// Empty: the runtime's `model`, and whatever the agent asks for.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
+    /// The output tokens a budget reserves for a call that sets no cap
+    /// (`max_tokens` / `max_completion_tokens`; a chat completion may omit
+    /// it): without a worst case, parallel calls could spend far past a
+    /// cap before any of them settled. Times `n`. Settling corrects it.
+    #[serde(default = "default_reserve_output_tokens")]
+    pub reserve_output_tokens: i64,
+    /// The price of a model this upstream serves that `[prices]` and the
+    /// defaults do not list (e.g. `{ input = 0.0, output = 0.0 }` for a
+    /// local server). Without it such a model is *unpriced*: its calls are
+    /// flagged in `agency cost` and refused under a budget that limits cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_price: Option<Price>,
+    /// Seconds a request's whole body may take to arrive; a stalled upload
+    /// is refused (408) rather than held.
+    #[serde(default = "default_request_timeout_secs")]
+    pub request_timeout_secs: u64,
+    /// Bytes of request bodies one agent may have in flight through the
+    /// gateway at once (being read, or waiting for the upstream); past it
+    /// the request is refused (413).
+    #[serde(default = "default_agent_request_bytes")]
+    pub agent_request_bytes: u64,
     /// Only for the upstream made from the deprecated direct settings
     /// ([`route_direct_settings`]): where its key comes from. Never
     /// serialized; the value itself is read by the daemon alone.
     #[serde(skip)]
     pub(crate) implicit_key: Option<ImplicitKey>,
+}
+
+fn default_reserve_output_tokens() -> i64 {
+    DEFAULT_RESERVE_OUTPUT_TOKENS
+}
+fn default_request_timeout_secs() -> u64 {
+    DEFAULT_REQUEST_TIMEOUT_SECS
+}
+fn default_agent_request_bytes() -> u64 {
+    DEFAULT_AGENT_REQUEST_BYTES
+}
+
+/// `reserve_output_tokens` when not set: a long answer of most models.
+pub const DEFAULT_RESERVE_OUTPUT_TOKENS: i64 = 8192;
+/// `request_timeout_secs` when not set.
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
+/// `agent_request_bytes` when not set: two requests of the largest size
+/// the gateway reads (32 MiB each).
+pub const DEFAULT_AGENT_REQUEST_BYTES: u64 = 64 << 20;
+
+impl ModelUpstreamConfig {
+    /// An upstream with every optional setting at its default.
+    pub(crate) fn new(api: &str, base_url: String) -> ModelUpstreamConfig {
+        ModelUpstreamConfig {
+            api: api.to_owned(),
+            base_url,
+            api_key: String::new(),
+            model: String::new(),
+            reserve_output_tokens: DEFAULT_RESERVE_OUTPUT_TOKENS,
+            default_price: None,
+            request_timeout_secs: DEFAULT_REQUEST_TIMEOUT_SECS,
+            agent_request_bytes: DEFAULT_AGENT_REQUEST_BYTES,
+            implicit_key: None,
+        }
+    }
 }
 
 /// The key of an upstream made from deprecated direct settings.
@@ -93,6 +149,13 @@ impl Price {
         }
     }
 
+    /// Finite and not negative.
+    fn is_valid(&self) -> bool {
+        [self.input, self.output, self.cache_read, self.cache_write]
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0)
+    }
+
     /// The cost of `u` in micro-dollars (a price per million tokens is a
     /// price in micro-dollars per token), rounded to the nearest.
     pub fn cost_micro_usd(&self, u: &TokenUsage) -> i64 {
@@ -127,6 +190,11 @@ pub const DEFAULT_PRICES: &[(&str, Price)] = &[
     ("gpt-4o", Price::new(2.5, 10.0, 1.25, 0.0)),
     ("o4-mini", Price::new(1.1, 4.4, 0.275, 0.0)),
     ("o3", Price::new(2.0, 8.0, 0.5, 0.0)),
+    // Agency's own scripted model server (`agency model-server`, the
+    // demos, the tests): its answers cost nothing, and saying so keeps it
+    // usable under the cost budget `agency init` sets (an unpriced model
+    // is refused there).
+    ("scripted", Price::new(0.0, 0.0, 0.0, 0.0)),
 ];
 
 /// The price table: the defaults, then `[prices]`.
@@ -146,8 +214,9 @@ impl Prices {
     }
 
     /// The price of `model`: an exact entry, else the longest entry the
-    /// name starts with; `None` for a model nobody priced (its calls are
-    /// recorded at cost 0, tokens counted all the same).
+    /// name starts with; `None` for a model nobody priced (unless its
+    /// upstream has a `default_price`, it is unpriced: see
+    /// [`Models::price`]).
     pub fn of(&self, model: &str) -> Option<&Price> {
         if let Some(p) = self.table.get(model) {
             return Some(p);
@@ -159,6 +228,8 @@ impl Prices {
             .map(|(_, p)| p)
     }
 
+    /// The cost of `usage` of `model`; 0 for an unpriced one, which the
+    /// gateway records as unpriced, never as free.
     pub fn cost_micro_usd(&self, model: &str, usage: &TokenUsage) -> i64 {
         self.of(model).map_or(0, |p| p.cost_micro_usd(usage))
     }
@@ -189,6 +260,14 @@ pub struct Upstream {
     pub key: Option<Secret>,
     /// `[models.NAME] model`: the model every call is sent with.
     pub model: Option<String>,
+    /// Output tokens reserved for a call without a cap.
+    pub reserve_output_tokens: i64,
+    /// The price of a model the table lacks (`None`: unpriced).
+    pub default_price: Option<Price>,
+    /// How long a request body may take to arrive.
+    pub request_timeout: std::time::Duration,
+    /// Request bytes one agent may have in flight at once.
+    pub agent_request_bytes: usize,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -198,6 +277,10 @@ impl std::fmt::Debug for Upstream {
             .field("root", &self.root)
             .field("key", &self.key)
             .field("model", &self.model)
+            .field("reserve_output_tokens", &self.reserve_output_tokens)
+            .field("default_price", &self.default_price)
+            .field("request_timeout", &self.request_timeout)
+            .field("agent_request_bytes", &self.agent_request_bytes)
             .finish()
     }
 }
@@ -241,6 +324,11 @@ impl Models {
                     root: root_of(&m.base_url),
                     key,
                     model: (!m.model.is_empty()).then(|| m.model.clone()),
+                    reserve_output_tokens: m.reserve_output_tokens,
+                    default_price: m.default_price,
+                    request_timeout: std::time::Duration::from_secs(m.request_timeout_secs),
+                    agent_request_bytes: usize::try_from(m.agent_request_bytes)
+                        .unwrap_or(usize::MAX),
                 },
             );
         }
@@ -254,6 +342,12 @@ impl Models {
 
     pub fn get(&self, name: &str) -> Option<&Upstream> {
         self.upstreams.get(name)
+    }
+
+    /// The price of `model` called through `upstream`: the table's, else
+    /// the upstream's `default_price`; `None`: unpriced.
+    pub fn price(&self, upstream: &Upstream, model: &str) -> Option<Price> {
+        self.prices.of(model).copied().or(upstream.default_price)
     }
 
     /// Name the running runtime's `upstream` and the API it speaks.
@@ -326,6 +420,11 @@ fn root_of(base_url: &str) -> String {
     r.strip_suffix("/v1").unwrap_or(r).to_owned()
 }
 
+/// The largest `reserve_output_tokens` (no model answers more).
+const MAX_RESERVE_OUTPUT_TOKENS: i64 = 10_000_000;
+/// The smallest `agent_request_bytes`: a small conversation.
+const MIN_AGENT_REQUEST_BYTES: u64 = 64 << 10;
+
 /// Check `[models]` and `[prices]`: API names, URLs, secret references,
 /// and prices that are finite and not negative. Errors name the entry.
 pub(crate) fn validate(
@@ -350,6 +449,33 @@ pub(crate) fn validate(
                 "[models.{name}] base_url must hold no credentials or query: put the key in api_key = \"${{secret:NAME}}\""
             ));
         }
+        // Each is enforced by the gateway; one it could not honour is
+        // refused here rather than accepted and ignored.
+        if !(1..=MAX_RESERVE_OUTPUT_TOKENS).contains(&m.reserve_output_tokens) {
+            return Err(format!(
+                "[models.{name}] reserve_output_tokens = {}: it must be a whole number of tokens from 1 to {MAX_RESERVE_OUTPUT_TOKENS} (the output a budget reserves for a call without max_tokens)",
+                m.reserve_output_tokens
+            ));
+        }
+        if !(1..=3600).contains(&m.request_timeout_secs) {
+            return Err(format!(
+                "[models.{name}] request_timeout_secs = {}: it must be from 1 to 3600 seconds",
+                m.request_timeout_secs
+            ));
+        }
+        if m.agent_request_bytes < MIN_AGENT_REQUEST_BYTES {
+            return Err(format!(
+                "[models.{name}] agent_request_bytes = {}: it must be at least {MIN_AGENT_REQUEST_BYTES} bytes (the request bodies one agent may have in flight)",
+                m.agent_request_bytes
+            ));
+        }
+        if let Some(p) = &m.default_price
+            && !p.is_valid()
+        {
+            return Err(format!(
+                "[models.{name}] default_price: prices are US dollars per million tokens, finite and not negative"
+            ));
+        }
         for s in
             secrets::references(&m.api_key).map_err(|e| format!("[models.{name}] api_key: {e}"))?
         {
@@ -361,8 +487,7 @@ pub(crate) fn validate(
         }
     }
     for (model, p) in prices {
-        let all = [p.input, p.output, p.cache_read, p.cache_write];
-        if all.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        if !p.is_valid() {
             return Err(format!(
                 "[prices.{model:?}]: prices are US dollars per million tokens, finite and not negative"
             ));
@@ -534,11 +659,8 @@ pub(crate) fn route_direct_settings(
             let implicit_key =
                 (!b.api_key_env.is_empty()).then(|| ImplicitKey::Env(b.api_key_env.clone()));
             let upstream = ModelUpstreamConfig {
-                api: b.api.clone(),
-                base_url: std::mem::take(&mut b.base_url),
-                api_key: String::new(),
-                model: String::new(),
                 implicit_key,
+                ..ModelUpstreamConfig::new(&b.api, std::mem::take(&mut b.base_url))
             };
             notices.push(format!(
                 "agents.builtin.base_url{} is deprecated: the agents reach {} through the daemon's model gateway as [models.{IMPLICIT_UPSTREAM}] (the key stays in the daemon); write [models.NAME] with api_key = \"${{secret:NAME}}\" and agents.builtin.upstream = \"NAME\" instead",
@@ -577,11 +699,8 @@ pub(crate) fn route_direct_settings(
             cfg.models.insert(
                 IMPLICIT_UPSTREAM.to_owned(),
                 ModelUpstreamConfig {
-                    api: "anthropic".to_owned(),
-                    base_url,
-                    api_key: String::new(),
-                    model: String::new(),
                     implicit_key,
+                    ..ModelUpstreamConfig::new("anthropic", base_url)
                 },
             );
         }

@@ -14,7 +14,8 @@ fn longest_prefix_and_overrides() {
     assert_eq!(p.of("gpt-4o-mini-2024-07-18").unwrap().input, 0.15);
     assert_eq!(p.of("claude-sonnet-4-5-20250929").unwrap().output, 15.0);
     assert_eq!(p.of("claude-opus-4-5-20251101").unwrap().input, 5.0);
-    assert!(p.of("scripted").is_none());
+    assert!(p.of("house-model-7b").is_none());
+    assert_eq!(p.of("scripted").unwrap().output, 0.0);
     let u = TokenUsage {
         input_tokens: 1000,
         output_tokens: 100,
@@ -37,11 +38,8 @@ fn roots_and_validation() {
         BTreeMap::from([(
             "main".to_owned(),
             ModelUpstreamConfig {
-                api: api.into(),
-                base_url: url.into(),
                 api_key: key.into(),
-                model: String::new(),
-                implicit_key: None,
+                ..ModelUpstreamConfig::new(api, url.into())
             },
         )])
     };
@@ -125,11 +123,8 @@ fn direct_settings_become_the_implicit_upstream() {
 #[test]
 fn routes_prefer_the_handlers_usable_choice() {
     let up = |api: &str, model: &str| ModelUpstreamConfig {
-        api: api.into(),
-        base_url: "http://x".into(),
-        api_key: String::new(),
         model: model.into(),
-        implicit_key: None,
+        ..ModelUpstreamConfig::new(api, "http://x".into())
     };
     let cfg = BTreeMap::from([
         ("a".to_owned(), up("anthropic", "")),
@@ -198,5 +193,51 @@ fn upstream_settings_that_would_leak_the_key_are_refused() {
     ] {
         let e = parse(extra).unwrap_err().to_string();
         assert!(e.contains(want), "{extra}: {e}");
+    }
+}
+
+/// Issue 27 item 3: the gateway's per-upstream limits are checked when the
+/// configuration loads; one it could not honour is refused, naming it.
+#[test]
+fn issue27_gateway_limits_are_refused_at_load_when_out_of_range() {
+    let parse = |extra: &str| {
+        crate::config::Config::parse(
+            std::path::Path::new("agency.toml"),
+            &format!("[models.main]\napi = \"openai\"\nbase_url = \"http://x\"\n{extra}"),
+        )
+    };
+    let c = parse("").unwrap();
+    let m = &c.models["main"];
+    assert_eq!(
+        (
+            m.reserve_output_tokens,
+            m.request_timeout_secs,
+            m.agent_request_bytes
+        ),
+        (
+            DEFAULT_RESERVE_OUTPUT_TOKENS,
+            DEFAULT_REQUEST_TIMEOUT_SECS,
+            DEFAULT_AGENT_REQUEST_BYTES
+        )
+    );
+    assert!(m.default_price.is_none());
+    let c = parse("reserve_output_tokens = 100\nrequest_timeout_secs = 5\nagent_request_bytes = 1000000\ndefault_price = { input = 0.0, output = 0.0 }\n").unwrap();
+    assert_eq!(c.models["main"].reserve_output_tokens, 100);
+    for (bad, want) in [
+        ("reserve_output_tokens = 0\n", "reserve_output_tokens = 0"),
+        ("reserve_output_tokens = -5\n", "reserve_output_tokens = -5"),
+        ("request_timeout_secs = 0\n", "request_timeout_secs = 0"),
+        (
+            "request_timeout_secs = 86400\n",
+            "request_timeout_secs = 86400",
+        ),
+        ("agent_request_bytes = 10\n", "agent_request_bytes = 10"),
+        (
+            "default_price = { input = -1.0, output = 0.0 }\n",
+            "default_price",
+        ),
+    ] {
+        let e = parse(bad).unwrap_err().to_string();
+        assert!(e.contains(want), "{bad}: {e}");
     }
 }

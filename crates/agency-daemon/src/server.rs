@@ -53,6 +53,8 @@ pub(crate) struct AppState {
     pub shutdown_requested: Arc<Notify>,
     /// The model gateway's upstreams (keys filled in) and price table.
     pub models: Arc<crate::models::Models>,
+    /// The request bytes each agent has in flight through the gateway.
+    pub gateway_bodies: Arc<crate::gateway_body::InFlight>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
     pub guard: Arc<crate::mcp_guard::Guard>,
     /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
@@ -264,6 +266,7 @@ impl Daemon {
             home: home.dir().to_owned(),
             servers: servers.clone(),
             models: Arc::new(models),
+            gateway_bodies: Arc::default(),
             guard: Arc::default(),
             keep_warm: cfg.agents.keep_warm_defaults(),
         });

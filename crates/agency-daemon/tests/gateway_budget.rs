@@ -166,6 +166,7 @@ async fn a_reservation_left_by_a_dead_daemon_is_released_on_start() {
         max_tokens: 500,
         input_estimate: 0,
         worst_cost_micro_usd: 0,
+        priced: true,
     };
     // Reserved and never settled, as when the daemon is killed mid-call.
     let _held = svc

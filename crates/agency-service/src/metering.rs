@@ -29,7 +29,7 @@ use agency_store::{
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::budgets_ledger::{Charge, admit, chain, pause_reached, refuse};
+use crate::budgets_ledger::{Charge, admit, chain, held, pause_reached, refuse};
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, authenticate};
 
@@ -42,8 +42,9 @@ pub struct ModelCallRequest {
     pub api: String,
     pub model: String,
     pub stream: bool,
-    /// The request's `max_tokens` (0: not given): the worst case a budget
-    /// would reserve.
+    /// The answer's output tokens a budget reserves: the request's cap
+    /// (`max_tokens`, or the upstream's default for a call without one)
+    /// times the number of answers asked for (`n`).
     pub max_tokens: i64,
     /// An estimate of the request's input tokens (e.g. its body's bytes
     /// / 4): with `max_tokens`, the tokens a budget reserves.
@@ -51,6 +52,10 @@ pub struct ModelCallRequest {
     /// The worst case's cost from the daemon's price table: what a budget
     /// reserves in micro-dollars.
     pub worst_cost_micro_usd: i64,
+    /// Whether the price table has a price for `model`. An unpriced call
+    /// costs an unknown amount, not 0: it is refused under a budget that
+    /// limits cost, and recorded as unpriced (`agency cost` says so).
+    pub priced: bool,
 }
 
 /// A call admitted by [`Service::model_call_reserve`]; settled exactly once
@@ -85,6 +90,10 @@ pub struct ModelCallResult {
     pub usage: TokenUsage,
     /// From the daemon's price table.
     pub cost_micro_usd: i64,
+    /// `usage` is the reservation, not what the answer said: its final
+    /// usage was never read (a stream cut, the agent gone, an answer that
+    /// could not be read), and the provider may have billed up to it.
+    pub estimated: bool,
 }
 
 /// One handler in `agency cost`: its own calls and its subtree's.
@@ -105,7 +114,9 @@ impl Service {
     /// be a live agent of an active handler (the token check already said
     /// so; a handler stopped since is refused here), and the call's worst
     /// case must fit the budget of its handler and every ancestor; it is
-    /// then reserved in the same transaction (see `budgets`).
+    /// then reserved in the same transaction (see `budgets`). A call of an
+    /// unpriced model (`priced: false`) is refused when a budget on the
+    /// chain limits cost: its cost could not be counted against it.
     pub fn model_call_reserve(
         &self,
         who: Principal,
@@ -116,6 +127,17 @@ impl Service {
                 "failed to reserve a model call: only an agent calls models through the gateway",
             )),
             Caller::Handler { row, agent } => {
+                if !request.priced
+                    && let Some(holder) = cost_limited(op.tx, row.id)?
+                {
+                    return Err(ServiceError::denied(format!(
+                        "failed to call the model: model {:?} has no price and the budget of \
+                         handler {holder} limits cost, so the call's cost could not be counted; \
+                         ask the user to price it ([prices.\"{}\"] in agency.toml, or \
+                         default_price in [models.{}]) or to use a priced model",
+                        request.model, request.model, request.upstream
+                    )));
+                }
                 let worst_tokens = request
                     .max_tokens
                     .max(0)
@@ -194,10 +216,35 @@ impl Service {
                 status: result.status,
                 usage: result.usage,
                 cost_micro_usd: result.cost_micro_usd,
+                unpriced: !request.priced,
+                estimated: result.estimated,
             })?;
             pause_reached(op, handler)?;
             Ok(())
         })
+    }
+
+    /// Gateway: admit one call that the provider does not bill
+    /// (`count_tokens`) but that still reaches it: refused like a metered
+    /// call when the caller's subtree is paused or its wall-clock limit is
+    /// reached, so a paused subtree reaches no provider at all. Nothing is
+    /// reserved or recorded.
+    pub fn model_call_admit_unbilled(&self, who: Principal) -> Result<()> {
+        self.write_lazy(|op| match authenticate(op.tx, who)? {
+            Caller::User => Err(ServiceError::denied(
+                "failed to admit a model call: only an agent calls models through the gateway",
+            )),
+            Caller::Handler { row, .. } => {
+                let charge = Charge {
+                    blocked_by_pause: true,
+                    ..Charge::default()
+                };
+                match admit(op, row.id, &charge, "call the model")? {
+                    Ok(()) => Ok(Ok(())),
+                    Err(r) => Ok(Err(refuse(op, r)?)),
+                }
+            }
+        })?
     }
 
     /// The user: the latest model calls of one agent (its run), newest
@@ -229,6 +276,15 @@ impl Service {
             Ok(build_tree(root, &rows, &totals))
         })
     }
+}
+
+/// The nearest handler on `handler`'s chain whose budget limits cost.
+fn cost_limited(tx: &mut dyn agency_store::Tx, handler: HandlerId) -> Result<Option<HandlerId>> {
+    let rows = chain(tx, handler)?;
+    Ok(held(tx, &rows)?
+        .into_iter()
+        .find(|h| h.budget.limits.micro_usd.is_some())
+        .map(|h| h.budget.handler))
 }
 
 /// Assemble the tree from the subtree's rows (`root` among them) and each

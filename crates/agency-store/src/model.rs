@@ -411,6 +411,12 @@ pub struct ModelCallRow {
     pub usage: TokenUsage,
     /// From the price table at the time of the call.
     pub cost_micro_usd: i64,
+    /// No price was known for `model`: `cost_micro_usd` is 0, not free.
+    #[serde(default)]
+    pub unpriced: bool,
+    /// Charged at its reservation: the answer's final usage was never read.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// Tokens of one call or a sum of calls. Input excludes cached input:
@@ -442,7 +448,14 @@ impl TokenUsage {
 pub struct UsageTotals {
     pub calls: i64,
     pub usage: TokenUsage,
+    /// The priced calls' cost: calls counted in `unpriced_calls` add 0.
     pub cost_micro_usd: i64,
+    /// Calls of a model without a price: their cost is unknown, not 0.
+    #[serde(default)]
+    pub unpriced_calls: i64,
+    /// Calls charged at their reservation (final usage never read).
+    #[serde(default)]
+    pub estimated_calls: i64,
 }
 
 impl UsageTotals {
@@ -450,6 +463,8 @@ impl UsageTotals {
         self.calls += other.calls;
         self.usage.add(&other.usage);
         self.cost_micro_usd += other.cost_micro_usd;
+        self.unpriced_calls += other.unpriced_calls;
+        self.estimated_calls += other.estimated_calls;
     }
 }
 

@@ -53,7 +53,7 @@ fn line(out: &mut String, n: &CostNode, depth: usize) {
 }
 
 fn totals(t: &UsageTotals) -> String {
-    format!(
+    let mut s = format!(
         "{} calls, {} in, {} out, {} cache read, {} cache write, ${}",
         t.calls,
         t.usage.input_tokens,
@@ -61,7 +61,25 @@ fn totals(t: &UsageTotals) -> String {
         t.usage.cache_read_tokens,
         t.usage.cache_write_tokens,
         dollars(t.cost_micro_usd)
-    )
+    );
+    // A model without a price costs an unknown amount, not $0: say so
+    // beside the dollars rather than let them read as the whole cost.
+    if t.unpriced_calls > 0 {
+        let _ = write!(
+            s,
+            " + {} unpriced call{} (no price: cost unknown)",
+            t.unpriced_calls,
+            if t.unpriced_calls == 1 { "" } else { "s" }
+        );
+    }
+    if t.estimated_calls > 0 {
+        let _ = write!(
+            s,
+            ", {} charged at reservation (answer cut off)",
+            t.estimated_calls
+        );
+    }
+    s
 }
 
 /// Micro-dollars as dollars with four decimals (`$0.0123`).
@@ -74,6 +92,25 @@ pub(crate) fn dollars(micro: i64) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unpriced_and_estimated_calls_are_shown() {
+        let t = UsageTotals {
+            calls: 3,
+            cost_micro_usd: 15_000,
+            unpriced_calls: 2,
+            estimated_calls: 1,
+            ..UsageTotals::default()
+        };
+        let s = totals(&t);
+        assert!(
+            s.ends_with(
+                "$0.0150 + 2 unpriced calls (no price: cost unknown), 1 charged at reservation (answer cut off)"
+            ),
+            "{s}"
+        );
+        assert!(!totals(&UsageTotals::default()).contains("unpriced"));
+    }
 
     #[test]
     fn dollars_round_to_four_decimals() {

@@ -16,6 +16,7 @@ fn request(max_tokens: i64, input_estimate: i64) -> ModelCallRequest {
         max_tokens,
         input_estimate,
         worst_cost_micro_usd: 0,
+        priced: true,
     }
 }
 
@@ -29,6 +30,7 @@ fn used(input: i64, output: i64) -> ModelCallResult {
             cache_write_tokens: 0,
         },
         cost_micro_usd: 0,
+        estimated: false,
     }
 }
 

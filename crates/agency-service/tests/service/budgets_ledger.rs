@@ -21,6 +21,7 @@ fn request(max_tokens: i64) -> ModelCallRequest {
         max_tokens,
         input_estimate: 0,
         worst_cost_micro_usd: 0,
+        priced: true,
     }
 }
 
@@ -32,6 +33,7 @@ fn used(output: i64) -> ModelCallResult {
             ..TokenUsage::default()
         },
         cost_micro_usd: 0,
+        estimated: false,
     }
 }
 

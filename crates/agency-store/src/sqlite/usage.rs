@@ -11,8 +11,9 @@ pub(crate) fn insert_model_call(c: &Connection, m: &ModelCallRow) -> R<()> {
     execute(
         c,
         "INSERT INTO model_calls (at, handler, agent, upstream, api, model, stream, status,
-           input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+           input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
+           unpriced, estimated)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             m.at.0,
             m.handler.to_string(),
@@ -26,7 +27,9 @@ pub(crate) fn insert_model_call(c: &Connection, m: &ModelCallRow) -> R<()> {
             m.usage.output_tokens,
             m.usage.cache_read_tokens,
             m.usage.cache_write_tokens,
-            m.cost_micro_usd
+            m.cost_micro_usd,
+            m.unpriced,
+            m.estimated
         ],
         || format!("record a model call of agent {}", m.agent),
     )
@@ -41,7 +44,8 @@ pub(crate) fn model_usage_of(c: &Connection, handlers: &[HandlerId]) -> R<Vec<Us
                 c,
                 "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                         COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
-                        COALESCE(SUM(cost_micro_usd), 0)
+                        COALESCE(SUM(cost_micro_usd), 0), COALESCE(SUM(unpriced), 0),
+                        COALESCE(SUM(estimated), 0)
                  FROM model_calls WHERE handler = ?1",
                 [h.to_string()],
                 || format!("sum the model calls of handler {h}"),
@@ -55,6 +59,8 @@ pub(crate) fn model_usage_of(c: &Connection, handlers: &[HandlerId]) -> R<Vec<Us
                             cache_write_tokens: col(r, 4, "cache-write tokens")?,
                         },
                         cost_micro_usd: col(r, 5, "cost")?,
+                        unpriced_calls: col(r, 6, "unpriced calls")?,
+                        estimated_calls: col(r, 7, "estimated calls")?,
                     })
                 },
             )
@@ -71,7 +77,8 @@ pub(crate) fn model_calls_of_agent(
     query_rows(
         c,
         "SELECT at, handler, agent, upstream, api, model, stream, status, input_tokens,
-                output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd
+                output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
+                unpriced, estimated
          FROM model_calls WHERE agent = ?1 ORDER BY id DESC LIMIT ?2",
         params![agent.to_string(), limit(max)],
         || format!("read the model calls of agent {agent}"),
@@ -92,6 +99,8 @@ pub(crate) fn model_calls_of_agent(
                     cache_write_tokens: col(r, 11, "cache-write tokens")?,
                 },
                 cost_micro_usd: col(r, 12, "cost")?,
+                unpriced: col(r, 13, "model call unpriced")?,
+                estimated: col(r, 14, "model call estimated")?,
             })
         },
     )
