@@ -52,6 +52,10 @@ const KEEP_GIT_ENV: &[&str] = &[
     "GIT_CONFIG_NOSYSTEM",
 ];
 
+/// Where clones are made before they are moved into a workspace (a name
+/// no mirror has: mirrors are `NAME.git`).
+const STAGING: &str = ".staging";
+
 #[derive(Debug)]
 pub(crate) struct GitRepoCache {
     dir: PathBuf,
@@ -96,6 +100,18 @@ impl GitRepoCache {
             refresh_interval: Duration::from_secs(settings.refresh_interval_secs),
             git: PathBuf::from("git"),
             upload_packs: std::sync::Arc::default(),
+        }
+    }
+
+    /// Remove what clones a stopped daemon left half-made in the staging
+    /// directory (one daemon per home holds the home's lock, so nothing
+    /// else is cloning there).
+    pub(crate) fn clear_staging(&self) {
+        let staging = self.dir.join(STAGING);
+        if let Err(e) = std::fs::remove_dir_all(&staging)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(error = %e, dir = %staging.display(), "failed to clear the clone staging directory");
         }
     }
 
@@ -286,7 +302,7 @@ impl RepoCache for GitRepoCache {
         // check and the clone (issue 27: a parent swapped for a symlink
         // made git write outside the sandbox), nor in a repository the
         // agent could already have configured.
-        let staging = self.dir.join(".staging");
+        let staging = self.dir.join(STAGING);
         crate::org_tool_command::create_private(&staging).map_err(|e| {
             CloneError::Failed(format!("failed to create {}: {e}", staging.display()))
         })?;

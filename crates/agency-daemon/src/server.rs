@@ -289,6 +289,7 @@ impl Daemon {
             &cfg.repos_cache,
         );
         repo_cache.upload_packs = upload_packs.clone();
+        repo_cache.clear_staging();
         let warm = Arc::new(crate::warm::WarmRegistry::default());
         let mcp = agency_mcp::router_with(
             svc.clone(),
