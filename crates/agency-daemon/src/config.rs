@@ -702,9 +702,13 @@ toolchains = []
 read_write = []
 # Limits per agent; 0 = none. Processes and memory count the agent and all
 # its descendants together; CPU time, file size and open files are per
-# process.
+# process. `agency status` lists the limits in force and what keeps each.
 max_processes = 512
-memory_mb = 8192
+# memory_mb, in MiB: unset, 8192 per agent tree where the machine has a
+# cgroup memory controller (v2, or v1's memory hierarchy), and per process
+# (RLIMIT_DATA) everywhere. Set, it must be kept per tree: without a memory
+# controller the daemon refuses to start.
+# memory_mb = 8192
 cpu_seconds = 3600
 file_size_mb = 4096
 open_files = 4096

@@ -182,10 +182,12 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
     let (home, addr) = (st.home.display().to_string(), st.addr.to_string());
     let runtime = st.runtime.clone();
     let sandbox = st.sandbox.clone();
+    let limits = st.limits.clone();
     call(&st, move |svc| {
         Ok(StatusView {
             runtime,
             sandbox,
+            limits,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             home,
             addr,
