@@ -51,6 +51,8 @@ pub(crate) struct AppState {
     pub sandbox: String,
     /// The limits confined agents run under, and what keeps each.
     pub limits: Vec<crate::api::LimitView>,
+    /// How often each agency API key may post a message (`[agency_api]`).
+    pub agency_rate: crate::rate_limit::KeyRateLimiter,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
     /// The model gateway's upstreams (keys filled in) and price table.
@@ -262,6 +264,10 @@ impl Daemon {
             runtime: cfg.agents.runtime.clone(),
             sandbox: sandbox.clone(),
             limits,
+            agency_rate: crate::rate_limit::KeyRateLimiter::new(
+                cfg.agency_api.messages_per_minute,
+                cfg.agency_api.burst,
+            ),
             shutdown_requested: shutdown_requested.clone(),
             activity: activity.clone(),
             svc: svc.clone(),
