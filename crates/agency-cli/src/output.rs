@@ -13,7 +13,7 @@ use agency_service::{
 };
 use comfy_table::{ContentArrangement, Table, presets};
 
-pub use agency_daemon::api::{AgentsView, StatusView};
+pub use agency_daemon::api::{AgentsView, LimitView, StatusView};
 
 mod hints;
 pub use hints::{no_runtime_hint, sandbox_warning, tools};
@@ -152,6 +152,17 @@ pub fn status(s: &StatusView) -> String {
             match s.sandbox.as_str() {
                 "" => "-".to_owned(),
                 "off" => "OFF (agents run unconfined)".to_owned(),
+                // Which limits are kept, and by what (issue 27): a limit
+                // the machine cannot keep is refused at start, never
+                // listed here.
+                "on" if !s.limits.is_empty() => format!(
+                    "on; limits: {}",
+                    s.limits
+                        .iter()
+                        .map(LimitView::describe)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 other => other.to_owned(),
             },
         ],

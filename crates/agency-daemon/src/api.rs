@@ -23,6 +23,63 @@ pub struct StatusView {
     /// agents run unconfined) or `unavailable: CAUSE` (none can start).
     #[serde(default)]
     pub sandbox: String,
+    /// With the sandbox on: the limits every agent runs under and what
+    /// keeps each (issue 27); empty otherwise.
+    #[serde(default)]
+    pub limits: Vec<LimitView>,
+}
+
+/// One resource limit of every confined agent (`GET /v1/status`
+/// `limits`): how much, of what, for which processes, kept by what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitView {
+    pub resource: LimitResource,
+    /// In the unit `resource` names.
+    pub value: u64,
+    pub scope: LimitScope,
+    /// What keeps it: `cgroup v1 memory`, `cgroup v2 pids`,
+    /// `RLIMIT_DATA`, …
+    pub enforced_by: String,
+}
+
+/// What a [`LimitView`] bounds, with its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitResource {
+    MemoryMib,
+    Processes,
+    CpuSeconds,
+    FileSizeMib,
+    OpenFiles,
+}
+
+/// Whom a [`LimitView`] bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitScope {
+    /// The agent and all its descendants together.
+    AgentTree,
+    /// Each process alone.
+    Process,
+}
+
+impl LimitView {
+    /// `memory 8192 MiB per agent tree (cgroup v1 memory)`.
+    pub fn describe(&self) -> String {
+        let v = self.value;
+        let what = match self.resource {
+            LimitResource::MemoryMib => format!("memory {v} MiB"),
+            LimitResource::Processes => format!("processes {v}"),
+            LimitResource::CpuSeconds => format!("CPU time {v} s"),
+            LimitResource::FileSizeMib => format!("file size {v} MiB"),
+            LimitResource::OpenFiles => format!("open files {v}"),
+        };
+        let scope = match self.scope {
+            LimitScope::AgentTree => "per agent tree",
+            LimitScope::Process => "per process",
+        };
+        format!("{what} {scope} ({})", self.enforced_by)
+    }
 }
 
 /// `GET /v1/agents`.

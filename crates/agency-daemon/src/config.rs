@@ -7,6 +7,7 @@ use std::path::Path;
 use agency_core::Limits;
 use serde::{Deserialize, Serialize};
 
+use crate::agency_api_config::AgencyApiConfig;
 use crate::error::DaemonError;
 use crate::mcp_servers::McpServerConfig;
 use crate::models::{ModelUpstreamConfig, Price};
@@ -35,6 +36,8 @@ pub struct Config {
     /// What agents may touch besides their own directory, and their
     /// resource limits (`agents.sandbox` switches the sandbox on or off).
     pub sandbox: SandboxConfig,
+    /// What bounds outside callers of an agency's API, per key.
+    pub agency_api: AgencyApiConfig,
     /// Model upstreams the gateway forwards to, by name (`/model/NAME`).
     pub models: BTreeMap<String, ModelUpstreamConfig>,
     /// Prices per model (USD per million tokens), over the defaults.
@@ -507,6 +510,7 @@ impl Config {
         // The home is the directory of agency.toml.
         let home = path.parent().unwrap_or(Path::new(""));
         cfg.sandbox.validate(home).map_err(bad)?;
+        cfg.agency_api.validate().map_err(bad)?;
         Ok(cfg)
     }
 
@@ -702,12 +706,25 @@ toolchains = []
 read_write = []
 # Limits per agent; 0 = none. Processes and memory count the agent and all
 # its descendants together; CPU time, file size and open files are per
-# process.
+# process. `agency status` lists the limits in force and what keeps each.
 max_processes = 512
-memory_mb = 8192
+# memory_mb, in MiB: unset, 8192 per agent tree where the machine has a
+# cgroup memory controller (v2, or v1's memory hierarchy), and per process
+# (RLIMIT_DATA) everywhere. Set, it must be kept per tree: without a memory
+# controller the daemon refuses to start.
+# memory_mb = 8192
 cpu_seconds = 3600
 file_size_mb = 4096
 open_files = 4096
+
+[agency_api]
+# Outside callers of POST /v1/agency/messages, per agency API key (the
+# user's admin token is not bound): messages per minute on average, and at
+# once after a quiet spell; messages not yet answered, at most. Past each,
+# 429 with Retry-After. 0 is refused: revoke a key to stop its caller.
+messages_per_minute = 30
+burst = 10
+max_pending_per_key = 20
 
 # Secrets, read once when the daemon starts and kept in memory only (never
 # written to the store, logs or agents' files). Exactly one source each:

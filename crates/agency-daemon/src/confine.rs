@@ -27,6 +27,12 @@
 //!   model server, local or remote, is reached directly;
 //! - the agent's own cgroup (processes, memory), killed when it stops.
 //!
+//! Every configured limit is kept or refused (issue 27): a `[sandbox]
+//! memory_mb` set in the file that no cgroup memory controller (v2, or
+//! v1's `memory` hierarchy) can keep per agent tree stops the daemon's
+//! start ([`Confiner::start`]), and `agency status` lists the limits in
+//! force and what keeps each ([`Confiner::limits`]).
+//!
 //! Fail closed: with `agents.sandbox = "on"`, a sandbox that is not
 //! available (no Landlock, no cgroups) or a policy that cannot be built
 //! keeps the agent from starting, and the error says why and names the
@@ -37,12 +43,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agency_sandbox::{AgentCgroup, Cgroups, Limits, Policy};
+use agency_sandbox::{AgentCgroup, Cgroups, Hierarchy, Limits, Policy};
 use tokio::process::Command;
 
+use crate::api::{LimitResource, LimitScope, LimitView};
 use crate::config::Config;
 use crate::runtime::{SpawnSpec, write_private};
-use crate::sandbox_config::overlaps_home;
+use crate::sandbox_config::{SandboxConfig, overlaps_home};
 
 /// What an agent whose sandbox cannot be applied is told to do about it.
 pub(crate) const WAY_OUT: &str = "the agent was not started; fix the cause, or set agents.sandbox = \"off\" in agency.toml to run agents unconfined (they can then read this whole home, admin.token and agency.db included)";
@@ -129,17 +136,30 @@ impl Confiner {
     /// Decide the mode (probing the sandbox and opening the daemon's
     /// cgroups, and killing what a crashed daemon left in them) and gather
     /// what every policy shares. Blocking: run it off the async threads.
-    pub fn start(cfg: &Config, home: &Path, agency: PathBuf, mcp_port: u16) -> Confiner {
+    /// Refused (the daemon must not start): a `[sandbox] memory_mb` the
+    /// machine cannot keep per agent tree, with why and the ways out.
+    pub fn start(
+        cfg: &Config,
+        home: &Path,
+        agency: PathBuf,
+        mcp_port: u16,
+    ) -> Result<Confiner, String> {
         let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
         let ports = vec![mcp_port];
         let mode = if cfg.agents.sandbox == "off" {
             Mode::Off
         } else if cfg.agents.runtime == "none" {
+            // Nothing is opened, but the same limit is refused now rather
+            // than when a runtime is configured later.
+            if let Ok(p) = agency_sandbox::probe() {
+                cfg.sandbox
+                    .check_memory(p.memory.as_ref().map(agency_sandbox::Controller::hierarchy))?;
+            }
             Mode::Idle
         } else {
-            open_cgroups(&home)
+            open_cgroups(&home, &cfg.sandbox)?
         };
-        Confiner {
+        Ok(Confiner {
             mode,
             home,
             agency,
@@ -148,7 +168,7 @@ impl Confiner {
             limits: cfg.sandbox.limits(),
             ports,
             system_read_only: agency_sandbox::system_read_only(),
-        }
+        })
     }
 
     /// At daemon stop, once every agent has ended: remove the daemon's
@@ -169,6 +189,68 @@ impl Confiner {
             Mode::Off => "off".to_owned(),
             Mode::Unavailable(why) => format!("unavailable: {why}"),
         }
+    }
+
+    /// The limits every confined process tree runs under and what keeps
+    /// each, for `agency status` (issue 27); empty unless agents run
+    /// confined. A limit of 0 (none) is not listed.
+    pub fn limits(&self) -> Vec<LimitView> {
+        let Mode::On(cgroups) = &self.mode else {
+            return Vec::new();
+        };
+        let l = &self.limits;
+        let mib = |bytes: u64| bytes >> 20;
+        let cgroup = |h: Hierarchy, controller: &str| format!("{h} {controller}");
+        let mut out = Vec::new();
+        let mut add = |resource, value: u64, scope, enforced_by: String| {
+            if value > 0 {
+                out.push(LimitView {
+                    resource,
+                    value,
+                    scope,
+                    enforced_by,
+                });
+            }
+        };
+        if let Some(h) = cgroups.memory_hierarchy() {
+            add(
+                LimitResource::MemoryMib,
+                mib(l.memory_bytes),
+                LimitScope::AgentTree,
+                cgroup(h, "memory"),
+            );
+        }
+        add(
+            LimitResource::MemoryMib,
+            mib(l.memory_bytes),
+            LimitScope::Process,
+            "RLIMIT_DATA".to_owned(),
+        );
+        add(
+            LimitResource::Processes,
+            l.max_processes,
+            LimitScope::AgentTree,
+            cgroup(cgroups.pids_hierarchy(), "pids"),
+        );
+        add(
+            LimitResource::CpuSeconds,
+            l.cpu_seconds,
+            LimitScope::Process,
+            "RLIMIT_CPU".to_owned(),
+        );
+        add(
+            LimitResource::FileSizeMib,
+            mib(l.file_size_bytes),
+            LimitScope::Process,
+            "RLIMIT_FSIZE".to_owned(),
+        );
+        add(
+            LimitResource::OpenFiles,
+            l.open_files,
+            LimitScope::Process,
+            "RLIMIT_NOFILE".to_owned(),
+        );
+        out
     }
 
     /// Wrap the runtime's command `cmd` for `spec`: write the policy into
@@ -457,19 +539,33 @@ fn writable_dirs(spawn_dir: &Path, names: &[&str]) -> Result<Vec<PathBuf>, Confi
 }
 
 /// Probe the sandbox and open this home's cgroups (`agency-<hash of the
-/// home>`), killing whatever a crashed daemon left in them.
-fn open_cgroups(home: &Path) -> Mode {
+/// home>`), killing whatever a crashed daemon left in them. Refused: a
+/// configured memory limit no controller keeps (the groups just made are
+/// removed again).
+fn open_cgroups(home: &Path, sandbox: &SandboxConfig) -> Result<Mode, String> {
     match agency_sandbox::probe() {
-        Err(e) => return Mode::Unavailable(e.to_string()),
-        Ok(p) if !p.problems().is_empty() => return Mode::Unavailable(p.problems().join("; ")),
+        Err(e) => return Ok(Mode::Unavailable(e.to_string())),
+        Ok(p) if !p.problems().is_empty() => {
+            return Ok(Mode::Unavailable(p.problems().join("; ")));
+        }
         Ok(_) => {}
     }
     let hash = blake3::hash(home.as_os_str().as_encoded_bytes()).to_hex();
     let name = format!("agency-{}", &hash.as_str()[..12]);
     let cgroups = match Cgroups::open(&name) {
         Ok(c) => c,
-        Err(e) => return Mode::Unavailable(format!("failed to open the cgroups {name}: {e}")),
+        Err(e) => {
+            return Ok(Mode::Unavailable(format!(
+                "failed to open the cgroups {name}: {e}"
+            )));
+        }
     };
+    if let Err(refused) = sandbox.check_memory(cgroups.memory_hierarchy()) {
+        if let Err(e) = cgroups.remove() {
+            tracing::warn!(error = %e, "failed to remove the daemon's cgroups");
+        }
+        return Err(refused);
+    }
     match cgroups.reap_all() {
         Ok(0) => {}
         Ok(n) => tracing::warn!(
@@ -480,7 +576,7 @@ fn open_cgroups(home: &Path) -> Mode {
             tracing::warn!(error = %e, "failed to reap the agent cgroups a previous daemon left")
         }
     }
-    Mode::On(cgroups)
+    Ok(Mode::On(cgroups))
 }
 
 /// Kill every process in an agent's cgroup (a stop request, after its

@@ -223,6 +223,7 @@ impl Home {
             ServiceConfig {
                 limits: cfg.limits(),
                 retention: cfg.retention(),
+                org_api: cfg.agency_api.service_limits(),
             },
         ))
     }

@@ -10,6 +10,7 @@
 //! use, and keeps the repo cache.
 
 mod activity;
+mod agency_api_config;
 mod agent_log;
 pub mod api;
 mod beneath;
@@ -41,6 +42,7 @@ mod org_tool_http;
 mod org_tool_mcp;
 mod org_tools;
 mod process;
+mod rate_limit;
 mod repo_push;
 mod repos;
 mod rest;

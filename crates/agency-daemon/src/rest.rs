@@ -143,6 +143,15 @@ where
 }
 
 pub(crate) fn service_error(e: &ServiceError) -> Response {
+    if let ServiceError::Limited {
+        message,
+        limit,
+        value,
+        retry_after_secs,
+    } = e
+    {
+        return crate::rest_agency::limited(message, limit, *value, *retry_after_secs);
+    }
     let status = match e {
         ServiceError::NotFound { .. } => StatusCode::NOT_FOUND,
         ServiceError::PermissionDenied(_) => StatusCode::FORBIDDEN,
@@ -152,6 +161,7 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
         // repeating it will not help until something changes. Not 429,
         // which invites clients to retry after a delay.
         ServiceError::Quota(_) => StatusCode::FORBIDDEN,
+        ServiceError::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
         ServiceError::InvalidInput(_) => StatusCode::BAD_REQUEST,
         ServiceError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -182,10 +192,12 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
     let (home, addr) = (st.home.display().to_string(), st.addr.to_string());
     let runtime = st.runtime.clone();
     let sandbox = st.sandbox.clone();
+    let limits = st.limits.clone();
     call(&st, move |svc| {
         Ok(StatusView {
             runtime,
             sandbox,
+            limits,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             home,
             addr,

@@ -9,6 +9,14 @@
 //! token is refused over TCP like every other `/v1` route there (issue 9
 //! item 7: a client must never send it to a port a stranger may hold).
 //!
+//! An outside caller is bounded per key (issue 27): how often it may post
+//! (`[agency_api] messages_per_minute` and `burst`, checked here before
+//! anything else) and how many of its messages may wait for an answer
+//! (`max_pending_per_key`, counted by the service in the store's
+//! transaction). Each refusal is 429 with `Retry-After` and a JSON error
+//! naming the limit, its value and the seconds to wait. The user is bound
+//! by neither.
+//!
 //! The user's key management (`/v1/agency/keys`) is in [`key_routes`],
 //! behind the admin token on the socket with the rest of `/v1`.
 //!
@@ -113,6 +121,27 @@ async fn org_only(State(g): State<Guard>, mut req: Request, next: Next) -> Respo
     }
 }
 
+/// 429: a limit on outside callers refused the request; `Retry-After`
+/// and the body say when to try again.
+pub(crate) fn limited(message: &str, limit: &str, value: u64, retry_after_secs: u64) -> Response {
+    let body = serde_json::json!({ "error": {
+        "kind": "rate_limited",
+        "message": message,
+        "limit": limit,
+        "value": value,
+        "retry_after_secs": retry_after_secs,
+    }});
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::RETRY_AFTER, retry_after_secs.to_string()),
+        ],
+        Body::from(body.to_string()),
+    )
+        .into_response()
+}
+
 fn unauthorized(message: &str) -> Response {
     error(StatusCode::UNAUTHORIZED, "unauthorized", message)
 }
@@ -134,6 +163,19 @@ async fn post_message(
     Extension(caller): Extension<OrgCaller>,
     body: Body,
 ) -> Answer {
+    if let OrgCaller::Key(secret) = &caller
+        && let Err(r) = st.agency_rate.take(secret, std::time::Instant::now())
+    {
+        return Ok(limited(
+            &format!(
+                "failed to send a message: this API key posted faster than agency_api.messages_per_minute = {} allows (agency_api.burst = {} at once); retry after {} s",
+                r.per_minute, r.burst, r.retry_after_secs
+            ),
+            "agency_api.messages_per_minute",
+            u64::from(r.per_minute),
+            r.retry_after_secs,
+        ));
+    }
     let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
         BadRequest(format!(
             "failed to read the request: its body is larger than {MAX_BODY} bytes; a message may be at most {} bytes",

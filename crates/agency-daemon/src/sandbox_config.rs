@@ -28,8 +28,14 @@ pub struct SandboxConfig {
     /// Processes (and threads) of one agent at once, all its descendants
     /// together (the agent's cgroup); 0: no limit.
     pub max_processes: u64,
-    /// Memory of one agent, all its processes together, in MiB; 0: no limit.
-    pub memory_mb: u64,
+    /// Memory of one agent, all its processes together, in MiB (and of
+    /// each process alone, by `RLIMIT_DATA`); 0: no limit. Set, it must be
+    /// kept per agent tree by a cgroup memory controller (v2 or v1), or the
+    /// daemon refuses to start ([`SandboxConfig::check_memory`]); absent,
+    /// [`DEFAULT_MEMORY_MB`] applies per tree where the machine allows it
+    /// and per process everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
     /// CPU time of each of an agent's processes, in seconds; 0: no limit.
     pub cpu_seconds: u64,
     /// Largest file an agent's process may write, in MiB; 0: no limit.
@@ -44,7 +50,7 @@ impl Default for SandboxConfig {
             toolchains: Vec::new(),
             read_write: Vec::new(),
             max_processes: 512,
-            memory_mb: 8192,
+            memory_mb: None,
             cpu_seconds: 3600,
             file_size_mb: 4096,
             open_files: 4096,
@@ -56,12 +62,18 @@ impl Default for SandboxConfig {
 /// far from overflowing.
 const MAX_MB: u64 = 1 << 20;
 
+/// `memory_mb` when the file does not set it.
+pub(crate) const DEFAULT_MEMORY_MB: u64 = 8192;
+
 impl SandboxConfig {
     /// The limits as the sandbox applies them (bytes, 0 = none).
     pub fn limits(&self) -> agency_sandbox::Limits {
         agency_sandbox::Limits {
             max_processes: self.max_processes,
-            memory_bytes: self.memory_mb.saturating_mul(1 << 20),
+            memory_bytes: self
+                .memory_mb
+                .unwrap_or(DEFAULT_MEMORY_MB)
+                .saturating_mul(1 << 20),
             cpu_seconds: self.cpu_seconds,
             file_size_bytes: self.file_size_mb.saturating_mul(1 << 20),
             open_files: self.open_files,
@@ -83,7 +95,7 @@ impl SandboxConfig {
         // launcher and an extra server) and files (its libraries, pipes).
         for (key, value, least) in [
             ("max_processes", self.max_processes, 8),
-            ("memory_mb", self.memory_mb, 64),
+            ("memory_mb", self.memory_mb.unwrap_or(0), 64),
             ("cpu_seconds", self.cpu_seconds, 1),
             ("file_size_mb", self.file_size_mb, 1),
             ("open_files", self.open_files, 64),
@@ -95,7 +107,7 @@ impl SandboxConfig {
             }
         }
         for (key, value) in [
-            ("memory_mb", self.memory_mb),
+            ("memory_mb", self.memory_mb.unwrap_or(0)),
             ("file_size_mb", self.file_size_mb),
         ] {
             if value > MAX_MB {
@@ -105,6 +117,24 @@ impl SandboxConfig {
             }
         }
         Ok(())
+    }
+
+    /// Refuse a `memory_mb` the file sets (above 0) when nothing would
+    /// keep it per agent tree: `tree` is the cgroup hierarchy whose memory
+    /// controller bounds agents' groups, `None` when neither v2 nor v1 has
+    /// one. `RLIMIT_DATA` alone bounds each process, not the tree, so
+    /// accepting it would be a limit that is read and then ignored (issue
+    /// 27). Without the key the default is kept where it can be.
+    pub(crate) fn check_memory(
+        &self,
+        tree: Option<agency_sandbox::Hierarchy>,
+    ) -> Result<(), String> {
+        match (self.memory_mb, tree) {
+            (Some(mb), None) if mb > 0 => Err(format!(
+                "failed to enforce sandbox.memory_mb = {mb} (MiB per agent, all its processes together): this machine has no memory controller in cgroup v1 or v2 to bound an agent's process tree, and RLIMIT_DATA bounds each process alone; remove memory_mb from [sandbox] (each process is then held to {DEFAULT_MEMORY_MB} MiB, the tree is not), set it to 0 for no limit, or run the daemon where a memory controller is available (cgroup v2 with memory in the parent's cgroup.subtree_control, or the cgroup v1 memory hierarchy mounted)"
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -189,7 +219,7 @@ mod tests {
         let home = Path::new("/h");
         let ok = SandboxConfig {
             max_processes: 0,
-            memory_mb: 64,
+            memory_mb: Some(64),
             ..SandboxConfig::default()
         };
         assert!(ok.validate(home).is_ok());
@@ -205,7 +235,7 @@ mod tests {
                 ..SandboxConfig::default()
             },
             SandboxConfig {
-                memory_mb: MAX_MB + 1,
+                memory_mb: Some(MAX_MB + 1),
                 ..SandboxConfig::default()
             },
         ] {
@@ -213,5 +243,39 @@ mod tests {
         }
         assert!(check_switch("on").is_ok() && check_switch("off").is_ok());
         assert!(check_switch("yes").unwrap_err().contains("agents.sandbox"));
+    }
+
+    /// Issue 27: a `memory_mb` set in the file and not keepable per agent
+    /// tree (no memory controller in cgroup v1 or v2) is refused, naming
+    /// why and the ways out; kept on v1 or v2; unset or 0, nothing to keep.
+    #[test]
+    fn issue27_a_memory_limit_no_controller_can_keep_is_refused() {
+        use agency_sandbox::Hierarchy;
+        let set = SandboxConfig {
+            memory_mb: Some(4096),
+            ..SandboxConfig::default()
+        };
+        let e = set.check_memory(None).unwrap_err();
+        for want in [
+            "failed to enforce sandbox.memory_mb = 4096",
+            "no memory controller in cgroup v1 or v2",
+            "remove memory_mb from [sandbox]",
+            "set it to 0",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        set.check_memory(Some(Hierarchy::V1)).unwrap();
+        set.check_memory(Some(Hierarchy::V2)).unwrap();
+        SandboxConfig::default().check_memory(None).unwrap();
+        SandboxConfig {
+            memory_mb: Some(0),
+            ..SandboxConfig::default()
+        }
+        .check_memory(None)
+        .unwrap();
+        assert_eq!(
+            SandboxConfig::default().limits().memory_bytes,
+            DEFAULT_MEMORY_MB << 20
+        );
     }
 }

@@ -49,6 +49,10 @@ pub(crate) struct AppState {
     pub runtime: String,
     /// Whether agents run confined: `on`, `off`, `unavailable: CAUSE`.
     pub sandbox: String,
+    /// The limits confined agents run under, and what keeps each.
+    pub limits: Vec<crate::api::LimitView>,
+    /// How often each agency API key may post a message (`[agency_api]`).
+    pub agency_rate: crate::rate_limit::KeyRateLimiter,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
     /// The model gateway's upstreams (keys filled in) and price table.
@@ -221,10 +225,22 @@ impl Daemon {
                 .map_err(|e| {
                     DaemonError::io("open the cgroups of", home.dir(), std::io::Error::other(e))
                 })?
+                .map_err(|message| DaemonError::Config {
+                    path: home.config_path(),
+                    message,
+                })?
         };
         let sandbox = confiner.status();
+        let limits = confiner.limits();
         match sandbox.as_str() {
-            "on" => {}
+            "on" => tracing::info!(
+                "agents run confined; limits: {}",
+                limits
+                    .iter()
+                    .map(crate::api::LimitView::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             "off" => tracing::warn!(
                 "agents run UNCONFINED (agents.sandbox = \"off\" in {}): they can read this whole home, admin.token and agency.db included, and reach any address",
                 home.config_path().display()
@@ -258,6 +274,11 @@ impl Daemon {
             proxy_client: crate::mcp_proxy::client()?,
             runtime: cfg.agents.runtime.clone(),
             sandbox: sandbox.clone(),
+            limits,
+            agency_rate: crate::rate_limit::KeyRateLimiter::new(
+                cfg.agency_api.messages_per_minute,
+                cfg.agency_api.burst,
+            ),
             shutdown_requested: shutdown_requested.clone(),
             activity: activity.clone(),
             svc: svc.clone(),

@@ -2,7 +2,9 @@
 //! Agency home), one group per agent beneath it, in every hierarchy the
 //! sandbox uses — cgroup v2 (for `cgroup.kill`, and for `pids`/`memory`
 //! where those controllers are enabled there) and, on hybrid machines
-//! whose v2 hierarchy has no controllers, the v1 `pids` hierarchy.
+//! whose v2 hierarchy has no controllers, the v1 `pids` and `memory`
+//! hierarchies (issue 27: without the v1 `memory` group, `memory_mb`
+//! bounded each process through `RLIMIT_DATA` but not the tree).
 //!
 //! A process joins its groups itself (`agency sandbox-exec` writes its
 //! pid into [`AgentCgroup::procs_files`] before anything else), and its
@@ -42,6 +44,26 @@ pub struct Cgroups {
     /// The parent group on the v1 `pids` hierarchy, used when v2 has no
     /// `pids` controller.
     v1_pids: Option<PathBuf>,
+    /// The parent group on the v1 `memory` hierarchy, used when v2 has no
+    /// `memory` controller.
+    v1_memory: Option<PathBuf>,
+}
+
+/// The cgroup hierarchy a controller is used in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hierarchy {
+    V1,
+    V2,
+}
+
+impl std::fmt::Display for Hierarchy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Hierarchy::V1 => "cgroup v1",
+            Hierarchy::V2 => "cgroup v2",
+        })
+    }
 }
 
 /// One agent's groups.
@@ -49,6 +71,7 @@ pub struct Cgroups {
 pub struct AgentCgroup {
     v2: Option<PathBuf>,
     v1_pids: Option<PathBuf>,
+    v1_memory: Option<PathBuf>,
 }
 
 /// Where the cgroup hierarchies are mounted and where this process sits in
@@ -62,6 +85,8 @@ pub(crate) struct Layout {
     pub v2_mount: Option<PathBuf>,
     /// This process's own group on the v1 `pids` hierarchy, if mounted.
     pub v1_pids_own: Option<PathBuf>,
+    /// This process's own group on the v1 `memory` hierarchy, if mounted.
+    pub v1_memory_own: Option<PathBuf>,
 }
 
 impl Layout {
@@ -79,6 +104,7 @@ impl Layout {
         // Own paths: "0::/path" on v2, "N:ctrl,ctrl:/path" on v1.
         let mut v2_path = None;
         let mut pids_path = None;
+        let mut memory_path = None;
         for line in own.lines() {
             let mut parts = line.splitn(3, ':');
             let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next())
@@ -87,8 +113,13 @@ impl Layout {
             };
             if id == "0" && ctrls.is_empty() {
                 v2_path = Some(path.to_owned());
-            } else if ctrls.split(',').any(|c| c == "pids") {
-                pids_path = Some(path.to_owned());
+            } else {
+                if ctrls.split(',').any(|c| c == "pids") {
+                    pids_path = Some(path.to_owned());
+                }
+                if ctrls.split(',').any(|c| c == "memory") {
+                    memory_path = Some(path.to_owned());
+                }
             }
         }
         let mut layout = Layout::default();
@@ -108,10 +139,16 @@ impl Layout {
                     layout.v2_own = v2_path.as_deref().map(|p| beneath(&mount, &root, p));
                     layout.v2_mount = Some(mount);
                 }
-                "cgroup"
-                    if layout.v1_pids_own.is_none() && right[2].split(',').any(|o| o == "pids") =>
-                {
-                    layout.v1_pids_own = pids_path.as_deref().map(|p| beneath(&mount, &root, p));
+                "cgroup" => {
+                    let has = |c: &str| right[2].split(',').any(|o| o == c);
+                    if layout.v1_pids_own.is_none() && has("pids") {
+                        layout.v1_pids_own =
+                            pids_path.as_deref().map(|p| beneath(&mount, &root, p));
+                    }
+                    if layout.v1_memory_own.is_none() && has("memory") {
+                        layout.v1_memory_own =
+                            memory_path.as_deref().map(|p| beneath(&mount, &root, p));
+                    }
                 }
                 _ => {}
             }
@@ -218,6 +255,29 @@ fn limit_value(n: u64) -> String {
     }
 }
 
+/// Bound a v1 `memory` group to `bytes` (0: no limit, which v1 spells
+/// `-1`): `memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes`
+/// (memory plus swap) where swap is accounted, or the tree could swap out
+/// what the limit refuses. The kernel keeps memsw at or above the memory
+/// limit, so it is lifted first and lowered last.
+fn set_v1_memory(dir: &Path, bytes: u64) -> Result<(), SandboxError> {
+    let value = if bytes == 0 {
+        "-1".to_owned()
+    } else {
+        bytes.to_string()
+    };
+    let memsw = dir.join("memory.memsw.limit_in_bytes");
+    let swap = memsw.exists();
+    if swap {
+        write(&memsw, "-1")?;
+    }
+    write(&dir.join("memory.limit_in_bytes"), &value)?;
+    if swap {
+        write(&memsw, &value)?;
+    }
+    Ok(())
+}
+
 /// The pids listed in a `cgroup.procs` file (none if it is gone).
 fn pids_in(dir: &Path) -> Result<Vec<i32>, SandboxError> {
     let path = dir.join("cgroup.procs");
@@ -242,11 +302,13 @@ fn rmdir_when_empty(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
 
 impl Cgroups {
     /// Find the cgroup v2 mount (`/sys/fs/cgroup/unified` on hybrid
-    /// machines, `/sys/fs/cgroup` on pure v2) and a `pids` controller (v2
+    /// machines, `/sys/fs/cgroup` on pure v2), a `pids` controller (v2
     /// if it can be enabled beneath this process's group, else the v1
-    /// `pids` hierarchy), and make the parent group `name` in each (the
-    /// daemon passes `agency-<short hash of the home path>`). Errors name
-    /// what is missing.
+    /// `pids` hierarchy) and a `memory` controller (the same way; none is
+    /// not an error here: [`Cgroups::memory_hierarchy`] says, and the
+    /// daemon refuses a configured memory limit it cannot keep), and make
+    /// the parent group `name` in each (the daemon passes `agency-<short
+    /// hash of the home path>`). Errors name what is missing.
     pub fn open(name: &str) -> Result<Cgroups, SandboxError> {
         check_name("daemon", name)?;
         let layout = Layout::discover()?;
@@ -256,6 +318,7 @@ impl Cgroups {
             v2_pids: false,
             v2_memory: false,
             v1_pids: None,
+            v1_memory: None,
         };
         if let Some(own) = &layout.v2_own {
             let parent = own.join(name);
@@ -282,7 +345,36 @@ impl Cgroups {
                 }
             }
         }
+        if !cg.v2_memory
+            && let Some(own) = &layout.v1_memory_own
+        {
+            let parent = own.join(name);
+            mkdir(&parent)?;
+            cg.v1_memory = Some(parent);
+        }
         Ok(cg)
+    }
+
+    /// Where agents' process counts are bounded (`pids.max`).
+    pub fn pids_hierarchy(&self) -> Hierarchy {
+        if self.v2_pids {
+            Hierarchy::V2
+        } else {
+            Hierarchy::V1
+        }
+    }
+
+    /// Where agents' memory is bounded as a tree (`memory.max` on v2,
+    /// `memory.limit_in_bytes` on v1); `None`: nowhere, each process is
+    /// bounded by `RLIMIT_DATA` alone.
+    pub fn memory_hierarchy(&self) -> Option<Hierarchy> {
+        if self.v2_memory {
+            Some(Hierarchy::V2)
+        } else if self.v1_memory.is_some() {
+            Some(Hierarchy::V1)
+        } else {
+            None
+        }
     }
 
     /// The parent group's name.
@@ -292,7 +384,12 @@ impl Cgroups {
 
     /// Where the parent groups are (for `agency status` and errors).
     pub fn parents(&self) -> Vec<PathBuf> {
-        self.v2.iter().chain(&self.v1_pids).cloned().collect()
+        self.v2
+            .iter()
+            .chain(&self.v1_pids)
+            .chain(&self.v1_memory)
+            .cloned()
+            .collect()
     }
 
     /// The handle of agent `agent`'s groups, without creating them.
@@ -301,13 +398,15 @@ impl Cgroups {
         Ok(AgentCgroup {
             v2: self.v2.as_ref().map(|p| p.join(agent)),
             v1_pids: self.v1_pids.as_ref().map(|p| p.join(agent)),
+            v1_memory: self.v1_memory.as_ref().map(|p| p.join(agent)),
         })
     }
 
     /// Make agent `agent`'s groups and set their limits: `pids.max` from
-    /// `limits.max_processes`, and `memory.max` from `limits.memory_bytes`
-    /// where a v2 memory controller is usable. A group left over under the
-    /// same name is reused (its limits reset).
+    /// `limits.max_processes`, and the tree's memory from
+    /// `limits.memory_bytes` where a memory controller is usable
+    /// (`memory.max` on v2, `memory.limit_in_bytes` on v1). A group left
+    /// over under the same name is reused (its limits reset).
     pub fn create(&self, agent: &str, limits: &Limits) -> Result<AgentCgroup, SandboxError> {
         let group = self.agent(agent)?;
         let made = (|| -> Result<(), SandboxError> {
@@ -323,6 +422,10 @@ impl Cgroups {
             if let Some(dir) = &group.v1_pids {
                 mkdir(dir)?;
                 write(&dir.join("pids.max"), &limit_value(limits.max_processes))?;
+            }
+            if let Some(dir) = &group.v1_memory {
+                mkdir(dir)?;
+                set_v1_memory(dir, limits.memory_bytes)?;
             }
             Ok(())
         })();
@@ -381,7 +484,7 @@ impl AgentCgroup {
     }
 
     fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
-        self.v2.iter().chain(&self.v1_pids)
+        self.v2.iter().chain(&self.v1_pids).chain(&self.v1_memory)
     }
 
     /// The processes in the groups now.
@@ -508,6 +611,10 @@ mod tests {
             l.v1_pids_own.as_deref(),
             Some(Path::new("/sys/fs/cgroup/pids/daemons"))
         );
+        assert_eq!(
+            l.v1_memory_own.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/memory/x/y"))
+        );
     }
 
     #[test]
@@ -516,6 +623,7 @@ mod tests {
         let l = Layout::parse(mounts, "0::/kubepods/pod1/c1\n");
         assert_eq!(l.v2_own.as_deref(), Some(Path::new("/sys/fs/cgroup/c1")));
         assert!(l.v1_pids_own.is_none());
+        assert!(l.v1_memory_own.is_none());
         let l = Layout::parse(mounts, "0::/\n");
         assert_eq!(l.v2_own.as_deref(), Some(Path::new("/sys/fs/cgroup")));
     }

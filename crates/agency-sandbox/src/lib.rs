@@ -7,8 +7,9 @@
 //! descendant, and none can be undone from inside:
 //!
 //! - **cgroups** ([`Cgroups`], [`AgentCgroup`]): the tree is counted and
-//!   bounded (`pids.max`, `memory.max` where usable) and can be killed as a
-//!   whole, including children that called `setsid` or double-forked;
+//!   bounded (`pids.max`; the tree's memory where a v2 or v1 memory
+//!   controller is usable) and can be killed as a whole, including
+//!   children that called `setsid` or double-forked;
 //! - **rlimits**: memory (`RLIMIT_DATA`), CPU time, file size, open files;
 //! - **no_new_privs** and **no capabilities**, even for root: bounding,
 //!   ambient, inheritable, permitted and effective sets emptied, securebits
@@ -39,11 +40,11 @@ mod seccomp;
 mod system;
 
 pub use apply::apply;
-pub use cgroup::{AgentCgroup, Cgroups};
+pub use cgroup::{AgentCgroup, Cgroups, Hierarchy};
 pub use error::SandboxError;
 pub use exec_request::{ExecRequest, MAX_EXEC_REQUEST};
 pub use forward::{MAX_CONNECTIONS, forward};
 pub use netns::FORWARD_COMMAND;
 pub use policy::{Limits, Policy};
-pub use probe::{PidsController, Probe, probe};
+pub use probe::{Controller, Probe, probe};
 pub use system::{system_read_only, system_read_write_files};

@@ -51,7 +51,8 @@ pub struct Limits {
     pub max_processes: u64,
     /// Memory: `RLIMIT_DATA` of each process (not `RLIMIT_AS`: V8 and
     /// others reserve huge `PROT_NONE` regions they never touch), and the
-    /// tree's `memory.max` where a cgroup v2 memory controller is usable.
+    /// tree's limit where a memory controller is usable (`memory.max` on
+    /// cgroup v2, `memory.limit_in_bytes` on v1: see [`crate::Cgroups`]).
     pub memory_bytes: u64,
     /// CPU time of each process (`RLIMIT_CPU`), in seconds.
     pub cpu_seconds: u64,

@@ -1,6 +1,7 @@
 //! What this machine offers the sandbox, without changing anything: the
-//! Landlock ABI, the cgroup v2 mount, where a `pids` controller is. For
-//! `agency status` and for start-up errors that say what is missing.
+//! Landlock ABI, the cgroup v2 mount, where a `pids` and a `memory`
+//! controller are. For `agency status` and for start-up errors that say
+//! what is missing.
 
 use std::path::PathBuf;
 
@@ -9,14 +10,31 @@ use serde::Serialize;
 use crate::SandboxError;
 use crate::cgroup::Layout;
 
-/// Where agents' process counts would be limited.
+/// Where a controller (`pids`, `memory`) would bound agents' trees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "hierarchy", content = "group")]
-pub enum PidsController {
+pub enum Controller {
     /// On cgroup v2, beneath this group (the daemon's own).
     V2(PathBuf),
-    /// On the cgroup v1 `pids` hierarchy, beneath this group.
+    /// On the controller's cgroup v1 hierarchy, beneath this group.
     V1(PathBuf),
+}
+
+impl Controller {
+    /// The hierarchy it is on.
+    pub fn hierarchy(&self) -> crate::Hierarchy {
+        match self {
+            Controller::V2(_) => crate::Hierarchy::V2,
+            Controller::V1(_) => crate::Hierarchy::V1,
+        }
+    }
+
+    fn describe(&self, name: &str) -> String {
+        match self {
+            Controller::V2(p) => format!("{name} on cgroup v2 ({})", p.display()),
+            Controller::V1(p) => format!("{name} on cgroup v1 ({})", p.display()),
+        }
+    }
 }
 
 /// The sandbox's prerequisites on this machine.
@@ -28,10 +46,11 @@ pub struct Probe {
     /// Where cgroup v2 is mounted, if it is.
     pub cgroup_v2: Option<PathBuf>,
     /// Where a `pids` controller is usable, if anywhere.
-    pub pids: Option<PidsController>,
-    /// cgroup v2 offers a `memory` controller to this process's group (the
-    /// tree's memory is then bounded too, not only each process's).
-    pub memory_v2: bool,
+    pub pids: Option<Controller>,
+    /// Where a `memory` controller is usable, if anywhere: the tree's
+    /// memory is then bounded too, not only each process's (a configured
+    /// `memory_mb` is refused without one).
+    pub memory: Option<Controller>,
 }
 
 impl Probe {
@@ -62,40 +81,46 @@ impl Probe {
             .map_or("Landlock unavailable".to_owned(), |v| {
                 format!("Landlock ABI {v}")
             });
-        let pids = match &self.pids {
-            Some(PidsController::V2(p)) => format!("pids on cgroup v2 ({})", p.display()),
-            Some(PidsController::V1(p)) => format!("pids on cgroup v1 ({})", p.display()),
-            None => "no pids controller".to_owned(),
-        };
+        let pids = self
+            .pids
+            .as_ref()
+            .map_or("no pids controller".to_owned(), |c| c.describe("pids"));
+        let memory = self
+            .memory
+            .as_ref()
+            .map_or("no memory controller in cgroup v1 or v2".to_owned(), |c| {
+                c.describe("memory")
+            });
         let kill = match &self.cgroup_v2 {
             Some(p) => format!("cgroup.kill on cgroup v2 ({})", p.display()),
             None => "no cgroup v2 (kills by signal)".to_owned(),
         };
-        format!("{landlock}; {pids}; {kill}")
+        format!("{landlock}; {pids}; {memory}; {kill}")
     }
 }
 
-/// Look at the machine: Landlock ABI, cgroup v2 path, pids controller.
+/// Look at the machine: Landlock ABI, cgroup v2 path, pids and memory
+/// controllers (v2 where this process's group offers them, else v1).
 pub fn probe() -> Result<Probe, SandboxError> {
     let layout = Layout::discover()?;
-    let v2_pids = layout.v2_own.as_ref().filter(|own| {
-        std::fs::read_to_string(own.join("cgroup.controllers"))
-            .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"))
-    });
-    let memory_v2 = layout.v2_own.as_ref().is_some_and(|own| {
-        std::fs::read_to_string(own.join("cgroup.controllers"))
-            .is_ok_and(|s| s.split_whitespace().any(|c| c == "memory"))
-    });
-    let pids = match (v2_pids, &layout.v1_pids_own) {
-        (Some(own), _) => Some(PidsController::V2(own.clone())),
-        (None, Some(own)) => Some(PidsController::V1(own.clone())),
-        (None, None) => None,
+    let find = |name: &str, v1: &Option<PathBuf>| {
+        let v2 = layout.v2_own.as_ref().filter(|own| {
+            std::fs::read_to_string(own.join("cgroup.controllers"))
+                .is_ok_and(|s| s.split_whitespace().any(|c| c == name))
+        });
+        match (v2, v1) {
+            (Some(own), _) => Some(Controller::V2(own.clone())),
+            (None, Some(own)) => Some(Controller::V1(own.clone())),
+            (None, None) => None,
+        }
     };
+    let pids = find("pids", &layout.v1_pids_own);
+    let memory = find("memory", &layout.v1_memory_own);
     Ok(Probe {
         landlock_abi: crate::landlock_rules::abi(),
         cgroup_v2: layout.v2_mount,
         pids,
-        memory_v2,
+        memory,
     })
 }
 
@@ -108,11 +133,24 @@ mod tests {
         let mut p = Probe {
             landlock_abi: Some(7),
             cgroup_v2: Some("/sys/fs/cgroup/unified".into()),
-            pids: Some(PidsController::V1("/sys/fs/cgroup/pids".into())),
-            memory_v2: false,
+            pids: Some(Controller::V1("/sys/fs/cgroup/pids".into())),
+            memory: None,
         };
-        assert!(p.problems().is_empty());
+        assert!(p.problems().is_empty(), "a memory controller is optional");
         assert!(p.summary().contains("Landlock ABI 7"), "{}", p.summary());
+        assert!(
+            p.summary()
+                .contains("no memory controller in cgroup v1 or v2"),
+            "{}",
+            p.summary()
+        );
+        p.memory = Some(Controller::V1("/sys/fs/cgroup/memory/a".into()));
+        assert!(
+            p.summary()
+                .contains("memory on cgroup v1 (/sys/fs/cgroup/memory/a)"),
+            "{}",
+            p.summary()
+        );
         p.landlock_abi = Some(5);
         p.pids = None;
         let problems = p.problems().join("\n");

@@ -34,6 +34,19 @@ pub enum ServiceError {
     #[error("{0}")]
     Quota(String),
 
+    /// A limit on how much an outside caller may ask at once (issue 27:
+    /// an agency API key's messages not yet answered): the same request
+    /// may succeed later, after about `retry_after_secs`. The text names
+    /// the limit and its value.
+    #[error("{message}")]
+    Limited {
+        message: String,
+        /// The `agency.toml` key of the limit.
+        limit: &'static str,
+        value: u64,
+        retry_after_secs: u64,
+    },
+
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
 
@@ -65,6 +78,7 @@ impl ServiceError {
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::AgentLive { .. } => "agent_live",
             ServiceError::Quota(_) => "quota",
+            ServiceError::Limited { .. } => "rate_limited",
             ServiceError::InvalidInput(_) => "invalid_input",
             ServiceError::Store(_) => "internal",
         }

@@ -88,7 +88,10 @@ pub use memory_recall::{RECALL_HEADING, RECALL_MAX};
 pub use metering::{CostNode, ModelCallRequest, ModelCallResult, ModelReservation};
 pub use models::HandlerModel;
 pub use org_keys::{MintedOrgKey, OrgCaller, OrgKeyView};
-pub use org_messages::{MAX_ORG_MESSAGE_BYTES, OrgMessageView, THREAD_BYTES, THREAD_TURNS};
+pub use org_messages::{
+    MAX_ORG_MESSAGE_BYTES, OrgApiLimits, OrgMessageView, PENDING_RETRY_AFTER_SECS, THREAD_BYTES,
+    THREAD_TURNS,
+};
 pub use org_plan::{AgentAction, AgentChange, CapAction, CapChange, OrgPlan};
 pub use org_tools::{AGENCY_MCP_TOOL_NAMES, MAX_TOOL_TIMEOUT_MS};
 pub use orgs::{OrgAgentView, OrgDown, OrgView};

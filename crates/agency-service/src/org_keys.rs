@@ -92,36 +92,43 @@ fn invalid_key() -> ServiceError {
     )
 }
 
-/// The agency a caller may talk to: `None` for the user (every agency),
-/// the key's agency for a live key; an unknown or revoked key is refused.
-pub(crate) fn org_scope(tx: &mut dyn Tx, caller: &OrgCaller) -> Result<Option<String>> {
+/// The live key a caller presents: `None` for the user; an unknown or
+/// revoked key is refused.
+fn live_key(tx: &mut dyn Tx, caller: &OrgCaller) -> Result<Option<OrgKeyRow>> {
     match caller {
         OrgCaller::User => Ok(None),
         OrgCaller::Key(secret) => {
             if !secret.starts_with(KEY_PREFIX) || secret.len() > 256 {
                 return Err(invalid_key());
             }
-            let row = tx
-                .org_key_by_hash(&hash(secret))?
+            tx.org_key_by_hash(&hash(secret))?
                 .filter(|k| k.revoked_at.is_none())
-                .ok_or_else(invalid_key)?;
-            Ok(Some(row.agency))
+                .map(Some)
+                .ok_or_else(invalid_key)
         }
     }
 }
 
-/// Refuse a caller that may not `what` `agency`.
+/// The agency a caller may talk to: `None` for the user (every agency),
+/// the key's agency for a live key; an unknown or revoked key is refused.
+pub(crate) fn org_scope(tx: &mut dyn Tx, caller: &OrgCaller) -> Result<Option<String>> {
+    Ok(live_key(tx, caller)?.map(|k| k.agency))
+}
+
+/// Refuse a caller that may not `what` `agency`; the key it used, if
+/// not the user (whose messages no per-key limit binds).
 pub(crate) fn authenticate_org(
     tx: &mut dyn Tx,
     caller: &OrgCaller,
     agency: &str,
     what: &str,
-) -> Result<()> {
-    match org_scope(tx, caller)? {
-        Some(own) if own != agency => Err(ServiceError::denied(format!(
-            "failed to {what} agency {agency}: this API key is for agency {own} only"
+) -> Result<Option<OrgKeyId>> {
+    match live_key(tx, caller)? {
+        Some(k) if k.agency != agency => Err(ServiceError::denied(format!(
+            "failed to {what} agency {agency}: this API key is for agency {} only",
+            k.agency
         ))),
-        _ => Ok(()),
+        k => Ok(k.map(|k| k.id)),
     }
 }
 

@@ -11,6 +11,13 @@
 //! for its own agency. A key is checked in the operation's own
 //! transaction, so a revoked key stops at once.
 //!
+//! A key may have at most [`OrgApiLimits::max_pending_per_key`] messages
+//! not yet answered (issue 27), counted in the transaction that would add
+//! one: the store serialises write transactions, so parallel requests
+//! cannot pass the cap together (a counter beside the store could). The
+//! user is not bound by it. (How often a key may post is the daemon's
+//! in-memory rate limit, `rest_agency.rs`.)
+//!
 //! The body shows the executive the earlier exchange of the conversation:
 //! at most [`THREAD_TURNS`] turns and about [`THREAD_BYTES`] of their
 //! text, newest kept, oldest dropped first (each text cut at
@@ -19,7 +26,9 @@
 use std::fmt::Write as _;
 
 use agency_core::access::FileKind;
-use agency_core::{ConversationId, HandlerId, MailTarget, MessageId, OrgMessageId, Timestamp};
+use agency_core::{
+    ConversationId, HandlerId, MailTarget, MessageId, OrgKeyId, OrgMessageId, Timestamp,
+};
 use agency_store::{MessageRow, OrgMessageRow, OrgMessageStatus, Tx};
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +48,25 @@ pub const THREAD_TURNS: usize = 10;
 pub const THREAD_BYTES: usize = 16 * 1024;
 /// Each earlier text is cut at this many bytes.
 pub const TURN_BYTES: usize = 4 * 1024;
+/// When a key at its pending cap is told to try again: replies come at an
+/// agent's pace, so there is no moment to name; about a minute.
+pub const PENDING_RETRY_AFTER_SECS: u64 = 60;
+
+/// What binds an agency's API keys in the store (`[agency_api]` of
+/// `agency.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrgApiLimits {
+    /// Messages of one key not yet answered, at most.
+    pub max_pending_per_key: u64,
+}
+
+impl Default for OrgApiLimits {
+    fn default() -> Self {
+        OrgApiLimits {
+            max_pending_per_key: 20,
+        }
+    }
+}
 
 /// One message to an agency as its sender sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,8 +141,12 @@ impl Service {
         let new_conversation = ConversationId::new_random();
         // Everything but the store's answer is fixed before the
         // transaction, so a closure run again produces the same message.
-        let prepare = |tx: &mut dyn Tx| -> Result<(HandlerId, ConversationId, String)> {
-            authenticate_org(tx, caller, agency, "send a message to")?;
+        type Prepared = (Option<OrgKeyId>, HandlerId, ConversationId, String);
+        let prepare = |tx: &mut dyn Tx| -> Result<Prepared> {
+            let key = authenticate_org(tx, caller, agency, "send a message to")?;
+            if let Some(key) = key {
+                self.check_pending(tx, key, agency)?;
+            }
             let exec = executive_of(tx, agency)?
                 .ok_or_else(|| ServiceError::not_found("agency", agency))?;
             check_may_send(tx, &Caller::User, MailTarget::Handler(exec))?;
@@ -129,13 +161,15 @@ impl Service {
                     (c, rows)
                 }
             };
-            Ok((exec, conv, body(agency, conv, mail, &earlier, text)))
+            Ok((key, exec, conv, body(agency, conv, mail, &earlier, text)))
         };
-        // The body's blob is written outside the write transaction.
-        let (_, _, pre) = self.read(|tx| prepare(tx))?;
+        // The body's blob is written outside the write transaction. A key
+        // at its cap is refused here already, before that write.
+        let (_, _, _, pre) = self.read(|tx| prepare(tx))?;
         self.blobs.put(pre.as_bytes())?;
+        // In the write transaction again: its count is the one that holds.
         self.write(|op| {
-            let (exec, conv, body) = prepare(op.tx)?;
+            let (key_id, exec, conv, body) = prepare(op.tx)?;
             let to = MailTarget::Handler(exec);
             let file = agency_core::FileId::new_random();
             let subject = crate::mail::clip(&format!("Message to agency {agency}: {text}"));
@@ -173,9 +207,29 @@ impl Service {
                 status: OrgMessageStatus::Pending,
                 created_at: op.now,
                 answered_at: None,
+                key_id,
             };
             op.tx.insert_org_message(&row)?;
             Ok(OrgMessageView::from(row))
+        })
+    }
+
+    /// Refuse a message of API key `key` that would pass its pending cap.
+    /// Exact because SQLite runs one write transaction at a time; a
+    /// backend that runs them side by side must lock the key's row first.
+    fn check_pending(&self, tx: &mut dyn Tx, key: OrgKeyId, agency: &str) -> Result<()> {
+        let cap = self.cfg.org_api.max_pending_per_key;
+        let pending = tx.org_messages_pending_of_key(key)?;
+        if pending < cap {
+            return Ok(());
+        }
+        Err(ServiceError::Limited {
+            message: format!(
+                "failed to send a message to agency {agency}: this API key has {pending} messages not yet answered, and agency_api.max_pending_per_key = {cap} allows no more; wait for a reply (GET /v1/agency/messages/ID, or follow …/ID/events) and send again, or retry after {PENDING_RETRY_AFTER_SECS} s"
+            ),
+            limit: "agency_api.max_pending_per_key",
+            value: cap,
+            retry_after_secs: PENDING_RETRY_AFTER_SECS,
         })
     }
 
@@ -328,6 +382,7 @@ mod tests {
             },
             created_at: Timestamp(i64::from(n)),
             answered_at: None,
+            key_id: None,
         }
     }
 

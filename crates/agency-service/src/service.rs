@@ -19,6 +19,8 @@ pub struct ServiceConfig {
     pub limits: Limits,
     /// What `gc` removes, and when.
     pub retention: crate::gc::Retention,
+    /// What binds callers of an agency's API (`org_messages.rs`).
+    pub org_api: crate::org_messages::OrgApiLimits,
 }
 
 /// The operations of Agency over one store. Cheap to share behind an `Arc`.

@@ -67,4 +67,6 @@ pub struct OrgMessageRow {
     pub status: OrgMessageStatus,
     pub created_at: Timestamp,
     pub answered_at: Option<Timestamp>,
+    /// The agency API key that sent it; `None` for the user.
+    pub key_id: Option<OrgKeyId>,
 }

@@ -88,6 +88,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v19.sql"),
     include_str!("sqlite/schema_v20.sql"),
     include_str!("sqlite/schema_v21.sql"),
+    include_str!("sqlite/schema_v22.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -497,6 +497,10 @@ pub trait Tx {
         conversation: agency_core::ConversationId,
         n: usize,
     ) -> R<Vec<OrgMessageRow>>;
+    /// How many messages sent with API key `key` are still pending.
+    /// Counted in the transaction that would add one, so that parallel
+    /// requests cannot pass the cap together (issue 27).
+    fn org_messages_pending_of_key(&mut self, key: agency_core::OrgKeyId) -> R<u64>;
     /// Record the reply to a pending message; whether it was pending.
     fn set_org_message_answered(
         &mut self,

@@ -82,7 +82,7 @@ pub(crate) fn revoke_key(c: &Connection, id: OrgKeyId, at: Timestamp) -> R<bool>
 }
 
 const MSG_COLS: &str = "id, agency, conversation, mail_message_id, text, reply_text, \
-                        reply_message_id, status, created_at, answered_at";
+                        reply_message_id, status, created_at, answered_at, key_id";
 
 fn message_row(r: &Row<'_>) -> R<OrgMessageRow> {
     let status: String = col(r, 7, "agency message status")?;
@@ -98,6 +98,7 @@ fn message_row(r: &Row<'_>) -> R<OrgMessageRow> {
             .ok_or_else(|| StoreError::corrupt("agency message status", status))?,
         created_at: col_ts(r, 8, "agency message created_at")?,
         answered_at: col_opt_ts(r, 9, "agency message answered_at")?,
+        key_id: col_opt_id(r, 10, "agency message key id")?,
     })
 }
 
@@ -105,7 +106,7 @@ pub(crate) fn insert_message(c: &Connection, m: &OrgMessageRow) -> R<()> {
     execute(
         c,
         &format!(
-            "INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            "INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ),
         params![
             m.id.to_string(),
@@ -118,6 +119,7 @@ pub(crate) fn insert_message(c: &Connection, m: &OrgMessageRow) -> R<()> {
             m.status.as_str(),
             m.created_at.0,
             m.answered_at.map(|t| t.0),
+            opt_text(m.key_id),
         ],
         || format!("insert message {} to agency {}", m.id, m.agency),
     )
@@ -163,6 +165,18 @@ pub(crate) fn conversation(
     )?;
     rows.reverse();
     Ok(rows)
+}
+
+/// Messages of API key `key` still pending (the partial index
+/// `org_messages_pending_by_key` holds exactly these rows).
+pub(crate) fn pending_of_key(c: &Connection, key: OrgKeyId) -> R<u64> {
+    let n: i64 = query_value(
+        c,
+        "SELECT COUNT(*) FROM org_messages WHERE key_id = ?1 AND status = 'pending'",
+        [key.to_string()],
+        || format!("count the pending messages of API key {key}"),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Record the reply if the message is still pending; whether it was.

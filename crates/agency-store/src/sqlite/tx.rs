@@ -657,6 +657,9 @@ impl Tx for SqliteTx<'_> {
     ) -> R<Vec<OrgMessageRow>> {
         org_messages::conversation(self.conn, conversation, n)
     }
+    fn org_messages_pending_of_key(&mut self, key: agency_core::OrgKeyId) -> R<u64> {
+        org_messages::pending_of_key(self.conn, key)
+    }
     fn set_org_message_answered(
         &mut self,
         id: agency_core::OrgMessageId,
