@@ -49,6 +49,9 @@ use standby::Standby;
 
 enum Msg {
     Consider(HandlerId),
+    /// The user decided one of the handler's approval requests: new
+    /// information, so its spawn decision is made now, past any backoff.
+    Decided(HandlerId),
     IdleCheck(AgentId),
     Rescan,
     Exited {
@@ -196,6 +199,7 @@ impl Supervisor {
             not_before: HashMap::new(),
             timers: HashSet::new(),
             finishing: HashSet::new(),
+            decided: HashSet::new(),
             standby: None,
             shutting_down: false,
         };
@@ -239,6 +243,7 @@ fn event_msg(event: Result<Event, broadcast::error::RecvError>) -> Option<Msg> {
         }) => Msg::Consider(h),
         Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
         Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
+        Ok(Event::ApprovalDecided { handler, .. }) => Msg::Decided(handler),
         Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
         Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
         // A lifted budget: its subtree's pending work may run again.
@@ -291,6 +296,9 @@ struct State {
     /// none of them starts again before its run is recorded and the
     /// backoff decided.
     finishing: HashSet<HandlerId>,
+    /// Handlers one of whose approval requests was decided while their
+    /// agent ran or was being recorded (`decided`).
+    decided: HashSet<HandlerId>,
     /// The next agent's sandbox, ready before it is needed (`standby.rs`).
     standby: Option<Standby>,
     shutting_down: bool,
@@ -325,6 +333,7 @@ impl State {
             };
             match msg {
                 Msg::Consider(h) => self.consider(h).await,
+                Msg::Decided(h) => self.decided(h).await,
                 Msg::IdleCheck(agent) => self.idle_check(agent),
                 Msg::Rescan => self.rescan().await,
                 Msg::Exited {
@@ -677,13 +686,15 @@ impl State {
     /// progress, back off otherwise, or mark the handler stalled.
     async fn finished(&mut self, h: HandlerId, outcome: Option<RunOutcome>, config_restart: bool) {
         self.finishing.remove(&h);
+        let decided = self.decided.remove(&h);
         let Some(outcome) = outcome else { return };
         if !outcome.has_work || self.shutting_down {
             self.failures.remove(&h);
             return;
         }
-        if outcome.made_progress || config_restart {
-            // An agent asked to restart for new MCP servers did as told.
+        if outcome.made_progress || config_restart || decided {
+            // An agent asked to restart for new MCP servers did as told;
+            // an approval decided during the run is news for the next.
             self.failures.remove(&h);
             self.not_before.remove(&h);
         } else if self.note_failure(h) {
@@ -694,6 +705,23 @@ impl State {
                 .await;
             self.failures.remove(&h);
             return;
+        }
+        self.consider(h).await;
+    }
+
+    /// An approval request of `h` was decided (issue 28). The agents that
+    /// exited without progress may have been waiting for exactly this, so
+    /// their backoff no longer applies: the next agent, which finds the
+    /// decision's notice in its inbox, starts as soon as a slot is free.
+    /// Decided while its agent runs or is being recorded, the exit of that
+    /// agent does not count as one without progress either: it may have
+    /// read its inbox before the notice came, and the next one must not
+    /// wait out a backoff to read it.
+    async fn decided(&mut self, h: HandlerId) {
+        self.failures.remove(&h);
+        self.not_before.remove(&h);
+        if self.running.contains_key(&h) || self.finishing.contains(&h) {
+            self.decided.insert(h);
         }
         self.consider(h).await;
     }

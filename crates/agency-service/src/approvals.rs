@@ -13,18 +13,27 @@
 //! blocked: it is told "pending" and calls again after the user decided.
 //!
 //! Only the user decides ([`Service::approve`], [`Service::deny`]): an
-//! agent's principal is refused, whatever the request.
+//! agent's principal is refused, whatever the request. A decision wakes the
+//! handler that asked (issue 28): in the decision's transaction the user
+//! mails it a notice (approved: call again with the same arguments; denied:
+//! the tool, the arguments and the user's reason, so that no agent retries
+//! it blindly), whose delivery gives it work, and
+//! [`Event::ApprovalDecided`] lets the supervisor start its agent now rather
+//! than after a backoff. Without both, the agent that was told "pending"
+//! has usually ended, nothing would start another, and the approved call
+//! would wait for unrelated mail.
 
 use std::path::Path;
 
 use agency_core::policy::{ApprovalId, Decision, Policy, ToolCall, Verdict, canonical_json};
 use agency_core::{CapabilityId, HandlerId, MailTarget, Principal, Resource};
-use agency_store::{ApprovalRow, ApprovalStatus};
+use agency_store::{ApprovalRow, ApprovalStatus, HandlerStatus};
 use serde::{Deserialize, Serialize};
 
 use crate::GrantRequest;
 use crate::Result;
 use crate::error::ServiceError;
+use crate::events::Event;
 use crate::mail::system_mail;
 use crate::service::{Caller, Op, Service, authenticate};
 
@@ -85,6 +94,9 @@ const MAX_TOOL_CHARS: usize = 200;
 const MAX_ARGS_BYTES: usize = 256 * 1024;
 /// Most rows `approvals_list` returns.
 const MAX_LIST: usize = 500;
+/// Most characters of the arguments a decision notice quotes: enough to
+/// recognise the call; the request (`approval_get`) holds them whole.
+const NOTICE_ARGS_CHARS: usize = 1000;
 
 /// BLAKE3 of the canonical JSON, hex.
 pub fn args_hash(canonical: &str) -> String {
@@ -306,6 +318,7 @@ impl Service {
                     "failed to {verb} approval request {id}: it was decided meanwhile"
                 )));
             }
+            tell_decision(op, &caller, &a)?;
             Ok(a)
         })
     }
@@ -528,6 +541,70 @@ fn ask(
         approval: id,
         reason: d.reason,
     })
+}
+
+/// Tell the handler that asked how the user decided (see the module doc),
+/// in the decision's transaction: a decision is never recorded without its
+/// notice. A handler stopped or retired meanwhile has no agent to tell.
+fn tell_decision(op: &mut Op<'_>, caller: &Caller, a: &ApprovalRow) -> Result<()> {
+    op.events.push(Event::ApprovalDecided {
+        approval: a.id,
+        handler: a.handler,
+        approved: a.status == ApprovalStatus::Approved,
+    });
+    let active = op
+        .tx
+        .handler(a.handler)?
+        .is_some_and(|h| h.status == HandlerStatus::Active);
+    if !active {
+        return Ok(());
+    }
+    let (subject, body) = decision_notice(a);
+    system_mail(op, caller, MailTarget::Handler(a.handler), &subject, &body)?;
+    Ok(())
+}
+
+/// The notice of a decision: subject and body.
+fn decision_notice(a: &ApprovalRow) -> (String, String) {
+    let (id, tool) = (a.id, &a.tool);
+    let args = clip_chars(&pretty(&a.args), NOTICE_ARGS_CHARS);
+    let call =
+        format!("your call of tool `{tool}` with these arguments:\n\n```json\n{args}\n```\n\n");
+    if a.status == ApprovalStatus::Approved {
+        let runs = if a.always {
+            "it runs, and so does every identical call of this handler from now on"
+        } else {
+            "it runs once; a further identical call asks again"
+        };
+        (
+            format!("Approved: {tool} (request {id})"),
+            format!(
+                "The user approved {call}\
+                 Approved: call it again with the same arguments ({runs}). \
+                 Acknowledge this message once you have."
+            ),
+        )
+    } else {
+        let reason = a.deny_reason.as_deref().unwrap_or("no reason given");
+        (
+            format!("Denied: {tool} (request {id})"),
+            format!(
+                "The user denied {call}\
+                 The user's reason: {reason}\n\n\
+                 Do not make this call again: the same arguments stay denied. \
+                 Do the task another way, or tell your boss why it cannot be done, \
+                 and acknowledge this message."
+            ),
+        )
+    }
+}
+
+/// `s` cut to at most `max` characters, marked when cut.
+fn clip_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}… (cut here; the request holds them whole)", &s[..at]),
+        None => s.to_string(),
+    }
 }
 
 fn pretty(canonical: &str) -> String {

@@ -1,6 +1,7 @@
 //! Domain events, published after the transaction that caused them has
 //! committed. The daemon's scheduler reacts to these instead of scanning.
 
+use agency_core::policy::ApprovalId;
 use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OrgMessageId, OutcomeId,
     OutcomeStatus, Resource,
@@ -62,6 +63,15 @@ pub enum Event {
     /// work in `handler`'s subtree may run again.
     BudgetResumed {
         handler: HandlerId,
+    },
+    /// The user approved or denied `handler`'s approval request (issue 28):
+    /// its agent may retry the call, or must be told it may not. The
+    /// notice is mailed in the same transaction; this event tells the
+    /// supervisor to start the handler's agent now, past any backoff.
+    ApprovalDecided {
+        approval: ApprovalId,
+        handler: HandlerId,
+        approved: bool,
     },
     /// An agency's executive handler answered a message from outside
     /// (`POST /v1/agency/messages`): whoever waits for it may read it.

@@ -7,6 +7,7 @@
 mod support;
 
 mod approvals;
+mod approvals_wake;
 mod bounded;
 mod budgets;
 mod budgets_ledger;
