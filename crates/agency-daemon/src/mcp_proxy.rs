@@ -139,17 +139,9 @@ async fn proxy(
         headers.insert(key, value);
     }
     let method = req.method().clone();
-    let mut body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+    let mut body = match request_body(req, &name).await {
         Ok(b) => b,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid",
-                &format!(
-                    "failed to forward to MCP server {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
-                ),
-            );
-        }
+        Err(refused) => return refused,
     };
     let inspect = if method == Method::POST {
         match guard_request(&st, &id, &name, &body).await {
@@ -239,17 +231,9 @@ async fn stdio(
             .body(Body::empty())
             .unwrap_or_else(|_| error(StatusCode::METHOD_NOT_ALLOWED, "invalid", "POST only"));
     }
-    let body = match axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES).await {
+    let body = match request_body(req, name).await {
         Ok(b) => b,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid",
-                &format!(
-                    "failed to forward to MCP server {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
-                ),
-            );
-        }
+        Err(refused) => return refused,
     };
     let (inspect, msg) = match guard_request(st, id, name, &body).await {
         Ok(checked) => checked,
@@ -270,6 +254,21 @@ async fn stdio(
             None => error(StatusCode::BAD_GATEWAY, "unavailable", &why),
         },
     }
+}
+
+/// The request's body, at most [`MAX_REQUEST_BYTES`], or the refusal.
+async fn request_body(req: Request, name: &str) -> Result<axum::body::Bytes, Response> {
+    axum::body::to_bytes(req.into_body(), MAX_REQUEST_BYTES)
+        .await
+        .map_err(|_| {
+            error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid",
+                &format!(
+                    "failed to forward to MCP server {name}: the request body is over {MAX_REQUEST_BYTES} bytes or was cut off"
+                ),
+            )
+        })
 }
 
 /// What the proxy must do with the answer to a request.

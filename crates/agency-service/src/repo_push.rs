@@ -65,15 +65,7 @@ impl Service {
             |op, caller| may_push(op.tx, caller, push.repo),
             who,
         )?;
-        match admitted {
-            crate::approvals::Admission::Allow { .. } => Ok(()),
-            other => Err(ServiceError::denied(format!(
-                "failed to push branch {} of repo {}: {}",
-                push.branch,
-                push.repo,
-                other.message()
-            ))),
-        }
+        allowed(push, admitted)
     }
 
     /// Check again and record a push about to be made, in one transaction:
@@ -100,15 +92,7 @@ impl Service {
                 ),
             )
         }, who)?;
-        match admitted {
-            crate::approvals::Admission::Allow { .. } => Ok(()),
-            other => Err(ServiceError::denied(format!(
-                "failed to push branch {} of repo {}: {}",
-                push.branch,
-                push.repo,
-                other.message()
-            ))),
-        }
+        allowed(push, admitted)
     }
 
     /// Record that a push recorded by [`Service::repo_push_record`] failed,
@@ -126,6 +110,19 @@ impl Service {
                 ),
             )
         })
+    }
+}
+
+/// A push's admission as the push's answer: refused unless allowed.
+fn allowed(push: &RepoPush<'_>, admitted: crate::approvals::Admission) -> Result<()> {
+    match admitted {
+        crate::approvals::Admission::Allow { .. } => Ok(()),
+        other => Err(ServiceError::denied(format!(
+            "failed to push branch {} of repo {}: {}",
+            push.branch,
+            push.repo,
+            other.message()
+        ))),
     }
 }
 
