@@ -34,7 +34,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http_auth::error;
@@ -43,27 +42,6 @@ use crate::rest::{USER, call as rest_call};
 use crate::server::AppState;
 
 const WINDOW: Duration = Duration::from_secs(60);
-
-/// A tool removed from a listing, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Withheld {
-    pub tool: String,
-    pub reason: String,
-}
-
-/// The listing the agent may see.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ToolsAnswer {
-    pub result: Value,
-    pub withheld: Vec<Withheld>,
-}
-
-/// The result the agent may see (the server's, or an error in its place).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ResultAnswer {
-    pub result: Value,
-    pub withheld: bool,
-}
 
 /// A tool error result: what MCP clients show the model as the call's
 /// failure (rather than a protocol error, which some clients hide).
@@ -247,7 +225,7 @@ pub(crate) async fn filter_tools(
     id: &AgentIdentity,
     name: &str,
     mut result: Value,
-) -> Result<ToolsAnswer, Response> {
+) -> Result<Value, Response> {
     let tools = match result.get_mut("tools").map(Value::take) {
         Some(Value::Array(t)) => t,
         // Not a listing: nothing in it may reach the agent.
@@ -263,7 +241,6 @@ pub(crate) async fn filter_tools(
         };
     let manifest = st.servers.manifest(name);
     let mut kept = Vec::new();
-    let mut withheld = Vec::new();
     for (tool, verdict) in tools.into_iter().zip(verdicts) {
         let tname = tool
             .get("name")
@@ -280,18 +257,10 @@ pub(crate) async fn filter_tools(
         };
         match (verdict, not_offered) {
             (PinVerdict::Allowed, None) => kept.push(with_manifest_hints(tool, manifest, &tname)),
-            (PinVerdict::Allowed, Some(reason)) => withheld.push(Withheld {
-                tool: tname,
-                reason,
-            }),
-            (
-                PinVerdict::Quarantined {
-                    reason,
-                    new,
-                    change,
-                },
-                _,
-            ) => {
+            (PinVerdict::Allowed, Some(reason)) => {
+                tracing::debug!(server = name, tool = %tname, %reason, "withheld an MCP tool from a listing");
+            }
+            (PinVerdict::Quarantined { new, change, .. }, _) => {
                 if new {
                     tracing::warn!(
                         server = name,
@@ -300,10 +269,6 @@ pub(crate) async fn filter_tools(
                         "quarantined an MCP tool whose definition differs from the pinned one; `agency mcp pins` shows it"
                     );
                 }
-                withheld.push(Withheld {
-                    tool: tname,
-                    reason,
-                });
             }
         }
     }
@@ -312,7 +277,7 @@ pub(crate) async fn filter_tools(
     } else {
         result = json!({ "tools": kept });
     }
-    Ok(ToolsAnswer { result, withheld })
+    Ok(result)
 }
 
 /// The tool as agents see it: the manifest's `read_only`/`destructive`
@@ -414,7 +379,7 @@ pub(crate) async fn admit_call(
 
 /// A call's result as the agent may see it: unchanged, or an error in its
 /// place when it breaks the manifest's output schema.
-pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value) -> ResultAnswer {
+pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value) -> Value {
     let output = match st.servers.manifest(name) {
         Some(Ok(m)) => m.tools.get(tool).and_then(|t| t.output.as_ref()),
         Some(Err(e)) => {
@@ -425,17 +390,11 @@ pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value)
         None => None,
     };
     let Some(output) = output else {
-        return ResultAnswer {
-            result,
-            withheld: false,
-        };
+        return result;
     };
     // A tool's own error carries no output to check.
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return ResultAnswer {
-            result,
-            withheld: false,
-        };
+        return result;
     }
     let why = match structured(&result) {
         // The server's text stays out of the message (it may be the very
@@ -444,10 +403,7 @@ pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value)
         None => Some("it carries no structured content (structuredContent, or one text block of JSON) to check".to_owned()),
     };
     match why {
-        None => ResultAnswer {
-            result,
-            withheld: false,
-        },
+        None => result,
         Some(why) => {
             tracing::warn!(server = name, tool, %why, "withheld an MCP tool result that breaks the manifest's output schema");
             withheld(&format!(
@@ -457,11 +413,8 @@ pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value)
     }
 }
 
-fn withheld(message: &str) -> ResultAnswer {
-    ResultAnswer {
-        result: refusal_result(message),
-        withheld: true,
-    }
+fn withheld(message: &str) -> Value {
+    refusal_result(message)
 }
 
 /// The structured output of a result: `structuredContent`, or the JSON of

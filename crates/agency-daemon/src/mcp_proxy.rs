@@ -452,9 +452,9 @@ async fn guard_response(
         return msg;
     };
     msg["result"] = match tool {
-        Some(tool) => check_result(st, name, tool, result).result,
+        Some(tool) => check_result(st, name, tool, result),
         None => match filter_tools(st, id, name, result).await {
-            Ok(a) => a.result,
+            Ok(listing) => listing,
             Err(_) => {
                 // No listing rather than an unchecked one.
                 if let Value::Object(m) = &mut msg {

@@ -164,7 +164,7 @@ async fn issue27_a_launch_answers_the_proxy_never_a_secret_and_once() {
     let (daemon, svc, root) = start(&home).await;
     grant(&svc, root, "files");
     let notes_cap = grant(&svc, root, "notes");
-    let ((_, config), _) = root_and_child(dir.path(), &svc).await;
+    let ((_, config), child) = root_and_child(dir.path(), &svc).await;
     // The capability is still checked when the nonce is good: the user
     // revoked it after the spawn.
     svc.revoke(Principal::User, notes_cap).unwrap();
@@ -191,7 +191,34 @@ async fn issue27_a_launch_answers_the_proxy_never_a_secret_and_once() {
     let (status, body) = launch(&daemon, "files", &token, Some(&nonce)).await;
     assert_eq!(status, 403, "replayed: {body}");
     assert!(!body.contains(&secret));
+
+    // The proxy that runs a stdio server checks the capability before it
+    // starts anything: not for the revoked `notes`, nor for the child,
+    // which holds none (had it started the server, the answer would be a
+    // JSON-RPC error about the missing program, with status 200).
+    let (_, child_config) = child;
+    for (server, token) in [("notes", token.clone()), ("files", token_of(&child_config))] {
+        let (status, body) = proxy_initialize(&daemon, server, &token).await;
+        assert_eq!(status, 403, "{server}: {body}");
+    }
     daemon.stop().await.unwrap();
+}
+
+/// POST an `initialize` to `/mcp-proxy/NAME`: status and body.
+async fn proxy_initialize(daemon: &Daemon, name: &str, token: &str) -> (u16, String) {
+    let resp = reqwest::Client::new()
+        .post(format!("http://{}/mcp-proxy/{name}", daemon.addr()))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap())
 }
 
 /// What the fake HTTP MCP server saw: each request's headers.
