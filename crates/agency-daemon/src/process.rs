@@ -97,7 +97,7 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
     let rows = match svc.live_agent_processes() {
         Ok(rows) => rows,
         Err(e) => {
-            eprintln!("agency-daemon: failed to read the process groups of agents left live: {e}");
+            tracing::error!(error = %e, "failed to read the process groups of agents left live");
             return;
         }
     };
@@ -107,9 +107,10 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
             let pgid = u32::try_from(r.pgid).ok()?;
             let started = u64::try_from(r.started).ok()?;
             still_ours(r.agent, pgid, started).then(|| {
-                eprintln!(
-                    "agency-daemon: stopping agent {} left running by the previous daemon (process group {pgid})",
-                    r.agent
+                tracing::warn!(
+                    agent = %r.agent,
+                    pgid,
+                    "stopping an agent left running by the previous daemon"
                 );
                 pgid
             })
