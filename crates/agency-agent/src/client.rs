@@ -6,7 +6,9 @@
 //! timeouts, and any failure once the answer has started streaming (an
 //! `error` event, a cut or unreadable stream). Other statuses fail at once
 //! with the server's error body, since repeating a bad request cannot fix
-//! it.
+//! it. So does the daemon's model gateway refusing a call by a budget (a
+//! 429 whose JSON error has `"kind": "budget"`): no retry makes room in a
+//! reached or paused budget, only the user does ([`CallError::Budget`]).
 
 use std::time::Duration;
 
@@ -35,9 +37,21 @@ pub(crate) struct RetryNote {
     pub wait: Duration,
 }
 
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallError {
+    /// The call failed (after the retries it was worth).
+    Failed(String),
+    /// The daemon's model gateway refused it by a budget: the message
+    /// names the budget and how the user continues it.
+    Budget(String),
+}
+
 /// Why one attempt failed.
 #[derive(Debug)]
 struct AttemptError {
+    /// The gateway's budget refusal: never retried.
+    budget: bool,
     retryable: bool,
     status: Option<u16>,
     retry_after: Option<Duration>,
@@ -47,6 +61,7 @@ struct AttemptError {
 impl AttemptError {
     fn transient(message: impl Into<String>) -> AttemptError {
         AttemptError {
+            budget: false,
             retryable: true,
             status: None,
             retry_after: None,
@@ -102,13 +117,13 @@ impl ModelClient {
         &self,
         req: &Request<'_>,
         on_retry: &mut dyn FnMut(&RetryNote),
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, CallError> {
         let body = match self.api {
             Api::Anthropic => anthropic::request_body(req),
             Api::Openai => openai::request_body(req),
         };
-        let body =
-            serde_json::to_vec(&body).map_err(|e| format!("failed to encode the request: {e}"))?;
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| CallError::Failed(format!("failed to encode the request: {e}")))?;
         let mut attempt = 1;
         loop {
             match self.attempt(&body).await {
@@ -118,13 +133,14 @@ impl ModelClient {
                     }
                     return Ok(reply);
                 }
-                Err(e) if !e.retryable => return Err(e.message),
+                Err(e) if e.budget => return Err(CallError::Budget(e.message)),
+                Err(e) if !e.retryable => return Err(CallError::Failed(e.message)),
                 Err(e) if attempt >= self.retry.max_attempts => {
-                    return Err(if attempt > 1 {
+                    return Err(CallError::Failed(if attempt > 1 {
                         format!("{} (gave up after {attempt} attempts)", e.message)
                     } else {
                         e.message
-                    });
+                    }));
                 }
                 Err(e) => {
                     let wait = backoff(&self.retry, attempt, e.retry_after, jitter_draw());
@@ -180,7 +196,17 @@ impl ModelClient {
         if !status.is_success() {
             let retry_after = retry_after(resp.headers());
             let text = read_error_body(resp).await;
+            if let Some(message) = budget_refusal(status.as_u16(), &text) {
+                return Err(AttemptError {
+                    budget: true,
+                    retryable: false,
+                    status: Some(status.as_u16()),
+                    retry_after: None,
+                    message,
+                });
+            }
             return Err(AttemptError {
+                budget: false,
                 retryable: is_retryable_status(status.as_u16()),
                 status: Some(status.as_u16()),
                 retry_after,
@@ -279,6 +305,26 @@ impl Assembler {
 /// Anthropic's) and gateway failures.
 pub(crate) fn is_retryable_status(status: u16) -> bool {
     matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
+}
+
+/// The daemon's model gateway refusing a call by a budget: HTTP 429 with
+/// `{"error": {"kind": "budget", "message": …}}` (a provider's rate
+/// limit is a 429 without that kind); its message.
+pub(crate) fn budget_refusal(status: u16, body: &str) -> Option<String> {
+    if status != 429 {
+        return None;
+    }
+    let v: Value = serde_json::from_str(body).ok()?;
+    let e = v.get("error")?;
+    if e.get("kind")?.as_str()? != "budget" {
+        return None;
+    }
+    Some(
+        e.get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("a budget is reached")
+            .to_owned(),
+    )
 }
 
 /// The wait before retry number `attempt` (1 = after the first failure):
@@ -464,6 +510,25 @@ mod tests {
         assert_eq!(retry_after(&h), None);
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn only_the_gateways_budget_refusal_is_one() {
+        let budget = r#"{"error":{"kind":"budget","message":"failed to call the model: budget of handler h reached"}}"#;
+        assert_eq!(
+            budget_refusal(429, budget).as_deref(),
+            Some("failed to call the model: budget of handler h reached")
+        );
+        // Another status, a provider's rate limit, or no JSON: not one.
+        assert_eq!(budget_refusal(403, budget), None);
+        let anthropic =
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
+        assert_eq!(budget_refusal(429, anthropic), None);
+        assert_eq!(
+            budget_refusal(429, r#"{"error":{"kind":"limited","message":"x"}}"#),
+            None
+        );
+        assert_eq!(budget_refusal(429, "Too Many Requests"), None);
     }
 
     #[test]

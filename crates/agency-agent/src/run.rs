@@ -1,14 +1,16 @@
 //! The loop that runs one agent: connect to MCP, offer every tool to the
 //! model (MCP tools and the workspace tools), execute the tool calls of each answer in order, and stop when an
 //! answer has none, or a limit has been reached and the model was given
-//! its chance to save its state.
+//! its chance to save its state, or the daemon's model gateway refused a
+//! call by a budget (the runtime records why in the audit log and stops:
+//! retrying cannot help, and the model cannot be asked to save anything).
 //!
 //! Everything the run does is appended to the transcript as it happens;
 //! the summary goes to `result_path` at the end, whatever the ending.
 
 use serde_json::{Value, json};
 
-use crate::client::ModelClient;
+use crate::client::{CallError, ModelClient};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::mcp::{Mcp, Sessions};
@@ -328,7 +330,13 @@ async fn converse(
             *left -= 1;
         }
         s.turns += 1;
-        let reply = call_model(cfg, client, tools, &history, t, s).await?;
+        let reply = match call_model(cfg, client, tools, &history, t, s).await? {
+            Ok(reply) => reply,
+            // The gateway refused by a budget: no model call can follow
+            // until the user acts, so the run stops here, as at the end
+            // of a turn, after recording why.
+            Err(message) => return Ok(budget_stop(mcp, &message, t).await),
+        };
         s.final_text = truncate(&reply.text, MAX_FINAL_TEXT).0.to_owned();
         history.push(Message::Assistant {
             text: reply.text.clone(),
@@ -385,6 +393,28 @@ fn add_notice(history: &mut Vec<Message>) {
     history.push(Message::User(LIMIT_NOTICE.to_owned()));
 }
 
+/// What the audit log gets when the gateway refused a model call by a
+/// budget: the agent cannot write it (it needs a model call to), so the
+/// runtime does, and the next agent reads why this one stopped.
+pub const BUDGET_AUDIT: &str = "(written by the runtime) Stopped: the model gateway refused a model call by a budget. The work so far is kept (state document, KB, this run's transcript); a new agent continues once the user raises the limit or resumes the subtree. The gateway said: ";
+
+/// Stop after a budget refusal: record it in the transcript and in the
+/// handler's audit log (best effort: a failure is recorded, not fatal;
+/// tool calls are not stopped by a paused budget, so it normally lands).
+async fn budget_stop(mcp: &Sessions, message: &str, t: &mut Transcript) -> Ended {
+    t.event("budget", json!({ "message": message }));
+    let summary = format!("{BUDGET_AUDIT}{message}");
+    let outcome = mcp
+        .call("audit_submit", &json!({ "summary": summary }))
+        .await;
+    t.event(
+        "budget_audit",
+        json!({ "is_error": outcome.is_error, "content": truncate(&outcome.content, MAX_RECORDED_RESULT).0 }),
+    );
+    Ended::Budget(t.redact(message))
+}
+
+/// One model call. `Ok(Err(message))`: the gateway refused it by a budget.
 async fn call_model(
     cfg: &AgentConfig,
     client: &ModelClient,
@@ -392,7 +422,7 @@ async fn call_model(
     history: &[Message],
     t: &mut Transcript,
     s: &mut RunSummary,
-) -> Result<Reply, AgentError> {
+) -> Result<Result<Reply, String>, AgentError> {
     let turn = s.turns;
     t.event(
         "model_request",
@@ -429,10 +459,16 @@ async fn call_model(
         })
         .await;
     s.retries += retries;
-    let reply = result.map_err(|message| AgentError::Model {
-        url: client.url().to_owned(),
-        message,
-    })?;
+    let reply = match result {
+        Ok(reply) => reply,
+        Err(CallError::Budget(message)) => return Ok(Err(message)),
+        Err(CallError::Failed(message)) => {
+            return Err(AgentError::Model {
+                url: client.url().to_owned(),
+                message,
+            });
+        }
+    };
     let usage = reply.usage.unwrap_or_default();
     s.input_tokens += usage.input_tokens;
     s.output_tokens += usage.output_tokens;
@@ -454,7 +490,7 @@ async fn call_model(
             "usage_estimated": usage.estimated,
         }),
     );
-    Ok(reply)
+    Ok(Ok(reply))
 }
 
 /// The arguments as parsed, or the model's raw text when unparseable.

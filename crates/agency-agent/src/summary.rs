@@ -12,7 +12,8 @@ use crate::config::Api;
 use crate::error::AgentError;
 
 /// How a run ended. Serialized as one string: `"completed"`,
-/// `"turn_limit"`, `"token_limit"` or `"error: <message>"`.
+/// `"turn_limit"`, `"token_limit"`, `"budget: <message>"` or
+/// `"error: <message>"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Ended {
@@ -22,6 +23,10 @@ pub enum Ended {
     TurnLimit,
     /// `max_total_tokens` was reached (after the save-your-state calls).
     TokenLimit,
+    /// The daemon's model gateway refused a model call by a budget
+    /// (reached, or its subtree paused): the run recorded why and
+    /// stopped, as at the end of a turn. The message is the gateway's.
+    Budget(String),
     /// The run failed: the message says what failed.
     Error(String),
 }
@@ -38,6 +43,7 @@ impl std::fmt::Display for Ended {
             Ended::Completed => f.write_str("completed"),
             Ended::TurnLimit => f.write_str("turn_limit"),
             Ended::TokenLimit => f.write_str("token_limit"),
+            Ended::Budget(m) => write!(f, "budget: {m}"),
             Ended::Error(m) => write!(f, "error: {m}"),
         }
     }
@@ -57,9 +63,10 @@ impl TryFrom<String> for Ended {
             "completed" => Ok(Ended::Completed),
             "turn_limit" => Ok(Ended::TurnLimit),
             "token_limit" => Ok(Ended::TokenLimit),
-            _ => match s.strip_prefix("error:") {
-                Some(m) => Ok(Ended::Error(m.trim_start().to_owned())),
-                None => Err(format!("unknown run ending {s:?}")),
+            _ => match (s.strip_prefix("error:"), s.strip_prefix("budget:")) {
+                (Some(m), _) => Ok(Ended::Error(m.trim_start().to_owned())),
+                (None, Some(m)) => Ok(Ended::Budget(m.trim_start().to_owned())),
+                (None, None) => Err(format!("unknown run ending {s:?}")),
             },
         }
     }
@@ -96,7 +103,8 @@ pub struct RunSummary {
 
 impl RunSummary {
     /// The process exit code: 0 when the run completed or ended at a
-    /// limit (the agent was told to save its state), 1 on error.
+    /// limit (the agent was told to save its state) or a budget, 1 on
+    /// error.
     pub fn exit_code(&self) -> i32 {
         if self.ended.is_error() { 1 } else { 0 }
     }
@@ -168,6 +176,11 @@ mod tests {
             (Ended::TurnLimit, "turn_limit", 0),
             (Ended::TokenLimit, "token_limit", 0),
             (Ended::Error("failed to x".into()), "error: failed to x", 1),
+            (
+                Ended::Budget("budget reached".into()),
+                "budget: budget reached",
+                0,
+            ),
         ] {
             let sum = summary(e.clone());
             let v = serde_json::to_value(&sum).unwrap();

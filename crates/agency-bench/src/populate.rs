@@ -295,6 +295,7 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                         acked_at: None,
                         dropped_reason: None,
                         in_reply_to: None,
+                        notice: false,
                     })?;
                 }
                 Ok::<_, StoreError>(())

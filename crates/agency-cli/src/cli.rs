@@ -91,7 +91,8 @@ pub enum Command {
     /// Send a message to any handler.
     Tell(TellArgs),
 
-    /// Show your inbox (delivered, unacknowledged messages).
+    /// Show your inbox (delivered, unacknowledged messages; replies to
+    /// outside callers are in `agency conversations`).
     Inbox(InboxArgs),
 
     /// The handler tree, indented by boss.
@@ -332,6 +333,10 @@ pub enum Command {
     /// party would, and print its reply if it comes within --wait.
     Ask(AskArgs),
 
+    /// Conversations with outside callers (the agency API's messages and
+    /// their replies), newest first; their replies stay out of your inbox.
+    Conversations(ConversationsArgs),
+
     /// Where a message sent with `agency ask` stands: its reply once the
     /// agency answered.
     Answer {
@@ -477,6 +482,14 @@ pub struct InboxArgs {
     /// Acknowledge every message shown.
     #[arg(long)]
     pub ack: bool,
+    /// Every message delivered to you, newest first: acknowledged ones
+    /// too, and replies to outside callers (`agency conversations`).
+    /// Bounded like any listing (at most 200 unless --limit).
+    #[arg(long, conflicts_with = "ack")]
+    pub all: bool,
+    /// With --all: at most this many messages.
+    #[arg(long, requires = "all")]
+    pub limit: Option<usize>,
 }
 
 #[derive(Debug, Args)]

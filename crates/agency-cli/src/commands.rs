@@ -107,6 +107,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Shutdown => daemon::shutdown(&ctx),
         Command::Send(a) => mail::send(&ctx, None, &a.body, a.subject),
         Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.body, a.subject),
+        Command::Inbox(a) if a.all => mail::inbox_all(&ctx, a.limit),
         Command::Inbox(a) => mail::inbox(&ctx, a.ack),
         Command::Handlers => org::handlers(&ctx),
         Command::Outcomes(a) => match &a.of {
@@ -201,6 +202,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             a.wait,
         ),
         Command::Answer { id } => org_keys::answer(&ctx, &id),
+        Command::Conversations(a) => org_keys::conversations(&ctx, a.agency.as_deref(), a.limit),
         Command::Memory(MemoryCommand::Search {
             handler,
             words,

@@ -16,7 +16,9 @@ use comfy_table::{ContentArrangement, Table, presets};
 pub use agency_daemon::api::{AgentsView, LimitView, StatusView};
 
 mod hints;
+mod paused;
 pub use hints::{no_runtime_hint, sandbox_warning, tools};
+pub use paused::{PAUSED_NOTE, handler_state, paused_lines};
 
 /// A borderless table, columns two spaces apart, no trailing blanks (so
 /// snapshots and `diff`s of the output stay clean). Never wraps: a pipe
@@ -175,6 +177,7 @@ pub fn status(s: &StatusView) -> String {
             "stalled handlers".into(),
             s.counts.handlers_stalled.to_string(),
         ],
+        vec!["paused budgets".into(), s.paused.len().to_string()],
         vec!["live agents".into(), s.counts.agents_live.to_string()],
         vec!["open outcomes".into(), s.counts.outcomes_open.to_string()],
         vec!["KB files".into(), s.counts.files.to_string()],
@@ -191,6 +194,7 @@ pub fn status(s: &StatusView) -> String {
     if s.counts.handlers_stalled > 0 {
         out.push_str(STALLED_NOTE);
     }
+    out.push_str(&paused_lines(&s.paused));
     out
 }
 
@@ -224,10 +228,7 @@ pub fn handlers(list: &[HandlerView]) -> String {
             let h = by_id.get(&line.id)?;
             Some(vec![
                 format!("{}{}", line.prefix, h.id),
-                match (&h.stalled, h.status.as_str()) {
-                    (Some(_), "active") => "stalled".to_owned(),
-                    (_, s) => s.to_owned(),
-                },
+                handler_state(h),
                 or_dash(h.live_agent),
                 h.inbox_depth.to_string(),
                 yes_no(h.has_work).to_owned(),
@@ -246,6 +247,9 @@ pub fn handlers(list: &[HandlerView]) -> String {
     }
     if list.iter().any(|h| h.stalled.is_some()) {
         out.push_str(STALLED_NOTE);
+    }
+    if list.iter().any(|h| h.paused.is_some()) {
+        out.push_str(PAUSED_NOTE);
     }
     out
 }
@@ -617,12 +621,16 @@ pub fn inbox(list: &[MessageView]) -> String {
         }
         let mut rows = vec![
             vec!["message".into(), m.id.to_string()],
-            vec!["from".into(), target(&m.from)],
+            vec!["from".into(), sender(m)],
             vec!["date".into(), sent_at(m).to_string()],
             vec!["subject".into(), m.subject.clone()],
         ];
         if let Some(r) = m.in_reply_to {
             rows.push(vec!["in reply to".into(), r.to_string()]);
+        }
+        // `inbox --all` shows acknowledged mail too.
+        if let Some(t) = m.acked_at {
+            rows.push(vec!["acknowledged".into(), t.to_string()]);
         }
         out.push_str(&table(&[], rows));
         match &m.body {
@@ -631,6 +639,15 @@ pub fn inbox(list: &[MessageView]) -> String {
         }
     }
     out
+}
+
+/// Who a message is from: `agency` for Agency's own notices.
+pub fn sender(m: &MessageView) -> String {
+    if m.from_agency {
+        "agency".to_owned()
+    } else {
+        target(&m.from)
+    }
 }
 
 fn sent_at(m: &MessageView) -> Timestamp {
@@ -756,6 +773,7 @@ mod tests {
             live_agent: None,
             has_work: false,
             stalled: None,
+            paused: None,
         };
         let text = handlers(&[
             h(3, Some(1), "child b"),

@@ -144,7 +144,7 @@ pub fn receipt(m: &MessageView) -> String {
     };
     let mut rows = vec![
         vec!["message".into(), m.id.to_string()],
-        vec!["from".into(), party(&m.from)],
+        vec!["from".into(), crate::output::sender(m)],
         vec!["to".into(), party(&m.to)],
         vec!["subject".into(), line(&m.subject)],
         vec!["sent".into(), m.created_at.to_string()],

@@ -155,9 +155,11 @@ fn issue12_ask_an_agency_and_manage_its_keys_from_the_cli() {
     assert_ne!(sent["isError"], true, "{sent}");
     let answered = ok(&home, &["answer", id]);
     assert!(answered.contains("Dry, 12 °C."), "{answered}");
-    // The reply is in the user's inbox too, naming what it answers.
-    let inbox = ok(&home, &["inbox"]);
-    assert!(inbox.contains(&format!("in reply to  {mail}")), "{inbox}");
+    // The reply is among the user's mail (`inbox --all`), naming what it
+    // answers, not in the inbox: `agency conversations` is its view.
+    let inbox = ok(&home, &["inbox", "--all"]);
+    assert!(inbox.contains(&format!("in reply to   {mail}")), "{inbox}");
+    assert!(!ok(&home, &["inbox"]).contains("Dry, 12 °C."));
     let (code, _, err) = agency(&home, &["ask", "weather", "x", "--wait", "3m"]);
     assert_ne!(code, 0);
     assert!(err.contains("--wait"), "{err}");

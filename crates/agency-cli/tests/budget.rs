@@ -22,7 +22,9 @@ fn budgets_are_set_and_shown_from_the_cli() {
     let root = {
         let svc = home.open_service().unwrap();
         let root = svc.root_handler().unwrap().unwrap();
-        // A root paused by its tool-call limit, for `agency resume`.
+        // A root paused by its tool-call limit, for `agency resume` (its
+        // agent started first: a paused subtree starts none).
+        let agent = svc.agent_start(root).unwrap();
         svc.budget_set(
             Principal::User,
             root,
@@ -32,7 +34,6 @@ fn budgets_are_set_and_shown_from_the_cli() {
             },
         )
         .unwrap();
-        let agent = svc.agent_start(root).unwrap();
         assert!(svc.tool_call_charge(Principal::agent(root, agent)).is_err());
         svc.agent_end(agent, "test").unwrap();
         root

@@ -27,6 +27,10 @@ pub struct StatusView {
     /// keeps each (issue 27); empty otherwise.
     #[serde(default)]
     pub limits: Vec<LimitView>,
+    /// Every paused budget: no agent starts in its handler's subtree until
+    /// the user raises the limit or resumes it.
+    #[serde(default)]
+    pub paused: Vec<agency_service::PausedView>,
 }
 
 /// One resource limit of every confined agent (`GET /v1/status`

@@ -204,6 +204,7 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
             pid: std::process::id(),
             root_handler: svc.root_handler()?,
             counts: svc.counts()?,
+            paused: svc.budget_pauses()?,
         })
     })
     .await
@@ -251,8 +252,25 @@ async fn send(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<SendR
     .await)
 }
 
-async fn inbox(State(st): State<Arc<AppState>>) -> Response {
-    call(&st, |svc| svc.mail_inbox(USER, None)).await
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InboxQuery {
+    /// Every message delivered to the user, acknowledged ones too, newest
+    /// first (`agency inbox --all`).
+    #[serde(default)]
+    all: bool,
+    limit: Option<usize>,
+}
+
+async fn inbox(State(st): State<Arc<AppState>>, Query(q): Query<InboxQuery>) -> Response {
+    call(&st, move |svc| {
+        if q.all {
+            svc.mail_received(USER, q.limit)
+        } else {
+            svc.mail_inbox(USER, q.limit)
+        }
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]

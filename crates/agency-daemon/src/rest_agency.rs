@@ -17,7 +17,8 @@
 //! naming the limit, its value and the seconds to wait. The user is bound
 //! by neither.
 //!
-//! The user's key management (`/v1/agency/keys`) is in [`key_routes`],
+//! The user's key management (`/v1/agency/keys`) and view of the
+//! conversations (`/v1/agency/conversations`) are in [`key_routes`],
 //! behind the admin token on the socket with the rest of `/v1`.
 //!
 //! A waiting request (`wait_ms`, the event stream) subscribes to the
@@ -84,6 +85,7 @@ pub(crate) fn key_routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/agency/keys", post(key_mint).get(key_list))
         .route("/v1/agency/keys/{id}", delete(key_revoke))
+        .route("/v1/agency/conversations", get(conversations))
 }
 
 /// Who is calling, from the bearer token alone: the admin token (where
@@ -157,7 +159,8 @@ struct PostReq {
 
 /// `POST /v1/agency/messages`: deliver, then wait up to `wait_ms` for the
 /// reply: 200 with it, else 202 with the id to poll (`Location`) or
-/// follow (`…/events`).
+/// follow (`…/events`); at once 202 with `"paused": true` when the
+/// agency is paused by its budget.
 async fn post_message(
     State(st): State<Arc<AppState>>,
     Extension(caller): Extension<OrgCaller>,
@@ -213,7 +216,7 @@ async fn post_message(
     let v = if wait == 0 {
         v
     } else {
-        match wait_for_reply(&st, &caller, v.id, events, deadline).await {
+        match wait_for_reply(&st, &caller, v.id, events, deadline, true).await {
             Ok(v) => v,
             Err(r) => return Ok(r),
         }
@@ -266,18 +269,26 @@ async fn read(
     blocking(move || svc.org_message_get(&caller, id)).await
 }
 
-/// The message once answered, or as it stands at `deadline`. Reads it
-/// now and after each event that may concern it, not on a timer.
+/// The message once answered, or as it stands at `deadline` (or, with
+/// `until_paused`, as soon as it is seen paused). Reads it now and after
+/// each event that may concern it, not on a timer.
 async fn wait_for_reply(
     st: &AppState,
     caller: &OrgCaller,
     id: OrgMessageId,
     mut events: broadcast::Receiver<Event>,
     deadline: Instant,
+    until_paused: bool,
 ) -> Result<OrgMessageView, Response> {
     loop {
         let v = read(st, caller, id).await?;
-        if v.status != OrgMessageStatus::Pending || Instant::now() >= deadline {
+        // A paused agency answers nothing until the user resumes it: a
+        // POST says so now rather than at its deadline (an event stream
+        // keeps waiting: ending it would only make its client reconnect).
+        if v.status != OrgMessageStatus::Pending
+            || (v.paused && until_paused)
+            || Instant::now() >= deadline
+        {
             return Ok(v);
         }
         if !next_relevant(&mut events, id, deadline).await {
@@ -321,7 +332,7 @@ async fn events(
     let deadline = Instant::now() + EVENTS_MAX;
     let stream = futures_util::stream::unfold(Some((st, caller, rx)), move |state| async move {
         let (st, caller, rx) = state?;
-        let event = match wait_for_reply(&st, &caller, id, rx, deadline).await {
+        let event = match wait_for_reply(&st, &caller, id, rx, deadline, false).await {
             Ok(v) => {
                 let name = if v.status == OrgMessageStatus::Pending {
                     "pending"
@@ -364,6 +375,25 @@ struct KeyListQuery {
 
 async fn key_list(State(st): State<Arc<AppState>>, Query(q): Query<KeyListQuery>) -> Response {
     call(&st, move |svc| svc.org_key_list(USER, q.agency.as_deref())).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConversationsQuery {
+    agency: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /v1/agency/conversations`: the user's view of the messages from
+/// outside and their replies, newest first.
+async fn conversations(
+    State(st): State<Arc<AppState>>,
+    Query(q): Query<ConversationsQuery>,
+) -> Response {
+    call(&st, move |svc| {
+        svc.org_conversations(USER, q.agency.as_deref(), q.limit)
+    })
+    .await
 }
 
 async fn key_revoke(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {

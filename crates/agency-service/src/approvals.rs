@@ -34,7 +34,7 @@ use crate::GrantRequest;
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::mail::system_mail;
+use crate::mail::notice;
 use crate::service::{Caller, Op, Service, authenticate};
 
 /// A tool call an agent is about to make (the body of `/agent/tool-check`).
@@ -536,7 +536,7 @@ fn ask(
         reason = d.reason,
         args = pretty(canonical),
     );
-    system_mail(op, caller, MailTarget::User, &subject, &body)?;
+    notice(op, caller, MailTarget::User, &subject, &body)?;
     Ok(Admission::Pending {
         approval: id,
         reason: d.reason,
@@ -560,7 +560,7 @@ fn tell_decision(op: &mut Op<'_>, caller: &Caller, a: &ApprovalRow) -> Result<()
         return Ok(());
     }
     let (subject, body) = decision_notice(a);
-    system_mail(op, caller, MailTarget::Handler(a.handler), &subject, &body)?;
+    notice(op, caller, MailTarget::Handler(a.handler), &subject, &body)?;
     Ok(())
 }
 

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use agency_core::{HandlerId, Principal};
+use agency_core::{HandlerId, Principal, Timestamp};
 use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerStatus, Tx};
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +40,40 @@ pub struct BudgetNode {
     /// The boss that carved the budget on delegation; `None`: the user.
     pub carved_by: Option<HandlerId>,
     pub children: Vec<BudgetNode>,
+}
+
+/// A paused budget that holds a handler (its own or one above it): the
+/// fact `agency handlers`, `orgs`, `status` and outside callers show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PausedView {
+    /// The handler whose budget is paused (the handler itself or an
+    /// ancestor): what `agency resume` and `agency budget set` name.
+    pub by: HandlerId,
+    /// Which limit was reached.
+    pub reason: String,
+    pub since: Timestamp,
+}
+
+impl PausedView {
+    fn of(b: &BudgetRow) -> Option<PausedView> {
+        b.paused.as_ref().map(|p| PausedView {
+            by: b.handler,
+            reason: p.reason.clone(),
+            since: p.at,
+        })
+    }
+}
+
+/// The paused budget nearest above `handler` (its own first), if any;
+/// none for a handler that does not exist (a listing shows what it can).
+pub(crate) fn paused_over(tx: &mut dyn Tx, handler: HandlerId) -> Result<Option<PausedView>> {
+    if tx.handler(handler)?.is_none() {
+        return Ok(None);
+    }
+    Ok(match paused_by(tx, handler)? {
+        Some(by) => tx.budget_of(by)?.as_ref().and_then(PausedView::of),
+        None => None,
+    })
 }
 
 /// What `agency resume` did.
@@ -79,8 +113,9 @@ fn require_user(tx: &mut dyn Tx, who: Principal, doing: &str) -> Result<()> {
 impl Service {
     /// The user: set (replace) the limits on `handler`'s subtree. A limit
     /// left out is no limit of that kind; all left out removes the budget.
-    /// Setting limits continues a paused subtree (a limit still reached
-    /// pauses it again at its next call) and re-arms the 80% notices. The
+    /// Setting limits continues a paused subtree and re-arms the 80%
+    /// notices; a consumption limit at or under what the subtree already
+    /// spent pauses it at once (the row returned says so). The
     /// wall clock keeps counting from when the budget was first set.
     pub fn budget_set(
         &self,
@@ -95,7 +130,7 @@ impl Service {
                 return Err(ServiceError::not_found("handler", handler));
             }
             let old = op.tx.budget_of(handler)?;
-            let row = BudgetRow {
+            let mut row = BudgetRow {
                 handler,
                 limits,
                 set_at: old.as_ref().map_or(op.now, |b| b.set_at),
@@ -107,8 +142,17 @@ impl Service {
                 op.tx.delete_budget(handler)?;
             } else {
                 op.tx.set_budget(&row)?;
+                // A limit at or under what the subtree already spent
+                // pauses it now (with the notice every pause sends), not
+                // silently at its next call: the answer says so, and
+                // `handlers` and `status` show it at once.
+                let spent = op.tx.budget_spend_of(handler)?;
+                if let Some(what) = reached_at_set(&row, &spent, op.now) {
+                    crate::budgets_ledger::pause(op, handler, &what)?;
+                    row = op.tx.budget_of(handler)?.unwrap_or(row);
+                }
             }
-            if old.is_some_and(|b| b.paused.is_some()) {
+            if old.is_some_and(|b| b.paused.is_some()) && row.paused.is_none() {
                 op.events.push(Event::BudgetResumed { handler });
             }
             Ok(row)
@@ -180,6 +224,17 @@ impl Service {
         })
     }
 
+    /// Daemon (`agency status`): every paused budget, oldest pause first.
+    pub fn budget_pauses(&self) -> Result<Vec<PausedView>> {
+        self.read(|tx| {
+            Ok(tx
+                .paused_budgets()?
+                .iter()
+                .filter_map(PausedView::of)
+                .collect())
+        })
+    }
+
     /// Daemon: whether a paused budget (on the handler or above it) keeps
     /// agents of `handler` from starting; the budget's handler if so.
     pub fn budget_paused(&self, handler: HandlerId) -> Result<Option<HandlerId>> {
@@ -220,13 +275,36 @@ impl Service {
     }
 }
 
+/// The first consumption limit of `b` that the spend already reached
+/// (as the ledger would find it at the next call), said as a pause reason.
+fn reached_at_set(b: &BudgetRow, spent: &BudgetSpend, now: Timestamp) -> Option<String> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| k.pauses())
+        .find_map(|kind| {
+            let limit = kind.limit(&b.limits)?;
+            if kind == Kind::WallClock {
+                let used = elapsed(b, now);
+                return (used >= limit)
+                    .then(|| format!("{} limit {limit}, elapsed {used}", kind.name()));
+            }
+            let used = kind.spent(spent)?;
+            (used >= limit).then(|| {
+                format!(
+                    "{} limit {limit}, spent {used} (set at or under what was spent)",
+                    kind.name()
+                )
+            })
+        })
+}
+
 fn node(
     tx: &mut dyn Tx,
     h: HandlerId,
     kids: &BTreeMap<HandlerId, Vec<HandlerId>>,
     status: &BTreeMap<HandlerId, HandlerStatus>,
     live: &BTreeMap<HandlerId, i64>,
-    now: agency_core::Timestamp,
+    now: Timestamp,
     seen: &mut std::collections::BTreeSet<HandlerId>,
 ) -> Result<BudgetNode> {
     seen.insert(h);

@@ -28,7 +28,7 @@ use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerRow
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::mail::system_mail;
+use crate::mail::notice;
 use crate::service::{Caller, Op};
 
 /// The kinds of limit, in the order they are checked and shown.
@@ -388,7 +388,7 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
         row,
         agent: AgentId(uuid::Uuid::nil()),
     };
-    system_mail(
+    notice(
         op,
         &caller,
         to,

@@ -307,6 +307,7 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
     let live_agent = tx.live_agents_of(&[h.id])?.first().map(|a| a.id);
     let has_work = tx.has_work(h.id)?;
     let stalled = tx.stalled(h.id)?.map(|(_, reason)| reason);
+    let paused = crate::budgets::paused_over(tx, h.id)?;
     Ok(HandlerView {
         id: h.id,
         boss: h.boss,
@@ -318,6 +319,7 @@ fn handler_view(tx: &mut dyn Tx, h: HandlerRow) -> Result<HandlerView> {
         live_agent,
         has_work,
         stalled,
+        paused,
     })
 }
 

@@ -71,7 +71,7 @@ pub use agency_store::{
 };
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
-pub use budgets::{BudgetNode, ResumeReport};
+pub use budgets::{BudgetNode, PausedView, ResumeReport};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use declared::Declared;
 pub use egress::EgressDecision;

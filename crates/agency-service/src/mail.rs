@@ -173,6 +173,7 @@ impl Service {
                     subject,
                     deliver_at,
                     in_reply_to,
+                    notice: false,
                 },
             )?;
             if let (Caller::User, MailTarget::Handler(h)) = (&caller, to) {
@@ -366,6 +367,8 @@ pub(crate) struct Envelope {
     pub subject: String,
     pub deliver_at: Option<Timestamp>,
     pub in_reply_to: Option<MessageId>,
+    /// Written by Agency itself (shown as from "agency").
+    pub notice: bool,
 }
 
 /// Store the envelope; deliver at once unless it is deferred to the future.
@@ -382,6 +385,7 @@ pub(crate) fn enqueue(op: &mut Op<'_>, caller: &Caller, e: Envelope) -> Result<M
         acked_at: None,
         dropped_reason: None,
         in_reply_to: e.in_reply_to,
+        notice: e.notice,
     };
     op.tx.insert_message(&m)?;
     if m.deliver_at <= op.now {
@@ -395,9 +399,11 @@ pub(crate) fn enqueue(op: &mut Op<'_>, caller: &Caller, e: Envelope) -> Result<M
     Ok(m.id)
 }
 
-/// Mail composed by Agency on a caller's behalf (completion requests,
-/// notices): the body is a new message file, sent without the tree check
-/// because the operation that calls this already made its own.
+/// Mail composed by Agency on a caller's behalf (completion requests, a
+/// boss's change told to its underling): the body is a new message file,
+/// sent without the tree check because the operation that calls this
+/// already made its own. It is the caller's mail: see [`notice`] for
+/// Agency's own.
 pub(crate) fn system_mail(
     op: &mut Op<'_>,
     caller: &Caller,
@@ -405,10 +411,41 @@ pub(crate) fn system_mail(
     subject: &str,
     body: &str,
 ) -> Result<MessageId> {
+    composed(op, caller, to, subject, body, false)
+}
+
+/// A notice Agency itself writes (a stall, an approval request or
+/// decision, a budget reached, a quarantined MCP tool, an undelivered
+/// message, changed MCP servers): sent in `caller`'s name (whose rights
+/// the grant of its body follows, and who a reply would reach) and
+/// marked, so that every listing shows it as from "agency", not as the
+/// handler's own word.
+pub(crate) fn notice(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    to: MailTarget,
+    subject: &str,
+    body: &str,
+) -> Result<MessageId> {
+    composed(op, caller, to, subject, body, true)
+}
+
+fn composed(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    to: MailTarget,
+    subject: &str,
+    body: &str,
+    notice: bool,
+) -> Result<MessageId> {
     let id = FileId::new_random();
     let desc = format!(
         "Message from {} to {}: {}",
-        party(caller.party()),
+        if notice {
+            "agency".to_owned()
+        } else {
+            party(caller.party())
+        },
         party(to),
         clip(subject)
     );
@@ -423,6 +460,7 @@ pub(crate) fn system_mail(
             subject: clip(subject),
             deliver_at: None,
             in_reply_to: None,
+            notice,
         },
     )
 }
@@ -582,7 +620,7 @@ fn drop_undeliverable(op: &mut Op<'_>, m: &MessageRow, why: &str) -> Result<()> 
             agent: agency_core::AgentId(uuid::Uuid::nil()),
         };
         let subject = format!("Not delivered: {}", m.subject);
-        system_mail(op, &sender, MailTarget::Handler(s), &subject, &note)?;
+        notice(op, &sender, MailTarget::Handler(s), &subject, &note)?;
     }
     Ok(())
 }
@@ -647,6 +685,7 @@ pub(crate) fn view(m: MessageRow, body: Option<String>) -> MessageView {
         body_size: None,
         body_truncated: false,
         in_reply_to: m.in_reply_to,
+        from_agency: m.notice,
     }
 }
 

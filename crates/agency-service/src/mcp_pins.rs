@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::mail::system_mail;
+use crate::mail::notice;
 use crate::service::{Caller, Op, Service, authenticate};
 
 /// What the listing an agent reported does with one of its tools.
@@ -407,7 +407,7 @@ fn quarantine_mail(
          - keep it out: `agency deny {id} --reason \"…\"`\n\
          - every pin and change: `agency mcp pins`\n"
     );
-    system_mail(op, caller, MailTarget::User, &subject, &body)?;
+    notice(op, caller, MailTarget::User, &subject, &body)?;
     Ok(())
 }
 

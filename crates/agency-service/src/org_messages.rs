@@ -3,8 +3,11 @@
 //! executive handler, stored with an `org_messages` row in the same
 //! transaction; the executive's answer is mail to the user with
 //! `in_reply_to` naming that mail, recorded on the row when it is
-//! delivered (`record_reply`, called from mail delivery) and announced
-//! with [`Event::OrgMessageAnswered`] so that waiters wake.
+//! delivered (`record_reply`, called from mail delivery; acknowledged for
+//! the user at once, since the outside caller is its reader: `agency
+//! conversations` lists them, `agency inbox --all` shows them among the
+//! user's mail) and announced with [`Event::OrgMessageAnswered`] so that
+//! waiters wake.
 //!
 //! Callers are an [`OrgCaller`]: the user, or the holder of an agency's
 //! API key (`org_keys.rs`), which may do this and nothing else, and only
@@ -75,12 +78,22 @@ pub struct OrgMessageView {
     pub agency: String,
     pub conversation: ConversationId,
     pub status: OrgMessageStatus,
+    /// What the outside party wrote: in the user's listing
+    /// (`agency conversations`) only; its sender knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The executive handler's answer, once it came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_at: Option<Timestamp>,
+    /// Pending while the agency is paused by its budget: no agent answers
+    /// until the user raises the limit or resumes it. Only the fact: which
+    /// budget and how much was spent are the user's business, not an
+    /// outside caller's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 impl From<OrgMessageRow> for OrgMessageView {
@@ -90,11 +103,26 @@ impl From<OrgMessageRow> for OrgMessageView {
             agency: r.agency,
             conversation: r.conversation,
             status: r.status,
+            text: None,
             reply: r.reply_text,
             created_at: r.created_at,
             answered_at: r.answered_at,
+            paused: false,
         }
     }
+}
+
+/// The view of message row `r`, with whether a paused budget holds the
+/// agency's executive while it waits for its answer.
+fn view(tx: &mut dyn Tx, r: OrgMessageRow) -> Result<OrgMessageView> {
+    let paused = match (r.status, executive_of(tx, &r.agency)?) {
+        (OrgMessageStatus::Pending, Some(exec)) => crate::budgets::paused_over(tx, exec)?.is_some(),
+        _ => false,
+    };
+    Ok(OrgMessageView {
+        paused,
+        ..OrgMessageView::from(r)
+    })
 }
 
 /// The handler an agency's messages go to: the executive agent's handler
@@ -193,6 +221,7 @@ impl Service {
                     subject,
                     deliver_at: None,
                     in_reply_to: None,
+                    notice: false,
                 },
             )?;
             grant_reply_to_user(op, exec)?;
@@ -210,7 +239,7 @@ impl Service {
                 key_id,
             };
             op.tx.insert_org_message(&row)?;
-            Ok(OrgMessageView::from(row))
+            view(op.tx, row)
         })
     }
 
@@ -233,15 +262,49 @@ impl Service {
         })
     }
 
+    /// The user's `agency conversations`: the last `limit` messages from
+    /// outside (of `agency`, or of every agency), newest first, each with
+    /// its reply once it came. Outside conversations are read here, not
+    /// in the user's inbox: a reply delivered to the outside caller is
+    /// acknowledged for the user as it is recorded.
+    pub fn org_conversations(
+        &self,
+        who: agency_core::Principal,
+        agency: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OrgMessageView>> {
+        if let Some(a) = agency {
+            check_agency_name(a)?;
+        }
+        let limit = self.cfg.limits.page(limit);
+        self.read(|tx| {
+            if !matches!(crate::service::authenticate(tx, who)?, Caller::User) {
+                return Err(ServiceError::denied(
+                    "failed to list the conversations with outside callers: only the user does that",
+                ));
+            }
+            let mut out = Vec::new();
+            for r in tx.org_messages_recent(agency, limit)? {
+                let text = r.text.clone();
+                out.push(OrgMessageView {
+                    text: Some(text),
+                    ..view(tx, r)?
+                });
+            }
+            Ok(out)
+        })
+    }
+
     /// One message to an agency and its reply, if any: for the user, or a
     /// key of the message's agency (for any other, as if it did not exist).
     pub fn org_message_get(&self, caller: &OrgCaller, id: OrgMessageId) -> Result<OrgMessageView> {
         self.read(|tx| {
             let scope = org_scope(tx, caller)?;
-            tx.org_message(id)?
+            let row = tx
+                .org_message(id)?
                 .filter(|r| scope.as_ref().is_none_or(|a| *a == r.agency))
-                .map(OrgMessageView::from)
-                .ok_or_else(|| ServiceError::not_found("agency message", id))
+                .ok_or_else(|| ServiceError::not_found("agency message", id))?;
+            view(tx, row)
         })
     }
 }
@@ -264,6 +327,9 @@ pub(crate) fn record_reply(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
     }
     let text = message_text(op, m)?;
     if op.tx.set_org_message_answered(om.id, &text, m.id, op.now)? {
+        // Its reader is the outside caller: `agency conversations` shows
+        // it, the user's inbox (unacknowledged mail) does not fill up.
+        op.tx.set_acked(m.id, op.now)?;
         op.events.push(Event::OrgMessageAnswered {
             message: om.id,
             agency: om.agency,

@@ -10,6 +10,7 @@ use agency_store::{HandlerStatus, OrgAgentStatus, OrgRow};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::budgets::{PausedView, paused_over};
 use crate::error::ServiceError;
 use crate::org_apply::{require_user, retire_standing};
 use crate::service::{Service, authenticate};
@@ -26,6 +27,9 @@ pub struct OrgAgentView {
     /// The handler's status (a standing handler may be stopped by hand).
     pub handler_status: Option<HandlerStatus>,
     pub runtime: Option<String>,
+    /// The paused budget that holds this agent's handler, if one does.
+    #[serde(default)]
+    pub paused: Option<PausedView>,
 }
 
 /// One applied organisation.
@@ -39,6 +43,10 @@ pub struct OrgView {
     pub applied_at: Timestamp,
     /// Set while it is down.
     pub retired_at: Option<Timestamp>,
+    /// The paused budget that holds its executive handler (so nothing
+    /// answers its messages), if one does.
+    #[serde(default)]
+    pub paused: Option<PausedView>,
     pub agents: Vec<OrgAgentView>,
 }
 
@@ -70,6 +78,7 @@ impl Service {
                         title: found.map(|(_, g)| g.title.clone()).unwrap_or_default(),
                         executive: found.is_some_and(|(ag, g)| ag.executive_agent == g.name),
                         handler_status: tx.handler(a.handler)?.map(|h| h.status),
+                        paused: paused_over(tx, a.handler)?,
                         agent: a.agent,
                         agency: a.agency,
                         handler: a.handler,
@@ -85,12 +94,14 @@ impl Service {
                     retired_at,
                     ..
                 } = o;
+                let paused = paused_over(tx, executive)?;
                 out.push(OrgView {
                     name,
                     executive,
                     model_hash,
                     applied_at,
                     retired_at,
+                    paused,
                     agents,
                 });
             }

@@ -21,6 +21,9 @@ use crate::mail::view;
 use crate::service::{Service, authenticate};
 use crate::views::{HistoryEvent, LogEntry, MessageView, Page, VersionInfo};
 
+/// A message and its body's (version, size), if its file is there.
+type WithSize = (agency_store::MessageRow, Option<(i64, i64)>);
+
 /// Bytes counted for a row's fixed part (ids, times, JSON keys), so that a
 /// page of rows with empty text is bounded too.
 const ROW_BYTES: usize = 256;
@@ -60,7 +63,50 @@ impl Service {
             }
             Ok(out)
         })?;
-        let mut more = rows.len() > limit;
+        let more = rows.len() > limit;
+        let (items, more) = self.with_bodies(who, rows, limit, more);
+        let next = if more {
+            items.last().map(|m| m.id)
+        } else {
+            None
+        };
+        Ok(Page { items, next })
+    }
+
+    /// The user's `agency inbox --all`: the last `limit` messages delivered
+    /// to the caller, acknowledged or not (replies to outside callers,
+    /// which `agency conversations` shows and the inbox leaves out,
+    /// included), newest first, with the bodies that fit like an inbox
+    /// page's.
+    pub fn mail_received(&self, who: Principal, limit: Option<usize>) -> Result<Vec<MessageView>> {
+        let limit = self.cfg.limits.page(limit);
+        let rows = self.read(|tx| {
+            let caller = authenticate(tx, who)?;
+            let mut out = Vec::new();
+            for m in tx.received(caller.party(), limit)? {
+                let sized = match tx.file(m.file)? {
+                    Some(f) => tx
+                        .version(f.id, f.latest_version)?
+                        .map(|v| (v.version, v.size)),
+                    None => None,
+                };
+                out.push((m, sized));
+            }
+            Ok(out)
+        })?;
+        Ok(self.with_bodies(who, rows, limit, false).0)
+    }
+
+    /// Views of `rows` (at most `limit`) with the bodies that fit the
+    /// page's byte budget; whether rows were left (`more`, or the budget
+    /// ran out).
+    fn with_bodies(
+        &self,
+        who: Principal,
+        rows: Vec<WithSize>,
+        limit: usize,
+        mut more: bool,
+    ) -> (Vec<MessageView>, bool) {
         let lim = &self.cfg.limits;
         let mut budget = lim.max_page_bytes;
         let mut items: Vec<MessageView> = Vec::new();
@@ -87,12 +133,7 @@ impl Service {
             v.body_truncated = size.is_some() && !fits;
             items.push(v);
         }
-        let next = if more {
-            items.last().map(|m| m.id)
-        } else {
-            None
-        };
-        Ok(Page { items, next })
+        (items, more)
     }
 
     /// One page of the messages the caller sent, newest first, starting

@@ -238,9 +238,10 @@ pub(crate) fn ended_how(report: &RunReport, outcome: Option<RunOutcome>) -> Opti
     if !report.normal {
         return Some(format!("{reason}{status}"));
     }
-    // Told to exit for a new MCP configuration: it did, but its work was
-    // interrupted all the same.
-    if report.reason.starts_with("restarted") {
+    // Told to exit for a new MCP configuration, or stopped by a budget
+    // (the built-in runtime's `budget: …`): it ended as it should, but
+    // its work was interrupted all the same.
+    if report.reason.starts_with("restarted") || report.reason.starts_with("budget:") {
         return Some(reason.to_owned());
     }
     match outcome {

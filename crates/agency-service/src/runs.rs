@@ -11,7 +11,7 @@ use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::handlers::log;
-use crate::mail::system_mail;
+use crate::mail::notice;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Op, Service};
 
@@ -131,7 +131,7 @@ impl Service {
             // Sent in the stalled handler's name, like any report to a boss;
             // no agent of it is live, so the author has no agent id.
             let caller = Caller::Handler { row: h, agent: AgentId(uuid::Uuid::nil()) };
-            system_mail(op, &caller, boss, &format!("Stalled: {title}"), &body)?;
+            notice(op, &caller, boss, &format!("Stalled: {title}"), &body)?;
             Ok(())
         })
     }
@@ -163,7 +163,7 @@ impl Service {
             log(op, handler, None, format!("MCP servers changed (added: {}; removed: {}); agent told to save state and exit", list(added), list(removed)))?;
             render_audit_log_file(op, handler, Author::default())?;
             let caller = Caller::Handler { row: h, agent: AgentId(uuid::Uuid::nil()) };
-            system_mail(op, &caller, MailTarget::Handler(handler), "MCP servers changed: save state and exit", &body)?;
+            notice(op, &caller, MailTarget::Handler(handler), "MCP servers changed: save state and exit", &body)?;
             Ok(())
         })
     }

@@ -217,6 +217,10 @@ pub struct MessageView {
     /// The message this one answers (one its sender had received).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_reply_to: Option<MessageId>,
+    /// A notice Agency itself wrote (a stall, an approval, a budget
+    /// reached…), sent in the name of `from`: shown as from "agency".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_agency: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +239,10 @@ pub struct HandlerView {
     /// for it until new mail arrives (or it is force-stopped).
     #[serde(default)]
     pub stalled: Option<String>,
+    /// The paused budget (its own or one above it) that keeps agents of
+    /// this handler from starting, if one does.
+    #[serde(default)]
+    pub paused: Option<crate::budgets::PausedView>,
 }
 
 /// One page of a listing bounded in rows and bytes (see `pages.rs`).

@@ -257,6 +257,10 @@ pub struct MessageRow {
     /// The message this one answers (delivered to its sender; migration 17).
     #[serde(default)]
     pub in_reply_to: Option<MessageId>,
+    /// Written by Agency itself (a notice), in the name of `from`
+    /// (migration 23): listings show it as from "agency".
+    #[serde(default)]
+    pub notice: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -89,6 +89,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v20.sql"),
     include_str!("sqlite/schema_v21.sql"),
     include_str!("sqlite/schema_v22.sql"),
+    include_str!("sqlite/schema_v23.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

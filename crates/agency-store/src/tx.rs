@@ -158,6 +158,9 @@ pub trait Tx {
     /// Delivered, unacknowledged messages to `to`, ordered by (delivered_at, id).
     fn inbox(&mut self, to: MailTarget, limit: usize) -> R<Vec<MessageRow>>;
     fn inbox_count(&mut self, to: MailTarget) -> R<i64>;
+    /// The last `limit` messages delivered to `to`, acknowledged or not,
+    /// newest first.
+    fn received(&mut self, to: MailTarget, limit: usize) -> R<Vec<MessageRow>>;
     /// Messages sent by `from`, newest first.
     fn outbox(&mut self, from: MailTarget, limit: usize) -> R<Vec<MessageRow>>;
 
@@ -371,6 +374,8 @@ pub trait Tx {
 
     fn set_budget(&mut self, budget: &BudgetRow) -> R<()>;
     fn budget_of(&mut self, handler: HandlerId) -> R<Option<BudgetRow>>;
+    /// Every budget paused now, oldest pause first.
+    fn paused_budgets(&mut self) -> R<Vec<BudgetRow>>;
     /// Record the worst case of a model call in flight; returns its id.
     fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64>;
     fn delete_budget_reservation(&mut self, id: i64) -> R<()>;
@@ -497,6 +502,9 @@ pub trait Tx {
         conversation: agency_core::ConversationId,
         n: usize,
     ) -> R<Vec<OrgMessageRow>>;
+    /// The last `n` messages from outside (of `agency`, or of all),
+    /// newest first.
+    fn org_messages_recent(&mut self, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>>;
     /// How many messages sent with API key `key` are still pending.
     /// Counted in the transaction that would add one, so that parallel
     /// requests cannot pass the cap together (issue 27).

@@ -956,12 +956,14 @@ fn mail_scheduling_inbox_and_outbox() {
         acked_at: None,
         dropped_reason: None,
         in_reply_to: None,
+        notice: false,
     };
     wr(&store, |tx| {
         let reply = MessageRow {
             from: to_h,
             to: MailTarget::User,
             in_reply_to: Some(mid(4)),
+            notice: true,
             ..msg(5, 0, 9)
         };
         for m in [
@@ -1006,6 +1008,9 @@ fn mail_scheduling_inbox_and_outbox() {
         assert_eq!(mids(tx.inbox(MailTarget::User, 10)?), [mid(5)]);
         // The reply keeps the message it answers; others answer none.
         assert_eq!(tx.message(mid(5))?.unwrap().in_reply_to, Some(mid(4)));
+        // A notice keeps its mark (migration 23); other mail has none.
+        assert!(tx.message(mid(5))?.unwrap().notice);
+        assert!(!tx.message(mid(4))?.unwrap().notice);
         assert_eq!(tx.message(mid(4))?.unwrap().in_reply_to, None);
         assert_eq!(
             mids(tx.outbox(MailTarget::User, 10)?),

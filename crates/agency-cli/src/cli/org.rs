@@ -1,5 +1,5 @@
 //! Arguments of the organisation commands (issue 12): `agency up`,
-//! `agency key`, `agency ask` and `agency demo --org`.
+//! `agency key`, `agency ask`, `agency conversations` and `agency demo --org`.
 
 use std::path::PathBuf;
 
@@ -43,6 +43,16 @@ pub struct AskArgs {
     /// How long to wait for the reply, e.g. 30s or 2m (at most 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
     pub wait: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct ConversationsArgs {
+    /// Only this agency's.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    pub agency: Option<String>,
+    /// At most this many messages (newest first).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
 }
 
 #[derive(Debug, Args)]

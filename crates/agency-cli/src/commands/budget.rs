@@ -26,10 +26,16 @@ pub fn set(ctx: &Ctx, handler: &str, a: &BudgetLimitArgs) -> Result<ExitCode> {
         super::emit_json(&v)?;
     } else {
         let limits: BudgetLimits = crate::client::decode(v["limits"].clone(), "budget")?;
-        super::emit(&format!(
-            "budget of handler {id}: {}\n",
-            limits_text(&limits)
-        ))?;
+        let mut out = format!("budget of handler {id}: {}\n", limits_text(&limits));
+        // Set at or under what the subtree already spent: it pauses now.
+        if let Some(reason) = v["paused"]["reason"].as_str() {
+            let _ = writeln!(
+                out,
+                "PAUSED NOW: the subtree has already spent this ({}): no new model calls, agent starts or delegations; calls in flight finish. Raise the limit to continue (agency budget set {id} …).",
+                crate::safe_text::line(reason)
+            );
+        }
+        super::emit(&out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -81,6 +81,25 @@ fn no_agent_hint(c: &Client) -> Option<String> {
     output::no_runtime_hint(&s)
 }
 
+/// `agency inbox --all`: every message delivered to the user (acknowledged
+/// ones and replies to outside callers too), at most `limit`.
+pub fn inbox_all(ctx: &Ctx, limit: Option<usize>) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let mut url = c.url(&["inbox"]);
+    url.query_pairs_mut().append_pair("all", "true");
+    if let Some(n) = limit {
+        url.query_pairs_mut().append_pair("limit", &n.to_string());
+    }
+    let v = c.get(url)?;
+    if ctx.json {
+        emit_json(&v)?;
+    } else {
+        let messages: Vec<MessageView> = decode(v, "inbox")?;
+        emit(&output::inbox(&messages))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Show the inbox; with `ack`, acknowledge exactly the messages shown (not
 /// whatever arrived meanwhile).
 pub fn inbox(ctx: &Ctx, ack: bool) -> Result<ExitCode> {

@@ -3,10 +3,13 @@
 //! parties (REST `/v1/agency/keys`), and `agency ask` / `agency answer`
 //! are the user's own way to talk to an agency, through the same route
 //! outside parties use (`/v1/agency/messages`, here over the home's
-//! socket with the admin token).
+//! socket with the admin token); `agency conversations` is the user's
+//! view of every conversation with outside callers (their replies stay
+//! out of the user's inbox).
 
 use std::process::ExitCode;
 
+use agency_core::ConversationId;
 use agency_service::{MintedOrgKey, OrgKeyView, OrgMessageStatus, OrgMessageView};
 use anyhow::{Result, bail};
 use serde_json::json;
@@ -112,6 +115,74 @@ pub fn answer(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     answer_view(ctx, v)
 }
 
+/// `agency conversations`: the messages from outside and their replies,
+/// newest first, grouped by conversation.
+pub fn conversations(ctx: &Ctx, agency: Option<&str>, limit: usize) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let mut url = c.url(&["agency", "conversations"]);
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("limit", &limit.to_string());
+        if let Some(a) = agency {
+            q.append_pair("agency", a);
+        }
+    }
+    let v = c.get(url)?;
+    show(ctx, v, "conversations", |l: &Vec<OrgMessageView>| {
+        conversations_text(l)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn conversations_text(list: &[OrgMessageView]) -> String {
+    if list.is_empty() {
+        return "no message from outside yet; `agency ask AGENCY TEXT` sends one as an outside caller would\n".to_owned();
+    }
+    // Conversations in the order of their newest message; each one's
+    // messages oldest first, as it was said.
+    let mut order: Vec<ConversationId> = Vec::new();
+    for m in list {
+        if !order.contains(&m.conversation) {
+            order.push(m.conversation);
+        }
+    }
+    let mut out = String::new();
+    for (i, conv) in order.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut turns: Vec<&OrgMessageView> =
+            list.iter().filter(|m| m.conversation == *conv).collect();
+        turns.reverse();
+        out.push_str(&format!(
+            "conversation {conv} with agency {}\n",
+            crate::safe_text::line(&turns[0].agency)
+        ));
+        for m in turns {
+            out.push_str(&format!(
+                "  {} message {} ({})\n{}",
+                m.created_at,
+                m.id,
+                state(m),
+                indent(m.text.as_deref().unwrap_or(""))
+            ));
+            if let Some(r) = &m.reply {
+                out.push_str(&format!("  answered:\n{}", indent(r)));
+            }
+        }
+    }
+    out
+}
+
+fn state(m: &OrgMessageView) -> &'static str {
+    match (m.status, m.paused) {
+        (OrgMessageStatus::Pending, true) => "pending; the agency is paused by its budget",
+        (OrgMessageStatus::Pending, false) => "pending",
+        (OrgMessageStatus::Answered, _) => "answered",
+        (_, _) => "not answered",
+    }
+}
+
 fn answer_view(ctx: &Ctx, v: serde_json::Value) -> Result<ExitCode> {
     show(ctx, v, "agency message", |m: &OrgMessageView| render(m))?;
     Ok(ExitCode::SUCCESS)
@@ -128,6 +199,10 @@ fn render(m: &OrgMessageView) -> String {
     );
     match (&m.reply, m.status) {
         (Some(r), _) => format!("{head}\n{}", indent(r)),
+        (None, OrgMessageStatus::Pending) if m.paused => format!(
+            "{head}\nno answer yet: agency {} is paused by its budget, so nothing answers until its budget is raised or resumed (`agency handlers` shows which; `agency budget set HANDLER …` or `agency resume HANDLER`); then check with `agency answer {}`\n",
+            m.agency, m.id
+        ),
         (None, OrgMessageStatus::Pending) => format!(
             "{head}\nno answer yet: check with `agency answer {}`; continue the conversation with --conversation {}\n",
             m.id, m.conversation

@@ -109,7 +109,11 @@ fn orgs_text(list: &[OrgView]) -> String {
     }
     let mut out = String::new();
     for o in list {
-        let state = if o.retired_at.is_some() { "down" } else { "up" };
+        let state = match (o.retired_at, &o.paused) {
+            (Some(_), _) => "down".to_owned(),
+            (None, Some(p)) => format!("up, paused by the budget of handler {}", p.by),
+            (None, None) => "up".to_owned(),
+        };
         out.push_str(&format!(
             "{} ({state}), executive handler {}\n",
             line(&o.name),
@@ -128,7 +132,12 @@ fn orgs_text(list: &[OrgView]) -> String {
                     } else {
                         String::new()
                     },
-                    format!("{:?}", a.status).to_lowercase(),
+                    match (&a.paused, a.status) {
+                        (Some(_), agency_service::OrgAgentStatus::Active) => {
+                            "paused (budget)".to_owned()
+                        }
+                        (_, s) => format!("{s:?}").to_lowercase(),
+                    },
                     a.handler.to_string(),
                 ]
             })
@@ -137,6 +146,12 @@ fn orgs_text(list: &[OrgView]) -> String {
             &["AGENT", "TITLE", "AGENCY", "EXECUTIVE", "STATUS", "HANDLER"],
             rows,
         ));
+    }
+    if list
+        .iter()
+        .any(|o| o.retired_at.is_none() && o.paused.is_some())
+    {
+        out.push_str(crate::output::PAUSED_NOTE);
     }
     out
 }

@@ -50,32 +50,49 @@ pub(crate) fn budget_of(c: &Connection, handler: HandlerId) -> R<Option<BudgetRo
         &format!("SELECT {BUDGET_COLUMNS} FROM budgets WHERE handler = ?1"),
         [handler.to_string()],
         || format!("read the budget of handler {handler}"),
-        |r| {
-            let paused_at = col_opt_ts(r, 12, "budget paused at")?;
-            let reason: Option<String> = col(r, 13, "budget paused reason")?;
-            Ok(BudgetRow {
-                handler: col_id(r, 0, "budget handler")?,
-                limits: BudgetLimits {
-                    tokens: col(r, 1, "budget tokens")?,
-                    micro_usd: col(r, 2, "budget cost")?,
-                    calls: col(r, 3, "budget calls")?,
-                    tool_calls: col(r, 5, "budget tool calls")?,
-                    spawns: col(r, 6, "budget spawns")?,
-                    live_agents: col(r, 7, "budget live agents")?,
-                    handlers: col(r, 8, "budget handlers")?,
-                    depth: col(r, 9, "budget depth")?,
-                    wall_clock_ms: col(r, 10, "budget wall clock")?,
-                },
-                set_at: col_ts(r, 4, "budget set at")?,
-                carved_by: col_opt_id(r, 11, "budget carved by")?,
-                paused: paused_at.map(|at| BudgetPause {
-                    at,
-                    reason: reason.unwrap_or_default(),
-                }),
-                warned: col(r, 14, "budget warned")?,
-            })
-        },
+        budget_row,
     )
+}
+
+/// Every paused budget, oldest pause first. A scan of `budgets`: there is
+/// at most one row per handler, and few carry a budget at all.
+pub(crate) fn paused_budgets(c: &Connection) -> R<Vec<BudgetRow>> {
+    query_rows(
+        c,
+        &format!(
+            "SELECT {BUDGET_COLUMNS} FROM budgets WHERE paused_at IS NOT NULL
+             ORDER BY paused_at, handler"
+        ),
+        [],
+        || "list the paused budgets".to_owned(),
+        budget_row,
+    )
+}
+
+fn budget_row(r: &rusqlite::Row<'_>) -> R<BudgetRow> {
+    let paused_at = col_opt_ts(r, 12, "budget paused at")?;
+    let reason: Option<String> = col(r, 13, "budget paused reason")?;
+    Ok(BudgetRow {
+        handler: col_id(r, 0, "budget handler")?,
+        limits: BudgetLimits {
+            tokens: col(r, 1, "budget tokens")?,
+            micro_usd: col(r, 2, "budget cost")?,
+            calls: col(r, 3, "budget calls")?,
+            tool_calls: col(r, 5, "budget tool calls")?,
+            spawns: col(r, 6, "budget spawns")?,
+            live_agents: col(r, 7, "budget live agents")?,
+            handlers: col(r, 8, "budget handlers")?,
+            depth: col(r, 9, "budget depth")?,
+            wall_clock_ms: col(r, 10, "budget wall clock")?,
+        },
+        set_at: col_ts(r, 4, "budget set at")?,
+        carved_by: col_opt_id(r, 11, "budget carved by")?,
+        paused: paused_at.map(|at| BudgetPause {
+            at,
+            reason: reason.unwrap_or_default(),
+        }),
+        warned: col(r, 14, "budget warned")?,
+    })
 }
 
 pub(crate) fn delete_budget(c: &Connection, handler: HandlerId) -> R<()> {

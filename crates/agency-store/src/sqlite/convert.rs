@@ -351,7 +351,7 @@ pub(crate) fn capability_row(r: &Row<'_>) -> R<CapabilityRow> {
 
 macro_rules! message_cols {
     () => {
-        "id, file, from_party, to_party, subject, created_at, deliver_at, delivered_at, acked_at, dropped_reason, in_reply_to"
+        "id, file, from_party, to_party, subject, created_at, deliver_at, delivered_at, acked_at, dropped_reason, in_reply_to, notice"
     };
 }
 pub(crate) use message_cols;
@@ -369,6 +369,7 @@ pub(crate) fn message_row(r: &Row<'_>) -> R<MessageRow> {
         acked_at: col_opt_ts(r, 8, "message acked_at")?,
         dropped_reason: col(r, 9, "message dropped_reason")?,
         in_reply_to: col_opt_id(r, 10, "message in_reply_to")?,
+        notice: col::<i64>(r, 11, "message notice")? != 0,
     })
 }
 

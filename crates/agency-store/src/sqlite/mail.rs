@@ -12,7 +12,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
         concat!(
             "INSERT INTO messages (",
             message_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
         ),
         params![
             m.id.to_string(),
@@ -26,6 +26,7 @@ pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
             m.acked_at.map(|t| t.0),
             m.dropped_reason,
             m.in_reply_to.map(|i| i.to_string()),
+            i64::from(m.notice),
         ],
         || format!("insert message {}", m.id),
     )
@@ -101,6 +102,26 @@ pub(crate) fn next_due(c: &Connection) -> R<Option<Timestamp>> {
         || "find the next message due".to_owned(),
     )?;
     Ok(v.map(Timestamp))
+}
+
+/// The last `n` messages delivered to `to`, acknowledged or not (a
+/// dropped one was never delivered), newest first; served by the partial
+/// index `messages_received` (migration 23).
+pub(crate) fn received(c: &Connection, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
+    let to = target_text(to);
+    query_rows(
+        c,
+        concat!(
+            "SELECT ",
+            message_cols!(),
+            " FROM messages WHERE to_party = ?1 AND delivered_at IS NOT NULL
+                AND dropped_reason IS NULL
+              ORDER BY delivered_at DESC, id DESC LIMIT ?2"
+        ),
+        params![to, limit(n)],
+        || format!("list the mail delivered to {to}"),
+        message_row,
+    )
 }
 
 /// Served by the partial index `messages_inbox (to_party, delivered_at, id)`.

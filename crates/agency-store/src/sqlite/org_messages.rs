@@ -167,6 +167,21 @@ pub(crate) fn conversation(
     Ok(rows)
 }
 
+/// The last `n` messages from outside (of `agency`, or of all), newest
+/// first, in the order they were stored.
+pub(crate) fn recent(c: &Connection, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>> {
+    query_rows(
+        c,
+        &format!(
+            "SELECT {MSG_COLS} FROM org_messages WHERE ?1 IS NULL OR agency = ?1
+             ORDER BY rowid DESC LIMIT ?2"
+        ),
+        params![agency, limit(n)],
+        || "list the messages from outside".to_owned(),
+        message_row,
+    )
+}
+
 /// Messages of API key `key` still pending (the partial index
 /// `org_messages_pending_by_key` holds exactly these rows).
 pub(crate) fn pending_of_key(c: &Connection, key: OrgKeyId) -> R<u64> {

@@ -222,6 +222,9 @@ impl Tx for SqliteTx<'_> {
     fn inbox_count(&mut self, to: MailTarget) -> R<i64> {
         mail::inbox_count(self.conn, to)
     }
+    fn received(&mut self, to: MailTarget, limit: usize) -> R<Vec<MessageRow>> {
+        mail::received(self.conn, to, limit)
+    }
     fn outbox(&mut self, from: MailTarget, limit: usize) -> R<Vec<MessageRow>> {
         mail::outbox(self.conn, from, limit)
     }
@@ -479,6 +482,9 @@ impl Tx for SqliteTx<'_> {
     fn budget_of(&mut self, handler: HandlerId) -> R<Option<BudgetRow>> {
         budgets::budget_of(self.conn, handler)
     }
+    fn paused_budgets(&mut self) -> R<Vec<BudgetRow>> {
+        budgets::paused_budgets(self.conn)
+    }
     fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64> {
         budgets::insert_reservation(self.conn, r)
     }
@@ -649,6 +655,9 @@ impl Tx for SqliteTx<'_> {
     }
     fn org_message_by_mail(&mut self, mail: MessageId) -> R<Option<OrgMessageRow>> {
         org_messages::message_by_mail(self.conn, mail)
+    }
+    fn org_messages_recent(&mut self, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>> {
+        org_messages::recent(self.conn, agency, n)
     }
     fn org_conversation(
         &mut self,
