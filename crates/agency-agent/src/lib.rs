@@ -77,5 +77,5 @@ pub use config::{AgentConfig, Api, RetryConfig, load_config};
 pub use error::AgentError;
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
-pub use tools::WORKSPACE_TOOLS;
+pub use tools::{WORKSPACE_TOOLS, WorkspaceTool, workspace_tool_list};
 pub use warm::MailWaiter;

@@ -16,7 +16,9 @@ pub use org::*;
 
 const AFTER_HELP: &str = "\
 Ids of handlers, outcomes, KB files and agents may be abbreviated to any
-unique prefix (e.g. the first 8 hex digits).
+unique prefix (e.g. the first 8 hex digits). Tables show ids so: the first
+8 hex digits, more where two ids shown share them; `--wide` (or
+AGENCY_WIDE=1) shows full ids, uncut cells and absolute times.
 
 Every command except `init` and `serve` talks to the running daemon of the
 home; start one with `agency serve`.
@@ -36,6 +38,12 @@ pub struct Cli {
     /// Print the API's JSON instead of tables and text.
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Show tables whole: full ids, uncut cells, RFC 3339 times (by
+    /// default they fit the terminal, 100 columns for a pipe). AGENCY_WIDE=1
+    /// in the environment does the same.
+    #[arg(long, global = true)]
+    pub wide: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -68,8 +76,9 @@ pub enum Command {
     /// the daemon.
     Shutdown,
 
-    /// The MCP tools agents use, with their arguments (JSON Schema with
-    /// `--json`). Needs no daemon.
+    /// The tools agents use, with their arguments (JSON Schema with
+    /// `--json`): Agency's MCP tools, and the built-in runtime's workspace
+    /// tools (shell, files, search). Needs no daemon.
     Tools,
 
     /// Compile an organisation's sources (.agency/.agent/.tool files or
@@ -330,7 +339,8 @@ pub enum Command {
     Key(KeyCommand),
 
     /// Send a message to an agency's executive handler, as an outside
-    /// party would, and print its reply if it comes within --wait.
+    /// party would, and print its reply if it comes within --wait (exit 1
+    /// if none does).
     Ask(AskArgs),
 
     /// Conversations with outside callers (the agency API's messages and
@@ -340,10 +350,29 @@ pub enum Command {
     /// Where a message sent with `agency ask` stands: its reply once the
     /// agency answered.
     Answer {
-        /// The message id `agency ask` printed.
+        /// The message id `agency ask` printed, or a unique prefix of it.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
+
+    /// Shell completions: `source <(agency completions bash)` (zsh: into a
+    /// file named `_agency` on your fpath; fish: `agency completions fish |
+    /// source`). Bash and fish also complete handler, outcome, agent and
+    /// KB file ids from the running daemon. Needs no daemon.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+
+    /// The manual page (roff), from the same text as `--help`: `agency man
+    /// | man -l -`. Needs no daemon.
+    Man,
+
+    /// The ids of a kind (handler, outcome, agent, file) the running daemon
+    /// knows, one a line, for the completion scripts; nothing (and exit 0)
+    /// without a daemon.
+    #[command(name = "__complete-ids", hide = true)]
+    CompleteIds { kind: String },
 
     /// Each handler's memory (the notes its agents store with
     /// memory_store): search, show, delete, status, and condensations
@@ -354,6 +383,11 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
+    /// Configure the new home for the offline quickstart: the built-in
+    /// runtime, its model the scripted model server at URL (what `agency
+    /// model-server --script FILE` printed), no API key.
+    #[arg(long, value_name = "URL")]
+    pub model_server: Option<String>,
     /// Set no budget on the root handler.
     #[arg(long, conflicts_with_all = ["tokens", "usd", "calls", "tool_calls", "spawns", "live_agents", "handlers", "depth", "wall_clock"])]
     pub no_budget: bool,
@@ -536,6 +570,22 @@ pub enum KbCommand {
         #[arg(long)]
         version: Option<i64>,
     },
+    /// Put a local file (or standard input, `-`) into the KB: a new
+    /// document with `--description`, or a new version of an existing one
+    /// with `--to FILE` (refused if it changed since you read it). The
+    /// content must be UTF-8 text within `limits.max_file_bytes`. Prints
+    /// the file's id and version.
+    Put {
+        /// The local file to read, or `-` for standard input.
+        source: String,
+        /// Create a new document with this description (what it is, as
+        /// `agency kb ls` and agents see it).
+        #[arg(long, value_parser = NonEmptyStringValueParser::new(), required_unless_present = "to", conflicts_with = "to")]
+        description: Option<String>,
+        /// Write a new version of this KB file (id or unique prefix).
+        #[arg(long, value_name = "FILE", value_parser = NonEmptyStringValueParser::new())]
+        to: Option<String>,
+    },
     /// A file's version history, newest first.
     Log {
         /// File id or unique prefix.
@@ -667,6 +717,8 @@ pub struct McpStdioArgs {
 /// Subcommands for which the global `--home` or `--json` mean nothing:
 /// hidden from their help, and refused if given (see [`refuse_meaningless`]).
 const NO_HOME: &[&str] = &[
+    "completions",
+    "man",
     "model-server",
     "agent",
     "mcp-launch",
@@ -675,6 +727,9 @@ const NO_HOME: &[&str] = &[
     "sandbox-forward",
 ];
 const NO_JSON: &[&str] = &[
+    "completions",
+    "man",
+    "__complete-ids",
     "model-server",
     "agent",
     "mcp-launch",

@@ -51,6 +51,10 @@ pub enum IdKind {
     File,
     Agent,
     Message,
+    OrgMessage,
+    OrgKey,
+    Memory,
+    MemoryCompaction,
 }
 
 impl IdKind {
@@ -61,6 +65,10 @@ impl IdKind {
             IdKind::File => "file",
             IdKind::Agent => "agent",
             IdKind::Message => "message",
+            IdKind::OrgMessage => "agency_message",
+            IdKind::OrgKey => "key",
+            IdKind::Memory => "memory",
+            IdKind::MemoryCompaction => "compaction",
         }
     }
 }

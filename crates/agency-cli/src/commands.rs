@@ -5,6 +5,7 @@
 mod approvals;
 mod budget;
 mod claude_warm;
+mod completions;
 mod cost;
 mod daemon;
 mod demo;
@@ -24,6 +25,7 @@ pub(crate) mod org_assist;
 pub(crate) mod org_compile;
 mod org_keys;
 mod org_up;
+mod quickstart;
 mod records;
 mod reopen;
 mod runtime;
@@ -61,6 +63,11 @@ impl Ctx {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // `AGENCY_WIDE` is read here, not by clap, so that it never shows in
+    // usage messages as if `--wide` had been typed.
+    let wide_env = std::env::var("AGENCY_WIDE")
+        .is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no" | "off"));
+    crate::output::layout::set(cli.wide || wide_env);
     // The demo must never use the usual home: only an explicit --home.
     if let Command::Demo(a) = &cli.command {
         return demo::demo(cli.home.clone(), a.org);
@@ -75,6 +82,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compile(a) => return org_compile::compile(a, cli.home.clone()),
         Command::Schema(a) => return org_compile::schema(a),
         Command::Explain(a) => return org_compile::explain(a, cli.home.clone(), cli.json),
+        _ => {}
+    }
+    // Nor completions and the manual page.
+    match &cli.command {
+        Command::Completions { shell } => return completions::completions(*shell),
+        Command::Man => return completions::man(),
         _ => {}
     }
     // Neither does the tool list, nor the model server.
@@ -102,6 +115,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     };
     match cli.command {
         Command::Init(a) => daemon::init(&ctx, &a),
+        Command::CompleteIds { kind } => completions::complete_ids(&ctx, &kind),
+        Command::Completions { .. } | Command::Man => {
+            unreachable!("handled before the home is resolved")
+        }
         Command::Serve => daemon::serve(&ctx),
         Command::Status => daemon::status(&ctx),
         Command::Shutdown => daemon::shutdown(&ctx),
@@ -125,6 +142,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Kb(KbCommand::Ls) => kb::ls(&ctx),
         Command::Kb(KbCommand::Cat { id, version }) => kb::cat(&ctx, &id, version),
         Command::Kb(KbCommand::Log { id }) => kb::log(&ctx, &id),
+        Command::Kb(KbCommand::Put {
+            source,
+            description,
+            to,
+        }) => kb::put(&ctx, &source, description.as_deref(), to.as_deref()),
         Command::Kb(KbCommand::Audit { id, limit }) => records::kb_audit(&ctx, &id, limit),
         Command::Mail(MailCommand::Status { id }) => records::mail_status(&ctx, &id),
         Command::Runs(a) => records::runs(&ctx, a.handler.as_deref(), a.limit),

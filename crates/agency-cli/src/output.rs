@@ -16,20 +16,39 @@ use comfy_table::{ContentArrangement, Table, presets};
 pub use agency_daemon::api::{AgentsView, LimitView, StatusView};
 
 mod hints;
+pub mod layout;
 mod paused;
 pub use hints::{no_runtime_hint, sandbox_warning, tools};
+pub use layout::ago;
 pub use paused::{PAUSED_NOTE, handler_state, paused_lines};
 
 /// A borderless table, columns two spaces apart, no trailing blanks (so
 /// snapshots and `diff`s of the output stay clean). Never wraps: a pipe
 /// gets whole lines. Every cell is one line with its control characters
 /// made visible (`safe_text::line`): cells hold text agents wrote.
+///
+/// Unless `--wide` (see [`layout`]): a listing (a table with a header)
+/// shows ids as short unique prefixes, and every table fits the terminal,
+/// its widest cells cut with `…` (a note under it says so).
 pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let rows = rows.into_iter().map(|r| {
-        r.iter()
-            .map(|c| crate::safe_text::line(c))
-            .collect::<Vec<_>>()
-    });
+    table_within(layout::get().width, header, rows)
+}
+
+/// [`table`] fitted to `max` columns (for a table printed indented).
+pub fn table_within(max: usize, header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let l = layout::get();
+    let mut rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| crate::safe_text::line(c))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if !l.wide && !header.is_empty() {
+        layout::shorten_ids(&mut rows);
+    }
+    let cut = !l.wide && fit_cells(max, header, &mut rows);
     let mut t = Table::new();
     t.load_preset(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled);
@@ -50,7 +69,66 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     if s.is_empty() {
         s.push('\n');
     }
+    if cut {
+        s.push_str(CUT_NOTE);
+    }
     s
+}
+
+/// Printed under a table whose cells were cut to fit.
+pub const CUT_NOTE: &str = "(long cells are cut to fit; --wide shows them whole, --json as data)\n";
+
+/// Cut the cells of the widest columns so that every line fits `max`
+/// columns; whether any cell was cut. Columns of ids (and tree drawings of
+/// them) are never cut: a cut id could not be typed back.
+fn fit_cells(max: usize, header: &[&str], rows: &mut [Vec<String>]) -> bool {
+    let n = rows
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0)
+        .max(header.len());
+    let mut natural = vec![0; n];
+    for (i, h) in header.iter().enumerate() {
+        natural[i] = layout::width(h);
+    }
+    for r in rows.iter() {
+        for (i, c) in r.iter().enumerate() {
+            natural[i] = natural[i].max(layout::width(c));
+        }
+    }
+    let floors: Vec<usize> = (0..n)
+        .map(|i| layout::floor(header.get(i).copied().unwrap_or(""), natural[i]))
+        .collect();
+    let keep: Vec<bool> = (0..n)
+        .map(|i| rows.iter().filter_map(|r| r.get(i)).all(|c| is_id_cell(c)))
+        .collect();
+    let Some(widths) = layout::fit(&natural, &floors, &keep, max) else {
+        return false;
+    };
+    let mut cut = false;
+    for r in rows.iter_mut() {
+        for (i, c) in r.iter_mut().enumerate() {
+            if layout::width(c) > widths[i] {
+                *c = layout::cut(c, widths[i]);
+                cut = true;
+            }
+        }
+    }
+    cut
+}
+
+/// A cell that is an id (perhaps under a tree drawing), or empty or `-`.
+fn is_id_cell(c: &str) -> bool {
+    let id = c.trim_start_matches(['│', '├', '└', '─', ' ']);
+    id.is_empty()
+        || id == "-"
+        || (id.len() <= 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+}
+
+/// The width of a table printed indented by two (by [`indent`]).
+fn nested_width() -> usize {
+    layout::get().width.saturating_sub(2)
 }
 
 /// One line of a tree drawing.
@@ -185,11 +263,11 @@ pub fn status(s: &StatusView) -> String {
     let mut out = table(&[], rows);
     if let Some(warning) = sandbox_warning(s) {
         out.push('\n');
-        out.push_str(&warning);
+        out.push_str(&layout::prose(&warning));
     }
     if let Some(hint) = no_runtime_hint(s) {
         out.push('\n');
-        out.push_str(&hint);
+        out.push_str(&layout::prose(&hint));
     }
     if s.counts.handlers_stalled > 0 {
         out.push_str(STALLED_NOTE);
@@ -340,14 +418,22 @@ fn brief_rows(v: &[OutcomeBrief]) -> Vec<Vec<String>> {
 /// control characters made visible: every line starts indented, so a body
 /// cannot forge a line of the CLI's own output (split on `\n` only; a `\r`
 /// is shown as `\u{d}`).
+/// Unless `--wide`, a line wider than the terminal is broken at spaces
+/// (its continuation keeps the line's own indentation); nothing is cut.
 pub(crate) fn indent(text: &str) -> String {
+    let l = layout::get();
     crate::safe_text::block(text)
         .lines()
-        .map(|l| {
-            if l.is_empty() {
+        .map(|line| {
+            if line.is_empty() {
                 "\n".to_owned()
+            } else if l.wide {
+                format!("  {line}\n")
             } else {
-                format!("  {l}\n")
+                layout::break_at_spaces(line, l.width.saturating_sub(2))
+                    .into_iter()
+                    .map(|part| format!("  {part}\n"))
+                    .collect()
             }
         })
         .collect()
@@ -394,7 +480,8 @@ pub fn outcome(v: &OutcomeView) -> String {
         if list.is_empty() {
             out.push_str("  (none)\n");
         } else {
-            out.push_str(&indent(&table(
+            out.push_str(&indent(&table_within(
+                nested_width(),
                 &["OUTCOME", "STATUS", "PRIORITY", "TITLE"],
                 brief_rows(list),
             )));
@@ -407,14 +494,18 @@ pub fn outcome(v: &OutcomeView) -> String {
         .iter()
         .map(|e| {
             vec![
-                e.at.to_string(),
+                ago(e.at),
                 by(e.handler, e.agent),
                 e.action.clone(),
                 e.detail.clone(),
             ]
         })
         .collect();
-    out.push_str(&indent(&table(&["TIME", "BY", "ACTION", "DETAIL"], rows)));
+    out.push_str(&indent(&table_within(
+        nested_width(),
+        &["TIME", "BY", "ACTION", "DETAIL"],
+        rows,
+    )));
     out
 }
 
@@ -433,32 +524,25 @@ pub fn agents(v: &AgentsView) -> String {
             .cmp(&a.started_at)
             .then_with(|| a.id.cmp(&b.id))
     });
-    let mut cut = false;
     let rows = list
         .iter()
         .map(|a| {
             let state = match (&a.ended_at, &a.end_reason) {
                 (None, _) => "live".to_owned(),
-                (Some(_), Some(r)) => {
-                    cut |= r.chars().count() > hints::MAX_CELL;
-                    format!("ended ({})", hints::truncate(r))
-                }
+                // Cut to fit by `table` (`--wide`, `--json`: whole).
+                (Some(_), Some(r)) => format!("ended ({r})"),
                 (Some(_), None) => "ended".to_owned(),
             };
             vec![
                 a.id.to_string(),
                 a.handler.to_string(),
                 state,
-                a.started_at.to_string(),
-                or_dash(a.ended_at),
+                ago(a.started_at),
+                or_dash(a.ended_at.map(ago)),
             ]
         })
         .collect();
-    let mut out = table(&["AGENT", "HANDLER", "STATE", "STARTED", "ENDED"], rows);
-    if cut {
-        out.push_str("(long end reasons are cut; `agency agents --json` shows them whole)\n");
-    }
-    out
+    table(&["AGENT", "HANDLER", "STATE", "STARTED", "ENDED"], rows)
 }
 
 /// KB files grouped by kind, then by description (ids are random, so the
@@ -499,7 +583,7 @@ pub fn kb_log(list: &[VersionInfo]) -> String {
         .map(|v| {
             vec![
                 v.version.to_string(),
-                v.created_at.to_string(),
+                ago(v.created_at),
                 v.size.to_string(),
                 by(v.handler, v.agent),
                 v.hash.to_string(),
@@ -575,7 +659,7 @@ pub fn audit(list: &[LogEntryRow]) -> String {
     list.sort_by_key(|e| e.at);
     let rows = list
         .iter()
-        .map(|e| vec![e.at.to_string(), or_dash(e.agent), e.summary.clone()])
+        .map(|e| vec![ago(e.at), or_dash(e.agent), e.summary.clone()])
         .collect();
     table(&["TIME", "AGENT", "SUMMARY"], rows)
 }
@@ -724,13 +808,18 @@ mod tests {
         assert_eq!(t, "A          LONGER\nx          y\nwide cell\n");
     }
 
+    /// A UUID whose every hex digit is `n`'s (ids shown by 8 digits).
+    fn uuid(n: u128) -> uuid::Uuid {
+        uuid::Uuid::from_u128(n * 0x1111_1111_1111_1111_1111_1111_1111_1111)
+    }
+
     fn brief(id: u128, title: &str, priority: i64) -> OutcomeBrief {
         OutcomeBrief {
-            id: agency_core::OutcomeId(uuid::Uuid::from_u128(id)),
+            id: agency_core::OutcomeId(uuid(id)),
             title: title.into(),
             status: agency_core::OutcomeStatus::Open,
             priority,
-            responsible: agency_core::HandlerId(uuid::Uuid::from_u128(1)),
+            responsible: agency_core::HandlerId(uuid(0xa)),
             perpetual: false,
             process_inbox: false,
         }
@@ -763,8 +852,8 @@ mod tests {
     #[test]
     fn issue14_item12_handler_tree_shows_unacknowledged_mail() {
         let h = |id: u128, boss: Option<u128>, title: &str| HandlerView {
-            id: agency_core::HandlerId(uuid::Uuid::from_u128(id)),
-            boss: boss.map(|b| agency_core::HandlerId(uuid::Uuid::from_u128(b))),
+            id: agency_core::HandlerId(uuid(id)),
+            boss: boss.map(|b| agency_core::HandlerId(uuid(b))),
             status: agency_service::HandlerStatus::Active,
             title: title.into(),
             state_doc: agency_core::FileId(uuid::Uuid::from_u128(100 + id)),
@@ -807,20 +896,20 @@ mod tests {
     }
 
     const OUTCOME_TREE: &str = "\
-OUTCOME                                       STATUS  PRIORITY  RESPONSIBLE                           TITLE
-00000000-0000-0000-0000-000000000001          open    0         00000000-0000-0000-0000-000000000001  Root
-├── 00000000-0000-0000-0000-000000000003      open    5         00000000-0000-0000-0000-000000000001  B
-│   └── 00000000-0000-0000-0000-000000000004  open    0         00000000-0000-0000-0000-000000000001  Shared
-└── 00000000-0000-0000-0000-000000000002      open    0         00000000-0000-0000-0000-000000000001  A
-    └── 00000000-0000-0000-0000-000000000004  open    0         00000000-0000-0000-0000-000000000001  Shared  (repeat)
+OUTCOME           STATUS  PRIORITY  RESPONSIBLE  TITLE
+11111111          open    0         aaaaaaaa     Root
+├── 33333333      open    5         aaaaaaaa     B
+│   └── 44444444  open    0         aaaaaaaa     Shared
+└── 22222222      open    0         aaaaaaaa     A
+    └── 44444444  open    0         aaaaaaaa     Shared  (repeat)
 (truncated: more outcomes exist; raise --limit)
 ";
 
     const HANDLER_TREE: &str = "\
-HANDLER                                       STATUS  AGENT  UNACKED  WORK  TITLE
-00000000-0000-0000-0000-000000000001          active  -      0        no    root
-├── 00000000-0000-0000-0000-000000000002      active  -      0        no    child a
-│   └── 00000000-0000-0000-0000-000000000004  active  -      0        no    grandchild
-└── 00000000-0000-0000-0000-000000000003      active  -      0        no    child b
+HANDLER           STATUS  AGENT  UNACKED  WORK  TITLE
+11111111          active  -      0        no    root
+├── 22222222      active  -      0        no    child a
+│   └── 44444444  active  -      0        no    grandchild
+└── 33333333      active  -      0        no    child b
 ";
 }

@@ -60,7 +60,7 @@ pub fn runs(list: &[RunView]) -> String {
             vec![
                 r.agent.to_string(),
                 r.handler.to_string(),
-                r.started_at.to_string(),
+                crate::output::ago(r.started_at),
                 duration(r.runtime_ms),
                 ended(r),
                 or_dash(r.exit_status),
@@ -167,7 +167,7 @@ pub fn kb_audit(list: &[KbAuditRow]) -> String {
         .iter()
         .map(|e| {
             vec![
-                e.at.to_string(),
+                crate::output::ago(e.at),
                 e.action.as_str().to_owned(),
                 e.version.to_string(),
                 e.handler

@@ -118,7 +118,8 @@ fn issue12_ask_an_agency_and_manage_its_keys_from_the_cli() {
 
     // Ask: no answer within the wait; then the executive answers over MCP
     // and `agency answer` shows it.
-    let asked: Value = serde_json::from_str(&ok(
+    // (No answer within --wait exits 1, the message still delivered.)
+    let (code, out, _) = agency(
         &home,
         &[
             "--json",
@@ -128,8 +129,9 @@ fn issue12_ask_an_agency_and_manage_its_keys_from_the_cli() {
             "--wait",
             "200ms",
         ],
-    ))
-    .unwrap();
+    );
+    assert_eq!(code, 1, "{out}");
+    let asked: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(asked["status"], "pending", "{asked}");
     let id = asked["id"].as_str().unwrap();
     let pending = ok(&home, &["answer", id]);

@@ -48,6 +48,7 @@ fn command(tmp: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Comm
         .env("AGENCY_HOME", home)
         .env("HOME", tmp.join("user"))
         .env_remove("RUST_LOG")
+        .env("AGENCY_WIDE", "1")
         .stdin(Stdio::null());
     c
 }

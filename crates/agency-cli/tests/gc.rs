@@ -16,6 +16,7 @@ fn agency(home: &Path, args: &[&str]) -> Output {
         .env("AGENCY_HOME", home)
         .env("HOME", home.with_file_name("user"))
         .env_remove("RUST_LOG")
+        .env("AGENCY_WIDE", "1")
         .stdin(Stdio::null())
         .output()
         .unwrap()

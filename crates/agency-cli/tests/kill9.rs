@@ -95,6 +95,7 @@ impl Home {
             .env("AGENCY_HOME", &self.dir)
             .env("HOME", self.tmp.path().join("user"))
             .env_remove("RUST_LOG")
+            .env("AGENCY_WIDE", "1")
             .stdin(Stdio::null());
         c
     }

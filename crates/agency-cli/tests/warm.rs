@@ -339,6 +339,7 @@ async fn the_user_sets_a_handlers_keep_warm_time_from_the_command_line() {
         let out = std::process::Command::new(BIN)
             .args(args)
             .env("AGENCY_HOME", &home)
+            .env("AGENCY_WIDE", "1")
             .output()
             .unwrap();
         (

@@ -47,6 +47,7 @@ mod repo_push;
 mod repos;
 mod rest;
 pub mod rest_agency;
+mod rest_kb;
 mod rest_keep_warm;
 mod rest_memory;
 mod rest_models;

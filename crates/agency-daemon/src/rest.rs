@@ -48,8 +48,8 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/outcomes/{id}", get(outcome))
         .route("/v1/outcomes/{id}/reopen", post(reopen_outcome))
         .route("/v1/agents", get(agents))
-        .route("/v1/kb", get(kb_list))
-        .route("/v1/kb/{id}", get(kb_cat))
+        .route("/v1/kb", get(kb_list).post(crate::rest_kb::create))
+        .route("/v1/kb/{id}", get(kb_cat).post(crate::rest_kb::write))
         .route("/v1/kb/{id}/history", get(kb_history))
         .route("/v1/fsck", post(fsck))
         .route("/v1/gc", post(gc))
@@ -565,6 +565,10 @@ async fn resolve(
         "file" => IdKind::File,
         "agent" => IdKind::Agent,
         "message" => IdKind::Message,
+        "agency_message" => IdKind::OrgMessage,
+        "key" => IdKind::OrgKey,
+        "memory" => IdKind::Memory,
+        "compaction" => IdKind::MemoryCompaction,
         other => {
             return Err(BadRequest(format!(
                 "failed to resolve: unknown id kind {other:?}"

@@ -189,6 +189,10 @@ impl Service {
             IdKind::File => "KB file",
             IdKind::Agent => "agent",
             IdKind::Message => "message",
+            IdKind::OrgMessage => "agency message",
+            IdKind::OrgKey => "API key",
+            IdKind::Memory => "memory",
+            IdKind::MemoryCompaction => "memory compaction",
         };
         if p.is_empty() || p.len() > 36 || !p.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
             return Err(ServiceError::invalid(format!(

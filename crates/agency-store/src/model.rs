@@ -334,6 +334,12 @@ pub enum IdKind {
     File,
     Agent,
     Message,
+    /// A message an outside party (or `agency ask`) sent to an agency.
+    OrgMessage,
+    /// An agency's API key.
+    OrgKey,
+    Memory,
+    MemoryCompaction,
 }
 
 /// The process group of a spawned agent, as the supervisor recorded it.

@@ -11,5 +11,5 @@ mod search;
 mod shell;
 
 pub(crate) use admission::ToolCheck;
-pub use registry::WORKSPACE_TOOLS;
 pub(crate) use registry::Workspace;
+pub use registry::{WORKSPACE_TOOLS, WorkspaceTool, workspace_tool_list};

@@ -137,6 +137,31 @@ impl Workspace {
     }
 }
 
+/// A workspace tool as the model is offered it (for `agency tools`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkspaceTool {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// Every workspace tool's description and argument schema, exactly as the
+/// model is given them.
+pub fn workspace_tool_list() -> Vec<WorkspaceTool> {
+    WORKSPACE_TOOLS
+        .iter()
+        .map(|n| {
+            let s = spec(n);
+            WorkspaceTool {
+                name: s.name,
+                description: s.description,
+                input_schema: s.input_schema,
+            }
+        })
+        .collect()
+}
+
 /// A tool's description and input schema, as the model sees them.
 fn spec(name: &str) -> ToolSpec {
     let (description, schema) = match name {

@@ -33,7 +33,7 @@ pub enum MemoryCommand {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         handler: String,
-        /// The memory's id (a full UUID).
+        /// The memory's id or a unique prefix of it.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
@@ -42,7 +42,7 @@ pub enum MemoryCommand {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         handler: String,
-        /// The memory's id (a full UUID).
+        /// The memory's id or a unique prefix of it.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         id: String,
     },
@@ -66,7 +66,7 @@ pub enum MemoryCommand {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         handler: String,
-        /// The compaction's id (from `agency memory compactions`).
+        /// The compaction's id or a unique prefix (from `agency memory compactions`).
         #[arg(value_parser = NonEmptyStringValueParser::new())]
         compaction: String,
     },

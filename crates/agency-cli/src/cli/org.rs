@@ -40,9 +40,24 @@ pub struct AskArgs {
     /// the executive handler sees the earlier exchange.
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     pub conversation: Option<String>,
-    /// How long to wait for the reply, e.g. 30s or 2m (at most 2m).
-    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    /// How long to wait for the reply, e.g. 30s or 2m (at most 2m; 0s
+    /// sends without waiting). No reply within it exits 1; read it later
+    /// with `agency answer ID`.
+    #[arg(long, default_value = "60s", value_parser = parse_wait)]
     pub wait: i64,
+}
+
+/// `--wait` of `agency ask`: a duration up to the daemon's maximum (a
+/// longer one is a usage error, worded as `--help` says it).
+fn parse_wait(s: &str) -> Result<i64, String> {
+    let ms = parse_duration_ms(s)?;
+    let max = i64::try_from(agency_daemon::rest_agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
+    if ms > max {
+        return Err(format!(
+            "{s:?} is longer than the most --wait allows, 2m; wait at most 2m and check later with `agency answer ID`"
+        ));
+    }
+    Ok(ms)
 }
 
 #[derive(Debug, Args)]

@@ -72,21 +72,57 @@ pub(crate) fn render_list(rows: &[ApprovalView], all: bool) -> String {
         };
     }
     let mut out = String::new();
-    for a in rows {
-        let _ = writeln!(
-            out,
-            "#{} {}{} {} — handler {} agent {}",
-            a.id,
-            a.status.as_str(),
-            if a.always { " (always)" } else { "" },
-            a.tool,
-            a.handler,
-            a.agent
-        );
-        let _ = writeln!(out, "  why: {}", crate::safe_text::line(&a.reason));
-        let _ = writeln!(out, "  args: {}", crate::safe_text::line(&a.args));
+    use crate::output::layout;
+    let l = layout::get();
+    // Ids shown short and unique among those listed (`--wide`: whole).
+    let mut heads: Vec<Vec<String>> = rows
+        .iter()
+        .map(|a| {
+            vec![format!(
+                "#{} {}{} {} — handler {} agent {}",
+                a.id,
+                a.status.as_str(),
+                if a.always { " (always)" } else { "" },
+                a.tool,
+                a.handler,
+                a.agent
+            )]
+        })
+        .collect();
+    if !l.wide {
+        layout::shorten_ids(&mut heads);
+    }
+    // Prose wraps at spaces; the arguments are never cut nor broken inside
+    // a value: the user decides on the exact call. Too wide for one line,
+    // they are shown as indented JSON, one member a line.
+    let prose = |label: &str, text: &str| -> String {
+        let line = format!("  {label}: {}", crate::safe_text::line(text));
+        if l.wide {
+            return format!("{line}\n");
+        }
+        layout::break_at_spaces(&line, l.width)
+            .into_iter()
+            .map(|part| format!("{part}\n"))
+            .collect()
+    };
+    for (a, head) in rows.iter().zip(heads) {
+        let _ = writeln!(out, "{}", head[0]);
+        out.push_str(&prose("why", &a.reason));
+        let args = format!("  args: {}", crate::safe_text::line(&a.args));
+        match serde_json::from_str::<serde_json::Value>(&a.args) {
+            Ok(v) if !l.wide && layout::width(&args) > l.width => {
+                out.push_str("  args:\n");
+                let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
+                for line in pretty.lines() {
+                    let _ = writeln!(out, "    {}", crate::safe_text::line(line));
+                }
+            }
+            _ => {
+                let _ = writeln!(out, "{args}");
+            }
+        }
         if let Some(r) = &a.deny_reason {
-            let _ = writeln!(out, "  denied: {}", crate::safe_text::line(r));
+            out.push_str(&prose("denied", r));
         }
     }
     if !all {
@@ -106,7 +142,7 @@ mod tests {
     #[test]
     fn list_rendering() {
         let h: HandlerId = "0b0c0d0e-0000-4000-8000-000000000001".parse().unwrap();
-        let agent: AgentId = "0b0c0d0e-0000-4000-8000-000000000002".parse().unwrap();
+        let agent: AgentId = "1a2b3c4d-0000-4000-8000-000000000002".parse().unwrap();
         let row = ApprovalView {
             id: ApprovalId(7),
             handler: h,
@@ -123,12 +159,30 @@ mod tests {
             deny_reason: None,
             consumed_at: None,
         };
-        insta::assert_snapshot!(render_list(&[row], false), @r#"
-        #7 pending bash — handler 0b0c0d0e-0000-4000-8000-000000000001 agent 0b0c0d0e-0000-4000-8000-000000000002
+        insta::assert_snapshot!(render_list(std::slice::from_ref(&row), false), @r#"
+        #7 pending bash — handler 0b0c0d0e agent 1a2b3c4d
           why: rm removes /tmp/x, outside the workspace
           args: {"command":"rm -rf /tmp/x"}
         approve with `agency approve ID [--always]`, refuse with `agency deny ID --reason …`
         "#);
         insta::assert_snapshot!(render_list(&[], true), @"no approval requests");
+        // Arguments too wide for a line: members on lines of their own,
+        // no value broken or cut.
+        let long = ApprovalView {
+            args: format!(
+                r#"{{"command":"rm -rf /tmp/{}","timeout_ms":600000}}"#,
+                "x".repeat(70)
+            ),
+            ..row
+        };
+        insta::assert_snapshot!(render_list(&[long], true), @r#"
+        #7 pending bash — handler 0b0c0d0e agent 1a2b3c4d
+          why: rm removes /tmp/x, outside the workspace
+          args:
+            {
+              "command": "rm -rf /tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+              "timeout_ms": 600000
+            }
+        "#);
     }
 }

@@ -164,6 +164,8 @@ pub(crate) fn render(root: &BudgetNode) -> String {
 }
 
 fn line(out: &mut String, n: &BudgetNode, depth: usize) {
+    // One handler's line, wrapped to the terminal's width (`--wide`: whole).
+    let start = out.len();
     let id = n.handler.to_string();
     let short = id.get(..8).unwrap_or(&id);
     let s = &n.spent;
@@ -201,7 +203,8 @@ fn line(out: &mut String, n: &BudgetNode, depth: usize) {
     if let Some(p) = &n.paused {
         let _ = write!(out, "; PAUSED: {} (agency resume {short})", p.reason);
     }
-    out.push('\n');
+    let one = out.split_off(start);
+    out.push_str(&crate::output::layout::wrap(&one, depth * 2));
     for c in &n.children {
         line(out, c, depth + 1);
     }

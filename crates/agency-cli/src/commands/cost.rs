@@ -33,6 +33,8 @@ pub(crate) fn render(root: &CostNode) -> String {
 }
 
 fn line(out: &mut String, n: &CostNode, depth: usize) {
+    // One handler's line, wrapped to the terminal's width (`--wide`: whole).
+    let start = out.len();
     let id = n.handler.to_string();
     let short = id.get(..8).unwrap_or(&id);
     let _ = write!(
@@ -46,7 +48,8 @@ fn line(out: &mut String, n: &CostNode, depth: usize) {
     if !n.children.is_empty() {
         let _ = write!(out, "; subtree: {}", totals(&n.subtree));
     }
-    out.push('\n');
+    let one = out.split_off(start);
+    out.push_str(&crate::output::layout::wrap(&one, depth * 2));
     for c in &n.children {
         line(out, c, depth + 1);
     }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agency_daemon::{Daemon, InitReport};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -15,9 +15,23 @@ use crate::output::{self, StatusView};
 
 pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
     let report = if ctx.home.exists() {
+        if let Some(url) = &a.model_server {
+            bail!(
+                "failed to configure the scripted model server {url} in {}: the home already exists and its agency.toml is left as it is; change [agents] runtime, [agents.builtin] upstream and model and add [models.local] there by hand (README, \"Offline quickstart\"), or name a new home with --home DIR",
+                ctx.home.dir().display()
+            );
+        }
         existing(ctx)?
     } else {
+        let url = a
+            .model_server
+            .as_deref()
+            .map(super::quickstart::check_url)
+            .transpose()?;
         let report = ctx.home.init()?;
+        if let Some(url) = url {
+            super::quickstart::configure(&ctx.home, &url)?;
+        }
         root_budget(ctx, a, &report)?;
         report
     };
@@ -29,6 +43,11 @@ pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
             report.home.display(),
             report.root_handler
         ))?;
+        if let Some(url) = &a.model_server {
+            emit(&format!(
+                "agents: the built-in runtime, its model the scripted model server at {url}\n(agency.toml: [agents.builtin] upstream = \"local\", [models.local]); next: `agency serve &`\n"
+            ))?;
+        }
     } else {
         emit(&format!(
             "Agency home at {} already exists; nothing changed\nroot handler  {}\n",

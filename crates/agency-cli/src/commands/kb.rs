@@ -1,10 +1,10 @@
-//! The Knowledge Base: `kb ls`, `kb cat`, `kb log`, and `fsck`.
+//! The Knowledge Base: `kb ls`, `kb cat`, `kb put`, `kb log`, and `fsck`.
 
 use agency_daemon::api::FileText;
 use std::process::ExitCode;
 
 use agency_service::{FileInfo, FsckReport, VersionInfo};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::{Ctx, emit, emit_json, show};
@@ -77,6 +77,103 @@ pub fn cat(ctx: &Ctx, id: &str, version: Option<i64>) -> Result<ExitCode> {
     }
     emit(&f.text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The most `kb put` reads before the daemon's own limit
+/// (`limits.max_file_bytes`, 8 MiB by default) can refuse it: a bound on
+/// this process's memory, not the KB's limit.
+const PUT_READ_MAX: u64 = 256 * 1024 * 1024;
+
+/// Put a local file or standard input into the KB: a new document, or a
+/// new version of `to` based on its latest version (compare-and-set).
+pub fn put(
+    ctx: &Ctx,
+    source: &str,
+    description: Option<&str>,
+    to: Option<&str>,
+) -> Result<ExitCode> {
+    let what = if source == "-" {
+        "standard input".to_owned()
+    } else {
+        source.to_owned()
+    };
+    let content = read_source(source, &what)?;
+    let c = ctx.client()?;
+    let failed = || format!("failed to put {what} into the KB");
+    let v = match (description, to) {
+        (Some(d), None) => c
+            .post(
+                c.url(&["kb"]),
+                &serde_json::json!({ "description": d, "content": content }),
+            )
+            .with_context(failed)?,
+        (None, Some(to)) => {
+            let id = c.resolve(IdKind::File, to)?;
+            let latest: FileText = decode(c.get(c.url(&["kb", &id]))?, "KB file")?;
+            c.post(
+                c.url(&["kb", &id]),
+                &serde_json::json!({
+                    "content": content,
+                    "base_version": latest.meta.version,
+                    "base_hash": latest.meta.hash.to_string(),
+                }),
+            )
+            .with_context(failed)?
+        }
+        // clap requires exactly one of the two.
+        _ => {
+            anyhow::bail!("failed to put {what} into the KB: give --description TEXT or --to FILE")
+        }
+    };
+    if ctx.json {
+        emit_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id = v
+        .get("id")
+        .or_else(|| v.get("file"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let version = v.get("version").and_then(Value::as_i64).unwrap_or_default();
+    emit(&format!(
+        "KB file {id} version {version} ({} bytes from {what})\n",
+        content.len()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text to put: a regular file or standard input, UTF-8, bounded.
+fn read_source(source: &str, what: &str) -> Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if source == "-" {
+        std::io::stdin()
+            .take(PUT_READ_MAX + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("failed to read {what}"))?;
+    } else {
+        let meta = std::fs::metadata(source)
+            .with_context(|| format!("failed to read {what}: check the path"))?;
+        if !meta.is_file() {
+            anyhow::bail!(
+                "failed to read {what}: it is not a regular file; give a file, or `-` for standard input"
+            );
+        }
+        std::fs::File::open(source)
+            .and_then(|f| f.take(PUT_READ_MAX + 1).read_to_end(&mut bytes))
+            .with_context(|| format!("failed to read {what}"))?;
+    }
+    if bytes.len() as u64 > PUT_READ_MAX {
+        anyhow::bail!(
+            "failed to put {what} into the KB: it is larger than {} MiB; the KB takes files up to limits.max_file_bytes in agency.toml",
+            PUT_READ_MAX / 1024 / 1024
+        );
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!(
+            "failed to put {what} into the KB: it is not UTF-8 text (the KB holds text, as agents read and write it over MCP)"
+        )
+    })
 }
 
 pub fn log(ctx: &Ctx, id: &str) -> Result<ExitCode> {

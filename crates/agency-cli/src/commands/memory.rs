@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::Value;
 
 use super::{Ctx, emit, emit_json};
@@ -57,7 +57,7 @@ pub fn search(
                 s(&m["kind"]),
                 s(&m["state"]),
                 tags(&m["tags"]),
-                when(&m["created_at"]),
+                ago(&m["created_at"]),
                 first_line(&s(&m["text"])),
             ]
         })
@@ -71,8 +71,8 @@ pub fn search(
 
 pub fn show(ctx: &Ctx, handler: &str, id: &str) -> Result<ExitCode> {
     let (c, h) = (ctx.client()?, handler_id(ctx, handler)?);
-    let id = memory_id(id, "read memory")?;
-    let v = c.get(c.url(&["memory", &h, id]))?;
+    let id = c.resolve(IdKind::Memory, id)?;
+    let v = c.get(c.url(&["memory", &h, &id]))?;
     if ctx.json {
         emit_json(&v)?;
     } else {
@@ -83,8 +83,8 @@ pub fn show(ctx: &Ctx, handler: &str, id: &str) -> Result<ExitCode> {
 
 pub fn delete(ctx: &Ctx, handler: &str, id: &str) -> Result<ExitCode> {
     let (c, h) = (ctx.client()?, handler_id(ctx, handler)?);
-    let id = memory_id(id, "delete memory")?;
-    let v = c.delete(c.url(&["memory", &h, id]))?;
+    let id = c.resolve(IdKind::Memory, id)?;
+    let v = c.delete(c.url(&["memory", &h, &id]))?;
     if ctx.json {
         emit_json(&v)?;
     } else {
@@ -103,14 +103,17 @@ pub fn status(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let n = &v["counts"];
-    let mut out = format!(
-        "handler {h}: {} live memories ({} bytes), {} condensed, {} forgotten (limit {}; condense after {})\n",
-        n["live"],
-        n["live_bytes"],
-        n["condensed"],
-        n["forgotten"],
-        v["max_per_handler"],
-        v["condense_after"]
+    let mut out = crate::output::layout::wrap(
+        &format!(
+            "handler {h}: {} live memories ({} bytes), {} condensed, {} forgotten (limit {}; condense after {})",
+            n["live"],
+            n["live_bytes"],
+            n["condensed"],
+            n["forgotten"],
+            v["max_per_handler"],
+            v["condense_after"]
+        ),
+        0,
     );
     match v["embeddings_model"].as_str() {
         Some(m) => out.push_str(&format!(
@@ -131,7 +134,7 @@ pub fn status(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
         out.push_str("last changes:\n");
         let rows = changes
             .iter()
-            .map(|c| vec![when(&c["at"]), s(&c["change"]), s(&c["memory"])])
+            .map(|c| vec![ago(&c["at"]), s(&c["change"]), s(&c["memory"])])
             .collect();
         out.push_str(&indent(&table(&[], rows)));
     }
@@ -157,7 +160,7 @@ pub fn compactions(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
             vec![
                 s(&k["id"]),
                 s(&k["status"]),
-                when(&k["requested_at"]),
+                ago(&k["requested_at"]),
                 s(&k["summary"]),
                 k["condensed"].as_array().map_or(0, Vec::len).to_string(),
             ]
@@ -172,9 +175,9 @@ pub fn compactions(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
 
 pub fn undo(ctx: &Ctx, handler: &str, compaction: &str) -> Result<ExitCode> {
     let (c, h) = (ctx.client()?, handler_id(ctx, handler)?);
-    let id = memory_id(compaction, "undo memory compaction")?;
+    let id = c.resolve(IdKind::MemoryCompaction, compaction)?;
     let v = c.post(
-        c.url(&["memory", &h, "compactions", id, "undo"]),
+        c.url(&["memory", &h, "compactions", &id, "undo"]),
         &serde_json::json!({}),
     )?;
     if ctx.json {
@@ -191,15 +194,6 @@ pub fn undo(ctx: &Ctx, handler: &str, compaction: &str) -> Result<ExitCode> {
 
 fn handler_id(ctx: &Ctx, handler: &str) -> Result<String> {
     ctx.client()?.resolve(IdKind::Handler, handler)
-}
-
-fn memory_id<'a>(id: &'a str, what: &str) -> Result<&'a str> {
-    if uuid::Uuid::parse_str(id).is_err() {
-        bail!(
-            "failed to {what} {id:?}: give its full id (a UUID), as `agency memory search` shows it"
-        );
-    }
-    Ok(id)
 }
 
 fn memory_text(m: &Value) -> String {
@@ -226,6 +220,13 @@ fn memory_text(m: &Value) -> String {
 fn when(v: &Value) -> String {
     v.as_i64()
         .map_or_else(|| s(v), |ms| agency_core::Timestamp(ms).to_rfc3339())
+}
+
+/// A time (milliseconds since the epoch) for a table: "3m ago" (RFC 3339
+/// with `--wide`).
+fn ago(v: &Value) -> String {
+    v.as_i64()
+        .map_or_else(|| s(v), |ms| crate::output::ago(agency_core::Timestamp(ms)))
 }
 
 /// A JSON value as a plain cell: strings unquoted, null empty.

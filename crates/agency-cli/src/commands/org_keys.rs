@@ -11,11 +11,11 @@ use std::process::ExitCode;
 
 use agency_core::ConversationId;
 use agency_service::{MintedOrgKey, OrgKeyView, OrgMessageStatus, OrgMessageView};
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::json;
 
 use super::{Ctx, emit, emit_json, show};
-use crate::client::decode;
+use crate::client::{IdKind, decode};
 use crate::output::{indent, table};
 
 /// The key alone on stdout (for `> key-file`); what it is, on stderr.
@@ -53,9 +53,10 @@ pub fn list(ctx: &Ctx, agency: Option<&str>) -> Result<ExitCode> {
                     k.id.to_string(),
                     k.agency.clone(),
                     format!("{}…", k.prefix),
-                    k.created_at.to_string(),
-                    k.revoked_at
-                        .map_or("live".to_owned(), |t| format!("revoked {t}")),
+                    crate::output::ago(k.created_at),
+                    k.revoked_at.map_or("live".to_owned(), |t| {
+                        format!("revoked {}", crate::output::ago(t))
+                    }),
                 ]
             })
             .collect();
@@ -65,10 +66,8 @@ pub fn list(ctx: &Ctx, agency: Option<&str>) -> Result<ExitCode> {
 }
 
 pub fn revoke(ctx: &Ctx, id: &str) -> Result<ExitCode> {
-    if uuid::Uuid::parse_str(id).is_err() {
-        bail!("failed to revoke API key {id:?}: give its full id, from `agency key list`");
-    }
     let c = ctx.client()?;
+    let id = &c.resolve(IdKind::OrgKey, id)?;
     let v = c.delete(c.url(&["agency", "keys", id]))?;
     if ctx.json {
         emit_json(&v)?;
@@ -81,7 +80,10 @@ pub fn revoke(ctx: &Ctx, id: &str) -> Result<ExitCode> {
 }
 
 /// Send `message` to `agency`'s executive handler and wait up to
-/// `wait_ms` for its reply.
+/// `wait_ms` for its reply (`--wait` is bounded by its value parser).
+/// No reply within a wait asked for is a failure (exit 1), so that a
+/// script can tell; `--wait 0s` asks for none, and sending is then the
+/// whole job.
 pub fn ask(
     ctx: &Ctx,
     agency: &str,
@@ -89,30 +91,37 @@ pub fn ask(
     conversation: Option<&str>,
     wait_ms: i64,
 ) -> Result<ExitCode> {
-    let max = i64::try_from(agency_daemon::rest_agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
-    if !(0..=max).contains(&wait_ms) {
-        bail!(
-            "failed to ask agency {agency}: --wait must be between 0s and {}s; check later with `agency answer ID`",
-            max / 1000
-        );
-    }
     let c = ctx.client()?;
     let mut body = json!({ "agency": agency, "message": message, "wait_ms": wait_ms });
     if let Some(conv) = conversation {
         body["conversation"] = json!(conv);
     }
     let v = c.post(c.url(&["agency", "messages"]), &body)?;
-    answer_view(ctx, v)
-}
-
-/// Where a message sent with `ask` stands, with the reply once it came.
-pub fn answer(ctx: &Ctx, id: &str) -> Result<ExitCode> {
-    if uuid::Uuid::parse_str(id).is_err() {
-        bail!("failed to read the answer to {id:?}: give the full message id `agency ask` printed");
+    let m: OrgMessageView = decode(v.clone(), "agency message")?;
+    answer_view(ctx, v)?;
+    match m.status {
+        OrgMessageStatus::Answered => Ok(ExitCode::SUCCESS),
+        OrgMessageStatus::Pending if wait_ms == 0 => Ok(ExitCode::SUCCESS),
+        OrgMessageStatus::Pending if m.paused => {
+            eprintln!(
+                "error: failed to get an answer from agency {agency}: it is paused by its budget; the message is kept and is answered once the budget is raised or resumed (`agency answer {}`)",
+                m.id
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        OrgMessageStatus::Pending => {
+            eprintln!(
+                "error: failed to get an answer from agency {agency} within {}: the message is delivered and may still be answered; check with `agency answer {}`",
+                crate::records::duration(wait_ms),
+                m.id
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        OrgMessageStatus::Failed => {
+            eprintln!("error: agency {agency} will not answer message {}", m.id);
+            Ok(ExitCode::FAILURE)
+        }
     }
-    let c = ctx.client()?;
-    let v = c.get(c.url(&["agency", "messages", id]))?;
-    answer_view(ctx, v)
 }
 
 /// `agency conversations`: the messages from outside and their replies,
@@ -183,9 +192,18 @@ fn state(m: &OrgMessageView) -> &'static str {
     }
 }
 
-fn answer_view(ctx: &Ctx, v: serde_json::Value) -> Result<ExitCode> {
-    show(ctx, v, "agency message", |m: &OrgMessageView| render(m))?;
+/// Where a message sent with `ask` stands, with the reply once it came
+/// (a message not answered yet is a state, not a failure: exit 0).
+pub fn answer(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::OrgMessage, id)?;
+    let v = c.get(c.url(&["agency", "messages", &id]))?;
+    answer_view(ctx, v)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn answer_view(ctx: &Ctx, v: serde_json::Value) -> Result<()> {
+    show(ctx, v, "agency message", |m: &OrgMessageView| render(m))
 }
 
 fn render(m: &OrgMessageView) -> String {

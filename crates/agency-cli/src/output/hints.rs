@@ -1,22 +1,10 @@
-//! Output added for a new user's first hour: the MCP tool list, the note
-//! that no agent will answer, and cell truncation for long texts.
+//! Output added for a new user's first hour: the MCP tool list and the
+//! note that no agent will answer.
 
 use agency_mcp::ToolInfo;
 use serde_json::Value;
 
 use super::{StatusView, table};
-
-/// The widest a free-text table cell may be (in characters) before it is
-/// cut with `…`; `--json` has the whole text.
-pub const MAX_CELL: usize = 60;
-
-/// `s` cut to [`MAX_CELL`] characters, ending in `…` when cut.
-pub fn truncate(s: &str) -> String {
-    match s.char_indices().nth(MAX_CELL - 1) {
-        Some((i, _)) if s.chars().count() > MAX_CELL => format!("{}…", &s[..i]),
-        _ => s.to_owned(),
-    }
-}
 
 /// Said by `status`, `send` and `tell` when the daemon starts no agents:
 /// mail then waits forever unless an MCP client is attached by hand.
@@ -129,7 +117,7 @@ mod tests {
 
     #[test]
     fn issue14_item14_long_end_reasons_are_cut_in_the_agents_table() {
-        let id = |n: u128| uuid::Uuid::from_u128(n);
+        let id = |n: u128| uuid::Uuid::from_u128(n << 124 | n);
         let v = super::super::AgentsView {
             live: vec![],
             recent: vec![agency_service::AgentRow {
@@ -141,9 +129,12 @@ mod tests {
             }],
         };
         let text = super::super::agents(&v);
-        assert!(text.lines().all(|l| l.chars().count() < 200), "{text}");
-        assert!(text.contains("…)"), "{text}");
-        assert!(text.contains("agency agents --json"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        assert!(text.contains('…'), "{text}");
+        assert!(
+            text.contains("--wide shows them whole, --json as data"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -154,15 +145,5 @@ mod tests {
             super::super::indent("a\rb\n\u{1b}]52;c;x\u{7}"),
             "  a\\u{d}b\n  \\u{1b}]52;c;x\\u{7}\n"
         );
-    }
-
-    #[test]
-    fn truncate_cuts_long_text_only() {
-        assert_eq!(truncate("short"), "short");
-        let long = "é".repeat(200);
-        let cut = truncate(&long);
-        assert_eq!(cut.chars().count(), MAX_CELL);
-        assert!(cut.ends_with('…'));
-        assert_eq!(truncate(&"x".repeat(MAX_CELL)), "x".repeat(MAX_CELL));
     }
 }

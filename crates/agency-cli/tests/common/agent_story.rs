@@ -56,6 +56,9 @@ pub fn agency(home: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env("AGENCY_HOME", home)
+        // Tables whole (full ids, RFC 3339 times), as these tests were
+        // written for; the default layout has its own tests (issue 28).
+        .env("AGENCY_WIDE", "1")
         .output()
         .unwrap();
     (

@@ -50,6 +50,9 @@ impl TestHome {
             .env("AGENCY_HOME", &self.dir)
             .env("HOME", self.dir.with_file_name("user"))
             .env_remove("RUST_LOG")
+            // Tables whole (full ids, RFC 3339 times), as these tests were
+            // written for; the default layout has its own tests (issue 28).
+            .env("AGENCY_WIDE", "1")
             .stdin(Stdio::null());
         c
     }

@@ -68,6 +68,10 @@ pub(crate) fn ids_with_prefix(
         IdKind::File => "files",
         IdKind::Agent => "agents",
         IdKind::Message => "messages",
+        IdKind::OrgMessage => "org_messages",
+        IdKind::OrgKey => "org_keys",
+        IdKind::Memory => "memories",
+        IdKind::MemoryCompaction => "memory_compactions",
     };
     let sql = format!("SELECT id FROM {table} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3");
     let upper = format!("{prefix}~");

@@ -1,0 +1,61 @@
+//! REST routes for the user to put a file into the Knowledge Base (`agency
+//! kb put`): `POST /v1/kb` with `{"description", "content"}` creates a
+//! document, `POST /v1/kb/{id}` with `{"content", "base_version",
+//! "base_hash"}` writes a new version of one (compare-and-set, like
+//! `kb_write`). One service call as the user each: the service checks the
+//! description, the size (`limits.max_file_bytes`) and the file's kind.
+//! The content is text, as over MCP.
+
+use std::sync::Arc;
+
+use agency_core::FileId;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+
+use crate::rest::{Answer, USER, call, parse};
+use crate::server::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateBody {
+    description: String,
+    content: String,
+}
+
+/// The id and first version of the new file.
+#[derive(Debug, serde::Serialize)]
+struct Created {
+    id: FileId,
+    version: i64,
+}
+
+pub(crate) async fn create(
+    State(st): State<Arc<AppState>>,
+    axum::Json(b): axum::Json<CreateBody>,
+) -> Answer {
+    Ok(call(&st, move |svc| {
+        let id = svc.kb_create(USER, &b.description, b.content.as_bytes())?;
+        Ok(Created { id, version: 1 })
+    })
+    .await)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteBody {
+    content: String,
+    base_version: i64,
+    base_hash: String,
+}
+
+pub(crate) async fn write(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    axum::Json(b): axum::Json<WriteBody>,
+) -> Answer {
+    let id: FileId = parse("file", &id)?;
+    Ok(call(&st, move |svc| {
+        svc.kb_write(USER, id, b.content.as_bytes(), b.base_version, &b.base_hash)
+    })
+    .await)
+}
