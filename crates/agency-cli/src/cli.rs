@@ -78,6 +78,14 @@ pub enum Command {
     /// the daemon.
     Shutdown,
 
+    /// Re-read agency.toml and policy.toml and apply what can change while
+    /// the daemon runs; says, per changed setting, "applied" or "needs a
+    /// restart" (docs/configuration.md lists which are which).
+    ///
+    /// A file that does not parse or validate changes nothing (exit 1,
+    /// naming the file and line). SIGHUP to `agency serve` does the same.
+    Reload,
+
     /// The tools agents use, with their arguments (JSON Schema with
     /// `--json`): Agency's MCP tools, and the built-in runtime's workspace
     /// tools (shell, files, search). Needs no daemon.

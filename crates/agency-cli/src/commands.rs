@@ -122,6 +122,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve => daemon::serve(&ctx),
         Command::Status => daemon::status(&ctx),
         Command::Shutdown => daemon::shutdown(&ctx),
+        Command::Reload => daemon::reload(&ctx),
         Command::Send(a) => mail::send(&ctx, None, &a.body, a.subject),
         Command::Tell(a) => mail::send(&ctx, Some(&a.handler), &a.body, a.subject),
         Command::Inbox(a) if a.all => mail::inbox_all(&ctx, a.limit),

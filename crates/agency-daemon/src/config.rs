@@ -106,7 +106,8 @@ impl Default for ReposCacheConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    /// TCP port on 127.0.0.1; 0 picks a free one (written to `daemon.json`).
+    /// TCP port on 127.0.0.1; 0 picks a free one at each start (written to
+    /// `daemon.json`). `agency init` pins one.
     pub port: u16,
 }
 
@@ -546,9 +547,11 @@ pub(crate) const TEMPLATE: &str = r#"# Agency configuration. Every key is option
 # defaults. Unknown keys are refused.
 
 [server]
-# TCP port on 127.0.0.1 (Agency never listens on other interfaces).
-# 0 picks a free port; the chosen address is written to daemon.json
-# in this directory for the CLI to find.
+# TCP port on 127.0.0.1 (Agency never listens on other interfaces): agents
+# and outside callers of the agency API reach the daemon there. `agency
+# init` pins a port that was free, so that restarts keep it; 0 picks a free
+# one at each start. The address is written to daemon.json in this
+# directory for the CLI to find.
 port = 0
 
 [limits]

@@ -76,14 +76,32 @@ pub(crate) struct Confiner {
     /// The `agency` binary that runs `sandbox-exec` (and, inside the
     /// sandbox, `agent` and `mcp-launch`).
     agency: PathBuf,
-    toolchains: Vec<PathBuf>,
-    read_write: Vec<PathBuf>,
+    /// `[sandbox] toolchains` and `read_write`, replaced by `agency
+    /// reload`: each policy built afterwards grants the new ones.
+    dirs: crate::live::Live<SharedDirs>,
     limits: Limits,
     /// The daemon's MCP (and model gateway) port.
     ports: Vec<u16>,
     /// The system paths every policy reads (`/etc` listed entry by
     /// entry), gathered once at start rather than on every spawn.
     system_read_only: Vec<PathBuf>,
+}
+
+/// The directories every confined process may read (`toolchains`) or
+/// write (`read_write`) besides its own.
+#[derive(Debug, Default)]
+pub(crate) struct SharedDirs {
+    pub toolchains: Vec<PathBuf>,
+    pub read_write: Vec<PathBuf>,
+}
+
+impl SharedDirs {
+    pub fn of(cfg: &SandboxConfig) -> SharedDirs {
+        SharedDirs {
+            toolchains: cfg.toolchains.iter().map(PathBuf::from).collect(),
+            read_write: cfg.read_write.iter().map(PathBuf::from).collect(),
+        }
+    }
 }
 
 /// A confined spawn's policy file, the program it grants, its cgroup.
@@ -163,12 +181,17 @@ impl Confiner {
             mode,
             home,
             agency,
-            toolchains: cfg.sandbox.toolchains.iter().map(PathBuf::from).collect(),
-            read_write: cfg.sandbox.read_write.iter().map(PathBuf::from).collect(),
+            dirs: crate::live::Live::new(SharedDirs::of(&cfg.sandbox)),
             limits: cfg.sandbox.limits(),
             ports,
             system_read_only: agency_sandbox::system_read_only(),
         })
+    }
+
+    /// `agency reload`: the toolchains and shared writable directories of
+    /// every policy built from now on (running agents keep theirs).
+    pub fn set_dirs(&self, dirs: SharedDirs) {
+        self.dirs.store(dirs);
     }
 
     /// At daemon stop, once every agent has ended: remove the daemon's
@@ -393,7 +416,8 @@ impl Confiner {
         for p in &wanted {
             self.program_paths(p, path_env.as_deref(), 0, &mut read_only)?;
         }
-        for t in &self.toolchains {
+        let dirs = self.dirs.load();
+        for t in &dirs.toolchains {
             read_only.push(self.granted("sandbox.toolchains", t)?);
         }
         // A tool's source folder is the user's choice, like a toolchain,
@@ -404,7 +428,7 @@ impl Confiner {
         }
         let mut read_write = writable_dirs(spawn_dir, writable)?;
         read_write.extend(agency_sandbox::system_read_write_files());
-        for d in &self.read_write {
+        for d in &dirs.read_write {
             read_write.push(self.granted("sandbox.read_write", d)?);
         }
         read_only.sort();

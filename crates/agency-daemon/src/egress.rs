@@ -258,7 +258,7 @@ fn mcp_caller(p: &Proxy, key: &str) -> Result<(Principal, Via), Fail> {
         )
     };
     let (who, server) = p.nonces.egress_of(key).ok_or_else(unknown)?;
-    let manifest = match p.servers.manifest(&server) {
+    let manifest = match p.servers.manifest(&server).as_deref() {
         Some(Ok(m)) => m
             .manifest
             .egress

@@ -31,6 +31,11 @@ pub enum DaemonError {
         /// error is printed (`{e}` or the chain with `{e:#}`).
         cause: std::io::Error,
     },
+    #[error(
+        "failed to listen on 127.0.0.1:{port}: the port is in use; it is pinned by [server] port in {}: stop what holds it (`ss -ltnp 'sport = :{port}'` names it; another Agency home's daemon?) or set another port there (0 picks a free one at each start)",
+        config.display()
+    )]
+    PortTaken { port: u16, config: PathBuf },
     #[error(transparent)]
     Secret(#[from] crate::secrets::SecretError),
     #[error(transparent)]

@@ -111,7 +111,10 @@ async fn forward(
     Path((name, path)): Path<(String, String)>,
     req: Request,
 ) -> Response {
-    let Some(upstream) = st.models.get(&name).cloned() else {
+    // One snapshot for the whole call: `agency reload` may replace the
+    // upstreams and prices meanwhile; this call is priced by what it began with.
+    let models = st.models.load();
+    let Some(upstream) = models.get(&name).cloned() else {
         return error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -129,7 +132,7 @@ async fn forward(
         Ok(c) => c,
         Err(e) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
     };
-    if let Some(own) = st.models.allowed_for(chosen.as_deref())
+    if let Some(own) = models.allowed_for(chosen.as_deref())
         && own != name
     {
         return error(
@@ -222,7 +225,7 @@ async fn forward(
             }
         }
         let (request, price) =
-            match crate::gateway_meter::plan(&st.models, &name, &upstream, &json, body.len()) {
+            match crate::gateway_meter::plan(&models, &name, &upstream, &json, body.len()) {
                 Ok(p) => p,
                 Err(e) => return error(StatusCode::BAD_REQUEST, "invalid", &e),
             };

@@ -169,6 +169,28 @@ impl Home {
         })
     }
 
+    /// `agency init` on a new home: pin a TCP port that is free now in
+    /// `[server] port` of the template it wrote, so that every start of the
+    /// daemon listens where agents and outside callers last found it.
+    /// Chosen below the kernel's ephemeral range, where no outgoing
+    /// connection of any program can take it meanwhile. Returns the port;
+    /// 0 (the file unchanged) when none was found free.
+    pub fn pin_free_port(&self) -> Result<u16, DaemonError> {
+        let path = self.config_path();
+        let text = fs::read_to_string(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        let Some(port) = free_port() else {
+            return Ok(0);
+        };
+        let pinned = text.replacen("\nport = 0\n", &format!("\nport = {port}\n"), 1);
+        if pinned == text {
+            return Ok(0);
+        }
+        let tmp = self.dir.join("agency.toml.tmp");
+        fs::write(&tmp, pinned).map_err(|e| DaemonError::io("write", &tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| DaemonError::io("write", &path, e))?;
+        Ok(port)
+    }
+
     /// Read the configuration; a missing home is a clear error.
     pub fn config(&self) -> Result<Config, DaemonError> {
         if !self.exists() {
@@ -243,6 +265,39 @@ impl Home {
         let _ = fs::remove_file(self.daemon_info_path());
         let _ = fs::remove_file(self.admin_socket_path());
     }
+}
+
+/// A port of 127.0.0.1 that is free now, outside the kernel's ephemeral
+/// range (`ip_local_port_range`; 32768–60999 when unreadable), picked at
+/// random so that homes made at once do not pick the same.
+fn free_port() -> Option<u16> {
+    let (low, high) = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| {
+            let mut it = t.split_whitespace().map(str::parse::<u32>);
+            Some((it.next()?.ok()?, it.next()?.ok()?))
+        })
+        .unwrap_or((32768, 60999));
+    // Above the well-known and most registered services' ports.
+    let below = 20_000..low.min(65_536);
+    let above = high.saturating_add(1).max(20_000)..65_536;
+    let (nb, na) = (below.len() as u128, above.len() as u128);
+    if nb + na == 0 {
+        return None;
+    }
+    for _ in 0..64 {
+        let r = uuid::Uuid::new_v4().as_u128() % (nb + na);
+        let candidate = if r < nb {
+            u128::from(below.start) + r
+        } else {
+            u128::from(above.start) + (r - nb)
+        };
+        let port = u16::try_from(candidate).ok()?;
+        if std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Some(port);
+        }
+    }
+    None
 }
 
 /// Create a file with `content` unless it exists.

@@ -239,7 +239,8 @@ pub(crate) async fn filter_tools(
             Ok(v) => v,
             Err(e) => return Err(crate::rest::service_error(&e)),
         };
-    let manifest = st.servers.manifest(name);
+    let held = st.servers.manifest(name);
+    let manifest = held.as_deref();
     let mut kept = Vec::new();
     for (tool, verdict) in tools.into_iter().zip(verdicts) {
         let tname = tool
@@ -323,7 +324,9 @@ pub(crate) async fn admit_call(
     tool: &str,
     args: &Value,
 ) -> Result<(), Refusal> {
-    let manifest = match st.servers.manifest(name) {
+    // One reading of the manifests for the whole admission.
+    let held = st.servers.manifest(name);
+    let manifest = match held.as_deref() {
         None => None,
         Some(Ok(m)) => Some(m),
         Some(Err(e)) => {
@@ -380,7 +383,8 @@ pub(crate) async fn admit_call(
 /// A call's result as the agent may see it: unchanged, or an error in its
 /// place when it breaks the manifest's output schema.
 pub(crate) fn check_result(st: &AppState, name: &str, tool: &str, result: Value) -> Value {
-    let output = match st.servers.manifest(name) {
+    let held = st.servers.manifest(name);
+    let output = match held.as_deref() {
         Some(Ok(m)) => m.tools.get(tool).and_then(|t| t.output.as_ref()),
         Some(Err(e)) => {
             return withheld(&format!(

@@ -91,8 +91,7 @@ async fn proxy(
         }
         Some(Ok(LaunchSpec::Http { url, headers })) => (url, headers),
         Some(Ok(LaunchSpec::Stdio { command, args, env })) => {
-            let egress =
-                matches!(st.servers.manifest(&name), Some(Ok(m)) if !m.manifest.egress.is_empty());
+            let egress = matches!(st.servers.manifest(&name).as_deref(), Some(Ok(m)) if !m.manifest.egress.is_empty());
             let spec = StdioSpec {
                 command,
                 args,

@@ -172,18 +172,26 @@ pub(crate) fn load_manifests(
     Ok(())
 }
 
-/// The declared servers with the secrets read at start.
-#[derive(Debug, Clone, Default)]
+/// The declared servers with the secrets read at start. The definitions
+/// are replaced by `agency reload` (for agents and launches from then
+/// on); the secrets are read once.
+#[derive(Debug, Default)]
 pub struct McpServers {
-    servers: BTreeMap<String, McpServerConfig>,
+    defs: crate::live::Live<Defs>,
     secrets: Secrets,
+}
+
+/// The servers of one reading of `agency.toml`.
+#[derive(Debug, Default)]
+struct Defs {
+    servers: BTreeMap<String, McpServerConfig>,
     /// Compiled manifests of the servers that declare one (an error only
     /// if a manifest escaped the checks at start: every call is refused).
     manifests: BTreeMap<String, std::sync::Arc<Result<Compiled, String>>>,
 }
 
-impl McpServers {
-    pub fn new(servers: BTreeMap<String, McpServerConfig>, secrets: Secrets) -> McpServers {
+impl Defs {
+    fn new(servers: BTreeMap<String, McpServerConfig>) -> Defs {
         let manifests = servers
             .iter()
             .filter_map(|(name, s)| {
@@ -193,20 +201,31 @@ impl McpServers {
                 Some((name.clone(), std::sync::Arc::new(compiled)))
             })
             .collect();
+        Defs { servers, manifests }
+    }
+}
+
+impl McpServers {
+    pub fn new(servers: BTreeMap<String, McpServerConfig>, secrets: Secrets) -> McpServers {
         McpServers {
-            servers,
+            defs: crate::live::Live::new(Defs::new(servers)),
             secrets,
-            manifests,
         }
     }
 
+    /// `agency reload`: the definitions from now on (their secrets were
+    /// read at start; the reload checked that they name no other).
+    pub(crate) fn set_servers(&self, servers: BTreeMap<String, McpServerConfig>) {
+        self.defs.store(Defs::new(servers));
+    }
+
     /// The server's compiled manifest, if it declares one.
-    pub fn manifest(&self, name: &str) -> Option<&Result<Compiled, String>> {
-        self.manifests.get(name).map(|m| &**m)
+    pub fn manifest(&self, name: &str) -> Option<std::sync::Arc<Result<Compiled, String>>> {
+        self.defs.load().manifests.get(name).cloned()
     }
 
     pub fn is_declared(&self, name: &str) -> bool {
-        self.servers.contains_key(name)
+        self.defs.load().servers.contains_key(name)
     }
 
     /// Every secret value, so that tests and redaction can look for them.
@@ -216,7 +235,8 @@ impl McpServers {
 
     /// The server's launch specification with secrets filled in.
     pub fn resolve(&self, name: &str) -> Option<Result<LaunchSpec, String>> {
-        let s = self.servers.get(name)?;
+        let defs = self.defs.load();
+        let s = defs.servers.get(name)?;
         let fill = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
             m.iter()
                 .map(|(k, v)| Ok((k.clone(), secrets::interpolate(v, &self.secrets)?)))

@@ -61,6 +61,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .merge(crate::rest_models::routes())
         .merge(crate::rest_memory::routes())
         .merge(crate::rest_keep_warm::routes())
+        .merge(crate::reload::routes())
         .merge(crate::rest_orgs::routes())
         .merge(crate::rest_agency::key_routes())
         .merge(crate::tool_check::rest_routes())

@@ -25,7 +25,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 async fn show(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    let d = st.keep_warm;
+    let d = *st.keep_warm.load();
     Ok(call(&st, move |svc| svc.keep_warm_show(USER, id, d)).await)
 }
 
@@ -43,13 +43,13 @@ async fn set(
 ) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     let setting = KeepWarmSetting::parse(&b.keep_warm).map_err(|e| BadRequest(e.to_string()))?;
-    let d = st.keep_warm;
+    let d = *st.keep_warm.load();
     Ok(call(&st, move |svc| svc.keep_warm_set(USER, id, setting, d)).await)
 }
 
 async fn clear(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    let d = st.keep_warm;
+    let d = *st.keep_warm.load();
     Ok(call(&st, move |svc| {
         svc.keep_warm_set(USER, id, KeepWarmSetting::Default, d)
     })

@@ -55,8 +55,9 @@ pub(crate) struct AppState {
     pub agency_rate: crate::rate_limit::KeyRateLimiter,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
-    /// The model gateway's upstreams (keys filled in) and price table.
-    pub models: Arc<crate::models::Models>,
+    /// The model gateway's upstreams (keys filled in) and price table,
+    /// replaced by `agency reload`.
+    pub models: Arc<crate::live::Live<crate::models::Models>>,
     /// The request bytes each agent has in flight through the gateway.
     pub gateway_bodies: Arc<crate::gateway_body::InFlight>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
@@ -64,7 +65,9 @@ pub(crate) struct AppState {
     /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
     pub stdio: Arc<crate::mcp_stdio::StdioServers>,
     /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
-    pub keep_warm: agency_service::KeepWarmDefaults,
+    pub keep_warm: Arc<crate::live::Live<agency_service::KeepWarmDefaults>>,
+    /// Applies `agency reload` (`reload.rs`).
+    pub reloader: Arc<crate::reload::Reloader>,
 }
 
 /// A running daemon (in this process).
@@ -92,6 +95,8 @@ pub struct Daemon {
     stdio: Arc<crate::mcp_stdio::StdioServers>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
+    /// Re-reads agency.toml and policy.toml (`agency reload`, SIGHUP).
+    reloader: Arc<crate::reload::Reloader>,
     // Held for the daemon's lifetime: a second daemon on the same home fails
     // to take it.
     _lock: File,
@@ -138,25 +143,11 @@ impl Daemon {
                     )
                 })??
         };
-        let mut models =
-            crate::models::Models::new(&cfg.models, &cfg.prices, &secrets).map_err(|message| {
-                DaemonError::Config {
-                    path: home.config_path(),
-                    message,
-                }
+        let models =
+            crate::reload::build_models(&cfg, &secrets).map_err(|message| DaemonError::Config {
+                path: home.config_path(),
+                message,
             })?;
-        {
-            let a = &cfg.agents;
-            match a.runtime.as_str() {
-                "builtin" => models.set_runtime(&a.builtin.upstream, None),
-                "command" => models.set_runtime(&a.command.upstream, None),
-                "claude-code" => {
-                    models
-                        .set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
-                }
-                _ => {}
-            }
-        }
         // Issue 13: the embeddings endpoint of semantic memory search, if
         // configured (its key filled in from the secrets, like a model's).
         let embedder = match &cfg.memory.embeddings {
@@ -168,6 +159,7 @@ impl Daemon {
             )?),
             None => None,
         };
+        let reload_secrets = secrets.clone();
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         // A bad policy.toml stops the start here, naming file:line.
         let policy = crate::tool_check::load_policy(home.dir())?;
@@ -177,12 +169,7 @@ impl Daemon {
         if let Some(e) = embedder {
             svc.set_embedder(Arc::new(e));
         }
-        svc.set_declared(agency_service::Declared {
-            mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
-            repos: cfg.repos.keys().cloned().collect(),
-            models: models.usable().map(str::to_owned).collect(),
-            runtime: Some(cfg.agents.runtime.clone()),
-        });
+        svc.set_declared(crate::reload::declared(&cfg, &models));
         {
             let svc = svc.clone();
             // No model call is in flight before the daemon listens: a budget
@@ -198,13 +185,20 @@ impl Daemon {
             })??;
         }
         let want = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.server.port));
-        let listener =
-            tokio::net::TcpListener::bind(want)
-                .await
-                .map_err(|e| DaemonError::Listen {
+        let listener = tokio::net::TcpListener::bind(want)
+            .await
+            .map_err(|e| match e.kind() {
+                // A pinned port (`agency init` pins one) that something
+                // else took: say which setting holds it and the ways out.
+                std::io::ErrorKind::AddrInUse if cfg.server.port != 0 => DaemonError::PortTaken {
+                    port: cfg.server.port,
+                    config: home.config_path(),
+                },
+                _ => DaemonError::Listen {
                     addr: want.to_string(),
                     cause: e,
-                })?;
+                },
+            })?;
         let addr = listener.local_addr().map_err(|e| DaemonError::Listen {
             addr: want.to_string(),
             cause: e,
@@ -261,6 +255,15 @@ impl Daemon {
         )
         .await?;
         let shutdown_requested = Arc::new(Notify::new());
+        let reloader = Arc::new(crate::reload::Reloader::new(
+            home,
+            cfg.clone(),
+            svc.clone(),
+            reload_secrets,
+            models,
+            confiner.clone(),
+            servers.clone(),
+        ));
         let stdio = Arc::new(crate::mcp_stdio::StdioServers::new(
             confiner.clone(),
             crate::org_tool_command::run_root(home.dir()),
@@ -286,10 +289,11 @@ impl Daemon {
             addr,
             home: home.dir().to_owned(),
             servers: servers.clone(),
-            models: Arc::new(models),
+            models: reloader.models.clone(),
             gateway_bodies: Arc::default(),
             guard: Arc::default(),
-            keep_warm: cfg.agents.keep_warm_defaults(),
+            keep_warm: reloader.keep_warm.clone(),
+            reloader: reloader.clone(),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's
@@ -425,6 +429,9 @@ impl Daemon {
                 },
             )
         });
+        if let Some(sup) = &supervisor {
+            reloader.set_supervisor(sup.reconfigure());
+        }
         home.write_daemon_info(&DaemonInfo {
             addr,
             pid: std::process::id(),
@@ -449,6 +456,7 @@ impl Daemon {
             sandbox,
             confiner,
             stdio,
+            reloader,
             _lock: lock,
         })
     }
@@ -471,6 +479,13 @@ impl Daemon {
     /// unconfined) or `unavailable: CAUSE` (none can start).
     pub fn sandbox(&self) -> &str {
         &self.sandbox
+    }
+
+    /// Read `agency.toml` and `policy.toml` again and apply what applies
+    /// live (SIGHUP to `agency serve`; `agency reload` comes through the
+    /// REST API). Invalid files change nothing.
+    pub async fn reload(&self) -> Result<crate::reload::ReloadView, DaemonError> {
+        self.reloader.reload().await
     }
 
     /// Completes when the user asked the daemon to stop (`agency

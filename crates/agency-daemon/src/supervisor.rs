@@ -40,10 +40,12 @@ use crate::runtime::{Runtime, SpawnSpec};
 use crate::warm::WarmRegistry;
 
 mod finish;
+mod reconfigure;
 mod spawn;
 mod standby;
 
 use finish::Finish;
+pub(crate) use reconfigure::Reconfigure;
 use spawn::SpawnError;
 use standby::Standby;
 
@@ -82,6 +84,11 @@ enum Msg {
     ReleaseDeadline(AgentId),
     /// An agent parked in `mail_wait`: a queued handler may take its slot.
     WarmParked,
+    /// `agency reload`: the `[agents]` settings that apply live, and
+    /// agents started from now get the new sandbox (`reconfigure.rs`).
+    Reloaded(Box<AgentsConfig>),
+    /// The user changed the handler's keep-warm setting (`reconfigure.rs`).
+    KeepWarmChanged(HandlerId),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -212,6 +219,11 @@ impl Supervisor {
         }
     }
 
+    /// How `agency reload` reaches the dispatcher.
+    pub fn reconfigure(&self) -> Reconfigure {
+        Reconfigure(self.tx.clone())
+    }
+
     /// Stop every agent (process groups get SIGTERM, then SIGKILL after the
     /// grace period) and the dispatcher.
     pub async fn shutdown(self) {
@@ -244,6 +256,7 @@ fn event_msg(event: Result<Event, broadcast::error::RecvError>) -> Option<Msg> {
         Ok(Event::OutcomeStatusChanged { responsible, .. }) => Msg::Consider(responsible),
         Ok(Event::HandlerCreated { handler, .. }) => Msg::Consider(handler),
         Ok(Event::ApprovalDecided { handler, .. }) => Msg::Decided(handler),
+        Ok(Event::KeepWarmChanged { handler }) => Msg::KeepWarmChanged(handler),
         Ok(Event::HandlerStopped { agents, .. }) if !agents.is_empty() => Msg::Kill(agents),
         Ok(Event::AgentEnded { agent, handler }) => Msg::Ended { handler, agent },
         // A lifted budget: its subtree's pending work may run again.
@@ -352,6 +365,8 @@ impl State {
                 Msg::McpChanged(h) => self.mcp_changed(h).await,
                 Msg::ConfigDeadline(agent) => self.config_deadline(agent),
                 Msg::ReleaseDeadline(agent) => self.release_deadline(agent),
+                Msg::Reloaded(cfg) => self.reloaded(*cfg).await,
+                Msg::KeepWarmChanged(h) => self.keep_warm_changed(h).await,
                 Msg::WarmParked => {
                     if !self.shutting_down && !self.queue.is_empty() {
                         self.yield_warm_slots();

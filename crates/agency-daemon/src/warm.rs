@@ -72,6 +72,20 @@ impl WarmRegistry {
         Some(agent)
     }
 
+    /// Release `agent` whatever its idle time (its keep-warm was turned
+    /// off): a wait in progress answers `released` now, one begun later at
+    /// once. Returns whether it was parked (so ends soon).
+    pub fn release(&self, agent: AgentId) -> bool {
+        let mut map = self.map();
+        let e = map.entry(agent).or_insert_with(|| Entry {
+            waits: 0,
+            since: None,
+            release: CancellationToken::new(),
+        });
+        e.release.cancel();
+        e.waits > 0
+    }
+
     /// Agents released and not yet gone: each frees a slot soon.
     pub fn releasing(&self) -> usize {
         self.map()

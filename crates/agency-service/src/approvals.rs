@@ -24,6 +24,7 @@
 //! would wait for unrelated mail.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use agency_core::policy::{ApprovalId, Decision, Policy, ToolCall, Verdict, canonical_json};
 use agency_core::{CapabilityId, HandlerId, MailTarget, Principal, Resource};
@@ -104,14 +105,18 @@ pub fn args_hash(canonical: &str) -> String {
 }
 
 impl Service {
-    /// Install the policy (the daemon reads `policy.toml` at start). Until
-    /// then, and if never called, the documented defaults apply.
+    /// Install the policy (the daemon reads `policy.toml` at start and at
+    /// `agency reload`); calls admitted from now on are classified by it.
+    /// Until then, and if never called, the documented defaults apply.
     pub fn set_policy(&self, policy: Policy) {
-        let _ = self.policy.set(policy);
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
     }
 
-    fn policy(&self) -> &Policy {
-        self.policy.get_or_init(Policy::default)
+    fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Admit a tool call of an agent (workspace unknown: every absolute

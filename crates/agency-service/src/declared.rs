@@ -5,6 +5,7 @@
 //! told (tests, `agency init`) checks nothing.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use agency_core::Resource;
 
@@ -23,17 +24,25 @@ pub struct Declared {
 }
 
 impl Service {
-    /// Daemon: the names the configuration declares (set once, at start;
-    /// later calls are ignored, as the configuration is read once).
+    /// Daemon: the names the configuration declares (at start, and again
+    /// when `agency reload` changes them).
     pub fn set_declared(&self, declared: Declared) {
-        let _ = self.declared.set(declared);
+        *self.declared.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(declared));
+    }
+
+    /// The names declared, if the daemon said.
+    pub(crate) fn declared(&self) -> Option<Arc<Declared>> {
+        self.declared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Refuse a grant on an MCP server or repo the configuration does not
     /// declare. Only the user is told which names are declared: an agent
     /// learns nothing about servers it holds no capability on.
     pub(crate) fn check_declared(&self, resource: &Resource, to_user: bool) -> Result<()> {
-        let Some(d) = self.declared.get() else {
+        let Some(d) = self.declared() else {
             return Ok(());
         };
         let (kind, what, name, names) = match resource {

@@ -73,6 +73,12 @@ pub enum Event {
         handler: HandlerId,
         approved: bool,
     },
+    /// The user changed a handler's keep-warm setting (`agency
+    /// keep-warm`): a parked agent the new setting no longer keeps warm
+    /// is released by the supervisor.
+    KeepWarmChanged {
+        handler: HandlerId,
+    },
     /// An agency's executive handler answered a message from outside
     /// (`POST /v1/agency/messages`): whoever waits for it may read it.
     OrgMessageAnswered {

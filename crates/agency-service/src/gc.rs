@@ -79,6 +79,19 @@ pub struct GcReport {
 }
 
 impl Service {
+    /// Daemon (`agency reload`): the `[retention]` that `gc` applies from
+    /// its next run.
+    pub fn set_retention(&self, retention: Retention) {
+        *self.retention.write().unwrap_or_else(|p| p.into_inner()) = retention;
+    }
+
+    fn retention(&self) -> Retention {
+        self.retention
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Apply the retention policy (user only). `dry_run` changes nothing
     /// and reports what a run would remove now.
     pub fn gc(&self, who: Principal, dry_run: bool) -> Result<GcReport> {
@@ -92,7 +105,7 @@ impl Service {
             dry_run,
             ..GcReport::default()
         };
-        let days = self.cfg.retention.acked_mail_days;
+        let days = self.retention().acked_mail_days;
         if days > 0 {
             let before = Timestamp(
                 self.now()
@@ -165,7 +178,7 @@ impl Service {
         // The cutoff is fixed before any row is read: a row committed after
         // the snapshot below had its blob put after the cutoff.
         let cutoff = SystemTime::now()
-            .checked_sub(self.cfg.retention.blob_grace)
+            .checked_sub(self.retention().blob_grace)
             .unwrap_or(SystemTime::UNIX_EPOCH);
         for shard in 0..=u8::MAX {
             let candidates = self.blobs.list_put_before(shard, cutoff)?;

@@ -167,10 +167,10 @@ pub struct CompactionView {
 }
 
 impl Service {
-    /// Daemon: the `[memory]` settings (set once, at start; a service never
-    /// told uses the defaults).
+    /// Daemon: the `[memory]` settings (at start, and again at `agency
+    /// reload`; a service never told uses the defaults).
     pub fn set_memory_config(&self, cfg: MemoryConfig) {
-        let _ = self.memory_cfg.set(cfg);
+        *self.memory_cfg.write().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
     }
 
     /// Daemon: the embeddings endpoint of `[memory.embeddings]`, if any.
@@ -179,7 +179,11 @@ impl Service {
     }
 
     pub(crate) fn memory_config(&self) -> MemoryConfig {
-        self.memory_cfg.get().cloned().unwrap_or_default()
+        self.memory_cfg
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_default()
     }
 
     /// An agent stores a memory for its handler.

@@ -44,7 +44,7 @@ impl Service {
     ) -> Result<HandlerModel> {
         if let Some(name) = upstream {
             agency_core::validate::check_name("model upstream", name)?;
-            if let Some(d) = self.declared.get()
+            if let Some(d) = self.declared()
                 && !d.models.contains(name)
             {
                 let usable = if d.models.is_empty() {

@@ -46,7 +46,7 @@ impl Service {
                 "failed to {doing}: only the user applies organisations"
             )));
         }
-        let w = wanted(model, self.declared.get())?;
+        let w = wanted(model, self.declared().as_deref())?;
         let json = serde_json::to_string(model)
             .map_err(|e| ServiceError::invalid(format!("failed to {doing}: {e}")))?;
         let hash = blake3::hash(json.as_bytes()).to_hex().to_string();

@@ -32,12 +32,18 @@ pub struct Service {
     pub(crate) cfg: ServiceConfig,
     events: broadcast::Sender<Event>,
     pub(crate) read_audit: ReadAudit,
-    /// Names the configuration declares, once the daemon says (`declared.rs`).
-    pub(crate) declared: std::sync::OnceLock<crate::declared::Declared>,
-    /// The tool-call policy, once the daemon installs it (`approvals.rs`).
-    pub(crate) policy: std::sync::OnceLock<agency_core::policy::Policy>,
-    /// `[memory]` of agency.toml, once the daemon says (`memory.rs`).
-    pub(crate) memory_cfg: std::sync::OnceLock<crate::memory::MemoryConfig>,
+    /// Names the configuration declares, as the daemon last said
+    /// (`declared.rs`).
+    pub(crate) declared: std::sync::RwLock<Option<Arc<crate::declared::Declared>>>,
+    /// The tool-call policy the daemon installed (`approvals.rs`);
+    /// replaced whole by `agency reload`, so a call is classified by one
+    /// policy, the old or the new, never a mix.
+    pub(crate) policy: std::sync::RwLock<Arc<agency_core::policy::Policy>>,
+    /// `[memory]` of agency.toml, as the daemon last said (`memory.rs`).
+    pub(crate) memory_cfg: std::sync::RwLock<Option<crate::memory::MemoryConfig>>,
+    /// `[retention]` of agency.toml: `cfg.retention` until the daemon
+    /// reloads it (`gc.rs`).
+    pub(crate) retention: std::sync::RwLock<crate::gc::Retention>,
     /// The embeddings endpoint, when one is configured (`memory.rs`).
     pub(crate) embedder: std::sync::OnceLock<Arc<dyn crate::memory::Embedder>>,
 }
@@ -119,13 +125,14 @@ impl Service {
             store,
             blobs,
             clock,
-            cfg,
             events,
             read_audit,
-            declared: std::sync::OnceLock::new(),
-            policy: std::sync::OnceLock::new(),
-            memory_cfg: std::sync::OnceLock::new(),
+            declared: std::sync::RwLock::new(None),
+            policy: std::sync::RwLock::default(),
+            memory_cfg: std::sync::RwLock::new(None),
+            retention: std::sync::RwLock::new(cfg.retention.clone()),
             embedder: std::sync::OnceLock::new(),
+            cfg,
         }
     }
 

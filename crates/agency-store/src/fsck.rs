@@ -1,6 +1,7 @@
 //! `fsck`: re-hash every blob a version row points at and report rows whose
-//! blob is missing or corrupt, plus blobs no row points at (harmless: left
-//! by a failed or refused write, reclaimable by garbage collection).
+//! blob is missing or corrupt, plus blobs no row points at, neither a
+//! version nor a run record (transcript, captured output): harmless, left
+//! by a failed or refused write, reclaimable by garbage collection.
 
 use std::collections::BTreeSet;
 
@@ -32,7 +33,7 @@ pub struct FsckReport {
     pub versions_checked: usize,
     pub blobs_checked: usize,
     pub problems: Vec<FsckProblem>,
-    /// Blobs present that no version row references.
+    /// Blobs present that no version row or run record references.
     pub unreferenced_blobs: Vec<BlobId>,
 }
 
@@ -77,11 +78,21 @@ pub fn fsck(store: &dyn Store, blobs: &dyn BlobStore) -> Result<FsckReport, Stor
         }
     }
     report.blobs_checked = verdicts.len();
-    let mut unreferenced: Vec<BlobId> = blobs
+    let candidates: Vec<BlobId> = blobs
         .list()?
         .into_iter()
         .filter(|b| !referenced.contains(b))
         .collect();
+    // Blobs no version points at may still be a run record's (its
+    // transcript, its captured output): referenced by the same rule that
+    // keeps them from garbage collection, so fsck and gc agree.
+    let mut unreferenced = Vec::new();
+    for chunk in candidates.chunks(512) {
+        let used: BTreeSet<BlobId> = read(store, |tx| tx.referenced_blobs(chunk))?
+            .into_iter()
+            .collect();
+        unreferenced.extend(chunk.iter().filter(|b| !used.contains(*b)).cloned());
+    }
     unreferenced.sort();
     report.unreferenced_blobs = unreferenced;
     Ok(report)

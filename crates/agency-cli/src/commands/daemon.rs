@@ -1,5 +1,6 @@
-//! `init`, `serve` and `status`: the home and its daemon. `init` and
-//! `serve` work on the home directly; `status` asks the daemon.
+//! `init`, `serve`, `status`, `shutdown` and `reload`: the home and its
+//! daemon. `init` and `serve` work on the home directly; the others ask
+//! the daemon.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -29,6 +30,9 @@ pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
             .map(super::quickstart::check_url)
             .transpose()?;
         let report = ctx.home.init()?;
+        // A port pinned now is the one every restart listens on: agents'
+        // and outside callers' address does not move (0 would).
+        ctx.home.pin_free_port()?;
         if let Some(url) = url {
             super::quickstart::configure(&ctx.home, &url)?;
         }
@@ -154,10 +158,22 @@ pub fn serve(ctx: &Ctx) -> Result<ExitCode> {
                 config.display()
             ),
         }
-        let got = tokio::select! {
-            _ = int.recv() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
-            () = daemon.shutdown_requested() => "agency shutdown",
+        let mut hup =
+            signal(SignalKind::hangup()).context("failed to install the SIGHUP handler")?;
+        let got = loop {
+            tokio::select! {
+                _ = int.recv() => break "SIGINT",
+                _ = term.recv() => break "SIGTERM",
+                () = daemon.shutdown_requested() => break "agency shutdown",
+                // SIGHUP: `agency reload`, for whoever runs the daemon
+                // under a service manager (`systemctl reload`).
+                _ = hup.recv() => match daemon.reload().await {
+                    Ok(view) => eprint!("{}", reload_report(&view, "SIGHUP")),
+                    Err(e) => eprintln!(
+                        "failed to reload on SIGHUP: {e}; nothing was changed"
+                    ),
+                },
+            }
         };
         eprintln!("Agency daemon shutting down ({got})");
         tracing::info!(signal = got, "shutting down");
@@ -203,6 +219,42 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
         emit(&output::status(&s))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `agency reload`: the daemon re-reads its files; each changed setting
+/// is printed with "applied" or "needs a restart".
+pub fn reload(ctx: &Ctx) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let answer = c.post(c.url(&["reload"]), &json!({}))?;
+    if ctx.json {
+        emit_json(&answer)?;
+    } else {
+        let view: agency_daemon::reload::ReloadView = decode(answer, "reload")?;
+        emit(&reload_report(&view, "agency reload"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per changed setting: its name, what became of it, and from
+/// when it holds or why it waits.
+fn reload_report(view: &agency_daemon::reload::ReloadView, how: &str) -> String {
+    if view.changes.is_empty() {
+        return format!("{how}: nothing changed in agency.toml or policy.toml\n");
+    }
+    let width = view
+        .changes
+        .iter()
+        .map(|c| c.setting.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for c in &view.changes {
+        out.push_str(&format!(
+            "{:width$}  {} ({})\n",
+            c.setting, c.status, c.note
+        ));
+    }
+    out
 }
 
 /// Ask the daemon to stop and wait until it has (its lock on the home is

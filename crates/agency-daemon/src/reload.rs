@@ -1,0 +1,368 @@
+//! `agency reload` (`POST /v1/reload`, admin only) and SIGHUP to `agency
+//! serve`: read `agency.toml` and `policy.toml` again, apply what can be
+//! applied to a running daemon, and say, per changed setting, whether it
+//! was applied or needs a restart.
+//!
+//! Both files are checked whole first: one that does not parse or
+//! validate changes nothing, and the error names the file (and the line,
+//! where the problem is one). The daemon then keeps *the settings in
+//! force*: the file's at start, and after each reload the new values of
+//! the settings that apply live over the old values of the others. A
+//! setting that needs a restart is therefore reported at every reload
+//! until the daemon restarts, and nothing runs on a half-applied value.
+//!
+//! Which settings apply live is [`live_part`]'s decision, documented in
+//! `docs/configuration.md`; each reaches the running daemon through one
+//! seam: the service's setters (policy, retention, memory), [`Live`]
+//! handles read per request (model upstreams and prices, keep-warm
+//! defaults), the confiner's shared directories and the supervisor's
+//! `[agents]` settings (both read at each spawn).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use agency_service::{KeepWarmDefaults, Service};
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::confine::{Confiner, SharedDirs};
+use crate::error::DaemonError;
+use crate::home::Home;
+use crate::live::Live;
+use crate::mcp_servers::McpServers;
+use crate::models::Models;
+use crate::secrets::Secrets;
+use crate::server::AppState;
+use crate::supervisor::Reconfigure;
+
+/// The answer of a reload: each setting whose value in the files differs
+/// from the one in force, and what became of it. Empty: nothing changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadView {
+    pub changes: Vec<ReloadChange>,
+}
+
+/// One changed setting (`sandbox.toolchains`, `models.main`,
+/// `policy.toml`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadChange {
+    pub setting: String,
+    /// `applied` or `needs a restart`.
+    pub status: String,
+    /// From when it holds (applied) or why it waits (restart).
+    pub note: String,
+}
+
+const APPLIED: &str = "applied";
+const RESTART: &str = "needs a restart";
+
+/// What a reload needs of the running daemon.
+#[derive(Debug)]
+pub(crate) struct Reloader {
+    home: Home,
+    /// The settings in force and `policy.toml`'s text (`None`: no file).
+    /// Held for a whole reload, so two never interleave.
+    current: tokio::sync::Mutex<(Config, Option<String>)>,
+    svc: Arc<Service>,
+    /// The secrets read at start: new model upstreams may use only these.
+    secrets: Secrets,
+    pub models: Arc<Live<Models>>,
+    pub keep_warm: Arc<Live<KeepWarmDefaults>>,
+    confiner: Arc<Confiner>,
+    servers: Arc<McpServers>,
+    /// Set once the supervisor runs (none runs for `runtime = "none"`).
+    supervisor: OnceLock<Reconfigure>,
+}
+
+/// The model gateway's upstreams and prices for `cfg`, with the keys read
+/// at start and the runtime's own upstream named.
+pub(crate) fn build_models(cfg: &Config, secrets: &Secrets) -> Result<Models, String> {
+    let mut models = Models::new(&cfg.models, &cfg.prices, secrets)?;
+    let a = &cfg.agents;
+    match a.runtime.as_str() {
+        "builtin" => models.set_runtime(&a.builtin.upstream, None),
+        "command" => models.set_runtime(&a.command.upstream, None),
+        "claude-code" => {
+            models.set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
+        }
+        _ => {}
+    }
+    Ok(models)
+}
+
+/// The names `cfg` declares, for the service's checks of grants and
+/// `agency model set`.
+pub(crate) fn declared(cfg: &Config, models: &Models) -> agency_service::Declared {
+    agency_service::Declared {
+        mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
+        repos: cfg.repos.keys().cloned().collect(),
+        models: models.usable().map(str::to_owned).collect(),
+        runtime: Some(cfg.agents.runtime.clone()),
+    }
+}
+
+impl Reloader {
+    pub fn new(
+        home: &Home,
+        cfg: Config,
+        svc: Arc<Service>,
+        secrets: Secrets,
+        models: Models,
+        confiner: Arc<Confiner>,
+        servers: Arc<McpServers>,
+    ) -> Reloader {
+        let policy_text = read_policy_text(home);
+        Reloader {
+            home: home.clone(),
+            keep_warm: Arc::new(Live::new(cfg.agents.keep_warm_defaults())),
+            current: tokio::sync::Mutex::new((cfg, policy_text)),
+            svc,
+            secrets,
+            models: Arc::new(Live::new(models)),
+            confiner,
+            servers,
+            supervisor: OnceLock::new(),
+        }
+    }
+
+    pub fn set_supervisor(&self, s: Reconfigure) {
+        let _ = self.supervisor.set(s);
+    }
+
+    /// Read both files, apply what applies live, report every change.
+    pub async fn reload(&self) -> Result<ReloadView, DaemonError> {
+        let mut current = self.current.lock().await;
+        let home = self.home.clone();
+        let (new, policy, policy_text) = tokio::task::spawn_blocking(move || {
+            let new = Config::load(&home.config_path())?;
+            let policy = crate::tool_check::load_policy(home.dir())?;
+            Ok::<_, DaemonError>((new, policy, read_policy_text(&home)))
+        })
+        .await
+        .map_err(|e| {
+            DaemonError::io(
+                "reload the configuration of",
+                self.home.dir(),
+                std::io::Error::other(e),
+            )
+        })??;
+        let effective = live_part(&current.0, &new);
+        let models =
+            build_models(&effective, &self.secrets).map_err(|message| DaemonError::Config {
+                path: self.home.config_path(),
+                message: format!(
+                    "{message} (secrets are read when the daemon starts: a new one needs a restart)"
+                ),
+            })?;
+        let mut changes = changes(&current.0, &effective, &new);
+        if policy_text != current.1 {
+            changes.insert(
+                0,
+                ReloadChange {
+                    setting: "policy.toml".to_owned(),
+                    status: APPLIED.to_owned(),
+                    note: "tool calls from now are classified by it".to_owned(),
+                },
+            );
+        }
+        // Everything checked: apply (the unchanged parts are applied as
+        // they were, which changes nothing).
+        for notice in &new.notices {
+            tracing::warn!("{notice}");
+        }
+        self.svc.set_policy(policy);
+        self.svc.set_retention(effective.retention());
+        self.svc
+            .set_memory_config(effective.memory.service_config());
+        self.svc.set_declared(declared(&effective, &models));
+        self.servers.set_servers(effective.mcp_servers.clone());
+        self.models.store(models);
+        self.keep_warm.store(effective.agents.keep_warm_defaults());
+        self.confiner.set_dirs(SharedDirs::of(&effective.sandbox));
+        if let Some(s) = self.supervisor.get() {
+            s.agents(effective.agents.clone());
+        }
+        for c in &changes {
+            tracing::info!(setting = %c.setting, status = %c.status, "reload: {}", c.note);
+        }
+        *current = (effective, policy_text);
+        Ok(ReloadView { changes })
+    }
+}
+
+fn read_policy_text(home: &Home) -> Option<String> {
+    std::fs::read_to_string(home.dir().join(crate::tool_check::POLICY_FILE)).ok()
+}
+
+/// The settings in force after a reload from `old` to `new`: `new`'s
+/// values of the settings that apply live, `old`'s of the others.
+///
+/// Live, and why each is safe: the sandbox's shared directories, the
+/// extra MCP servers and the `[agents]` timings and slots are read at each
+/// spawn, launch or timer; prices
+/// and an existing upstream's fields (its API aside, which decides what
+/// agents were started with) at each model call; retention at each
+/// collection; memory's numbers at each recall. Everything else is read
+/// once, to build what runs (listeners, runtimes, secrets, the store).
+pub(crate) fn live_part(old: &Config, new: &Config) -> Config {
+    let mut cfg = old.clone();
+    cfg.sandbox.toolchains.clone_from(&new.sandbox.toolchains);
+    cfg.sandbox.read_write.clone_from(&new.sandbox.read_write);
+    cfg.prices.clone_from(&new.prices);
+    // Extra MCP servers' definitions, for agents started from now, unless
+    // they could name a secret the daemon has not read (read at start).
+    if new.secrets == old.secrets {
+        cfg.mcp_servers.clone_from(&new.mcp_servers);
+    }
+    for (name, upstream) in &new.models {
+        if let Some(mine) = cfg.models.get_mut(name)
+            && mine.api == upstream.api
+        {
+            mine.clone_from(upstream);
+        }
+    }
+    let (a, n) = (&mut cfg.agents, &new.agents);
+    a.max_concurrent = n.max_concurrent;
+    a.stall_after_exits = n.stall_after_exits;
+    a.respawn_backoff_ms = n.respawn_backoff_ms;
+    a.max_backoff_ms = n.max_backoff_ms;
+    a.kill_grace_ms = n.kill_grace_ms;
+    a.idle_timeout_ms = n.idle_timeout_ms;
+    a.config_restart_grace_ms = n.config_restart_grace_ms;
+    a.keep_warm_ms = n.keep_warm_ms;
+    a.keep_warm_executive_ms = n.keep_warm_executive_ms;
+    cfg.retention.acked_mail_days = new.retention.acked_mail_days;
+    cfg.retention.blob_grace_minutes = new.retention.blob_grace_minutes;
+    cfg.memory.recall_tokens = new.memory.recall_tokens;
+    cfg.memory.condense_after = new.memory.condense_after;
+    cfg.memory.max_per_handler = new.memory.max_per_handler;
+    cfg
+}
+
+/// Every setting whose value differs between `old` and `new`: applied
+/// when the settings in force (`effective`) now hold `new`'s value.
+fn changes(old: &Config, effective: &Config, new: &Config) -> Vec<ReloadChange> {
+    let (old, effective, new) = (flat(old), flat(effective), flat(new));
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| {
+            let applied = effective.get(k) == new.get(k);
+            ReloadChange {
+                setting: k.clone(),
+                status: if applied { APPLIED } else { RESTART }.to_owned(),
+                note: if applied {
+                    applied_note(k)
+                } else {
+                    "read only at start: restart the daemon (`agency shutdown`, then `agency serve`)"
+                        .to_owned()
+                },
+            }
+        })
+        .collect()
+}
+
+/// From when an applied setting holds.
+fn applied_note(key: &str) -> String {
+    let section = key.split('.').next().unwrap_or(key);
+    match section {
+        "sandbox" | "mcp_servers" => "for agents started from now",
+        "models" | "prices" => "for model calls from now",
+        "retention" => "from the next collection",
+        "memory" => "for agents started from now",
+        _ if key.starts_with("agents.keep_warm") => "for agents started from now",
+        _ => "now",
+    }
+    .to_owned()
+}
+
+/// The maps whose entries are reported whole (`models.main`, not each of
+/// its fields): an entry is one thing to the user.
+const ENTRY_SECTIONS: &[&str] = &["repos", "secrets", "mcp_servers", "models", "prices"];
+
+/// The configuration as `section.key = value`, for comparison.
+fn flat(cfg: &Config) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    if let Ok(Value::Object(m)) = serde_json::to_value(cfg) {
+        for (section, v) in m {
+            let depth = if ENTRY_SECTIONS.contains(&section.as_str()) {
+                1
+            } else {
+                usize::MAX
+            };
+            flatten(&section, v, depth, &mut out);
+        }
+    }
+    out
+}
+
+fn flatten(prefix: &str, v: Value, depth: usize, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) if depth > 0 => {
+            for (k, v) in m {
+                flatten(&format!("{prefix}.{k}"), v, depth - 1, out);
+            }
+        }
+        v => {
+            out.insert(prefix.to_owned(), v);
+        }
+    }
+}
+
+/// `POST /v1/reload` (behind the admin-token guard, on the Unix socket).
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/v1/reload", post(reload))
+}
+
+async fn reload(State(st): State<Arc<AppState>>) -> Response {
+    match st.reloader.reload().await {
+        Ok(view) => axum::Json(view).into_response(),
+        Err(e) => crate::http_auth::error(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            &format!("{e}; nothing was changed: fix it and run `agency reload` again"),
+        ),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Config {
+        Config::parse(std::path::Path::new("/h/agency.toml"), text).unwrap()
+    }
+
+    #[test]
+    fn live_settings_are_applied_and_the_others_wait_for_a_restart() {
+        let old = parse("[server]\nport = 0\n");
+        let new = parse(
+            "[server]\nport = 4100\n[agents]\nkeep_warm_ms = 5000\n[retention]\nacked_mail_days = 3\n",
+        );
+        let effective = live_part(&old, &new);
+        let got: Vec<(String, String)> = changes(&old, &effective, &new)
+            .into_iter()
+            .map(|c| (c.setting, c.status))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("agents.keep_warm_ms".to_owned(), APPLIED.to_owned()),
+                ("retention.acked_mail_days".to_owned(), APPLIED.to_owned()),
+                ("server.port".to_owned(), RESTART.to_owned()),
+            ]
+        );
+        assert_eq!(effective.server.port, 0);
+        // Reloading the same file again: the port still waits.
+        let again = changes(&effective, &live_part(&effective, &new), &new);
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].setting, "server.port");
+    }
+}
