@@ -65,6 +65,9 @@ pub(crate) struct AppState {
     pub stdio: Arc<crate::mcp_stdio::StdioServers>,
     /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
     pub keep_warm: agency_service::KeepWarmDefaults,
+    /// The sandbox's grants, for `agency up`'s report of a tool program
+    /// whose toolchain it does not grant.
+    pub confiner: Arc<Confiner>,
 }
 
 /// A running daemon (in this process).
@@ -168,9 +171,14 @@ impl Daemon {
             )?),
             None => None,
         };
+        // Organisation tools' headers and environment reference them too.
+        let tool_secrets = Arc::new(secrets.clone());
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         // A bad policy.toml stops the start here, naming file:line.
-        let policy = crate::tool_check::load_policy(home.dir())?;
+        let policy = crate::tool_check::load_policy(
+            home.dir(),
+            &crate::tool_check::policy_tool_names(&cfg),
+        )?;
         let svc = Arc::new(home.open_service()?);
         svc.set_policy(policy);
         svc.set_memory_config(cfg.memory.service_config());
@@ -182,6 +190,7 @@ impl Daemon {
             repos: cfg.repos.keys().cloned().collect(),
             models: models.usable().map(str::to_owned).collect(),
             runtime: Some(cfg.agents.runtime.clone()),
+            secrets: cfg.secrets.keys().cloned().collect(),
         });
         {
             let svc = svc.clone();
@@ -290,6 +299,7 @@ impl Daemon {
             gateway_bodies: Arc::default(),
             guard: Arc::default(),
             keep_warm: cfg.agents.keep_warm_defaults(),
+            confiner: confiner.clone(),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's
@@ -323,6 +333,7 @@ impl Daemon {
                     nonces: nonces.clone(),
                     egress_proxy: egress.addr(),
                     run_root: crate::org_tool_command::run_root(home.dir()),
+                    secrets: tool_secrets.clone(),
                 })),
                 warm: Some(warm.clone()),
                 ..Default::default()
