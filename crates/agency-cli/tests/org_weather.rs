@@ -1,7 +1,7 @@
 //! Issue 12 item 8: seed 002's WeatherAgency, end to end. The seed's four
 //! files (`examples/weather-agency`), with the WeatherTool's base URL
-//! pointed at a local stand-in of the weather API and WeatherAgent given
-//! egress to it, are compiled and stood up by `agency up` on a real
+//! pointed at a local stand-in of the weather API and one line added to
+//! WeatherTool.tool (`- Egress: HOST:PORT`, issue 28), are compiled and stood up by `agency up` on a real
 //! daemon running the built-in runtime against the scripted model server.
 //! An outside party asks "What is the weather in New York?" over TCP with
 //! an agency key; the answer comes back through FrontDeskAgent →
@@ -23,10 +23,10 @@ use serde_json::Value;
 /// The same script plays `agency demo --org`.
 const SCRIPT: &str = include_str!("../src/demo_org_script.json");
 
-/// The seed's files, copied; the tool's base URL replaced by `base_url`
-/// and WeatherAgent granted egress to it in its frontmatter (Agency's
-/// own field: `agency.capabilities`). Nothing else is changed.
-fn weather_sources(into: &Path, base_url: &str) {
+/// The seed's files, copied; the tool's base URL replaced by `base_url`,
+/// and, with `egress`, one line added to WeatherTool.tool: the egress it
+/// needs (issue 28). Nothing else is changed.
+fn weather_sources(into: &Path, base_url: &str, egress: bool) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/weather-agency");
     std::fs::create_dir_all(into).unwrap();
     for f in [
@@ -38,12 +38,15 @@ fn weather_sources(into: &Path, base_url: &str) {
         let text = std::fs::read_to_string(from.join(f)).unwrap();
         let text = match f {
             "WeatherTool.tool" => {
-                assert!(text.contains("https://api.example-weather.com"));
-                text.replace("https://api.example-weather.com", base_url)
-            }
-            "WeatherAgent.agent" => {
+                let seed = "- Base URL: https://api.example-weather.com";
+                assert!(text.contains(seed));
                 let hostport = base_url.trim_start_matches("http://");
-                format!("---\nagency:\n  capabilities: [\"egress:{hostport}\"]\n---\n{text}")
+                let line = if egress {
+                    format!("\n- Egress: {hostport}")
+                } else {
+                    String::new()
+                };
+                text.replace(seed, &format!("- Base URL: {base_url}{line}"))
             }
             _ => text,
         };
@@ -52,7 +55,7 @@ fn weather_sources(into: &Path, base_url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue12_the_weather_agency_answers_through_its_agents_and_tool_builtin() {
+async fn issue28_the_seed_weather_agency_plus_one_egress_line_answers_builtin() {
     let script = agency_testkit::Script::from_json(SCRIPT).unwrap();
     let model = agency_testkit::ModelServer::start(script).await.unwrap();
     let cfg = format!(
@@ -80,11 +83,36 @@ async fn weather_agency_answers(cfg: &str, model: agency_testkit::ModelServer, t
     let weather = agency_testkit::WeatherServer::start().await.unwrap();
     let story = Story::start(cfg, Duration::from_secs(120)).await;
     let src = story.tmp.path().join("weather-agency");
-    weather_sources(&src, &weather.base_url());
+    let hostport = weather.base_url().trim_start_matches("http://").to_owned();
+
+    // Issue 28: the seed as written (its base URL pointed at the stand-in)
+    // holds no egress to it: the plan warns, suggesting the grant with its
+    // port and the line that gives it.
+    weather_sources(&src, &weather.base_url(), false);
+    let plan = json(&story.home, &["up", src.to_str().unwrap(), "--plan"]);
+    let warnings = plan["warnings"].to_string();
+    assert!(
+        warnings.contains("holds no egress")
+            && warnings.contains(&format!("`- Egress: {hostport}`"))
+            && warnings.contains(&format!("egress:{hostport}")),
+        "{plan}"
+    );
+    // Plus the one line: WeatherAgent, which holds the tool, gets the
+    // egress, and nothing is left to warn of.
+    weather_sources(&src, &weather.base_url(), true);
 
     // The plan first: nothing exists yet, two agents would be created.
     let plan = json(&story.home, &["up", src.to_str().unwrap(), "--plan"]);
     assert_eq!(plan["plan_only"], true, "{plan}");
+    assert_eq!(plan["warnings"], serde_json::json!([]), "{plan}");
+    assert!(
+        plan["capabilities"].as_array().unwrap().iter().any(|c| {
+            c["holder"] == "WeatherAgent"
+                && c["resource"] == format!("egress:{hostport}")
+                && c["why"] == "tool egress"
+        }),
+        "{plan}"
+    );
     let actions: Vec<&str> = plan["agents"]
         .as_array()
         .unwrap()

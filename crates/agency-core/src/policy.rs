@@ -11,7 +11,9 @@
 //!
 //! Tool names are namespaced: built-in runtime tools by their name (`bash`,
 //! `write_file`, …), Claude Code's tools as `claude:Bash`, `claude:Write`…,
-//! extra MCP server tools as `mcp:SERVER/TOOL`, and `repo_push`.
+//! extra MCP server tools as `mcp:SERVER/TOOL`, an organisation's tools as
+//! `tool:NAME`, and `repo_push`. A rule naming none of them (without a
+//! glob) is refused when the policy is loaded (`names.rs`).
 //!
 //! ```toml
 //! defaults = true          # the built-in rules apply after these (default true)
@@ -38,7 +40,10 @@
 //! annotation). A rule matches when its tool glob and all its matchers do.
 
 mod defaults;
+mod names;
 pub mod shell;
+
+pub use names::ToolNames;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -159,6 +164,8 @@ impl Default for Policy {
 #[derive(Debug, Clone)]
 struct Rule {
     tool: String,
+    /// The line of its `tool = …`, for [`Policy::check_tool_names`].
+    tool_line: usize,
     command: Option<Regex>,
     path: Option<String>,
     args: Option<Regex>,
@@ -247,6 +254,7 @@ impl Policy {
             }
             let verdict = parse_verdict(text, &r.verdict)?;
             rules.push(Rule {
+                tool_line: line_of(text, r.tool.span().start),
                 tool: r.tool.into_inner(),
                 command: r
                     .command

@@ -743,6 +743,9 @@ fn install_dir(real: &Path) -> Option<PathBuf> {
     Some(dir.to_owned())
 }
 
+#[path = "confine_toolchain.rs"]
+mod toolchain;
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 #[path = "confine_tests.rs"]

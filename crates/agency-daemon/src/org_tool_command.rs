@@ -84,7 +84,16 @@ async fn run_in(
         }
         None => None,
     };
-    let (mut cmd, cgroup) = confined(ctx, tool, &c.command, dir, key, source_dir).await?;
+    // The tool's own variables, secrets filled in: this process's only.
+    let mut env = Vec::with_capacity(c.env.len());
+    for (k, v) in &c.env {
+        let what = format!("environment variable {k}");
+        env.push((
+            k.clone(),
+            crate::org_tools::fill_secrets(tool, &what, v, &ctx.secrets)?,
+        ));
+    }
+    let (mut cmd, cgroup) = confined(ctx, tool, &c.command, dir, key, source_dir, &env).await?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -157,13 +166,22 @@ async fn run_in(
     }
     let status = status.map_err(|e| fail("failed", format!("waiting for it failed: {e}")))?;
     if !status.success() {
-        let why = crate::confine::sandbox_failure(status.code(), Some(err.as_bytes()))
+        let mut why = crate::confine::sandbox_failure(status.code(), Some(err.as_bytes()))
             .unwrap_or_else(|| {
                 format!(
                     "it exited with {status}; its stderr ends: {}",
                     one_line(&err)
                 )
             });
+        // A shim whose version manager the sandbox hides: the likely cause
+        // of a "Permission denied", said with its fix.
+        if let Some(m) = ctx
+            .confiner
+            .missing_toolchain(&c.command, c.dir.as_deref().map(Path::new))
+        {
+            why.push_str("; ");
+            why.push_str(&m.advice());
+        }
         return Err(fail("failed", why));
     }
     let Some(out) = out else {
@@ -183,9 +201,11 @@ async fn run_in(
 /// The command `command` set up to run in the private directory `dir`
 /// (created here: `work/` its working directory unless `source_dir` is
 /// given, `run/` its HOME and TMPDIR): an empty environment plus
-/// `INHERITED_ENV`, the egress proxy with the per-run `key`, confined
-/// (`Confiner::confine_in`) unless the sandbox is off. Shared by command
-/// tools and the stdio servers of MCP tools (`org_tool_mcp.rs`).
+/// `INHERITED_ENV`, the tool's own variables `env` (its secrets: set on
+/// this process only, never written to a file), the egress proxy with the
+/// per-run `key`, confined (`Confiner::confine_in`) unless the sandbox is
+/// off. Shared by command tools and the stdio servers of MCP tools
+/// (`org_tool_mcp.rs`).
 pub(crate) async fn confined(
     ctx: &CallCtx,
     tool: &Tool,
@@ -193,6 +213,7 @@ pub(crate) async fn confined(
     dir: &Path,
     key: &str,
     source_dir: Option<PathBuf>,
+    env: &[(String, crate::secrets::Secret)],
 ) -> Result<(Command, Option<AgentCgroup>), OrgToolFailure> {
     let fail = |kind: &'static str, why: String| {
         OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))
@@ -244,6 +265,11 @@ pub(crate) async fn confined(
     }
     if std::env::var_os("PATH").is_none() {
         cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    }
+    // Before the daemon's own variables, which win (the service refuses a
+    // tool naming one; this keeps it so).
+    for (k, v) in env {
+        cmd.env(k, v.expose());
     }
     cmd.env("HOME", &home).env("TMPDIR", &tmp);
     let proxy = format!(

@@ -85,6 +85,21 @@ pub(crate) async fn call(
         _ => client.get(url.clone()),
     };
     req = req.header(reqwest::header::ACCEPT, "application/json");
+    // The tool's headers, secrets filled in: on this request only, marked
+    // sensitive (never logged), and never in an error (which names the
+    // header, not its value).
+    for (name, template) in &h.headers {
+        let what = format!("header {name}");
+        let value = crate::org_tools::fill_secrets(tool, &what, template, &ctx.secrets)?;
+        let mut v = reqwest::header::HeaderValue::from_str(value.expose()).map_err(|_| {
+            internal(
+                tool,
+                &format!("its {what} is not a valid header value once its secrets are filled in (a secret holding a line break?)"),
+            )
+        })?;
+        v.set_sensitive(true);
+        req = req.header(name.as_str(), v);
+    }
     let failed = |what: String| {
         OrgToolFailure::new(
             "failed",
@@ -293,6 +308,7 @@ mod tests {
             query: query.iter().map(|s| s.to_string()).collect(),
             body: vec![],
             output: BTreeMap::new(),
+            headers: BTreeMap::new(),
             timeout_ms: 1000,
         };
         let t: Tool = serde_json::from_value(serde_json::json!({

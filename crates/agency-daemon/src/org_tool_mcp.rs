@@ -175,7 +175,7 @@ async fn stdio_in(
     let fail = |kind: &'static str, why: String| {
         OrgToolFailure::new(kind, format!("failed to call tool {}: {why}", tool.name))
     };
-    let (mut cmd, cgroup) = confined(ctx, tool, command, dir, key, None).await?;
+    let (mut cmd, cgroup) = confined(ctx, tool, command, dir, key, None, &[]).await?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::confine::Confiner;
 use crate::launch::LaunchNonces;
+use crate::secrets::Secrets;
 
 /// What the runner needs of the daemon.
 #[derive(Debug)]
@@ -39,6 +40,9 @@ pub(crate) struct OrgToolRunner {
     pub egress_proxy: std::net::SocketAddr,
     /// Where each command run gets its private directory (`run/`).
     pub run_root: std::path::PathBuf,
+    /// The home's secrets (`[secrets]`), for the `${secret:NAME}`
+    /// references of tools' headers and environment variables.
+    pub secrets: Arc<Secrets>,
 }
 
 impl OrgTools for OrgToolRunner {
@@ -54,6 +58,7 @@ impl OrgTools for OrgToolRunner {
             nonces: self.nonces.clone(),
             egress_proxy: self.egress_proxy,
             run_root: self.run_root.clone(),
+            secrets: self.secrets.clone(),
         });
         Box::pin(async move { run(ctx, caller, name, args).await })
     }
@@ -67,6 +72,7 @@ pub(crate) struct CallCtx {
     pub nonces: Arc<LaunchNonces>,
     pub egress_proxy: std::net::SocketAddr,
     pub run_root: std::path::PathBuf,
+    pub secrets: Arc<Secrets>,
 }
 
 async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value) -> OrgToolResult {
@@ -155,6 +161,29 @@ pub(crate) fn check(
             tool.name, places
         ),
     ))
+}
+
+/// `template` (a header's or environment variable's value) with its
+/// `${secret:NAME}` references filled in. The error names the secret, never
+/// a value; a secret no longer declared (the daemon restarted without it)
+/// says so.
+pub(crate) fn fill_secrets(
+    tool: &Tool,
+    what: &str,
+    template: &str,
+    secrets: &Secrets,
+) -> Result<crate::secrets::Secret, OrgToolFailure> {
+    crate::secrets::interpolate(template, secrets)
+        .map(crate::secrets::Secret::new)
+        .map_err(|e| {
+            OrgToolFailure::new(
+                "failed",
+                format!(
+                    "failed to call tool {}: its {what}: {e}; ask the user to declare it in agency.toml's [secrets] and restart the daemon",
+                    tool.name
+                ),
+            )
+        })
 }
 
 /// A service call on a blocking thread (its span carried).

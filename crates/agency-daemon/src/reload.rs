@@ -104,6 +104,7 @@ pub(crate) fn declared(cfg: &Config, models: &Models) -> agency_service::Declare
         repos: cfg.repos.keys().cloned().collect(),
         models: models.usable().map(str::to_owned).collect(),
         runtime: Some(cfg.agents.runtime.clone()),
+        secrets: cfg.secrets.keys().cloned().collect(),
     }
 }
 
@@ -141,7 +142,10 @@ impl Reloader {
         let home = self.home.clone();
         let (new, policy, policy_text) = tokio::task::spawn_blocking(move || {
             let new = Config::load(&home.config_path())?;
-            let policy = crate::tool_check::load_policy(home.dir())?;
+            let policy = crate::tool_check::load_policy(
+                home.dir(),
+                &crate::tool_check::policy_tool_names(&new),
+            )?;
             Ok::<_, DaemonError>((new, policy, read_policy_text(&home)))
         })
         .await

@@ -6,12 +6,13 @@
 
 use std::sync::Arc;
 
-use agency_org::AgencyModel;
+use agency_org::{AgencyModel, McpTool, ToolImplementation};
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::routing::{delete, get};
 use serde::Deserialize;
 
+use crate::confine::Confiner;
 use crate::rest::{Answer, USER, call};
 use crate::server::AppState;
 
@@ -33,7 +34,38 @@ async fn apply(
     Query(q): Query<ApplyQuery>,
     axum::Json(model): axum::Json<AgencyModel>,
 ) -> Answer {
-    Ok(call(&st, move |svc| svc.org_apply(USER, &model, q.plan)).await)
+    let confiner = st.confiner.clone();
+    Ok(call(&st, move |svc| {
+        let mut plan = svc.org_apply(USER, &model, q.plan)?;
+        plan.warnings.extend(toolchain_warnings(&confiner, &model));
+        Ok(plan)
+    })
+    .await)
+}
+
+/// A warning for each command tool (or stdio MCP tool) whose program is a
+/// shim of a version manager the sandbox does not let it read: every call
+/// would fail with "Permission denied" (the fix is the daemon's
+/// configuration, which the service does not know).
+fn toolchain_warnings(confiner: &Confiner, model: &AgencyModel) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in model.all_tools() {
+        let (command, dir) = match &t.implementation {
+            ToolImplementation::Command(c) => (&c.command, c.dir.as_deref()),
+            ToolImplementation::Mcp(McpTool {
+                command: Some(c), ..
+            }) => (c, None),
+            _ => continue,
+        };
+        if let Some(m) = confiner.missing_toolchain(command, dir.map(std::path::Path::new)) {
+            out.push(format!(
+                "tool {} will fail in the sandbox: {}",
+                t.name,
+                m.advice()
+            ));
+        }
+    }
+    out
 }
 
 async fn orgs(State(st): State<Arc<AppState>>) -> Answer {

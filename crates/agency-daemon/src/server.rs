@@ -68,6 +68,9 @@ pub(crate) struct AppState {
     pub keep_warm: Arc<crate::live::Live<agency_service::KeepWarmDefaults>>,
     /// Applies `agency reload` (`reload.rs`).
     pub reloader: Arc<crate::reload::Reloader>,
+    /// The sandbox's grants, for `agency up`'s report of a tool program
+    /// whose toolchain it does not grant.
+    pub confiner: Arc<Confiner>,
 }
 
 /// A running daemon (in this process).
@@ -160,9 +163,14 @@ impl Daemon {
             None => None,
         };
         let reload_secrets = secrets.clone();
+        // Organisation tools' headers and environment reference them too.
+        let tool_secrets = Arc::new(secrets.clone());
         let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
         // A bad policy.toml stops the start here, naming file:line.
-        let policy = crate::tool_check::load_policy(home.dir())?;
+        let policy = crate::tool_check::load_policy(
+            home.dir(),
+            &crate::tool_check::policy_tool_names(&cfg),
+        )?;
         let svc = Arc::new(home.open_service()?);
         svc.set_policy(policy);
         svc.set_memory_config(cfg.memory.service_config());
@@ -294,6 +302,7 @@ impl Daemon {
             guard: Arc::default(),
             keep_warm: reloader.keep_warm.clone(),
             reloader: reloader.clone(),
+            confiner: confiner.clone(),
         });
         let admin_listener = bind_admin_socket(home)?;
         // Still behind the admin token: the socket's mode and the home's
@@ -327,6 +336,7 @@ impl Daemon {
                     nonces: nonces.clone(),
                     egress_proxy: egress.addr(),
                     run_root: crate::org_tool_command::run_root(home.dir()),
+                    secrets: tool_secrets.clone(),
                 })),
                 warm: Some(warm.clone()),
                 ..Default::default()

@@ -15,7 +15,7 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 
 use agency_core::Principal;
-use agency_core::policy::{ApprovalId, Policy};
+use agency_core::policy::{ApprovalId, Policy, ToolNames};
 use agency_mcp::AgentIdentity;
 use agency_service::{Admission, ToolCallRequest};
 use axum::extract::{Path, Query, State};
@@ -34,21 +34,47 @@ use crate::server::AppState;
 pub const POLICY_FILE: &str = "policy.toml";
 
 /// Read `policy.toml` from the home: absent → the documented defaults; a
-/// file that does not parse → an error naming `path:line`.
-pub fn load_policy(home: &FsPath) -> Result<Policy, DaemonError> {
+/// file that does not parse, or a rule naming a tool the daemon never asks
+/// about (`names`: see [`policy_tool_names`]) → an error naming
+/// `path:line`.
+pub fn load_policy(home: &FsPath, names: &ToolNames) -> Result<Policy, DaemonError> {
     let path = home.join(POLICY_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
         Err(e) => return Err(DaemonError::io("read", &path, e)),
     };
-    Policy::from_toml(&text).map_err(|e| DaemonError::Config {
-        path: format!("{}:{}", path.display(), e.line).into(),
-        message: format!(
-            "{}; fix that line (the format is in README.md, \"Approval gates\")",
-            e.message
-        ),
-    })
+    Policy::from_toml(&text)
+        .and_then(|p| p.check_tool_names(names).map(|()| p))
+        .map_err(|e| DaemonError::Config {
+            path: format!("{}:{}", path.display(), e.line).into(),
+            message: format!(
+                "{}; fix that line (the format is in README.md, \"Approval gates\")",
+                e.message
+            ),
+        })
+}
+
+/// The tool names a policy rule may name with this configuration: the
+/// built-in runtime's workspace tools, Claude Code's tools (`claude:…`),
+/// `repo_push`, and the declared extra MCP servers (`mcp:SERVER/…`).
+pub fn policy_tool_names(cfg: &crate::config::Config) -> ToolNames {
+    let mut exact: Vec<String> = crate::config::BuiltinConfig::TOOLS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+    exact.push("repo_push".to_owned());
+    // The configured tools too: a newer Claude Code's tool named there
+    // (only warned about at start) is one a rule may name.
+    let claude = crate::claude::KNOWN_TOOLS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .chain(cfg.agents.claude_code.tools.iter().cloned());
+    exact.extend(claude.map(|t| format!("claude:{t}")));
+    ToolNames {
+        exact,
+        mcp_servers: cfg.mcp_servers.keys().cloned().collect(),
+    }
 }
 
 /// The agents' route (goes behind the agent-token guard).

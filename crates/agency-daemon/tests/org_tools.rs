@@ -136,12 +136,14 @@ fn weather_tool(addr: SocketAddr, endpoint: &str) -> Tool {
             },
             body: vec![],
             output: BTreeMap::new(),
+            headers: BTreeMap::new(),
             timeout_ms: 5000,
         }),
         interface: interface(
             &[("location", "string")],
             &[("temp", "number"), ("conditions", "string")],
         ),
+        egress: vec![],
         source: SourceRef {
             file: "WeatherTool.tool".into(),
             line: 1,
@@ -156,9 +158,11 @@ fn command_tool(name: &str, script: &str, timeout_ms: u64, out: &[(&str, &str)])
         implementation: ToolImplementation::Command(CommandTool {
             command: vec!["/bin/sh".into(), "-c".into(), script.into()],
             timeout_ms,
+            env: Default::default(),
             dir: None,
         }),
         interface: interface(&[("location", "string")], out),
+        egress: vec![],
         source: SourceRef {
             file: format!("{name}.tool"),
             line: 1,
@@ -370,6 +374,7 @@ async fn issue12_item4_a_relative_program_is_its_source_folders_file() {
         t.implementation = ToolImplementation::Command(CommandTool {
             command: vec![program.into()],
             timeout_ms: 5000,
+            env: Default::default(),
             dir: dir.map(|d| d.display().to_string()),
         });
         t

@@ -166,6 +166,7 @@ fn mcp_tool(name: &str, m: McpTool, output: &[(&str, &str)]) -> Tool {
         description: format!("{name}: one tool of an MCP server"),
         implementation: ToolImplementation::Mcp(m),
         interface: interface(&[("a", "integer"), ("b", "integer")], output),
+        egress: vec![],
         source: SourceRef {
             file: format!("{name}.tool"),
             line: 1,

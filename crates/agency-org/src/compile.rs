@@ -60,7 +60,8 @@ pub fn compile_with(dir: &Path, assist: Option<&dyn Assist>) -> Result<Compiled,
     };
     let ix = resolve::index(&root, &mut diags);
     let broken = resolve::check(&root, &ix, &mut diags);
-    let explanations = resolve::explain_all(&ix, &broken, &mut diags);
+    let mut explanations = resolve::explain_all(&ix, &broken, &mut diags);
+    resolve::agency_connections(&root, &mut explanations);
     if diags.has_errors() {
         return Err(CompileError {
             diagnostics: diags.sorted(),

@@ -24,6 +24,7 @@ pub mod raw;
 pub mod resolve;
 pub mod schema;
 pub mod tool;
+pub mod tool_access;
 pub mod walk;
 pub mod yaml;
 

@@ -202,6 +202,12 @@ pub struct Tool {
     pub description: String,
     pub implementation: ToolImplementation,
     pub interface: ToolInterface,
+    /// Egress the tool needs, in `egress:` capability syntax without the
+    /// prefix (`api.example.com`, `127.0.0.1:8080`): `agency up` grants
+    /// it to every agent holding the tool (an HTTP tool's call and a
+    /// command tool's network go through the calling agent's egress).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<String>,
     pub source: SourceRef,
 }
 
@@ -239,6 +245,11 @@ pub struct HttpTool {
     /// the response's top-level fields named in the output format.
     #[serde(default)]
     pub output: BTreeMap<String, String>,
+    /// Request headers; a value may reference a secret of the home as
+    /// `${secret:NAME}` (`[secrets]` in agency.toml), filled in by the
+    /// daemon for the request only: the agent never sees it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     #[serde(default = "default_tool_timeout_ms")]
     pub timeout_ms: u64,
 }
@@ -251,6 +262,11 @@ pub struct CommandTool {
     pub command: Vec<String>,
     #[serde(default = "default_tool_timeout_ms")]
     pub timeout_ms: u64,
+    /// Environment variables of the tool's process; a value may reference
+    /// a secret of the home as `${secret:NAME}`, filled in by the daemon
+    /// for that process only: the agent never sees it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     /// The absolute folder the tool was defined in: the command runs
     /// there, with it readable (not writable) in the sandbox. Set by
     /// `agency up` from the source folder, never by `agency compile`, so

@@ -74,6 +74,8 @@ pub struct RawTool {
     /// Field → type; `None`: the interface was not declared (any object).
     pub input: Option<Vec<(String, String)>>,
     pub output: Option<Vec<(String, String)>>,
+    /// `- Egress:` patterns (checked), in source order.
+    pub egress: Vec<String>,
 }
 
 /// One agency folder after reading: its agency, agents, tools and

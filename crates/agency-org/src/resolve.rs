@@ -155,8 +155,18 @@ pub fn check(root: &RawFolder, ix: &Index, diags: &mut Diags) -> Vec<String> {
             }
         }
         for (a, b) in &g.connections {
-            ix.agent_ref(diags, &g.file, a, "connection from");
-            ix.agent_ref(diags, &g.file, b, "connection to");
+            let known = ix.agent_ref(diags, &g.file, a, "connection from")
+                & ix.agent_ref(diags, &g.file, b, "connection to");
+            if known && a.v == b.v {
+                diags.error(
+                    &g.file,
+                    b.pos,
+                    format!(
+                        "connection `{} -> {}` connects an agent to itself; name two different agents",
+                        a.v, b.v
+                    ),
+                );
+            }
         }
         for a in &f.agents {
             for p in &a.inherits {
@@ -311,6 +321,7 @@ fn tool(t: &RawTool) -> Option<Tool> {
             input_schema,
             output_schema,
         },
+        egress: t.egress.clone(),
         source: SourceRef {
             file: t.file.clone(),
             line: t.name.pos.line,
@@ -344,6 +355,35 @@ pub fn model(f: &RawFolder, explained: &BTreeMap<String, Explanation>) -> Agency
             line: g.name.pos.line,
         },
         metadata: None,
+    }
+}
+
+/// Each `.agency`'s `## Connections` (`A -> B`) added to agent A's
+/// connections, as if A's own file named B (the agent's and the agency's
+/// lists are one list: either way A and B may message each other), with
+/// the agency file's line as its origin for `agency explain`. Agents whose
+/// explanation is missing (a broken ancestry, already reported) are
+/// skipped.
+pub fn agency_connections(root: &RawFolder, explained: &mut BTreeMap<String, Explanation>) {
+    for f in root.all() {
+        let g = &f.agency;
+        for (a, b) in &g.connections {
+            let Some(e) = explained.get_mut(&a.v) else {
+                continue;
+            };
+            if !e.agent.connections.contains(&b.v) {
+                e.agent.connections.push(b.v.clone());
+                e.agent.connections.sort();
+            }
+            e.fields.push(inherit::FieldOrigin {
+                field: "connections".into(),
+                value: json!(b.v),
+                from: SourceRef {
+                    file: g.file.clone(),
+                    line: b.pos.line,
+                },
+            });
+        }
     }
 }
 

@@ -86,7 +86,10 @@ pub fn tool_fields() -> Value {
             "command": { "oneOf": [ { "type": "string" }, { "type": "array", "items": { "type": "string" } } ] },
             "url": { "type": "string" },
             "tool": { "type": "string", "description": "type mcp: the server's tool to call (default: this tool's name)" },
-            "input": format, "output": format
+            "input": format, "output": format,
+            "headers": { "type": "object", "additionalProperties": { "type": "string", "description": "type http: a request header's value; ${secret:NAME} is a [secrets] value of agency.toml" } },
+            "env": { "type": "object", "additionalProperties": { "type": "string", "description": "type command: an environment variable's value; ${secret:NAME} is a [secrets] value of agency.toml" } },
+            "egress": { "type": "array", "items": { "type": "string", "description": "HOST[:PORT] the tool reaches; agency up grants egress:HOST[:PORT] to every agent holding the tool" } }
         }
     })
 }

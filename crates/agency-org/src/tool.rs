@@ -14,6 +14,8 @@ use crate::node::Node;
 use crate::raw::{RawTool, S};
 use crate::yaml;
 
+pub use crate::tool_access::{RESERVED_ENV, RESERVED_HEADERS, secret_references};
+
 pub const TOOL_KEYS: &[&str] = &[
     "name",
     "description",
@@ -30,6 +32,9 @@ pub const TOOL_KEYS: &[&str] = &[
     "tool",
     "input",
     "output",
+    "headers",
+    "env",
+    "egress",
 ];
 
 pub const TOOL_SECTIONS: &[&str] = &["Implementation", "Interface"];
@@ -48,6 +53,9 @@ const BULLETS: &[&str] = &[
     "Command",
     "MCP Command",
     "MCP URL",
+    "Header",
+    "Env",
+    "Egress",
 ];
 
 /// Everything said about the tool, from bullets and frontmatter alike.
@@ -66,6 +74,12 @@ struct Spec {
     mcp_tool: Option<S<String>>,
     input: Option<Vec<(String, String)>>,
     output: Option<Vec<(String, String)>>,
+    /// `- Header: Name: value` / `headers:` (HTTP tools).
+    headers: Vec<(S<String>, S<String>)>,
+    /// `- Env: NAME=value` / `env:` (command tools).
+    env: Vec<(S<String>, S<String>)>,
+    /// `- Egress: host[:port]` / `egress:`.
+    egress: Vec<S<String>>,
 }
 
 pub fn read(
@@ -176,7 +190,15 @@ pub fn read(
             ),
         }
     }
-    let implementation = implementation(&mut cx, &name, &mut spec);
+    let mut implementation = implementation(&mut cx, &name, &mut spec);
+    let egress = crate::tool_access::egress(&mut cx, &spec.egress);
+    crate::tool_access::secrets(
+        &mut cx,
+        &name,
+        &spec.headers,
+        &spec.env,
+        &mut implementation,
+    );
     Some(RawTool {
         file: file.to_owned(),
         name,
@@ -184,6 +206,7 @@ pub fn read(
         implementation,
         input: spec.input,
         output: spec.output,
+        egress,
     })
 }
 
@@ -261,6 +284,23 @@ fn apply_fields(
             "url" => spec.url = cx.string(v, "url"),
             "tool" => spec.mcp_tool = cx.string(v, "tool"),
             "input" => spec.input = cx.format_map(v, "input"),
+            "headers" | "env" => {
+                let what = format!("`{key}`");
+                for (k, val) in cx.map(v, &what).unwrap_or_default() {
+                    let Some(val) = cx.string(val, key) else {
+                        continue;
+                    };
+                    let k = S::new(k.scalar_text().unwrap_or_default().to_owned(), k.pos);
+                    if key == "headers" {
+                        spec.headers.push((k, val));
+                    } else {
+                        spec.env.push((k, val));
+                    }
+                }
+            }
+            "egress" => spec
+                .egress
+                .extend(cx.string_list(v, "egress").unwrap_or_default()),
             _ => spec.output = cx.format_map(v, "output"),
         }
     }
@@ -335,6 +375,41 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
                     vpos,
                 ))
             }
+            "Header" => match value.split_once(':') {
+                Some((k, v)) => {
+                    let v_off = chars(&value[..k.len() + 1])
+                        + chars(&v[..v.len() - v.trim_start().len()]);
+                    spec.headers.push((
+                        S::new(k.trim().to_owned(), vpos),
+                        S::new(
+                            v.trim().to_owned(),
+                            Pos::new(vpos.line, vpos.col + v_off),
+                        ),
+                    ));
+                }
+                None => cx.err(
+                    vpos,
+                    format!("header `{value}` is not `Name: value` (e.g. `- Header: X-Api-Key: ${{secret:weather}}`)"),
+                ),
+            },
+            "Env" => match value.split_once('=') {
+                Some((k, v)) => {
+                    let v_off = chars(&value[..k.len() + 1])
+                        + chars(&v[..v.len() - v.trim_start().len()]);
+                    spec.env.push((
+                        S::new(k.trim().to_owned(), vpos),
+                        S::new(
+                            v.trim().to_owned(),
+                            Pos::new(vpos.line, vpos.col + v_off),
+                        ),
+                    ));
+                }
+                None => cx.err(
+                    vpos,
+                    format!("environment variable `{value}` is not `NAME=value` (e.g. `- Env: API_TOKEN=${{secret:token}}`)"),
+                ),
+            },
+            "Egress" => spec.egress.extend(params(value)),
             "MCP Command" => {
                 spec.kind = Some(S::new("mcp".into(), kpos));
                 spec.command = Some(S::new(
@@ -394,6 +469,7 @@ fn implementation(cx: &mut Cx, name: &S<String>, spec: &mut Spec) -> Option<Tool
             Some(c) if !c.v.is_empty() => Some(ToolImplementation::Command(CommandTool {
                 command: c.v.clone(),
                 timeout_ms,
+                env: std::collections::BTreeMap::new(),
                 dir: None,
             })),
             _ => {
@@ -569,6 +645,7 @@ fn http(
             query: spec.query.iter().map(|(p, _)| p.v.clone()).collect(),
             body: spec.body.iter().map(|(p, _)| p.v.clone()).collect(),
             output,
+            headers: std::collections::BTreeMap::new(),
             timeout_ms,
         })
     })

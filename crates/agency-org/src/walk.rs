@@ -324,10 +324,12 @@ impl Walker<'_> {
                     implementation: Some(ToolImplementation::Command(CommandTool {
                         command: agents_json::script_command(&path),
                         timeout_ms: default_tool_timeout_ms(),
+                        env: Default::default(),
                         dir: None,
                     })),
                     input: None,
                     output: None,
+                    egress: Vec::new(),
                 });
             }
         }

@@ -21,6 +21,9 @@ pub struct Declared {
     /// `agents.runtime`: the one runtime the supervisor runs (`None`: not
     /// told). An organisation's agent asking for another is refused.
     pub runtime: Option<String>,
+    /// The `[secrets]` names: an organisation's tool referencing another
+    /// (`${secret:NAME}` in a header or environment variable) is refused.
+    pub secrets: BTreeSet<String>,
 }
 
 impl Service {

@@ -56,6 +56,10 @@ impl Service {
         if plan_only {
             return self.read(|tx| {
                 require_user(authenticate(tx, who)?, &doing)?;
+                // What the apply refuses, the plan refuses too.
+                for t in model.all_tools() {
+                    crate::org_tools::check_tool_owner(tx, &model.name, &t.name)?;
+                }
                 plan(tx, &w, true)
             });
         }

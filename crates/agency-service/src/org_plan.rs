@@ -70,7 +70,8 @@ pub struct CapChange {
     pub resource: String,
     pub level: Level,
     pub change: CapAction,
-    /// `tool`, `capability`, `reporting line` or `connection`.
+    /// `tool`, `tool egress` (a tool's declared egress), `capability`,
+    /// `reporting line` or `connection`.
     pub why: String,
 }
 
@@ -194,11 +195,11 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
     let mut tools = BTreeMap::new();
     for t in m.all_tools() {
         agency_core::validate::check_name("tool", &t.name).map_err(|e| bad(org, e.0))?;
-        if tools
-            .insert(t.name.as_str(), t.description.as_str())
-            .is_some()
-        {
+        if tools.insert(t.name.as_str(), t).is_some() {
             return Err(bad(org, format!("tool name {} is used twice", t.name)));
+        }
+        if let Some(d) = declared {
+            crate::org_tools::check_secrets_declared(t, &d.secrets).map_err(|e| bad(org, e))?;
         }
     }
     // Who reports to whom: an agency's agents to its executive, a
@@ -266,7 +267,7 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             }
         }
         for t in &a.tools {
-            if !tools.contains_key(t.as_str()) {
+            let Some(tool) = tools.get(t.as_str()) else {
                 return Err(bad(
                     org,
                     format!(
@@ -274,13 +275,20 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
                         a.name
                     ),
                 ));
-            }
+            };
             put(
                 &a.name,
                 Want::Resource(Resource::Tool(t.clone())),
                 Level::Read,
                 "tool",
             );
+            // The egress the tool's file declares: its calls go through
+            // the calling agent's egress.
+            for e in &tool.egress {
+                let r = Resource::from_parts("egress", e)
+                    .map_err(|err| bad(org, format!("tool {t}'s egress {e:?}: {}", err.0)))?;
+                put(&a.name, Want::Resource(r), Level::Read, "tool egress");
+            }
         }
         for c in &a.connections {
             if !names.contains(c.as_str()) {
@@ -402,7 +410,7 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             .tools
             .iter()
             .map(
-                |t| json!({"name": t, "description": tools.get(t.as_str()).copied().unwrap_or("")}),
+                |t| json!({"name": t, "description": tools.get(t.as_str()).map_or("", |t| t.description.as_str())}),
             )
             .collect();
         let def = json!({

@@ -187,14 +187,8 @@ pub(crate) fn org_tools_replace(op: &mut Op<'_>, org: &str, tools: &[Tool]) -> R
     }
     let mut changed = false;
     for r in &rows {
-        match op.tx.org_tool(&r.name)? {
-            Some(old) if old.org != r.org => {
-                return Err(ServiceError::invalid(format!(
-                    "failed to install tool {} of organisation {org}: organisation {} already defines a tool of that name; rename one of them (tool names are unique across organisations)",
-                    r.name, old.org
-                )));
-            }
-            Some(old) if old.def_hash == r.def_hash => {}
+        match check_tool_owner(op.tx, org, &r.name)? {
+            Some(old) if old.org == r.org && old.def_hash == r.def_hash => {}
             _ => {
                 op.tx.put_org_tool(r)?;
                 changed = true;
@@ -208,6 +202,42 @@ pub(crate) fn org_tools_replace(op: &mut Op<'_>, org: &str, tools: &[Tool]) -> R
         }
     }
     Ok(changed)
+}
+
+/// Refuse tool `name` for organisation `org` when another organisation
+/// that is up defines it (a name is all a `tool:NAME` capability says).
+/// An organisation that is down holds no names: its row, if any (kept by
+/// a daemon older than the release on `agency down`), is the one returned
+/// and may be taken over. Returns the current row. Shared by `agency up`
+/// and `agency up --plan`, so that the plan refuses what the apply does.
+pub(crate) fn check_tool_owner(
+    tx: &mut dyn agency_store::Tx,
+    org: &str,
+    name: &str,
+) -> Result<Option<OrgToolRow>> {
+    let Some(old) = tx.org_tool(name)? else {
+        return Ok(None);
+    };
+    // Tools installed without an organisation row (`org_tools_install`)
+    // hold their names as an organisation that is up does.
+    let released = tx.org(&old.org)?.is_some_and(|o| o.retired_at.is_some());
+    if old.org != org && !released {
+        return Err(ServiceError::invalid(format!(
+            "failed to install tool {name} of organisation {org}: organisation {} already defines a tool of that name; rename one of them (tool names are unique across organisations), or take {} down with `agency down {}`",
+            old.org, old.org, old.org
+        )));
+    }
+    Ok(Some(old))
+}
+
+/// Release the tool names of organisation `org` (`agency down`): another
+/// organisation may take them; `agency up` of `org` installs its tools
+/// again.
+pub(crate) fn org_tools_release(op: &mut Op<'_>, org: &str) -> Result<()> {
+    for t in op.tx.org_tools(Some(org))? {
+        op.tx.delete_org_tool(&t.name)?;
+    }
+    Ok(())
 }
 
 /// A tool name: what `tool:NAME` accepts, without `.` (Claude Code's tool
@@ -252,6 +282,39 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
             "interface.inputSchema must have \"type\": \"object\" (MCP tool arguments are an object)"
                 .to_owned(),
         ));
+    }
+    for e in &t.egress {
+        agency_core::egress::EgressPattern::parse(e)
+            .map_err(|err| bad(format!("egress {e:?}: {}", err.0)))?;
+    }
+    for (what, name, value) in secret_bearing(t) {
+        let name_ok = !name.is_empty()
+            && name.len() <= 128
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !name_ok {
+            return Err(bad(format!(
+                "{what} name {name:?} must be ASCII letters, digits, '_' or '-'"
+            )));
+        }
+        let reserved = agency_org::tool::RESERVED_HEADERS
+            .iter()
+            .chain(agency_org::tool::RESERVED_ENV)
+            .any(|r| r.eq_ignore_ascii_case(name))
+            || name.starts_with("AGENCY_");
+        if reserved {
+            return Err(bad(format!(
+                "{what} {name} is set by the daemon and cannot be given"
+            )));
+        }
+        if value.chars().any(char::is_control) || value.len() > 8192 {
+            return Err(bad(format!(
+                "{what} {name}'s value must be one line of at most 8192 bytes"
+            )));
+        }
+        agency_org::tool::secret_references(value)
+            .map_err(|e| bad(format!("{what} {name}: {e}")))?;
     }
     match &t.implementation {
         ToolImplementation::Http(h) => {
@@ -333,6 +396,42 @@ pub(crate) fn check_tool(t: &Tool) -> Result<()> {
                 }
             }
             check_timeout(t, m.timeout_ms)?;
+        }
+    }
+    Ok(())
+}
+
+/// The headers (HTTP) or environment variables (command) of a tool, as
+/// `(what, name, value)`: the values that may reference secrets.
+fn secret_bearing(t: &Tool) -> Vec<(&'static str, &str, &str)> {
+    match &t.implementation {
+        ToolImplementation::Http(h) => h
+            .headers
+            .iter()
+            .map(|(k, v)| ("header", k.as_str(), v.as_str()))
+            .collect(),
+        ToolImplementation::Command(c) => c
+            .env
+            .iter()
+            .map(|(k, v)| ("environment variable", k.as_str(), v.as_str()))
+            .collect(),
+        ToolImplementation::Mcp(_) => Vec::new(),
+    }
+}
+
+/// Every secret tool `t` references is one of `declared` (`[secrets]`).
+pub(crate) fn check_secrets_declared(
+    t: &Tool,
+    declared: &BTreeSet<String>,
+) -> std::result::Result<(), String> {
+    for (what, name, value) in secret_bearing(t) {
+        for s in agency_org::tool::secret_references(value).unwrap_or_default() {
+            if !declared.contains(s) {
+                return Err(format!(
+                    "tool {}'s {what} {name} references secret {s:?}, which agency.toml does not declare; add it under [secrets] (e.g. {s} = {{ file = \"secrets/{s}\" }}) and restart the daemon",
+                    t.name
+                ));
+            }
         }
     }
     Ok(())

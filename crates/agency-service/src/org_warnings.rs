@@ -12,11 +12,20 @@ use agency_org::{AgencyModel, Agent};
 /// first call.
 pub(crate) fn unreachable_http_tools(m: &AgencyModel, a: &Agent) -> Vec<String> {
     use agency_core::egress::{EgressPattern, EgressTarget};
+    // The agent's own egress, and what its tools declare (granted with them).
+    let tool_egress = m
+        .all_tools()
+        .into_iter()
+        .filter(|t| a.tools.contains(&t.name))
+        .flat_map(|t| t.egress.iter().map(String::as_str))
+        .collect::<Vec<_>>();
     let patterns: Vec<EgressPattern> = a
         .capabilities
         .iter()
         .filter_map(|c| c.strip_prefix("egress:"))
-        .filter_map(|c| EgressPattern::parse(c.split('=').next().unwrap_or(c)).ok())
+        .map(|c| c.split('=').next().unwrap_or(c))
+        .chain(tool_egress)
+        .filter_map(|c| EgressPattern::parse(c).ok())
         .collect();
     let mut out = Vec::new();
     for t in m.all_tools() {
@@ -37,9 +46,21 @@ pub(crate) fn unreachable_http_tools(m: &AgencyModel, a: &Agent) -> Vec<String> 
             continue;
         };
         if !patterns.iter().any(|p| p.matches(&target)) {
+            // The grant that covers it: the port only when the default
+            // ports (80, 443) do not.
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            let grant = if agency_core::egress::DEFAULT_PORTS.contains(&port) {
+                host.clone()
+            } else {
+                format!("{host}:{port}")
+            };
             out.push(format!(
-                "agent {} uses tool {}, which calls {host}:{port}, but holds no egress to it: every call will be refused until it does; add \"egress:{host}\" to its capabilities (agency: {{capabilities: [...]}})",
-                a.name, t.name
+                "agent {} uses tool {}, which calls {host}:{port}, but holds no egress to it: every call will be refused until it does; add the line `- Egress: {grant}` to {} (every agent holding the tool gets it), or \"egress:{grant}\" to the agent's capabilities (agency: {{capabilities: [...]}})",
+                a.name, t.name, t.source.file
             ));
         }
     }

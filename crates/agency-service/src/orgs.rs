@@ -149,6 +149,7 @@ impl Service {
                     })?;
                 }
             }
+            crate::org_tools::org_tools_release(op, name)?;
             org.retired_at = Some(op.now);
             op.tx.put_org(&org)?;
             Ok(report)

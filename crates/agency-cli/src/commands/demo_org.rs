@@ -155,16 +155,17 @@ pub(super) async fn run(home: &Home) -> Result<()> {
 }
 
 /// The seed's files, with WeatherTool pointed at the stand-in API and
-/// WeatherAgent granted egress to it (frontmatter, Agency's own field).
+/// one line added to it: the egress it needs (`agency up` grants it to
+/// WeatherAgent, which holds the tool).
 fn write_sources(dir: &Path, base_url: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let hostport = base_url.trim_start_matches("http://");
     for (name, text) in SOURCES {
         let text = match *name {
-            "WeatherTool.tool" => text.replace(SEED_BASE_URL, base_url),
-            "WeatherAgent.agent" => {
-                format!("---\nagency:\n  capabilities: [\"egress:{hostport}\"]\n---\n{text}")
-            }
+            "WeatherTool.tool" => text.replace(
+                &format!("- Base URL: {SEED_BASE_URL}"),
+                &format!("- Base URL: {base_url}\n- Egress: {hostport}"),
+            ),
             _ => (*text).to_owned(),
         };
         let path = dir.join(name);

@@ -24,6 +24,7 @@ fn tool(name: &str, url: &str) -> Tool {
             query: vec!["location".into()],
             body: vec![],
             output: BTreeMap::new(),
+            headers: BTreeMap::new(),
             timeout_ms: 1000,
         }),
         interface: ToolInterface {
@@ -32,6 +33,7 @@ fn tool(name: &str, url: &str) -> Tool {
             input_schema: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
             output_schema: json!({"type": "object"}),
         },
+        egress: vec![],
         source: SourceRef {
             file: format!("{name}.tool"),
             line: 1,
@@ -120,6 +122,7 @@ fn issue12_item4_install_replace_and_names_unique_across_organisations() {
             t.implementation = ToolImplementation::Command(CommandTool {
                 command: vec![],
                 timeout_ms: 10,
+                env: Default::default(),
                 dir: None,
             });
             t
