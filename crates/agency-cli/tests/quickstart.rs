@@ -178,6 +178,31 @@ fn issue28_the_readme_quickstart_reaches_the_first_answer() {
         assert_eq!(r.code, 0, "`{line}` failed: {}{}", r.stdout, r.stderr);
     }
     let took = answered.expect("the quickstart has no `agency inbox` that shows the answer");
+    // An existing home's configuration is never rewritten; a bad URL is
+    // refused before a home is made.
+    let url = model_url.unwrap();
+    let r = h.run(&["init", "--model-server", &url]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("already exists and its agency.toml is left as it is"),
+        "{r:?}"
+    );
+    let other = h.tmp.path().join("other-home");
+    let r = h.run(&[
+        "--home",
+        other.to_str().unwrap(),
+        "init",
+        "--model-server",
+        "127.0.0.1:40123",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("failed to use \"127.0.0.1:40123\" as the scripted model server"),
+        "{r:?}"
+    );
+    assert!(!other.exists());
     eprintln!(
         "quickstart: from `agency model-server` to the answer in the inbox: {:.2}s",
         took.as_secs_f64()
