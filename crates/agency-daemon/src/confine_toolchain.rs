@@ -28,7 +28,7 @@ impl MissingToolchain {
     /// What is wrong and the fix, for a warning or an error.
     pub(crate) fn advice(&self) -> String {
         format!(
-            "its program {} runs {}, a shim that runs its version manager from {}, which the sandbox does not let a tool read (it fails with \"Permission denied\"); add \"{}\" to [sandbox] toolchains in agency.toml and restart the daemon (or name the interpreter itself, e.g. {}/versions/…/bin/{})",
+            "its program {} runs {}, a shim that runs its version manager from {}, which the sandbox does not let a tool read (it fails with \"Permission denied\"); add \"{}\" to [sandbox] toolchains in agency.toml and run `agency reload` (or name the interpreter itself, e.g. {}/versions/…/bin/{})",
             self.program,
             self.file.display(),
             self.toolchain.display(),
@@ -84,7 +84,9 @@ impl Confiner {
             .skip(1)
             .find(|a| a.file_name() == Some(OsStr::new("shims")))?;
         let root = shims.parent()?;
-        let toolchains = self
+        // The toolchains in force now: `agency reload` may have changed them.
+        let dirs = self.dirs.load();
+        let toolchains = dirs
             .toolchains
             .iter()
             .filter_map(|t| std::fs::canonicalize(t).ok());
