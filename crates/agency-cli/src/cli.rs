@@ -526,9 +526,9 @@ pub struct InboxArgs {
     /// Acknowledge every message shown.
     #[arg(long)]
     pub ack: bool,
-    /// Every message delivered to you, newest first: acknowledged ones
-    /// too, and replies to outside callers (`agency conversations`).
-    /// Bounded like any listing (at most 200 unless --limit).
+    /// Every message delivered to you: acknowledged ones too, and replies
+    /// to outside callers (`agency conversations`). The latest 200 unless
+    /// --limit (`--json`: newest first).
     #[arg(long, conflicts_with = "ack")]
     pub all: bool,
     /// With --all: at most this many messages.
