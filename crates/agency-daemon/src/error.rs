@@ -32,10 +32,15 @@ pub enum DaemonError {
         cause: std::io::Error,
     },
     #[error(
-        "failed to listen on 127.0.0.1:{port}: the port is in use; it is pinned by [server] port in {}: stop what holds it (`ss -ltnp 'sport = :{port}'` names it; another Agency home's daemon?) or set another port there (0 picks a free one at each start)",
+        "failed to listen on 127.0.0.1:{port}: {cause}; the port is pinned by [server] port in {}: stop what holds it (`ss -ltnp 'sport = :{port}'` names it; another Agency home's daemon?) or set another port there (0 picks a free one at each start)",
         config.display()
     )]
-    PortTaken { port: u16, config: PathBuf },
+    PortTaken {
+        port: u16,
+        config: PathBuf,
+        /// In the message, not `#[source]` (printed once, as `Listen`'s).
+        cause: std::io::Error,
+    },
     #[error(transparent)]
     Secret(#[from] crate::secrets::SecretError),
     #[error(transparent)]

@@ -201,6 +201,7 @@ impl Daemon {
                 std::io::ErrorKind::AddrInUse if cfg.server.port != 0 => DaemonError::PortTaken {
                     port: cfg.server.port,
                     config: home.config_path(),
+                    cause: e,
                 },
                 _ => DaemonError::Listen {
                     addr: want.to_string(),
