@@ -209,7 +209,7 @@ mod fuzz {
         }
     }
 
-    /// The rules of agency.toml, restated from the README's table.
+    /// The rules of agency.toml, restated from the table in docs/configuration.md.
     fn valid(c: &Config) -> bool {
         let a = &c.agents;
         let runtime_ok = match a.runtime.as_str() {

@@ -49,7 +49,7 @@ pub fn load_policy(home: &FsPath, names: &ToolNames) -> Result<Policy, DaemonErr
         .map_err(|e| DaemonError::Config {
             path: format!("{}:{}", path.display(), e.line).into(),
             message: format!(
-                "{}; fix that line (the format is in README.md, \"Approval gates\")",
+                "{}; fix that line (the format is in docs/budgets-and-approvals.md, \"policy.toml\")",
                 e.message
             ),
         })

@@ -63,7 +63,7 @@ pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
 }
 
 /// The budget a new root handler gets from `agency init` when no limit is
-/// given (README "Budgets"): generous for real work, a stop for runaways.
+/// given (docs/budgets-and-approvals.md): generous for real work, a stop for runaways.
 pub const DEFAULT_ROOT_BUDGET: agency_service::BudgetLimits = agency_service::BudgetLimits {
     tokens: None,
     micro_usd: Some(25_000_000),

@@ -134,7 +134,7 @@ pub fn assert_kind<T: std::fmt::Debug>(r: Result<T, ServiceError>, kind: &str) -
     }
 }
 
-/// Cases for a property test: `PROPTEST_CASES` when set (as the README
+/// Cases for a property test: `PROPTEST_CASES` when set (as docs/development.md
 /// promises), else `default`, sized for a 2-core machine.
 pub fn proptest_cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
