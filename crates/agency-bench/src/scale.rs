@@ -304,8 +304,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     if quick {
         s.notes.push(
-            "quick mode: a tenth of the issue's sizes (100,000 outcomes, 10,000 handlers)."
-                .to_owned(),
+            "quick mode: a tenth of the full sizes (100,000 outcomes, 10,000 handlers).".to_owned(),
         );
     }
     Ok(vec![s])
