@@ -682,7 +682,7 @@ pub struct McpStdioArgs {
 }
 
 /// Subcommands for which the global `--home` or `--json` mean nothing:
-/// hidden from their help, and refused if given (see [`refuse_meaningless`]).
+/// hidden from their help, and refused if given (see [`parse`]).
 const NO_HOME: &[&str] = &[
     "completions",
     "man",
