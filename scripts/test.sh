@@ -37,6 +37,12 @@ export AGENCY_CLAUDE_BIN="$PWD/target/claude-code/node_modules/.bin/claude"
 # Lints are part of the suite: warnings fail it.
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# The API documentation builds without warnings (broken or private
+# intra-doc links, stray HTML), and its examples compile and run:
+# `--all-targets` below leaves doctests out.
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
+cargo test --workspace --doc --locked
+
 # Property tests read PROPTEST_CASES when set; the defaults in the tests are
 # sized for a 2-core machine.
 cargo test --workspace --all-targets --locked

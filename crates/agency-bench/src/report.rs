@@ -112,7 +112,7 @@ pub fn render(sections: &[Section], cfg: Cfg, took: Duration) -> Result<String> 
     writeln!(md, "```sh")?;
     writeln!(
         md,
-        "cargo run --release -p agency-bench -- --out BENCHMARKS.md            # full sizes"
+        "cargo run --release -p agency-bench -- --out BENCHMARKS.md            # full (1,000,000 outcomes, 100,000 handlers)"
     )?;
     writeln!(
         md,

@@ -7,6 +7,7 @@ use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand};
 
 mod control;
+mod groups;
 mod kb;
 mod memory;
 mod org;
@@ -209,16 +210,18 @@ pub enum Command {
     /// configurations, with AGENCY_MCP_URL and AGENCY_TOKEN set): the
     /// daemon checks the agent's capability and hands over the server's
     /// command or URL with its secrets, which go to the server only.
+    #[command(hide = true)]
     McpLaunch(McpLaunchArgs),
 
     /// Run one built-in agent (used by the daemon's `builtin` runtime): an
     /// LLM conversation whose tools are Agency's MCP tools. Exits 0 when it
     /// ended normally or at a limit, 1 on error.
+    #[command(hide = true)]
     Agent(AgentArgs),
 
-    /// Run Claude Code warm for the daemon's `claude-code` runtime (issue
-    /// 13 item 6): its stream-json input mode, the next message written
-    /// when mail comes. Started by the daemon, not by hand.
+    /// Run Claude Code warm for the daemon's `claude-code` runtime: its
+    /// stream-json input mode, the next message written when mail comes.
+    /// Started by the daemon, not by hand.
     #[command(hide = true)]
     ClaudeWarm(ClaudeWarmArgs),
 
@@ -296,7 +299,7 @@ pub enum Command {
         setting: Option<String>,
     },
 
-    /// Stand up an organisation (issue 12): each agent of its Agency
+    /// Stand up an organisation: each agent of its Agency
     /// Model becomes a standing handler under the root handler, with its
     /// standing instructions, tools, capabilities, connections, model and
     /// budget. Applying a changed model again updates it in place: agents
@@ -679,7 +682,7 @@ pub struct McpStdioArgs {
 }
 
 /// Subcommands for which the global `--home` or `--json` mean nothing:
-/// hidden from their help, and refused if given (see [`refuse_meaningless`]).
+/// hidden from their help, and refused if given (see [`parse`]).
 const NO_HOME: &[&str] = &[
     "completions",
     "man",
@@ -704,7 +707,8 @@ const NO_JSON: &[&str] = &[
     "sandbox-forward",
 ];
 
-/// The command line as clap builds it, with the global options hidden
+/// The command line as clap builds it, its commands listed in groups
+/// (see [`groups`]), with the global options hidden
 /// where they mean nothing and the demo's `--home` described as what it
 /// is (a new directory, not `$AGENCY_HOME`). A subcommand that already has
 /// an argument with a global's id does not get the global copied in, so
@@ -721,7 +725,7 @@ pub fn command() -> clap::Command {
     let (Some(home), Some(json)) = (global("home"), global("json")) else {
         return cmd;
     };
-    cmd.mut_subcommands(|c| {
+    let cmd = cmd.mut_subcommands(|c| {
         let name = c.get_name().to_owned();
         let mut c = c;
         if NO_HOME.contains(&name.as_str()) {
@@ -735,7 +739,9 @@ pub fn command() -> clap::Command {
             c = c.arg(json.clone().hide(true));
         }
         c
-    })
+    });
+    let template = groups::template(&cmd);
+    cmd.help_template(template)
 }
 
 /// Parse the process's arguments; a global option given to a subcommand

@@ -3,7 +3,7 @@
 //! be prompt-injected: a raw ESC in a title could set the clipboard (OSC
 //! 52), clear the screen or move the cursor, and a `\r` or a bidi override
 //! could forge a line that looks like the CLI's own output. Every table
-//! cell goes through [`line`], every multi-line body through [`block`],
+//! cell goes through [`line()`], every multi-line body through [`block`],
 //! error messages through [`block`], and `--json` through [`json`].
 //!
 //! A character is shown as `\u{XX}` (Rust's escape syntax) when it is a C0

@@ -65,6 +65,7 @@ fn the_user_drives_a_daemon_from_the_command_line() {
     root handler      [UUID]
     active handlers   1
     stalled handlers  0
+    paused budgets    0
     live agents       0
     open outcomes     1
     KB files          3
@@ -336,4 +337,77 @@ fn a_refused_token_ends_the_bridge_with_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     let _redact = home.settings().bind_to_scope();
     assert_snapshot!(String::from_utf8(out.stderr).unwrap(), @"error: failed to authenticate to the Agency daemon with the token in [TMP]/token: failed to authenticate: the bearer token is unknown, revoked, or its agent has ended; mint a new one with `agency token mint --handler <id>`");
+}
+
+/// `agency --help` lists the commands in groups and leaves out the
+/// plumbing only the daemon and agents' configurations run, which still
+/// works and still has its help; no help text names an issue.
+#[test]
+fn help_groups_the_commands_and_hides_the_daemons_plumbing() {
+    let home = TestHome::new();
+    let help = home.ok(&["--help"]);
+    assert_eq!(home.ok(&["help"]), help);
+    let mut at = 0;
+    for heading in [
+        "Everyday",
+        "Organisations",
+        "Spend and risk",
+        "Records",
+        "Plumbing",
+    ] {
+        let i = help
+            .find(&format!("\n{heading}:\n"))
+            .unwrap_or_else(|| panic!("no {heading}: {help}"));
+        assert!(i > at, "{heading} out of order: {help}");
+        at = i;
+    }
+    assert!(!help.contains("Commands:"), "{help}");
+    for (cmd, heading) in [
+        ("init", "Everyday"),
+        ("up", "Organisations"),
+        ("budget", "Spend and risk"),
+        ("runs", "Records"),
+        ("mcp-stdio", "Plumbing"),
+    ] {
+        let group = &help[help.find(&format!("\n{heading}:\n")).unwrap()..];
+        let group = &group[..group[1..].find("\n\n").unwrap()];
+        assert!(group.contains(&format!("\n  {cmd} ")), "{cmd}: {group}");
+    }
+    let listed: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| !l.starts_with([' ', '-']))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(listed.len() > 40, "{listed:?}");
+    let hidden = [
+        "agent",
+        "mcp-launch",
+        "claude-warm",
+        "sandbox-exec",
+        "sandbox-forward",
+        "hook",
+        "__complete-ids",
+    ];
+    for cmd in hidden {
+        assert!(!listed.contains(&cmd), "{cmd} listed: {help}");
+        let own = home.ok(&["help", cmd]);
+        assert!(own.contains(&format!("Usage: agency {cmd}")), "{own}");
+    }
+    // A hidden command still runs: the completion helper without a daemon.
+    assert_eq!(home.ok(&["__complete-ids", "handler"]), "");
+
+    let issue = |text: &str| {
+        let lower = text.to_lowercase();
+        lower.match_indices("issue").any(|(i, _)| {
+            lower[i + 5..]
+                .trim_start_matches([' ', '\n', '#'])
+                .starts_with(|c: char| c.is_ascii_digit())
+        })
+    };
+    assert!(!issue(&help), "{help}");
+    for cmd in listed.iter().chain(&hidden) {
+        let own = home.ok(&["help", cmd]);
+        assert!(!issue(&own), "agency help {cmd}: {own}");
+    }
 }

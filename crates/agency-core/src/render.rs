@@ -21,7 +21,7 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryLine {
     pub at: Timestamp,
-    /// "user" or "handler <uuid> (agent <uuid>)".
+    /// `user` or `handler <uuid> (agent <uuid>)`.
     pub actor: String,
     /// created, updated, delegated, completed, closed, …
     pub action: String,

@@ -1,10 +1,10 @@
 //! `POST /launch/{name}`: where an agent's launcher (`agency mcp-launch
 //! NAME`) learns how to reach extra MCP server `name`. The caller brings
 //! the agent's token *and* the single-use launch nonce its spawn
-//! registered for that server ([`LaunchNonces`]); the service decides
+//! registered for that server (`LaunchNonces`); the service decides
 //! whether the agent's handler holds a capability on `mcp_server:NAME`
 //! now. The answer is always the daemon's `/mcp-proxy/NAME`
-//! ([`crate::mcp_proxy`]), never a secret: a stdio server is run by the
+//! (`crate::mcp_proxy`), never a secret: a stdio server is run by the
 //! daemon itself (`mcp_stdio.rs`), an HTTP server's URL and headers stay
 //! in the daemon (issue 27: an agent presenting its own nonce got a stdio
 //! server's secrets).

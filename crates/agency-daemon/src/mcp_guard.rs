@@ -4,15 +4,15 @@
 //! (`mcp_proxy.rs`), through which every message to a server passes, calls
 //! these functions:
 //!
-//! - [`filter_tools`] — a `tools/list` result: the service pins and
+//! - `filter_tools` — a `tools/list` result: the service pins and
 //!   compares every tool (`Service::mcp_tools_seen`); quarantined tools and
 //!   tools the manifest does not offer are removed.
-//! - [`admit_call`] — before a call is forwarded: offered by the manifest,
+//! - `admit_call` — before a call is forwarded: offered by the manifest,
 //!   pinned and not quarantined (`Service::mcp_tool_check`), arguments
 //!   valid against the input schema, the tool-call policy
-//!   ([`admit_policy`]), the rate limits. A refusal is a message for the
+//!   (`admit_policy`), the rate limits. A refusal is a message for the
 //!   agent, answered as a tool error.
-//! - [`check_result`] — a call's result, checked against the output
+//! - `check_result` — a call's result, checked against the output
 //!   schema; a violating one is replaced by an error result.
 //!
 //! Whether a tool is read-only is the manifest's word, else the pinned
@@ -20,7 +20,7 @@
 //! read-only counts as not read-only (issue 27: a destructive tool of a
 //! server without a manifest ran without approval). Approving a
 //! quarantined tool is the user's alone (REST on the admin socket,
-//! [`admin_routes`]).
+//! `admin_routes`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -41,7 +41,7 @@ pub struct McpServerConfig {
     pub headers: BTreeMap<String, String>,
     /// The server's capability manifest (`mcp_manifest.rs`): an inline
     /// table, or the path of a JSON or TOML file relative to the home,
-    /// which [`load_manifests`] replaces by its content.
+    /// which `load_manifests` replaces by its content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub manifest: Option<serde_json::Value>,
 }

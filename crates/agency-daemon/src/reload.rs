@@ -11,9 +11,9 @@
 //! setting that needs a restart is therefore reported at every reload
 //! until the daemon restarts, and nothing runs on a half-applied value.
 //!
-//! Which settings apply live is [`live_part`]'s decision, documented in
+//! Which settings apply live is `live_part`'s decision, documented in
 //! `docs/configuration.md`; each reaches the running daemon through one
-//! seam: the service's setters (policy, retention, memory), [`Live`]
+//! seam: the service's setters (policy, retention, memory), `Live`
 //! handles read per request (model upstreams and prices, keep-warm
 //! defaults), the confiner's shared directories and the supervisor's
 //! `[agents]` settings (both read at each spawn).

@@ -3,7 +3,7 @@
 //! "wait_ms"?}`), `GET /v1/agency/messages/{id}` and
 //! `GET /v1/agency/messages/{id}/events` (server-sent events). These are
 //! the only `/v1` routes on the TCP listener as well as on the home's
-//! socket, behind their own guard ([`org_only`]): an agency API key
+//! socket, behind their own guard (`org_only`): an agency API key
 //! (`agk_…`, its own agency's messages only; the service checks it in
 //! each operation) or, on the socket only, the admin token. The admin
 //! token is refused over TCP like every other `/v1` route there (issue 9
@@ -18,7 +18,7 @@
 //! by neither.
 //!
 //! The user's key management (`/v1/agency/keys`) and view of the
-//! conversations (`/v1/agency/conversations`) are in [`key_routes`],
+//! conversations (`/v1/agency/conversations`) are in `key_routes`,
 //! behind the admin token on the socket with the rest of `/v1`.
 //!
 //! A waiting request (`wait_ms`, the event stream) subscribes to the

@@ -31,8 +31,8 @@ pub struct SandboxConfig {
     /// Memory of one agent, all its processes together, in MiB (and of
     /// each process alone, by `RLIMIT_DATA`); 0: no limit. Set, it must be
     /// kept per agent tree by a cgroup memory controller (v2 or v1), or the
-    /// daemon refuses to start ([`SandboxConfig::check_memory`]); absent,
-    /// [`DEFAULT_MEMORY_MB`] applies per tree where the machine allows it
+    /// daemon refuses to start (`SandboxConfig::check_memory`); absent,
+    /// `DEFAULT_MEMORY_MB` applies per tree where the machine allows it
     /// and per process everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,

@@ -142,7 +142,7 @@ pub struct Behavior {
     pub on_message: Vec<String>,
 }
 
-/// Memory settings of an agent (issue 13 uses them at runtime).
+/// Memory settings of an agent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemorySettings {

@@ -31,7 +31,7 @@ pub struct Policy {
     #[serde(default)]
     pub cgroup_procs: Vec<PathBuf>,
     /// Put the process tree in a network namespace of its own, holding
-    /// only `lo`, where 127.0.0.1:PORT (and [::1]:PORT) for each of
+    /// only `lo`, where 127.0.0.1:PORT (and `[::1]:PORT`) for each of
     /// [`Policy::connect_ports`] is forwarded to the same port on the
     /// host's loopback, and nothing else is reachable: Landlock filters
     /// ports, not addresses, so without this a remote host listening on one

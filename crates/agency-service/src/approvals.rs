@@ -332,7 +332,7 @@ impl Service {
     /// `Some("each_use")` makes every call that uses the capability ask the
     /// user (whoever grants: a requirement only ever restricts). A grant
     /// derived from a marked capability is marked whatever `approval` says
-    /// ([`mark_derived`]). One transaction.
+    /// (`mark_derived`). One transaction.
     pub fn grant_with_approval(
         &self,
         who: Principal,

@@ -76,7 +76,7 @@ const MAX_DEF_BYTES: usize = 256 * 1024;
 
 impl Service {
     /// The user installs organisation `org`'s tools, replacing the ones it
-    /// had (see [`org_tools_replace`]). `agency up` does the same inside
+    /// had (see `org_tools_replace`). `agency up` does the same inside
     /// its own transaction.
     pub fn org_tools_install(&self, who: Principal, org: &str, tools: &[Tool]) -> Result<()> {
         if !who.is_user() {

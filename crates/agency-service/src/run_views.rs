@@ -46,7 +46,7 @@ pub struct RunView {
     /// The transcript's blob (user only: see [`Service::run_transcript`]).
     pub transcript: Option<BlobId>,
     /// The branches this run had the daemon push (`repo_push`), as their
-    /// audit-log lines, oldest first; at most [`MAX_PUSHES_SHOWN`]. Filled
+    /// audit-log lines, oldest first; at most `MAX_PUSHES_SHOWN`. Filled
     /// in by [`Service::run`] only (a listing stays one query).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pushes: Vec<String>,

@@ -11,7 +11,7 @@
 //! returned, so a crash in between leaves at worst an unreferenced blob,
 //! never a row pointing at nothing.
 //!
-//! With the `fault-injection` feature, [`FsBlobStore::set_fault_hook`] lets
+//! With the `fault-injection` feature, `FsBlobStore::set_fault_hook` lets
 //! the fault suite fail any [`PutStep`] with the I/O error of its choice
 //! (a full disk, a failed fsync); without it the hook does not exist.
 

@@ -2,7 +2,7 @@
 //! content-addressed [`BlobStore`].
 //!
 //! Only this crate knows SQL. The service layer runs each operation as one
-//! closure inside [`write`] or [`read`]; a backend (SQLite now, PostgreSQL
+//! closure inside [`write()`] or [`read`]; a backend (SQLite now, PostgreSQL
 //! later) implements [`Tx`] with plain row-level queries and makes the
 //! closure atomic. No access rule lives here: the store answers questions
 //! and applies changes, the service decides.

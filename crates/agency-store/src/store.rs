@@ -6,7 +6,7 @@ use crate::error::StoreError;
 use crate::tx::Tx;
 
 /// A transactional backend. Object safe, so the service can hold an
-/// `Arc<dyn Store>`; use the generic [`read`] and [`write`] helpers.
+/// `Arc<dyn Store>`; use the generic [`read`] and [`write()`] helpers.
 ///
 /// Contract for implementations:
 /// - `write_dyn` runs the closure exactly once inside a transaction that
