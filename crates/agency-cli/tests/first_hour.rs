@@ -375,6 +375,7 @@ fn issue14_item7_with_no_runtime_status_send_and_tell_say_no_agent_will_answer()
     root handler      [UUID]
     active handlers   1
     stalled handlers  0
+    paused budgets    0
     live agents       0
     open outcomes     1
     KB files          3
