@@ -375,35 +375,15 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
                     vpos,
                 ))
             }
-            "Header" => match value.split_once(':') {
-                Some((k, v)) => {
-                    let v_off = chars(&value[..k.len() + 1])
-                        + chars(&v[..v.len() - v.trim_start().len()]);
-                    spec.headers.push((
-                        S::new(k.trim().to_owned(), vpos),
-                        S::new(
-                            v.trim().to_owned(),
-                            Pos::new(vpos.line, vpos.col + v_off),
-                        ),
-                    ));
-                }
+            "Header" => match key_value(value, ':', vpos) {
+                Some(pair) => spec.headers.push(pair),
                 None => cx.err(
                     vpos,
                     format!("header `{value}` is not `Name: value` (e.g. `- Header: X-Api-Key: ${{secret:weather}}`)"),
                 ),
             },
-            "Env" => match value.split_once('=') {
-                Some((k, v)) => {
-                    let v_off = chars(&value[..k.len() + 1])
-                        + chars(&v[..v.len() - v.trim_start().len()]);
-                    spec.env.push((
-                        S::new(k.trim().to_owned(), vpos),
-                        S::new(
-                            v.trim().to_owned(),
-                            Pos::new(vpos.line, vpos.col + v_off),
-                        ),
-                    ));
-                }
+            "Env" => match key_value(value, '=', vpos) {
+                Some(pair) => spec.env.push(pair),
                 None => cx.err(
                     vpos,
                     format!("environment variable `{value}` is not `NAME=value` (e.g. `- Env: API_TOKEN=${{secret:token}}`)"),
@@ -423,6 +403,17 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
             }
         }
     }
+}
+
+/// `NAME<sep>value` of a `- Header:` or `- Env:` bullet, both trimmed, the
+/// value's position pointing at its first character (diagnostics name it).
+fn key_value(value: &str, sep: char, vpos: Pos) -> Option<(S<String>, S<String>)> {
+    let (k, v) = value.split_once(sep)?;
+    let v_off = chars(&value[..k.len() + 1]) + chars(&v[..v.len() - v.trim_start().len()]);
+    Some((
+        S::new(k.trim().to_owned(), vpos),
+        S::new(v.trim().to_owned(), Pos::new(vpos.line, vpos.col + v_off)),
+    ))
 }
 
 /// `{ "temp": number, "conditions": string }` → fields with types.
