@@ -24,6 +24,19 @@ use crate::views::{HistoryEvent, LogEntry, MessageView, Page, VersionInfo};
 /// A message and its body's (version, size), if its file is there.
 type WithSize = (agency_store::MessageRow, Option<(i64, i64)>);
 
+/// A message with the version and size of its body as of this snapshot:
+/// the body is read at that version, so its size is the one the page's
+/// budget was checked against.
+fn with_size(tx: &mut dyn agency_store::Tx, m: agency_store::MessageRow) -> Result<WithSize> {
+    let sized = match tx.file(m.file)? {
+        Some(f) => tx
+            .version(f.id, f.latest_version)?
+            .map(|v| (v.version, v.size)),
+        None => None,
+    };
+    Ok((m, sized))
+}
+
 /// Bytes counted for a row's fixed part (ids, times, JSON keys), so that a
 /// page of rows with empty text is bounded too.
 const ROW_BYTES: usize = 256;
@@ -50,16 +63,7 @@ impl Service {
             }
             let mut out = Vec::new();
             for m in tx.inbox_after(caller.party(), after, limit + 1)? {
-                // The size and version of the body as of this snapshot: the
-                // body is read at that version, so its size is the one the
-                // budget was checked against.
-                let sized = match tx.file(m.file)? {
-                    Some(f) => tx
-                        .version(f.id, f.latest_version)?
-                        .map(|v| (v.version, v.size)),
-                    None => None,
-                };
-                out.push((m, sized));
+                out.push(with_size(tx, m)?);
             }
             Ok(out)
         })?;
@@ -84,13 +88,7 @@ impl Service {
             let caller = authenticate(tx, who)?;
             let mut out = Vec::new();
             for m in tx.received(caller.party(), limit)? {
-                let sized = match tx.file(m.file)? {
-                    Some(f) => tx
-                        .version(f.id, f.latest_version)?
-                        .map(|v| (v.version, v.size)),
-                    None => None,
-                };
-                out.push((m, sized));
+                out.push(with_size(tx, m)?);
             }
             Ok(out)
         })?;
