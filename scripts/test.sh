@@ -23,7 +23,7 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
 # The real Claude Code CLI, run offline against our scripted model server by
-# crates/agency-cli/tests/claude_code.rs (pinned: this release works with
+# crates/agency-cli/tests/suite/claude_code.rs (pinned: this release works with
 # node 20). The test fails, rather than skips, without it.
 if ! command -v npm >/dev/null 2>&1; then
   echo "failed to find npm: install Node.js 20 and npm first" >&2
