@@ -11,8 +11,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -20,10 +20,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
-#[path = "common/org_client.rs"]
-mod org_client;
+use crate::org_client;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -9,8 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::sync::{Arc, Mutex};
 

@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use agency_daemon::{Daemon, DaemonError, Home};
 use serde_json::{Value, json};

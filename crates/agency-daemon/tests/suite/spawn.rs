@@ -6,8 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use agency_core::Principal;
 use fixture::{

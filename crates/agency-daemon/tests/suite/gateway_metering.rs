@@ -7,8 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
