@@ -107,6 +107,39 @@ fn dangling_foreign_key_fails_at_commit_and_persists_nothing() {
     assert_eq!(rd(&store, |tx| tx.agent(aid(100))), None);
 }
 
+/// A backend error keeps SQLite's own error underneath (its code, for a
+/// caller that must tell a full disk from a lock), printed once.
+#[test]
+fn a_backend_error_keeps_sqlites_error() {
+    let (_dir, store) = open();
+    let err = wr_err(&store, |tx| tx.insert_agent(&agent(100, hid(42), 1)));
+    let StoreError::Backend { op, .. } = &err else {
+        panic!("expected Backend: {err:?}")
+    };
+    let cause = err.cause().expect("a cause");
+    let sqlite = cause
+        .downcast_ref::<rusqlite::Error>()
+        .expect("the cause is rusqlite's error");
+    assert_eq!(
+        sqlite.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ConstraintViolation)
+    );
+    assert_eq!(err.to_string(), format!("failed to {op}: {sqlite}"));
+    assert!(
+        std::error::Error::source(&err).is_none(),
+        "not printed twice"
+    );
+    // A refusal of the store itself has words, not an error, underneath.
+    let missing = fid(DOC + 9);
+    let err = wr_err(&store, |tx| tx.set_file_description(missing, "x"));
+    assert!(
+        err.cause()
+            .unwrap()
+            .downcast_ref::<rusqlite::Error>()
+            .is_none()
+    );
+}
+
 #[test]
 fn hot_queries_use_indexes() {
     let (_d, store) = open();

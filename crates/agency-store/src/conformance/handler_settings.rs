@@ -1,9 +1,10 @@
 //! Handler settings: the model upstream, standing instructions and
 //! keep-warm times are set, read back, replaced and cleared.
 
+use agency_core::Timestamp;
+
 use super::New;
 use super::fixtures::*;
-use agency_core::Timestamp;
 
 pub fn model_standing_and_keep_warm_are_set_and_cleared(new: &New) {
     let (_d, store) = new();

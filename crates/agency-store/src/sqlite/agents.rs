@@ -3,13 +3,14 @@
 //! process groups of spawned agents (pgid and the leader's start time),
 //! read back at a restart to stop what a crashed daemon left.
 
+use agency_core::{AgentId, HandlerId, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::tx::AgentTx;
-use agency_core::{AgentId, HandlerId, Timestamp};
-use rusqlite::params;
 
 impl AgentTx for SqliteTx<'_> {
     fn insert_agent(&mut self, a: &AgentRow) -> R<()> {

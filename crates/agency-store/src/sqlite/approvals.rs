@@ -1,14 +1,15 @@
 //! Approval requests and `each_use` capability marks (`approvals`,
 //! `capability_approval`, migration 13): the store side of issue 11 item 4.
 
+use agency_core::policy::ApprovalId;
+use agency_core::{CapabilityId, HandlerId};
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::model::{ApprovalRow, ApprovalStatus};
 use crate::tx::ApprovalTx;
-use agency_core::policy::ApprovalId;
-use agency_core::{CapabilityId, HandlerId};
-use rusqlite::{Row, params};
 
 const COLS: &str = "id, handler, agent, tool, args_hash, args, reason, status, always, created_at,
      decided_at, decided_by, deny_reason, consumed_at";

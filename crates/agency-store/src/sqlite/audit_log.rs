@@ -1,12 +1,13 @@
 //! [`AuditLogTx`] on SQLite: handlers' audit logs (`handler_log`), whole,
 //! as the newest K entries, and in pages keyed by the entry's rowid.
 
+use agency_core::{AgentId, HandlerId};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
 use crate::tx::AuditLogTx;
-use agency_core::{AgentId, HandlerId};
-use rusqlite::params;
 
 fn seq_log(r: &rusqlite::Row<'_>) -> R<(i64, LogEntryRow)> {
     let seq: i64 = col(r, 0, "log entry sequence number")?;

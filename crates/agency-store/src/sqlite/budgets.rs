@@ -2,14 +2,15 @@
 //! (`budgets`, `budget_reservations`) and the ledger's running totals
 //! per handler subtree (`budget_spend`): the store side of issue 11 item 3.
 
+use agency_core::HandlerId;
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::{
     BudgetLimits, BudgetPause, BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals,
 };
 use crate::tx::BudgetTx;
-use agency_core::HandlerId;
-use rusqlite::params;
 
 const BUDGET_COLUMNS: &str = "handler, max_tokens, max_micro_usd, max_calls, set_at,
     max_tool_calls, max_spawns, max_live_agents, max_handlers, max_depth, max_wall_clock_ms,

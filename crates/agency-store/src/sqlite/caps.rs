@@ -5,12 +5,13 @@
 //! derived from them at any depth; the UPDATE marks them all and RETURNING
 //! hands back exactly the rows it changed.
 
+use agency_core::{CapabilityId, HandlerId, Resource, ResourceKind, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
 use crate::tx::CapabilityTx;
-use agency_core::{CapabilityId, HandlerId, Resource, ResourceKind, Timestamp};
-use rusqlite::params;
 
 /// The revoking statement around a selection of live capability ids; ?1 is
 /// the selector's argument, ?2 the revocation time.

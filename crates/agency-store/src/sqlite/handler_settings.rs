@@ -4,11 +4,12 @@
 //! warm (`handler_keep_warm`, migration 20: one row per (handler, source),
 //! `user` or `org`). A `None` deletes the row.
 
+use agency_core::{HandlerId, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::tx::HandlerSettingsTx;
-use agency_core::{HandlerId, Timestamp};
-use rusqlite::params;
 
 impl HandlerSettingsTx for SqliteTx<'_> {
     /// Set (`Some`) or clear (`None`) the upstream of `handler`.

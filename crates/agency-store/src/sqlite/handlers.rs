@@ -2,12 +2,13 @@
 //! (served by the partial index `outcomes_open_work`) and the bounded
 //! size of an active subtree.
 
+use agency_core::HandlerId;
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
 use crate::tx::HandlerTx;
-use agency_core::HandlerId;
-use rusqlite::params;
 
 /// Walk active handlers in id order and probe the partial index
 /// `outcomes_open_work` once each: the cost follows the number of handlers,

@@ -3,14 +3,15 @@
 //! handler's work product, bounded counts for quotas and file deletion
 //! for retention.
 
-use super::SqliteTx;
-use super::convert::*;
-use crate::model::*;
-use crate::tx::KbTx;
 use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter};
+
+use super::SqliteTx;
+use super::convert::*;
+use crate::model::*;
+use crate::tx::KbTx;
 
 /// Where a handler's candidates come from, merged per file (see
 /// `Tx::kb_candidates`). Parameters: ?1 the handler (also its root

@@ -8,12 +8,13 @@
 //! quota of N costs at most N index entries, the indexes are in
 //! `schema_v4.sql`).
 
+use agency_core::{FileId, MailTarget, MessageId, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
 use crate::tx::MailTx;
-use agency_core::{FileId, MailTarget, MessageId, Timestamp};
-use rusqlite::params;
 
 /// Served by the partial index `messages_due (deliver_at, id)`.
 pub(crate) const DUE_MESSAGES: &str = concat!(

@@ -2,12 +2,13 @@
 //! resolution for the CLI's abbreviated ids, the status counts, and which
 //! blobs some row still points at (retention, fsck).
 
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::blob::BlobId;
 use crate::model::*;
 use crate::tx::MaintenanceTx;
-use rusqlite::params;
 
 impl MaintenanceTx for SqliteTx<'_> {
     fn ids_with_prefix(&mut self, kind: IdKind, prefix: &str, max: usize) -> R<Vec<uuid::Uuid>> {

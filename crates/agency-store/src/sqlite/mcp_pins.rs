@@ -1,13 +1,14 @@
 //! Pinned tool definitions of extra MCP servers (`mcp_pin_servers`,
 //! `mcp_pins`, `mcp_pin_changes`): the store side of issue 11 item 5.
 
+use agency_core::Timestamp;
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use crate::tx::McpPinTx;
-use agency_core::Timestamp;
-use rusqlite::{Row, params};
 
 const PIN_COLS: &str = "server, tool, approved_hash, approved_def, approved_at, seen_hash, seen_at";
 

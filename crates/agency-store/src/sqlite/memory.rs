@@ -6,6 +6,9 @@
 //! of a search reach FTS5 only as quoted terms (`fts_query`), so no input
 //! is ever parsed as FTS5 syntax.
 
+use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
@@ -14,8 +17,6 @@ use crate::memory::{
     MemoryState,
 };
 use crate::tx::MemoryTx;
-use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
-use rusqlite::{Row, params};
 
 const COLS: &str = "m.id, m.handler, m.text, m.kind, m.tags, m.created_at, m.state, \
                     m.changed_at, m.condensed_into, m.compaction";

@@ -1,13 +1,14 @@
 //! Talking to an agency from outside (`org_endpoints`, `org_keys`,
 //! `org_messages`): the store side of issue 12 items 6-7.
 
+use agency_core::{ConversationId, MessageId, OrgKeyId, OrgMessageId, Timestamp};
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
 use crate::tx::OrgMessageTx;
-use agency_core::{ConversationId, MessageId, OrgKeyId, OrgMessageId, Timestamp};
-use rusqlite::{Row, params};
 
 const KEY_COLS: &str = "id, agency, key_hash, prefix, created_at, revoked_at";
 

@@ -1,11 +1,12 @@
 //! The tools of applied organisations (`org_tools`): the store side of
 //! issue 12 item 4.
 
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::org_tools::OrgToolRow;
 use crate::tx::OrgToolTx;
-use rusqlite::{Row, params};
 
 const COLS: &str = "name, org, def_json, def_hash, updated_at";
 

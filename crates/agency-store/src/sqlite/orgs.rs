@@ -1,13 +1,14 @@
 //! [`OrgTx`] on SQLite: applied organisations (`orgs`, `org_agents`,
 //! `org_grants`); their standing instructions are in `handler_settings`.
 
+use agency_core::{CapabilityId, HandlerId};
+use rusqlite::{Row, params};
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::orgs::{OrgAgentRow, OrgAgentStatus, OrgGrantRow, OrgRow};
 use crate::tx::OrgTx;
-use agency_core::{CapabilityId, HandlerId};
-use rusqlite::{Row, params};
 
 const ORG_COLS: &str = "name, model_json, model_hash, executive, applied_at, retired_at";
 

@@ -7,12 +7,13 @@
 //! in the size of the DAG. Walks up use the `(child, parent)` index, walks
 //! down the `(parent, child)` primary key.
 
+use agency_core::{HandlerId, OutcomeId, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
 use crate::tx::{OutcomeTx, SubtreeRows};
-use agency_core::{HandlerId, OutcomeId, Timestamp};
-use rusqlite::params;
 
 /// A DAG edge, (parent, child).
 type Edge = (OutcomeId, OutcomeId);

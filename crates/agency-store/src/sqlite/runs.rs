@@ -1,14 +1,15 @@
 //! Agent runs (runtime, prompt hash, exit, usage, transcript), progress
 //! detection, and stalled handlers.
 
+use agency_core::{AgentId, HandlerId, Timestamp};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::model::{AgentRunRow, AgentWithRun};
 use crate::tx::RunTx;
-use agency_core::{AgentId, HandlerId, Timestamp};
-use rusqlite::params;
 
 /// The columns [`run_row`] reads, in order.
 macro_rules! run_cols {

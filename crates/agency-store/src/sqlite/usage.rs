@@ -1,12 +1,13 @@
 //! Model calls metered by the daemon's gateway (`model_calls`): one row
 //! per call, summed per handler for `agency cost`.
 
+use agency_core::{AgentId, HandlerId};
+use rusqlite::params;
+
 use super::SqliteTx;
 use super::convert::*;
 use crate::model::{ModelCallRow, TokenUsage, UsageTotals};
 use crate::tx::UsageTx;
-use agency_core::{AgentId, HandlerId};
-use rusqlite::params;
 
 impl UsageTx for SqliteTx<'_> {
     fn insert_model_call(&mut self, m: &ModelCallRow) -> R<()> {

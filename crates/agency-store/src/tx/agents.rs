@@ -1,10 +1,10 @@
 //! [`AgentTx`]: agents (one run of a handler): rows, their bearer tokens
 //! and their process groups.
 
-use crate::model::{AgentProcessRow, AgentRow, TokenRow};
 use agency_core::{AgentId, HandlerId, Timestamp};
 
 use super::R;
+use crate::model::{AgentProcessRow, AgentRow, TokenRow};
 
 /// Agents (one run of a handler): rows, their bearer tokens and their
 /// process groups.

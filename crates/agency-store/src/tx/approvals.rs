@@ -1,10 +1,10 @@
 //! [`ApprovalTx`]: approvals: requests bound to a tool call, their
 //! decisions, and capabilities that need one for each use.
 
-use crate::model::{ApprovalRow, ApprovalStatus};
 use agency_core::{CapabilityId, HandlerId};
 
 use super::R;
+use crate::model::{ApprovalRow, ApprovalStatus};
 
 /// Approvals: requests bound to a tool call, their decisions, and
 /// capabilities that need one for each use.

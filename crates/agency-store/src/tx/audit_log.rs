@@ -1,9 +1,9 @@
 //! [`AuditLogTx`]: handlers' audit logs: entries, whole and in pages.
 
-use crate::model::LogEntryRow;
 use agency_core::{AgentId, HandlerId};
 
 use super::R;
+use crate::model::LogEntryRow;
 
 /// Handlers' audit logs: entries, whole and in pages.
 pub trait AuditLogTx {

@@ -1,10 +1,10 @@
 //! [`BudgetTx`]: budgets: limits, running totals, reservations of calls in
 //! flight, hop counts.
 
-use crate::model::{BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals};
 use agency_core::HandlerId;
 
 use super::R;
+use crate::model::{BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals};
 
 /// Budgets: limits, running totals, reservations of calls in flight, hop
 /// counts.

@@ -1,10 +1,10 @@
 //! [`CapabilityTx`]: capabilities: grants, lookups by holder, resource and
 //! kind, revocation.
 
-use crate::model::{CapabilityRow, NewCapability, RevokeSelector};
 use agency_core::{CapabilityId, HandlerId, Resource, ResourceKind, Timestamp};
 
 use super::R;
+use crate::model::{CapabilityRow, NewCapability, RevokeSelector};
 
 /// Capabilities: grants, lookups by holder, resource and kind, revocation.
 pub trait CapabilityTx {

@@ -1,9 +1,9 @@
 //! [`HandlerTx`]: handlers: rows, the boss tree, and who has work.
 
-use crate::model::HandlerRow;
 use agency_core::HandlerId;
 
 use super::R;
+use crate::model::HandlerRow;
 
 /// Handlers: rows, the boss tree, and who has work.
 pub trait HandlerTx {

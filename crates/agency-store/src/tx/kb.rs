@@ -1,11 +1,11 @@
 //! [`KbTx`]: the Knowledge Base: files, their versions and access log, KB
 //! search candidates, work product.
 
-use crate::model::{FileRow, KbAuditRow, KbCandidate, VersionRow};
 use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId};
 
 use super::R;
+use crate::model::{FileRow, KbAuditRow, KbCandidate, VersionRow};
 
 /// Knowledge Base: files, their versions and access log, KB search
 /// candidates, work product.

@@ -1,10 +1,10 @@
 //! [`MailTx`]: mail: messages, delivery and acknowledgement, inboxes and
 //! outboxes (whole and in pages), quotas and retention.
 
-use crate::model::MessageRow;
 use agency_core::{FileId, MailTarget, MessageId, Timestamp};
 
 use super::R;
+use crate::model::MessageRow;
 
 /// Mail: messages, delivery and acknowledgement, inboxes and outboxes
 /// (whole and in pages), quotas and retention.

@@ -1,10 +1,9 @@
 //! [`MaintenanceTx`]: queries across every table: id prefixes, counts, blob
 //! references (the CLI, fsck, retention).
 
+use super::R;
 use crate::blob::BlobId;
 use crate::model::{IdKind, StoreCounts};
-
-use super::R;
 
 /// Queries across every table: id prefixes, counts, blob references (the
 /// CLI, fsck, retention).

@@ -1,9 +1,9 @@
 //! [`McpPinTx`]: pinned MCP tool definitions and the changes awaiting review.
 
-use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 use agency_core::Timestamp;
 
 use super::R;
+use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 
 /// Pinned MCP tool definitions and the changes awaiting review.
 pub trait McpPinTx {

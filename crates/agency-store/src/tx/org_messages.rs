@@ -1,10 +1,10 @@
 //! [`OrgMessageTx`]: talking to an agency from outside: API keys and
 //! messages with their replies.
 
-use crate::org_messages::{OrgKeyRow, OrgMessageRow};
 use agency_core::{MessageId, Timestamp};
 
 use super::R;
+use crate::org_messages::{OrgKeyRow, OrgMessageRow};
 
 /// Talking to an agency from outside: API keys and messages with their replies.
 pub trait OrgMessageTx {

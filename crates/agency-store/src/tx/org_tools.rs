@@ -1,8 +1,7 @@
 //! [`OrgToolTx`]: tools of applied organisations.
 
-use crate::org_tools::OrgToolRow;
-
 use super::R;
+use crate::org_tools::OrgToolRow;
 
 /// Tools of applied organisations.
 pub trait OrgToolTx {

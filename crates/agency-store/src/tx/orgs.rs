@@ -1,10 +1,10 @@
 //! [`OrgTx`]: applied organisations: rows, the agents stood up for them and
 //! the capabilities they granted.
 
-use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 use agency_core::HandlerId;
 
 use super::R;
+use crate::orgs::{OrgAgentRow, OrgGrantRow, OrgRow};
 
 /// Applied organisations: rows, the agents stood up for them and the
 /// capabilities they granted.

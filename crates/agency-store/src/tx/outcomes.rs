@@ -1,10 +1,10 @@
 //! [`OutcomeTx`]: outcomes: rows, the DAG of edges, histories (whole and in
 //! pages), child counts.
 
-use crate::model::{OutcomeEventRow, OutcomeRow};
 use agency_core::{HandlerId, OutcomeId, Timestamp};
 
 use super::R;
+use crate::model::{OutcomeEventRow, OutcomeRow};
 
 /// Outcome rows of a subtree and the (parent, child) edges among them.
 pub type SubtreeRows = (Vec<OutcomeRow>, Vec<(OutcomeId, OutcomeId)>);

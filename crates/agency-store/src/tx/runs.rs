@@ -1,11 +1,11 @@
 //! [`RunTx`]: agent runs: run records, captured output, progress checks and
 //! stalls.
 
-use crate::blob::BlobId;
-use crate::model::{AgentRunRow, AgentWithRun};
 use agency_core::{AgentId, HandlerId, Timestamp};
 
 use super::R;
+use crate::blob::BlobId;
+use crate::model::{AgentRunRow, AgentWithRun};
 
 /// Agent runs: run records, captured output, progress checks and stalls.
 pub trait RunTx {

@@ -1,9 +1,9 @@
 //! [`UsageTx`]: model calls: the gateway's metering.
 
-use crate::model::{ModelCallRow, UsageTotals};
 use agency_core::{AgentId, HandlerId};
 
 use super::R;
+use crate::model::{ModelCallRow, UsageTotals};
 
 /// Model calls: the gateway's metering.
 pub trait UsageTx {
