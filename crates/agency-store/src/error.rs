@@ -1,15 +1,25 @@
 //! Errors of the persistence layer. They carry the failing operation and the
 //! thing it was about, in "failed to …" form.
 
+use std::error::Error;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::blob::BlobId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database refused or failed an operation.
-    #[error("failed to {op}: {message}")]
-    Backend { op: String, message: String },
+    #[error("failed to {op}: {cause}")]
+    Backend {
+        op: String,
+        /// The backend's own error, kept whole (e.g. a `rusqlite::Error`,
+        /// reachable with [`StoreError::cause`] and a downcast). In the
+        /// message, not `#[source]`, like `Io`'s: printed once, however
+        /// the error is printed (`{e}` or the chain with `{e:#}`). Shared
+        /// (`Arc`) because one failed group commit fails every write in it.
+        cause: Cause,
+    },
 
     /// A uniqueness rule held by the store was violated (e.g. a second live
     /// agent for one handler).
@@ -45,11 +55,26 @@ pub enum StoreError {
     Rollback,
 }
 
+/// A backend's error behind [`StoreError::Backend`].
+pub type Cause = Arc<dyn Error + Send + Sync + 'static>;
+
 impl StoreError {
-    pub fn backend(op: impl Into<String>, err: impl std::fmt::Display) -> Self {
+    /// A failure of `op` caused by `cause`: a backend's error, kept whole,
+    /// or a message (`&str`, `String`) when the store itself refuses.
+    pub fn backend(op: impl Into<String>, cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
         StoreError::Backend {
             op: op.into(),
-            message: err.to_string(),
+            cause: Arc::from(cause.into()),
+        }
+    }
+
+    /// The error underneath, when there is one: the backend's (`Backend`)
+    /// or the operating system's (`Io`).
+    pub fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        match self {
+            StoreError::Backend { cause, .. } => Some(&**cause),
+            StoreError::Io { cause, .. } => Some(cause),
+            _ => None,
         }
     }
 

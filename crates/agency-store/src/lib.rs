@@ -8,6 +8,8 @@
 //! and applies changes, the service decides.
 
 pub mod blob;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod dir_sync;
 pub mod error;
 pub mod fsck;
@@ -26,7 +28,7 @@ mod unnamed;
 #[cfg(feature = "fault-injection")]
 pub use blob::FaultHook;
 pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore, PutStep};
-pub use error::StoreError;
+pub use error::{Cause, StoreError};
 pub use fsck::{FsckProblem, FsckReport, fsck};
 pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 pub use memory::{
@@ -40,4 +42,4 @@ pub use orgs::{OrgAgentRow, OrgAgentStatus, OrgGrantRow, OrgRow};
 pub use spread::spread_subdirectories;
 pub use sqlite::SqliteStore;
 pub use store::{Store, read, write, write_lazy};
-pub use tx::Tx;
+pub use tx::{Tx, prelude};

@@ -18,32 +18,29 @@
 //! - The schema is a list of migrations applied in order, each in its own
 //!   transaction, tracked in `PRAGMA user_version`.
 //!
-//! The SQL lives in the submodules, one per group of tables; `tx` maps the
-//! [`Tx`] trait onto them and `convert` holds the column conventions.
+//! The SQL lives in the submodules, one per area of [`Tx`]: each
+//! implements its area trait (e.g. `KbTx` in `kb`) on [`SqliteTx`], and
+//! `convert` holds the column conventions.
 
+mod agents;
 mod approvals;
+mod audit_log;
 mod budgets;
 mod caps;
 mod convert;
 mod group;
-mod handler_models;
+mod handler_settings;
 mod handlers;
 mod kb;
-mod keep_warm;
 mod mail;
+mod maintenance;
 mod mcp_pins;
 mod memory;
 mod org_messages;
 mod org_tools;
 mod orgs;
 mod outcomes;
-mod pages;
-mod processes;
-mod retention;
-mod run_logs;
 mod runs;
-mod tokens;
-mod tx;
 mod usage;
 
 use std::fmt;
@@ -59,7 +56,6 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior, params_from_iter};
 use self::group::Writer;
 
 use self::convert::Ctx;
-use self::tx::SqliteTx;
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::tx::Tx;
@@ -108,6 +104,19 @@ const MAX_IDLE_READERS: usize = 32;
 /// store issues (a few dozen, plus one KB search per number of terms), so
 /// none is re-prepared in steady state.
 const STATEMENT_CACHE: usize = 128;
+
+/// One open transaction (read or write) on a SQLite connection: the
+/// [`Tx`] handed to transaction closures. The store has already begun the
+/// transaction on `conn`; the area modules implement the traits on it.
+pub(crate) struct SqliteTx<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> SqliteTx<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> Self {
+        SqliteTx { conn }
+    }
+}
 
 /// A [`Store`] on one SQLite database file (plus its `-wal` and `-shm`
 /// companions). Cheap to share: wrap it in an `Arc`.

@@ -8,17 +8,35 @@ use crate::tx::Tx;
 /// A transactional backend. Object safe, so the service can hold an
 /// `Arc<dyn Store>`; use the generic [`read`] and [`write()`] helpers.
 ///
-/// Contract for implementations:
-/// - `write_dyn` runs the closure exactly once inside a transaction that
-///   commits durably (the data survives the process being killed) when the
-///   closure returns `Ok`, and rolls back when it returns `Err` or panics.
-///   Writes are serialized: two write closures never interleave. A backend
+/// The contract, which the conformance suite (`conformance` feature)
+/// checks and the service relies on:
+/// - **Once.** `write_dyn` runs the closure exactly once inside a
+///   transaction that commits durably (the data survives the process being
+///   killed) when the closure returns `Ok`, and rolls back when it returns
+///   `Err` or panics. A backend never runs a closure again, not to retry a
+///   busy database or a serialisation failure: it waits for the lock
+///   instead (SQLite: one writer connection, then `busy_timeout`). The
+///   service's closures are not idempotent: they read, decide and write
+///   (take a quota slot, reserve budget), and [`write()`] refuses a second
+///   run. Effects outside the store wait for the commit (the service
+///   publishes its events after it); the only ones inside a closure are
+///   content-addressed blob writes, which a rollback merely orphans for
+///   the blob garbage collector.
+/// - **Serialised writers.** Two write closures never interleave: each
+///   sees every write committed before it, and a check made in a closure
+///   still holds when it acts (pending-message caps, quotas, budget
+///   reservations, "one live agent per handler" depend on this). A backend
 ///   may commit the closures of concurrent writers together (group commit)
 ///   as long as each closure's changes stay all-or-nothing, a failing
 ///   closure undoes only its own changes, and `write_dyn` returns only once
 ///   the commit holding its closure is durable (or failed).
-/// - `read_dyn` runs the closure once on a consistent snapshot; the
-///   closure must not write.
+/// - **Snapshots.** `read_dyn` runs the closure once on a consistent
+///   snapshot, unmoved by writes committed meanwhile; the closure must not
+///   write. Reads may run alongside each other and alongside a write.
+/// - **Order.** Every list is in the order its [`Tx`] method documents,
+///   ties broken by id or by insertion order as it says; never the
+///   backend's whim. A commit's effects are visible to every transaction
+///   that begins after `write_dyn` returns.
 pub trait Store: Send + Sync + Debug {
     fn read_dyn(
         &self,
@@ -42,6 +60,50 @@ pub trait Store: Send + Sync + Debug {
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.write_dyn(f)
+    }
+}
+
+/// A boxed store is a store (the conformance suite's factories hand out
+/// `Box<dyn Store>`), and so is a shared one.
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).read_dyn(f)
+    }
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).write_dyn(f)
+    }
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).write_lazy_dyn(f)
+    }
+}
+
+impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).read_dyn(f)
+    }
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).write_dyn(f)
+    }
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).write_lazy_dyn(f)
     }
 }
 

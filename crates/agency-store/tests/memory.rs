@@ -5,11 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
-use agency_store::{
-    CompactionStatus, MemoryCompactionRow, MemoryFilter, MemoryRow, MemoryState, SqliteStore,
-    StoreError, read, write,
-};
+use agency_core::{HandlerId, MemoryId, Timestamp};
+use agency_store::{MemoryFilter, MemoryRow, MemoryState, SqliteStore, StoreError, read, write};
 use tempfile::TempDir;
 use uuid::Uuid;
 
@@ -136,101 +133,6 @@ fn issue13_search_is_ranked_scoped_to_one_handler_and_survives_reopen() {
     assert_eq!(changes[0].memory, best.id);
     assert_eq!(changes[1].change, "stored");
     assert_eq!(changes[1].memory, weak.id);
-}
-
-#[test]
-fn issue13_embeddings_condensation_and_compactions_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let (a, b) = (hid(1), hid(2));
-    let m1 = mem(a, "one", &[], "note", 1);
-    let m2 = mem(a, "two", &[], "note", 2);
-    let sum = mem(a, "one and two", &[], "note", 3);
-    let mb = mem(b, "other", &[], "note", 4);
-    let k = MemoryCompactionRow {
-        id: MemoryCompactionId::new_random(),
-        handler: a,
-        requested_at: Timestamp(3),
-        done_at: None,
-        undone_at: None,
-        status: CompactionStatus::Requested,
-        summary: None,
-    };
-    write(&store, |tx| {
-        for m in [&m1, &m2, &sum, &mb] {
-            tx.insert_memory(m)?;
-        }
-        tx.put_memory_vector(m1.id, "e", &[1.0, -0.5, 0.25])?;
-        tx.put_memory_vector(mb.id, "e", &[1.0, 1.0, 1.0])?;
-        tx.put_memory_compaction(&k)?;
-        Ok::<_, StoreError>(())
-    })
-    .unwrap();
-    let v = read(&store, |tx| tx.memory_vectors(&MemoryFilter::live(a), "e")).unwrap();
-    assert_eq!(v.len(), 1, "only A's embedded memory");
-    assert_eq!(v[0].0.id, m1.id);
-    assert_eq!(v[0].1, vec![1.0, -0.5, 0.25]);
-    assert!(
-        read(&store, |tx| tx
-            .memory_vectors(&MemoryFilter::live(a), "other-model"))
-        .unwrap()
-        .is_empty()
-    );
-    assert_eq!(
-        read(&store, |tx| tx.memory_embedded_count(a, "e")).unwrap(),
-        1
-    );
-    assert_eq!(
-        read(&store, |tx| tx.open_memory_compaction(a)).unwrap(),
-        Some(k.clone())
-    );
-    assert_eq!(
-        read(&store, |tx| tx.open_memory_compaction(b)).unwrap(),
-        None
-    );
-
-    let done = MemoryCompactionRow {
-        done_at: Some(Timestamp(5)),
-        status: CompactionStatus::Done,
-        summary: Some(sum.id),
-        ..k.clone()
-    };
-    write(&store, |tx| {
-        for m in [m1.id, m2.id] {
-            tx.set_memory_state(
-                m,
-                MemoryState::Condensed,
-                Some(sum.id),
-                Some(k.id),
-                Timestamp(5),
-            )?;
-        }
-        tx.put_memory_compaction(&done)
-    })
-    .unwrap();
-    let under = read(&store, |tx| tx.memories_condensed_into(sum.id)).unwrap();
-    assert_eq!(
-        under.iter().map(|m| m.id).collect::<Vec<_>>(),
-        vec![m1.id, m2.id]
-    );
-    assert!(under.iter().all(|m| m.state == MemoryState::Condensed
-        && m.compaction == Some(k.id)
-        && m.changed_at == Some(Timestamp(5))));
-    assert_eq!(
-        read(&store, |tx| tx.open_memory_compaction(a)).unwrap(),
-        None
-    );
-    assert_eq!(
-        read(&store, |tx| tx.memory_compactions(a, 10)).unwrap(),
-        vec![done]
-    );
-    assert_eq!(read(&store, |tx| tx.memory_live_count(a)).unwrap(), 1);
-    // A condensed memory's embedding is not searched as live.
-    assert!(
-        read(&store, |tx| tx.memory_vectors(&MemoryFilter::live(a), "e"))
-            .unwrap()
-            .is_empty()
-    );
 }
 
 #[test]

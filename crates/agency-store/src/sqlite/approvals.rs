@@ -3,11 +3,13 @@
 
 use agency_core::policy::ApprovalId;
 use agency_core::{CapabilityId, HandlerId};
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Row, params};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::model::{ApprovalRow, ApprovalStatus};
+use crate::tx::ApprovalTx;
 
 const COLS: &str = "id, handler, agent, tool, args_hash, args, reason, status, always, created_at,
      decided_at, decided_by, deny_reason, consumed_at";
@@ -33,131 +35,140 @@ fn row(r: &Row<'_>) -> R<ApprovalRow> {
     })
 }
 
-/// Insert a request (its `id` is ignored) and return its id.
-pub(crate) fn insert_approval(c: &Connection, a: &ApprovalRow) -> R<ApprovalId> {
-    execute(
-        c,
-        "INSERT INTO approvals (handler, agent, tool, args_hash, args, reason, status, always,
-                                created_at, decided_at, decided_by, deny_reason, consumed_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
-            a.handler.to_string(),
-            a.agent.to_string(),
-            a.tool,
-            a.args_hash,
-            a.args,
-            a.reason,
-            a.status.as_str(),
-            a.always,
-            a.created_at.0,
-            a.decided_at.map(|t| t.0),
-            a.decided_by,
-            a.deny_reason,
-            a.consumed_at.map(|t| t.0),
-        ],
-        || {
-            format!(
-                "insert an approval request for tool {} of handler {}",
-                a.tool, a.handler
-            )
-        },
-    )?;
-    Ok(ApprovalId(c.last_insert_rowid()))
-}
+impl ApprovalTx for SqliteTx<'_> {
+    /// Insert a request (its `id` is ignored) and return its id.
+    fn insert_approval(&mut self, a: &ApprovalRow) -> R<ApprovalId> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO approvals (handler, agent, tool, args_hash, args, reason, status, always,
+                                    created_at, decided_at, decided_by, deny_reason, consumed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                a.handler.to_string(),
+                a.agent.to_string(),
+                a.tool,
+                a.args_hash,
+                a.args,
+                a.reason,
+                a.status.as_str(),
+                a.always,
+                a.created_at.0,
+                a.decided_at.map(|t| t.0),
+                a.decided_by,
+                a.deny_reason,
+                a.consumed_at.map(|t| t.0),
+            ],
+            || {
+                format!(
+                    "insert an approval request for tool {} of handler {}",
+                    a.tool, a.handler
+                )
+            },
+        )?;
+        Ok(ApprovalId(c.last_insert_rowid()))
+    }
 
-pub(crate) fn approval(c: &Connection, id: ApprovalId) -> R<Option<ApprovalRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {COLS} FROM approvals WHERE id = ?1"),
-        [id.0],
-        || format!("read approval {id}"),
-        row,
-    )
-}
+    fn approval(&mut self, id: ApprovalId) -> R<Option<ApprovalRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {COLS} FROM approvals WHERE id = ?1"),
+            [id.0],
+            || format!("read approval {id}"),
+            row,
+        )
+    }
 
-/// The pending, approved and denied requests bound to (handler, tool, hash),
-/// oldest first.
-pub(crate) fn approvals_bound(
-    c: &Connection,
-    handler: HandlerId,
-    tool: &str,
-    args_hash: &str,
-) -> R<Vec<ApprovalRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COLS} FROM approvals
-             WHERE handler = ?1 AND tool = ?2 AND args_hash = ?3
-               AND status IN ('pending', 'approved', 'denied')
-             ORDER BY id"
-        ),
-        params![handler.to_string(), tool, args_hash],
-        || format!("read the approvals of tool {tool} for handler {handler}"),
-        row,
-    )
-}
+    /// The pending, approved and denied requests bound to (handler, tool, hash),
+    /// oldest first.
+    fn approvals_bound(
+        &mut self,
+        handler: HandlerId,
+        tool: &str,
+        args_hash: &str,
+    ) -> R<Vec<ApprovalRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COLS} FROM approvals
+                 WHERE handler = ?1 AND tool = ?2 AND args_hash = ?3
+                   AND status IN ('pending', 'approved', 'denied')
+                 ORDER BY id"
+            ),
+            params![handler.to_string(), tool, args_hash],
+            || format!("read the approvals of tool {tool} for handler {handler}"),
+            row,
+        )
+    }
 
-/// Overwrite the decision columns of a request, but only if it is still in
-/// status `from` (returns whether it was).
-pub(crate) fn update_approval(c: &Connection, a: &ApprovalRow, from: ApprovalStatus) -> R<bool> {
-    let n = execute(
-        c,
-        "UPDATE approvals SET status = ?2, always = ?3, decided_at = ?4, decided_by = ?5,
-                              deny_reason = ?6, consumed_at = ?7
-         WHERE id = ?1 AND status = ?8",
-        params![
-            a.id.0,
-            a.status.as_str(),
-            a.always,
-            a.decided_at.map(|t| t.0),
-            a.decided_by,
-            a.deny_reason,
-            a.consumed_at.map(|t| t.0),
-            from.as_str(),
-        ],
-        || format!("update approval {}", a.id),
-    )?;
-    Ok(n == 1)
-}
+    /// Overwrite the decision columns of a request, but only if it is still in
+    /// status `from` (returns whether it was).
+    fn update_approval(&mut self, a: &ApprovalRow, from: ApprovalStatus) -> R<bool> {
+        let c = self.conn;
+        let n = execute(
+            c,
+            "UPDATE approvals SET status = ?2, always = ?3, decided_at = ?4, decided_by = ?5,
+                                  deny_reason = ?6, consumed_at = ?7
+             WHERE id = ?1 AND status = ?8",
+            params![
+                a.id.0,
+                a.status.as_str(),
+                a.always,
+                a.decided_at.map(|t| t.0),
+                a.decided_by,
+                a.deny_reason,
+                a.consumed_at.map(|t| t.0),
+                from.as_str(),
+            ],
+            || format!("update approval {}", a.id),
+        )?;
+        Ok(n == 1)
+    }
 
-/// Requests, newest first: only pending ones unless `all`, of one handler
-/// if given, at most `limit`.
-pub(crate) fn approvals_list(
-    c: &Connection,
-    all: bool,
-    handler: Option<HandlerId>,
-    limit_rows: usize,
-) -> R<Vec<ApprovalRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COLS} FROM approvals
-             WHERE (?1 OR status = 'pending') AND (?2 IS NULL OR handler = ?2)
-             ORDER BY id DESC LIMIT ?3"
-        ),
-        params![all, opt_text(handler), limit(limit_rows)],
-        || "list approval requests".to_string(),
-        row,
-    )
-}
+    /// Requests, newest first: only pending ones unless `all`, of one handler
+    /// if given, at most `limit`.
+    fn approvals_list(
+        &mut self,
+        all: bool,
+        handler: Option<HandlerId>,
+        limit_rows: usize,
+    ) -> R<Vec<ApprovalRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COLS} FROM approvals
+                 WHERE (?1 OR status = 'pending') AND (?2 IS NULL OR handler = ?2)
+                 ORDER BY id DESC LIMIT ?3"
+            ),
+            params![all, opt_text(handler), limit(limit_rows)],
+            || "list approval requests".to_string(),
+            row,
+        )
+    }
 
-pub(crate) fn set_capability_approval(c: &Connection, cap: CapabilityId, mode: &str) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO capability_approval (capability, mode) VALUES (?1, ?2)
-         ON CONFLICT (capability) DO UPDATE SET mode = ?2",
-        params![cap.0, mode],
-        || format!("mark capability {} as approval {mode}", cap.0),
-    )
-    .map(drop)
-}
+    fn set_capability_approval(&mut self, cap: CapabilityId, mode: &str) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO capability_approval (capability, mode) VALUES (?1, ?2)
+             ON CONFLICT (capability) DO UPDATE SET mode = ?2",
+            params![cap.0, mode],
+            || format!("mark capability {} as approval {mode}", cap.0),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn capability_approval(c: &Connection, cap: CapabilityId) -> R<Option<String>> {
-    query_opt(
-        c,
-        "SELECT mode FROM capability_approval WHERE capability = ?1",
-        [cap.0],
-        || format!("read the approval mode of capability {}", cap.0),
-        |r| col(r, 0, "capability approval mode"),
-    )
+    fn capability_approval(&mut self, cap: CapabilityId) -> R<Option<String>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            "SELECT mode FROM capability_approval WHERE capability = ?1",
+            [cap.0],
+            || format!("read the approval mode of capability {}", cap.0),
+            |r| col(r, 0, "capability approval mode"),
+        )
+    }
 }

@@ -1,4 +1,4 @@
-//! Capability rows and revocation.
+//! [`CapabilityTx`] on SQLite: capability rows and revocation.
 //!
 //! Revocation is one statement: a recursive CTE collects the selected live
 //! capabilities and, through the `derived_from` index, every live capability
@@ -6,107 +6,12 @@
 //! hands back exactly the rows it changed.
 
 use agency_core::{CapabilityId, HandlerId, Resource, ResourceKind, Timestamp};
-use rusqlite::{Connection, params};
+use rusqlite::params;
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
-
-pub(crate) fn insert_capability(c: &Connection, n: &NewCapability) -> R<CapabilityId> {
-    execute(
-        c,
-        "INSERT INTO capabilities (holder, resource_kind, resource_key, level, delegatable, scope, derived_from,
-                                   granted_by, origin, created_at, revoked_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
-        params![
-            n.holder.to_string(),
-            n.resource.kind().as_str(),
-            n.resource.key(),
-            n.level.as_i64(),
-            n.delegatable,
-            opt_text(n.scope),
-            n.derived_from.map(|d| d.0),
-            opt_text(n.granted_by),
-            n.origin.as_str(),
-            n.created_at.0,
-        ],
-        || format!("insert a capability on {} for handler {}", n.resource, n.holder),
-    )?;
-    // Same connection, same transaction, no statement in between.
-    Ok(CapabilityId(c.last_insert_rowid()))
-}
-
-pub(crate) fn capability(c: &Connection, id: CapabilityId) -> R<Option<CapabilityRow>> {
-    query_opt(
-        c,
-        concat!(
-            "SELECT ",
-            capability_cols!(),
-            " FROM capabilities WHERE id = ?1"
-        ),
-        [id.0],
-        || format!("read capability {id}"),
-        capability_row,
-    )
-}
-
-pub(crate) fn capabilities_on(
-    c: &Connection,
-    holder: HandlerId,
-    resource: &Resource,
-) -> R<Vec<CapabilityRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            capability_cols!(),
-            " FROM capabilities
-              WHERE holder = ?1 AND resource_kind = ?2 AND resource_key = ?3 AND revoked_at IS NULL
-              ORDER BY id"
-        ),
-        params![holder.to_string(), resource.kind().as_str(), resource.key()],
-        || format!("list the capabilities of handler {holder} on {resource}"),
-        capability_row,
-    )
-}
-
-pub(crate) fn capabilities_held(c: &Connection, holder: HandlerId) -> R<Vec<CapabilityRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            capability_cols!(),
-            " FROM capabilities WHERE holder = ?1 AND revoked_at IS NULL ORDER BY id"
-        ),
-        [holder.to_string()],
-        || format!("list the capabilities of handler {holder}"),
-        capability_row,
-    )
-}
-
-pub(crate) fn capabilities_of_kind(
-    c: &Connection,
-    holder: HandlerId,
-    kind: ResourceKind,
-) -> R<Vec<CapabilityRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            capability_cols!(),
-            " FROM capabilities
-              WHERE holder = ?1 AND resource_kind = ?2 AND revoked_at IS NULL
-              ORDER BY id"
-        ),
-        params![holder.to_string(), kind.as_str()],
-        || {
-            format!(
-                "list the {} capabilities of handler {holder}",
-                kind.as_str()
-            )
-        },
-        capability_row,
-    )
-}
+use crate::tx::CapabilityTx;
 
 /// The revoking statement around a selection of live capability ids; ?1 is
 /// the selector's argument, ?2 the revocation time.
@@ -129,83 +34,157 @@ macro_rules! revoke_where {
     };
 }
 
-pub(crate) fn revoke(
-    c: &Connection,
-    selector: &RevokeSelector,
-    at: Timestamp,
-) -> R<Vec<CapabilityRow>> {
-    let (sql, arg, what) = match selector {
-        RevokeSelector::ScopedTo(o) => (
-            revoke_where!("scope = ?1"),
-            o.to_string(),
-            format!("scoped to outcome {o}"),
-        ),
-        RevokeSelector::HeldBy(hs) => (
-            revoke_where!("holder IN (SELECT value FROM json_each(?1))"),
-            json_list(hs, true),
-            format!("held by {}", list_text(hs)),
-        ),
-        RevokeSelector::MailTo(hs) => (
-            revoke_where!(
-                "resource_kind = 'mail' AND resource_key IN (SELECT value FROM json_each(?1))"
-            ),
-            json_list(hs, true),
-            format!("for mail to {}", list_text(hs)),
-        ),
-        RevokeSelector::Ids(ids) => (
-            revoke_where!("id IN (SELECT value FROM json_each(?1))"),
-            json_list(ids.iter().map(|i| i.0), false),
-            list_text(ids),
-        ),
-    };
-    let mut rows = query_rows(
-        c,
-        sql,
-        params![arg, at.0],
-        || format!("revoke capabilities {what}"),
-        capability_row,
-    )?;
-    // RETURNING yields rows in no promised order.
-    rows.sort_by_key(|r| r.id);
-    Ok(rows)
-}
-
-/// A short list of ids for an error message.
-fn list_text<T: std::fmt::Display>(items: &[T]) -> String {
-    let shown: Vec<String> = items.iter().take(5).map(|i| i.to_string()).collect();
-    let more = items.len().saturating_sub(shown.len());
-    if more > 0 {
-        format!("{} and {more} more", shown.join(", "))
-    } else {
-        shown.join(", ")
+impl CapabilityTx for SqliteTx<'_> {
+    fn insert_capability(&mut self, n: &NewCapability) -> R<CapabilityId> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO capabilities (holder, resource_kind, resource_key, level, delegatable, scope, derived_from,
+                                       granted_by, origin, created_at, revoked_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
+            params![
+                n.holder.to_string(),
+                n.resource.kind().as_str(),
+                n.resource.key(),
+                n.level.as_i64(),
+                n.delegatable,
+                opt_text(n.scope),
+                n.derived_from.map(|d| d.0),
+                opt_text(n.granted_by),
+                n.origin.as_str(),
+                n.created_at.0,
+            ],
+            || format!("insert a capability on {} for handler {}", n.resource, n.holder),
+        )?;
+        // Same connection, same transaction, no statement in between.
+        Ok(CapabilityId(c.last_insert_rowid()))
     }
-}
 
-/// The files a retiring subtree hands to its boss: documents and message
-/// bodies its handlers created, message bodies delivered to them, and their
-/// state documents and audit logs. Outcome files are left out: they follow
-/// outcome visibility, not capabilities.
-pub(crate) fn work_product(c: &Connection, handlers: &[HandlerId]) -> R<Vec<FileRow>> {
-    query_rows(
-        c,
-        concat!(
-            "WITH hs(h) AS (SELECT value FROM json_each(?1)),
-                  ids(id) AS (
-                    SELECT f.id FROM files f JOIN hs ON f.created_by = hs.h
-                     WHERE f.kind IN ('document', 'message')
-                    UNION
-                    SELECT m.file FROM messages m JOIN hs ON m.to_party = hs.h
-                     JOIN files f ON f.id = m.file
-                     WHERE m.delivered_at IS NOT NULL AND f.kind = 'message'
-                    UNION
-                    SELECT f.id FROM files f JOIN hs ON f.owner = hs.h
-                  )
-             SELECT ",
-            file_cols!(),
-            " FROM files WHERE id IN (SELECT id FROM ids) ORDER BY id"
-        ),
-        [json_list(handlers, true)],
-        || format!("list the work product of {}", list_text(handlers)),
-        file_row,
-    )
+    fn capability(&mut self, id: CapabilityId) -> R<Option<CapabilityRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            concat!(
+                "SELECT ",
+                capability_cols!(),
+                " FROM capabilities WHERE id = ?1"
+            ),
+            [id.0],
+            || format!("read capability {id}"),
+            capability_row,
+        )
+    }
+
+    fn capabilities_on(&mut self, holder: HandlerId, resource: &Resource) -> R<Vec<CapabilityRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                capability_cols!(),
+                " FROM capabilities
+                  WHERE holder = ?1 AND resource_kind = ?2 AND resource_key = ?3 AND revoked_at IS NULL
+                  ORDER BY id"
+            ),
+            params![holder.to_string(), resource.kind().as_str(), resource.key()],
+            || format!("list the capabilities of handler {holder} on {resource}"),
+            capability_row,
+        )
+    }
+
+    fn capabilities_held(&mut self, holder: HandlerId) -> R<Vec<CapabilityRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                capability_cols!(),
+                " FROM capabilities WHERE holder = ?1 AND revoked_at IS NULL ORDER BY id"
+            ),
+            [holder.to_string()],
+            || format!("list the capabilities of handler {holder}"),
+            capability_row,
+        )
+    }
+
+    fn capabilities_of_kind(
+        &mut self,
+        holder: HandlerId,
+        kind: ResourceKind,
+    ) -> R<Vec<CapabilityRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                capability_cols!(),
+                " FROM capabilities
+                  WHERE holder = ?1 AND resource_kind = ?2 AND revoked_at IS NULL
+                  ORDER BY id"
+            ),
+            params![holder.to_string(), kind.as_str()],
+            || {
+                format!(
+                    "list the {} capabilities of handler {holder}",
+                    kind.as_str()
+                )
+            },
+            capability_row,
+        )
+    }
+
+    fn live_capabilities_on(&mut self, resource: &Resource) -> R<Vec<CapabilityRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                capability_cols!(),
+                " FROM capabilities
+                  WHERE resource_kind = ?1 AND resource_key = ?2 AND revoked_at IS NULL
+                  ORDER BY id"
+            ),
+            params![resource.kind().as_str(), resource.key()],
+            || format!("list the live capabilities on {resource}"),
+            capability_row,
+        )
+    }
+
+    fn revoke(&mut self, selector: &RevokeSelector, at: Timestamp) -> R<Vec<CapabilityRow>> {
+        let c = self.conn;
+        let (sql, arg, what) = match selector {
+            RevokeSelector::ScopedTo(o) => (
+                revoke_where!("scope = ?1"),
+                o.to_string(),
+                format!("scoped to outcome {o}"),
+            ),
+            RevokeSelector::HeldBy(hs) => (
+                revoke_where!("holder IN (SELECT value FROM json_each(?1))"),
+                json_list(hs, true),
+                format!("held by {}", list_text(hs)),
+            ),
+            RevokeSelector::MailTo(hs) => (
+                revoke_where!(
+                    "resource_kind = 'mail' AND resource_key IN (SELECT value FROM json_each(?1))"
+                ),
+                json_list(hs, true),
+                format!("for mail to {}", list_text(hs)),
+            ),
+            RevokeSelector::Ids(ids) => (
+                revoke_where!("id IN (SELECT value FROM json_each(?1))"),
+                json_list(ids.iter().map(|i| i.0), false),
+                list_text(ids),
+            ),
+        };
+        let mut rows = query_rows(
+            c,
+            sql,
+            params![arg, at.0],
+            || format!("revoke capabilities {what}"),
+            capability_row,
+        )?;
+        // RETURNING yields rows in no promised order.
+        rows.sort_by_key(|r| r.id);
+        Ok(rows)
+    }
 }

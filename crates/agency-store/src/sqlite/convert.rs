@@ -34,10 +34,7 @@ pub(crate) fn db_error(op: String, err: rusqlite::Error) -> StoreError {
         let message = msg.clone().unwrap_or_else(|| e.to_string());
         return StoreError::Unique { op, message };
     }
-    StoreError::Backend {
-        op,
-        message: err.to_string(),
-    }
+    StoreError::backend(op, err)
 }
 
 /// Attach the operation being attempted to a rusqlite result. The op is
@@ -397,4 +394,20 @@ pub(crate) fn log_entry_row(r: &Row<'_>) -> R<LogEntryRow> {
         agent: col_opt_id(r, 2, "log entry agent")?,
         summary: col(r, 3, "log entry summary")?,
     })
+}
+
+/// A bounded count (`COUNT(*)` over a `LIMIT`ed subquery) as a `usize`.
+pub(crate) fn count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// A short list of ids for an error message.
+pub(crate) fn list_text<T: Display>(items: &[T]) -> String {
+    let shown: Vec<String> = items.iter().take(5).map(|i| i.to_string()).collect();
+    let more = items.len().saturating_sub(shown.len());
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }

@@ -26,9 +26,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::Connection;
 
+use super::SqliteTx;
 use super::convert::{Ctx, db_error};
-use super::tx::SqliteTx;
-use crate::error::StoreError;
+use crate::error::{Cause, StoreError};
 use crate::tx::Tx;
 
 /// The most closures one transaction takes: bounds the wait of the first
@@ -58,13 +58,13 @@ pub(super) struct State {
 #[derive(Default)]
 struct Batch {
     /// `None` while open; then `Ok` (committed) or the failure as
-    /// `(operation, message)`, copied into each writer's error.
-    outcome: Mutex<Option<Result<(), (String, String)>>>,
+    /// `(operation, cause)`, shared by each writer's error.
+    outcome: Mutex<Option<Result<(), (String, Cause)>>>,
     ended: Condvar,
 }
 
 impl Batch {
-    fn finish(&self, outcome: Result<(), (String, String)>) {
+    fn finish(&self, outcome: Result<(), (String, Cause)>) {
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
         self.ended.notify_all();
     }
@@ -74,10 +74,10 @@ impl Batch {
         loop {
             match &*outcome {
                 Some(Ok(())) => return Ok(()),
-                Some(Err((op, message))) => {
+                Some(Err((op, cause))) => {
                     return Err(StoreError::Backend {
                         op: op.clone(),
-                        message: message.clone(),
+                        cause: cause.clone(),
                     });
                 }
                 None => {
@@ -140,7 +140,7 @@ impl Writer {
                 st.members = 0;
                 batch.finish(Err((
                     op(db, "commit a write transaction"),
-                    "a writer panicked while holding the connection".to_owned(),
+                    said("a writer panicked while holding the connection"),
                 )));
             }
             st
@@ -289,7 +289,8 @@ impl State {
                 if !self.conn.is_autocommit() {
                     let _ = exec(&self.conn, "ROLLBACK");
                 }
-                Err((op(db, "commit a write transaction"), e.to_string()))
+                let cause: Cause = Arc::new(e);
+                Err((op(db, "commit a write transaction"), cause))
             }
         };
         batch.finish(outcome);
@@ -302,10 +303,13 @@ impl State {
             if !self.conn.is_autocommit() {
                 let _ = exec(&self.conn, "ROLLBACK");
             }
-            batch.finish(Err((
-                op(db, "commit a write transaction"),
-                format!("the batch it was part of failed: {why}"),
-            )));
+            let why = said(&format!("the batch it was part of failed: {why}"));
+            batch.finish(Err((op(db, "commit a write transaction"), why)));
         }
     }
+}
+
+/// A batch's failure told in words (no error underneath).
+fn said(why: &str) -> Cause {
+    Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(why))
 }

@@ -1,165 +1,17 @@
-//! Knowledge Base rows: files, their versions, their access log, and the
-//! candidate search behind KB listing and search.
+//! [`KbTx`] on SQLite: Knowledge Base rows (files, their versions, their
+//! access log), the candidate search behind KB listing and search, a
+//! handler's work product, bounded counts for quotas and file deletion
+//! for retention.
 
+use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId};
 use rusqlite::types::Value;
-use rusqlite::{Connection, params, params_from_iter};
+use rusqlite::{params, params_from_iter};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
-
-pub(crate) fn insert_file(c: &Connection, f: &FileRow) -> R<()> {
-    execute(
-        c,
-        concat!(
-            "INSERT INTO files (",
-            file_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-        ),
-        params![
-            f.id.to_string(),
-            f.kind.as_str(),
-            f.description,
-            opt_text(f.owner),
-            f.created_at.0,
-            opt_text(f.created_by),
-            f.latest_version,
-        ],
-        || format!("insert file {}", f.id),
-    )
-    .map(drop)
-}
-
-pub(crate) fn file(c: &Connection, id: FileId) -> R<Option<FileRow>> {
-    query_opt(
-        c,
-        concat!("SELECT ", file_cols!(), " FROM files WHERE id = ?1"),
-        [id.to_string()],
-        || format!("read file {id}"),
-        file_row,
-    )
-}
-
-pub(crate) fn set_file_description(c: &Connection, id: FileId, description: &str) -> R<()> {
-    let op = || format!("set the description of file {id}");
-    let n = execute(
-        c,
-        "UPDATE files SET description = ?2 WHERE id = ?1",
-        params![id.to_string(), description],
-        op,
-    )?;
-    require_row(n, op)
-}
-
-pub(crate) fn insert_version(c: &Connection, v: &VersionRow) -> R<()> {
-    let op = || format!("insert version {} of file {}", v.version, v.file);
-    execute(
-        c,
-        concat!(
-            "INSERT INTO versions (",
-            version_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-        ),
-        params![
-            v.file.to_string(),
-            v.version,
-            v.hash.as_str(),
-            v.size,
-            v.created_at.0,
-            opt_text(v.handler),
-            opt_text(v.agent),
-        ],
-        op,
-    )?;
-    // Same transaction as the insert: a reader never sees a latest_version
-    // without its row, nor a row beyond latest_version.
-    let n = execute(
-        c,
-        "UPDATE files SET latest_version = ?2 WHERE id = ?1",
-        params![v.file.to_string(), v.version],
-        op,
-    )?;
-    require_row(n, op)
-}
-
-pub(crate) fn version(c: &Connection, file: FileId, version: i64) -> R<Option<VersionRow>> {
-    query_opt(
-        c,
-        concat!(
-            "SELECT ",
-            version_cols!(),
-            " FROM versions WHERE file = ?1 AND version = ?2"
-        ),
-        params![file.to_string(), version],
-        || format!("read version {version} of file {file}"),
-        version_row,
-    )
-}
-
-pub(crate) fn versions(c: &Connection, file: FileId) -> R<Vec<VersionRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            version_cols!(),
-            " FROM versions WHERE file = ?1 ORDER BY version"
-        ),
-        [file.to_string()],
-        || format!("list the versions of file {file}"),
-        version_row,
-    )
-}
-
-pub(crate) fn all_versions(c: &Connection) -> R<Vec<VersionRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            version_cols!(),
-            " FROM versions ORDER BY file, version"
-        ),
-        [],
-        || "list all file versions".to_owned(),
-        version_row,
-    )
-}
-
-pub(crate) fn insert_kb_audit(c: &Connection, rows: &[KbAuditRow]) -> R<()> {
-    for a in rows {
-        execute(
-            c,
-            concat!(
-                "INSERT INTO kb_audit (",
-                kb_audit_cols!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-            ),
-            params![
-                a.file.to_string(),
-                a.at.0,
-                opt_text(a.handler),
-                opt_text(a.agent),
-                a.action.as_str(),
-                a.version,
-            ],
-            || format!("insert a KB audit entry for file {}", a.file),
-        )?;
-    }
-    Ok(())
-}
-
-pub(crate) fn kb_audit(c: &Connection, file: FileId, n: usize) -> R<Vec<KbAuditRow>> {
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            kb_audit_cols!(),
-            " FROM kb_audit WHERE file = ?1 ORDER BY at, id LIMIT ?2"
-        ),
-        params![file.to_string(), limit(n)],
-        || format!("read the access log of file {file}"),
-        kb_audit_row,
-    )
-}
+use crate::tx::KbTx;
 
 /// Where a handler's candidates come from, merged per file (see
 /// `Tx::kb_candidates`). Parameters: ?1 the handler (also its root
@@ -205,52 +57,6 @@ const USER_CANDIDATES: &str = "
 SELECT id, kind, description, owner, created_at, created_by, latest_version, NULL, 0, 0, 0
   FROM files WHERE id > ?2";
 
-pub(crate) fn kb_candidates(
-    c: &Connection,
-    handler: Option<HandlerId>,
-    terms: &[String],
-    after: Option<FileId>,
-    n: usize,
-) -> R<Vec<KbCandidate>> {
-    // One statement per (caller kind, number of terms), so the cache keeps
-    // a handful of them.
-    let mut sql = String::from(if handler.is_some() {
-        HANDLER_CANDIDATES
-    } else {
-        USER_CANDIDATES
-    });
-    let mut args = vec![
-        handler.map_or(Value::Null, |h| Value::Text(h.to_string())),
-        // Every hyphenated UUID sorts after the empty string.
-        Value::Text(opt_text(after).unwrap_or_default()),
-        Value::Integer(limit(n)),
-    ];
-    for term in terms {
-        sql.push_str(&format!(
-            "\n  AND lower(description) LIKE ?{} ESCAPE '\\'",
-            args.len() + 1
-        ));
-        args.push(Value::Text(like_pattern(term)));
-    }
-    sql.push_str("\n  ORDER BY id LIMIT ?3");
-    let who = handler.map_or_else(|| "the user".to_owned(), |h| format!("handler {h}"));
-    query_rows(
-        c,
-        &sql,
-        params_from_iter(args),
-        || format!("search KB files visible to {who}"),
-        |r| {
-            Ok(KbCandidate {
-                file: file_row(r)?,
-                cap: col_opt_level(r, 7, "capability level")?,
-                owned: col(r, 8, "KB candidate flag")?,
-                of_underling: col(r, 9, "KB candidate flag")?,
-                outcome_in_area: col(r, 10, "KB candidate flag")?,
-            })
-        },
-    )
-}
-
 /// A LIKE pattern matching `term` anywhere, with LIKE's wildcards in the
 /// term taken literally (escaped with `\`).
 fn like_pattern(term: &str) -> String {
@@ -266,4 +72,291 @@ fn like_pattern(term: &str) -> String {
     }
     p.push('%');
     p
+}
+
+impl KbTx for SqliteTx<'_> {
+    fn insert_file(&mut self, f: &FileRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            concat!(
+                "INSERT INTO files (",
+                file_cols!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            params![
+                f.id.to_string(),
+                f.kind.as_str(),
+                f.description,
+                opt_text(f.owner),
+                f.created_at.0,
+                opt_text(f.created_by),
+                f.latest_version,
+            ],
+            || format!("insert file {}", f.id),
+        )
+        .map(drop)
+    }
+
+    fn file(&mut self, id: FileId) -> R<Option<FileRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            concat!("SELECT ", file_cols!(), " FROM files WHERE id = ?1"),
+            [id.to_string()],
+            || format!("read file {id}"),
+            file_row,
+        )
+    }
+
+    fn set_file_description(&mut self, id: FileId, description: &str) -> R<()> {
+        let c = self.conn;
+        let op = || format!("set the description of file {id}");
+        let n = execute(
+            c,
+            "UPDATE files SET description = ?2 WHERE id = ?1",
+            params![id.to_string(), description],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    fn insert_version(&mut self, v: &VersionRow) -> R<()> {
+        let c = self.conn;
+        let op = || format!("insert version {} of file {}", v.version, v.file);
+        execute(
+            c,
+            concat!(
+                "INSERT INTO versions (",
+                version_cols!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            params![
+                v.file.to_string(),
+                v.version,
+                v.hash.as_str(),
+                v.size,
+                v.created_at.0,
+                opt_text(v.handler),
+                opt_text(v.agent),
+            ],
+            op,
+        )?;
+        // Same transaction as the insert: a reader never sees a latest_version
+        // without its row, nor a row beyond latest_version.
+        let n = execute(
+            c,
+            "UPDATE files SET latest_version = ?2 WHERE id = ?1",
+            params![v.file.to_string(), v.version],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    fn version(&mut self, file: FileId, version: i64) -> R<Option<VersionRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            concat!(
+                "SELECT ",
+                version_cols!(),
+                " FROM versions WHERE file = ?1 AND version = ?2"
+            ),
+            params![file.to_string(), version],
+            || format!("read version {version} of file {file}"),
+            version_row,
+        )
+    }
+
+    fn versions(&mut self, file: FileId) -> R<Vec<VersionRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                version_cols!(),
+                " FROM versions WHERE file = ?1 ORDER BY version"
+            ),
+            [file.to_string()],
+            || format!("list the versions of file {file}"),
+            version_row,
+        )
+    }
+
+    fn versions_after(&mut self, file: FileId, after: Option<i64>, n: usize) -> R<Vec<VersionRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                version_cols!(),
+                " FROM versions WHERE file = ?1 AND version > ?2 ORDER BY version LIMIT ?3"
+            ),
+            params![file.to_string(), after.unwrap_or(0), limit(n)],
+            || format!("list a page of the versions of file {file}"),
+            version_row,
+        )
+    }
+
+    fn all_versions(&mut self) -> R<Vec<VersionRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                version_cols!(),
+                " FROM versions ORDER BY file, version"
+            ),
+            [],
+            || "list all file versions".to_owned(),
+            version_row,
+        )
+    }
+
+    fn insert_kb_audit(&mut self, rows: &[KbAuditRow]) -> R<()> {
+        let c = self.conn;
+        for a in rows {
+            execute(
+                c,
+                concat!(
+                    "INSERT INTO kb_audit (",
+                    kb_audit_cols!(),
+                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                ),
+                params![
+                    a.file.to_string(),
+                    a.at.0,
+                    opt_text(a.handler),
+                    opt_text(a.agent),
+                    a.action.as_str(),
+                    a.version,
+                ],
+                || format!("insert a KB audit entry for file {}", a.file),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn kb_audit(&mut self, file: FileId, n: usize) -> R<Vec<KbAuditRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                kb_audit_cols!(),
+                " FROM kb_audit WHERE file = ?1 ORDER BY at, id LIMIT ?2"
+            ),
+            params![file.to_string(), limit(n)],
+            || format!("read the access log of file {file}"),
+            kb_audit_row,
+        )
+    }
+
+    fn kb_candidates(
+        &mut self,
+        handler: Option<HandlerId>,
+        terms: &[String],
+        after: Option<FileId>,
+        n: usize,
+    ) -> R<Vec<KbCandidate>> {
+        let c = self.conn;
+        // One statement per (caller kind, number of terms), so the cache keeps
+        // a handful of them.
+        let mut sql = String::from(if handler.is_some() {
+            HANDLER_CANDIDATES
+        } else {
+            USER_CANDIDATES
+        });
+        let mut args = vec![
+            handler.map_or(Value::Null, |h| Value::Text(h.to_string())),
+            // Every hyphenated UUID sorts after the empty string.
+            Value::Text(opt_text(after).unwrap_or_default()),
+            Value::Integer(limit(n)),
+        ];
+        for term in terms {
+            sql.push_str(&format!(
+                "\n  AND lower(description) LIKE ?{} ESCAPE '\\'",
+                args.len() + 1
+            ));
+            args.push(Value::Text(like_pattern(term)));
+        }
+        sql.push_str("\n  ORDER BY id LIMIT ?3");
+        let who = handler.map_or_else(|| "the user".to_owned(), |h| format!("handler {h}"));
+        query_rows(
+            c,
+            &sql,
+            params_from_iter(args),
+            || format!("search KB files visible to {who}"),
+            |r| {
+                Ok(KbCandidate {
+                    file: file_row(r)?,
+                    cap: col_opt_level(r, 7, "capability level")?,
+                    owned: col(r, 8, "KB candidate flag")?,
+                    of_underling: col(r, 9, "KB candidate flag")?,
+                    outcome_in_area: col(r, 10, "KB candidate flag")?,
+                })
+            },
+        )
+    }
+
+    /// The files a retiring subtree hands to its boss: documents and message
+    /// bodies its handlers created, message bodies delivered to them, and their
+    /// state documents and audit logs. Outcome files are left out: they follow
+    /// outcome visibility, not capabilities.
+    fn work_product(&mut self, handlers: &[HandlerId]) -> R<Vec<FileRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            concat!(
+                "WITH hs(h) AS (SELECT value FROM json_each(?1)),
+                      ids(id) AS (
+                        SELECT f.id FROM files f JOIN hs ON f.created_by = hs.h
+                         WHERE f.kind IN ('document', 'message')
+                        UNION
+                        SELECT m.file FROM messages m JOIN hs ON m.to_party = hs.h
+                         JOIN files f ON f.id = m.file
+                         WHERE m.delivered_at IS NOT NULL AND f.kind = 'message'
+                        UNION
+                        SELECT f.id FROM files f JOIN hs ON f.owner = hs.h
+                      )
+                 SELECT ",
+                file_cols!(),
+                " FROM files WHERE id IN (SELECT id FROM ids) ORDER BY id"
+            ),
+            [json_list(handlers, true)],
+            || format!("list the work product of {}", list_text(handlers)),
+            file_row,
+        )
+    }
+
+    fn files_created_by(&mut self, handler: HandlerId, kind: FileKind, n: usize) -> R<usize> {
+        let c = self.conn;
+        query_value::<i64>(
+            c,
+            "SELECT COUNT(*) FROM (SELECT 1 FROM files
+               WHERE created_by = ?1 AND kind = ?2 LIMIT ?3)",
+            params![handler.to_string(), kind.as_str(), limit(n)],
+            || {
+                format!(
+                    "count the {} files handler {handler} created",
+                    kind.as_str()
+                )
+            },
+        )
+        .map(count)
+    }
+
+    fn delete_file(&mut self, id: FileId) -> R<()> {
+        let c = self.conn;
+        let key = id.to_string();
+        execute(c, "DELETE FROM kb_audit WHERE file = ?1", [&key], || {
+            format!("delete the access log of KB file {id}")
+        })?;
+        execute(c, "DELETE FROM versions WHERE file = ?1", [&key], || {
+            format!("delete the versions of KB file {id}")
+        })?;
+        let op = || format!("delete KB file {id}");
+        let n = execute(c, "DELETE FROM files WHERE id = ?1", [&key], op)?;
+        require_row(n, op)
+    }
 }

@@ -1,81 +1,20 @@
-//! Mail envelopes: scheduling (due / next due), inboxes and outboxes.
+//! [`MailTx`] on SQLite: mail envelopes, scheduling (due / next due),
+//! inboxes and outboxes whole and in pages, the sender's quota count and
+//! the retention queries (mail acknowledged long ago, and the KB files it
+//! carried).
+//!
+//! Pages compare `(time, id)` as a row value against the cursor row, so
+//! equal timestamps page correctly; counts stop at the caller's limit (a
+//! quota of N costs at most N index entries, the indexes are in
+//! `schema_v4.sql`).
 
-use agency_core::{MailTarget, MessageId, Timestamp};
-use rusqlite::{Connection, params};
+use agency_core::{FileId, MailTarget, MessageId, Timestamp};
+use rusqlite::params;
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::model::*;
-
-pub(crate) fn insert_message(c: &Connection, m: &MessageRow) -> R<()> {
-    execute(
-        c,
-        concat!(
-            "INSERT INTO messages (",
-            message_cols!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-        ),
-        params![
-            m.id.to_string(),
-            m.file.to_string(),
-            target_text(m.from),
-            target_text(m.to),
-            m.subject,
-            m.created_at.0,
-            m.deliver_at.0,
-            m.delivered_at.map(|t| t.0),
-            m.acked_at.map(|t| t.0),
-            m.dropped_reason,
-            m.in_reply_to.map(|i| i.to_string()),
-            i64::from(m.notice),
-        ],
-        || format!("insert message {}", m.id),
-    )
-    .map(drop)
-}
-
-pub(crate) fn message(c: &Connection, id: MessageId) -> R<Option<MessageRow>> {
-    query_opt(
-        c,
-        concat!("SELECT ", message_cols!(), " FROM messages WHERE id = ?1"),
-        [id.to_string()],
-        || format!("read message {id}"),
-        message_row,
-    )
-}
-
-pub(crate) fn set_delivered(c: &Connection, id: MessageId, at: Timestamp) -> R<()> {
-    let op = || format!("mark message {id} delivered");
-    let n = execute(
-        c,
-        "UPDATE messages SET delivered_at = ?2 WHERE id = ?1",
-        params![id.to_string(), at.0],
-        op,
-    )?;
-    require_row(n, op)
-}
-
-/// Close a deferred message without delivering it, keeping why.
-pub(crate) fn set_dropped(c: &Connection, id: MessageId, at: Timestamp, reason: &str) -> R<()> {
-    let op = || format!("mark message {id} dropped");
-    let n = execute(
-        c,
-        "UPDATE messages SET delivered_at = ?2, acked_at = ?2, dropped_reason = ?3 WHERE id = ?1",
-        params![id.to_string(), at.0, reason],
-        op,
-    )?;
-    require_row(n, op)
-}
-
-pub(crate) fn set_acked(c: &Connection, id: MessageId, at: Timestamp) -> R<()> {
-    let op = || format!("mark message {id} acknowledged");
-    let n = execute(
-        c,
-        "UPDATE messages SET acked_at = ?2 WHERE id = ?1",
-        params![id.to_string(), at.0],
-        op,
-    )?;
-    require_row(n, op)
-}
+use crate::tx::MailTx;
 
 /// Served by the partial index `messages_due (deliver_at, id)`.
 pub(crate) const DUE_MESSAGES: &str = concat!(
@@ -83,46 +22,6 @@ pub(crate) const DUE_MESSAGES: &str = concat!(
     message_cols!(),
     " FROM messages WHERE delivered_at IS NULL AND deliver_at <= ?1 ORDER BY deliver_at, id LIMIT ?2"
 );
-
-pub(crate) fn due_messages(c: &Connection, now: Timestamp, n: usize) -> R<Vec<MessageRow>> {
-    query_rows(
-        c,
-        DUE_MESSAGES,
-        params![now.0, limit(n)],
-        || format!("list messages due at {now}"),
-        message_row,
-    )
-}
-
-pub(crate) fn next_due(c: &Connection) -> R<Option<Timestamp>> {
-    let v: Option<i64> = query_value(
-        c,
-        "SELECT MIN(deliver_at) FROM messages WHERE delivered_at IS NULL",
-        [],
-        || "find the next message due".to_owned(),
-    )?;
-    Ok(v.map(Timestamp))
-}
-
-/// The last `n` messages delivered to `to`, acknowledged or not (a
-/// dropped one was never delivered), newest first; served by the partial
-/// index `messages_received` (migration 23).
-pub(crate) fn received(c: &Connection, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
-    let to = target_text(to);
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            message_cols!(),
-            " FROM messages WHERE to_party = ?1 AND delivered_at IS NOT NULL
-                AND dropped_reason IS NULL
-              ORDER BY delivered_at DESC, id DESC LIMIT ?2"
-        ),
-        params![to, limit(n)],
-        || format!("list the mail delivered to {to}"),
-        message_row,
-    )
-}
 
 /// Served by the partial index `messages_inbox (to_party, delivered_at, id)`.
 pub(crate) const INBOX: &str = concat!(
@@ -132,38 +31,279 @@ pub(crate) const INBOX: &str = concat!(
       ORDER BY delivered_at, id LIMIT ?2"
 );
 
-pub(crate) fn inbox(c: &Connection, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
-    let to = target_text(to);
-    query_rows(
-        c,
-        INBOX,
-        params![to, limit(n)],
-        || format!("read the inbox of {to}"),
-        message_row,
-    )
-}
+impl MailTx for SqliteTx<'_> {
+    fn insert_message(&mut self, m: &MessageRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            concat!(
+                "INSERT INTO messages (",
+                message_cols!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+            ),
+            params![
+                m.id.to_string(),
+                m.file.to_string(),
+                target_text(m.from),
+                target_text(m.to),
+                m.subject,
+                m.created_at.0,
+                m.deliver_at.0,
+                m.delivered_at.map(|t| t.0),
+                m.acked_at.map(|t| t.0),
+                m.dropped_reason,
+                m.in_reply_to.map(|i| i.to_string()),
+                i64::from(m.notice),
+            ],
+            || format!("insert message {}", m.id),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn inbox_count(c: &Connection, to: MailTarget) -> R<i64> {
-    let to = target_text(to);
-    query_value(
-        c,
-        "SELECT COUNT(*) FROM messages WHERE to_party = ?1 AND acked_at IS NULL AND delivered_at IS NOT NULL",
-        [&to],
-        || format!("count the inbox of {to}"),
-    )
-}
+    fn message(&mut self, id: MessageId) -> R<Option<MessageRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            concat!("SELECT ", message_cols!(), " FROM messages WHERE id = ?1"),
+            [id.to_string()],
+            || format!("read message {id}"),
+            message_row,
+        )
+    }
 
-pub(crate) fn outbox(c: &Connection, from: MailTarget, n: usize) -> R<Vec<MessageRow>> {
-    let from = target_text(from);
-    query_rows(
-        c,
-        concat!(
-            "SELECT ",
-            message_cols!(),
-            " FROM messages WHERE from_party = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
-        ),
-        params![from, limit(n)],
-        || format!("read the outbox of {from}"),
-        message_row,
-    )
+    fn set_delivered(&mut self, id: MessageId, at: Timestamp) -> R<()> {
+        let c = self.conn;
+        let op = || format!("mark message {id} delivered");
+        let n = execute(
+            c,
+            "UPDATE messages SET delivered_at = ?2 WHERE id = ?1",
+            params![id.to_string(), at.0],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    fn set_acked(&mut self, id: MessageId, at: Timestamp) -> R<()> {
+        let c = self.conn;
+        let op = || format!("mark message {id} acknowledged");
+        let n = execute(
+            c,
+            "UPDATE messages SET acked_at = ?2 WHERE id = ?1",
+            params![id.to_string(), at.0],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    /// Close a deferred message without delivering it, keeping why.
+    fn set_dropped(&mut self, id: MessageId, at: Timestamp, reason: &str) -> R<()> {
+        let c = self.conn;
+        let op = || format!("mark message {id} dropped");
+        let n = execute(
+            c,
+            "UPDATE messages SET delivered_at = ?2, acked_at = ?2, dropped_reason = ?3 WHERE id = ?1",
+            params![id.to_string(), at.0, reason],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    fn due_messages(&mut self, now: Timestamp, n: usize) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            DUE_MESSAGES,
+            params![now.0, limit(n)],
+            || format!("list messages due at {now}"),
+            message_row,
+        )
+    }
+
+    fn next_due(&mut self) -> R<Option<Timestamp>> {
+        let c = self.conn;
+        let v: Option<i64> = query_value(
+            c,
+            "SELECT MIN(deliver_at) FROM messages WHERE delivered_at IS NULL",
+            [],
+            || "find the next message due".to_owned(),
+        )?;
+        Ok(v.map(Timestamp))
+    }
+
+    fn inbox(&mut self, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let to = target_text(to);
+        query_rows(
+            c,
+            INBOX,
+            params![to, limit(n)],
+            || format!("read the inbox of {to}"),
+            message_row,
+        )
+    }
+
+    fn inbox_count(&mut self, to: MailTarget) -> R<i64> {
+        let c = self.conn;
+        let to = target_text(to);
+        query_value(
+            c,
+            "SELECT COUNT(*) FROM messages WHERE to_party = ?1 AND acked_at IS NULL AND delivered_at IS NOT NULL",
+            [&to],
+            || format!("count the inbox of {to}"),
+        )
+    }
+
+    fn inbox_after(
+        &mut self,
+        to: MailTarget,
+        after: Option<MessageId>,
+        n: usize,
+    ) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let to = target_text(to);
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                message_cols!(),
+                " FROM messages WHERE to_party = ?1 AND acked_at IS NULL AND delivered_at IS NOT NULL
+                    AND (?2 IS NULL OR (delivered_at, id) > (SELECT delivered_at, id FROM messages WHERE id = ?2))
+                  ORDER BY delivered_at, id LIMIT ?3"
+            ),
+            params![to, after.map(|m| m.to_string()), limit(n)],
+            || format!("read a page of the inbox of {to}"),
+            message_row,
+        )
+    }
+
+    /// The last `n` messages delivered to `to`, acknowledged or not (a
+    /// dropped one was never delivered), newest first; served by the partial
+    /// index `messages_received` (migration 23).
+    fn received(&mut self, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let to = target_text(to);
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                message_cols!(),
+                " FROM messages WHERE to_party = ?1 AND delivered_at IS NOT NULL
+                    AND dropped_reason IS NULL
+                  ORDER BY delivered_at DESC, id DESC LIMIT ?2"
+            ),
+            params![to, limit(n)],
+            || format!("list the mail delivered to {to}"),
+            message_row,
+        )
+    }
+
+    fn outbox(&mut self, from: MailTarget, n: usize) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let from = target_text(from);
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                message_cols!(),
+                " FROM messages WHERE from_party = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+            ),
+            params![from, limit(n)],
+            || format!("read the outbox of {from}"),
+            message_row,
+        )
+    }
+
+    fn outbox_before(
+        &mut self,
+        from: MailTarget,
+        before: Option<MessageId>,
+        n: usize,
+    ) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let from = target_text(from);
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                message_cols!(),
+                " FROM messages WHERE from_party = ?1
+                    AND (?2 IS NULL OR (created_at, id) < (SELECT created_at, id FROM messages WHERE id = ?2))
+                  ORDER BY created_at DESC, id DESC LIMIT ?3"
+            ),
+            params![from, before.map(|m| m.to_string()), limit(n)],
+            || format!("read a page of the outbox of {from}"),
+            message_row,
+        )
+    }
+
+    fn pending_mail_from(&mut self, from: MailTarget, n: usize) -> R<usize> {
+        let c = self.conn;
+        query_value::<i64>(
+            c,
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages
+               WHERE from_party = ?1 AND delivered_at IS NULL LIMIT ?2)",
+            params![target_text(from), limit(n)],
+            || format!("count the undelivered mail of {}", target_text(from)),
+        )
+        .map(count)
+    }
+
+    fn acked_messages_before(
+        &mut self,
+        before: Timestamp,
+        after: Option<(Timestamp, MessageId)>,
+        n: usize,
+    ) -> R<Vec<MessageRow>> {
+        let c = self.conn;
+        let (at, id) = match after {
+            Some((at, id)) => (at.0, id.to_string()),
+            None => (i64::MIN, String::new()),
+        };
+        query_rows(
+            c,
+            concat!(
+                "SELECT ",
+                message_cols!(),
+                " FROM messages
+                  WHERE acked_at IS NOT NULL AND acked_at < ?1 AND (acked_at, id) > (?2, ?3)
+                  ORDER BY acked_at, id LIMIT ?4"
+            ),
+            params![before.0, at, id, limit(n)],
+            || format!("list mail acknowledged before {}", before.0),
+            message_row,
+        )
+    }
+
+    fn delete_message(&mut self, id: MessageId) -> R<()> {
+        let c = self.conn;
+        let op = || format!("delete message {id}");
+        let n = execute(
+            c,
+            "DELETE FROM messages WHERE id = ?1",
+            [id.to_string()],
+            op,
+        )?;
+        require_row(n, op)
+    }
+
+    fn delete_messages_carrying(&mut self, file: FileId) -> R<usize> {
+        let c = self.conn;
+        execute(
+            c,
+            "DELETE FROM messages WHERE file = ?1",
+            [file.to_string()],
+            || format!("delete the messages that carry KB file {file}"),
+        )
+    }
+
+    fn file_in_unexpired_mail(&mut self, file: FileId, before: Timestamp) -> R<bool> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT EXISTS (SELECT 1 FROM messages
+               WHERE file = ?1 AND (acked_at IS NULL OR acked_at >= ?2))",
+            params![file.to_string(), before.0],
+            || format!("check the mail that carries KB file {file}"),
+        )
+    }
 }

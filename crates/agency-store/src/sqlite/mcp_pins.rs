@@ -2,32 +2,13 @@
 //! `mcp_pins`, `mcp_pin_changes`): the store side of issue 11 item 5.
 
 use agency_core::Timestamp;
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Row, params};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
-
-pub(crate) fn sealed(c: &Connection, server: &str) -> R<bool> {
-    query_value(
-        c,
-        "SELECT EXISTS (SELECT 1 FROM mcp_pin_servers
-                        WHERE server = ?1 AND sealed_at IS NOT NULL)",
-        [server],
-        || format!("read whether MCP server {server}'s tools are pinned"),
-    )
-}
-
-pub(crate) fn seal(c: &Connection, server: &str, at: Timestamp) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO mcp_pin_servers (server, sealed_at) VALUES (?1, ?2)
-         ON CONFLICT (server) DO UPDATE SET sealed_at = COALESCE(sealed_at, ?2)",
-        params![server, at.0],
-        || format!("record the first listing of MCP server {server}"),
-    )
-    .map(drop)
-}
+use crate::tx::McpPinTx;
 
 const PIN_COLS: &str = "server, tool, approved_hash, approved_def, approved_at, seen_hash, seen_at";
 
@@ -41,51 +22,6 @@ fn pin_row(r: &Row<'_>) -> R<McpPinRow> {
         seen_hash: col(r, 5, "pin seen hash")?,
         seen_at: col_ts(r, 6, "pin seen at")?,
     })
-}
-
-pub(crate) fn pin(c: &Connection, server: &str, tool: &str) -> R<Option<McpPinRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {PIN_COLS} FROM mcp_pins WHERE server = ?1 AND tool = ?2"),
-        [server, tool],
-        || format!("read the pin of tool {tool} of MCP server {server}"),
-        pin_row,
-    )
-}
-
-pub(crate) fn put_pin(c: &Connection, p: &McpPinRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO mcp_pins (server, tool, approved_hash, approved_def, approved_at,
-                               seen_hash, seen_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (server, tool) DO UPDATE SET approved_hash = ?3, approved_def = ?4,
-           approved_at = ?5, seen_hash = ?6, seen_at = ?7",
-        params![
-            p.server,
-            p.tool,
-            p.approved_hash,
-            p.approved_def,
-            p.approved_at.map(|t| t.0),
-            p.seen_hash,
-            p.seen_at.0
-        ],
-        || format!("pin tool {} of MCP server {}", p.tool, p.server),
-    )
-    .map(drop)
-}
-
-pub(crate) fn pins(c: &Connection, server: Option<&str>) -> R<Vec<McpPinRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {PIN_COLS} FROM mcp_pins WHERE ?1 IS NULL OR server = ?1
-             ORDER BY server, tool"
-        ),
-        [server],
-        || "list the pinned MCP tools".to_owned(),
-        pin_row,
-    )
 }
 
 const CHANGE_COLS: &str = "id, server, tool, old_hash, old_def, new_hash, new_def, seen_at, \
@@ -109,106 +45,184 @@ fn change_row(r: &Row<'_>) -> R<McpPinChangeRow> {
     })
 }
 
-pub(crate) fn insert_change(c: &Connection, ch: &McpPinChangeRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO mcp_pin_changes (id, server, tool, old_hash, old_def, new_hash, new_def,
-                                      seen_at, seen_by, status, decided_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            ch.id,
-            ch.server,
-            ch.tool,
-            ch.old_hash,
-            ch.old_def,
-            ch.new_hash,
-            ch.new_def,
-            ch.seen_at.0,
-            opt_text(ch.seen_by),
-            ch.status.as_str(),
-            ch.decided_at.map(|t| t.0)
-        ],
-        || {
-            format!(
-                "record a change of tool {} of MCP server {}",
-                ch.tool, ch.server
-            )
-        },
-    )
-    .map(drop)
-}
+impl McpPinTx for SqliteTx<'_> {
+    fn mcp_pin_sealed(&mut self, server: &str) -> R<bool> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT EXISTS (SELECT 1 FROM mcp_pin_servers
+                            WHERE server = ?1 AND sealed_at IS NOT NULL)",
+            [server],
+            || format!("read whether MCP server {server}'s tools are pinned"),
+        )
+    }
 
-pub(crate) fn change(c: &Connection, id: &str) -> R<Option<McpPinChangeRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {CHANGE_COLS} FROM mcp_pin_changes WHERE id = ?1"),
-        [id],
-        || format!("read MCP tool change {id}"),
-        change_row,
-    )
-}
+    fn mcp_pin_seal(&mut self, server: &str, at: Timestamp) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO mcp_pin_servers (server, sealed_at) VALUES (?1, ?2)
+             ON CONFLICT (server) DO UPDATE SET sealed_at = COALESCE(sealed_at, ?2)",
+            params![server, at.0],
+            || format!("record the first listing of MCP server {server}"),
+        )
+        .map(drop)
+    }
 
-/// The latest undecided or rejected change of a tool to `new_hash` from
-/// `old_hash` (the approved one it was measured against).
-pub(crate) fn open_change(
-    c: &Connection,
-    server: &str,
-    tool: &str,
-    new_hash: &str,
-    old_hash: Option<&str>,
-) -> R<Option<McpPinChangeRow>> {
-    query_opt(
-        c,
-        &format!(
-            "SELECT {CHANGE_COLS} FROM mcp_pin_changes
-             WHERE server = ?1 AND tool = ?2 AND new_hash = ?3 AND old_hash IS ?4
-               AND status IN ('pending', 'rejected')
-             ORDER BY seen_at DESC, id DESC LIMIT 1"
-        ),
-        params![server, tool, new_hash, old_hash],
-        || format!("look up changes of tool {tool} of MCP server {server}"),
-        change_row,
-    )
-}
+    fn mcp_pin(&mut self, server: &str, tool: &str) -> R<Option<McpPinRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {PIN_COLS} FROM mcp_pins WHERE server = ?1 AND tool = ?2"),
+            [server, tool],
+            || format!("read the pin of tool {tool} of MCP server {server}"),
+            pin_row,
+        )
+    }
 
-/// Changes, oldest first, at most `limit`: those of one status, or all;
-/// of one server and tool, or of all.
-pub(crate) fn changes(
-    c: &Connection,
-    status: Option<PinChangeStatus>,
-    tool: Option<(&str, &str)>,
-    max: usize,
-) -> R<Vec<McpPinChangeRow>> {
-    let (server, name) = tool.unzip();
-    query_rows(
-        c,
-        &format!(
-            "SELECT {CHANGE_COLS} FROM mcp_pin_changes
-             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR (server = ?2 AND tool = ?3))
-             ORDER BY seen_at, id LIMIT ?4"
-        ),
-        params![
-            status.map(PinChangeStatus::as_str),
-            server,
-            name,
-            limit(max)
-        ],
-        || "list the changes of MCP tools".to_owned(),
-        change_row,
-    )
-}
+    fn put_mcp_pin(&mut self, p: &McpPinRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO mcp_pins (server, tool, approved_hash, approved_def, approved_at,
+                                   seen_hash, seen_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (server, tool) DO UPDATE SET approved_hash = ?3, approved_def = ?4,
+               approved_at = ?5, seen_hash = ?6, seen_at = ?7",
+            params![
+                p.server,
+                p.tool,
+                p.approved_hash,
+                p.approved_def,
+                p.approved_at.map(|t| t.0),
+                p.seen_hash,
+                p.seen_at.0
+            ],
+            || format!("pin tool {} of MCP server {}", p.tool, p.server),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn set_change_status(
-    c: &Connection,
-    id: &str,
-    status: PinChangeStatus,
-    at: Timestamp,
-) -> R<()> {
-    let changed = execute(
-        c,
-        "UPDATE mcp_pin_changes SET status = ?2, decided_at = ?3 WHERE id = ?1",
-        params![id, status.as_str(), at.0],
-        || format!("decide MCP tool change {id}"),
-    )?;
-    require_row(changed, || format!("decide MCP tool change {id}"))
+    fn mcp_pins(&mut self, server: Option<&str>) -> R<Vec<McpPinRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {PIN_COLS} FROM mcp_pins WHERE ?1 IS NULL OR server = ?1
+                 ORDER BY server, tool"
+            ),
+            [server],
+            || "list the pinned MCP tools".to_owned(),
+            pin_row,
+        )
+    }
+
+    fn insert_mcp_pin_change(&mut self, ch: &McpPinChangeRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO mcp_pin_changes (id, server, tool, old_hash, old_def, new_hash, new_def,
+                                          seen_at, seen_by, status, decided_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                ch.id,
+                ch.server,
+                ch.tool,
+                ch.old_hash,
+                ch.old_def,
+                ch.new_hash,
+                ch.new_def,
+                ch.seen_at.0,
+                opt_text(ch.seen_by),
+                ch.status.as_str(),
+                ch.decided_at.map(|t| t.0)
+            ],
+            || {
+                format!(
+                    "record a change of tool {} of MCP server {}",
+                    ch.tool, ch.server
+                )
+            },
+        )
+        .map(drop)
+    }
+
+    fn mcp_pin_change(&mut self, id: &str) -> R<Option<McpPinChangeRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {CHANGE_COLS} FROM mcp_pin_changes WHERE id = ?1"),
+            [id],
+            || format!("read MCP tool change {id}"),
+            change_row,
+        )
+    }
+
+    /// The latest undecided or rejected change of a tool to `new_hash` from
+    /// `old_hash` (the approved one it was measured against).
+    fn mcp_pin_open_change(
+        &mut self,
+        server: &str,
+        tool: &str,
+        new_hash: &str,
+        old_hash: Option<&str>,
+    ) -> R<Option<McpPinChangeRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!(
+                "SELECT {CHANGE_COLS} FROM mcp_pin_changes
+                 WHERE server = ?1 AND tool = ?2 AND new_hash = ?3 AND old_hash IS ?4
+                   AND status IN ('pending', 'rejected')
+                 ORDER BY seen_at DESC, id DESC LIMIT 1"
+            ),
+            params![server, tool, new_hash, old_hash],
+            || format!("look up changes of tool {tool} of MCP server {server}"),
+            change_row,
+        )
+    }
+
+    /// Changes, oldest first, at most `limit`: those of one status, or all;
+    /// of one server and tool, or of all.
+    fn mcp_pin_changes(
+        &mut self,
+        status: Option<PinChangeStatus>,
+        tool: Option<(&str, &str)>,
+        max: usize,
+    ) -> R<Vec<McpPinChangeRow>> {
+        let c = self.conn;
+        let (server, name) = tool.unzip();
+        query_rows(
+            c,
+            &format!(
+                "SELECT {CHANGE_COLS} FROM mcp_pin_changes
+                 WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR (server = ?2 AND tool = ?3))
+                 ORDER BY seen_at, id LIMIT ?4"
+            ),
+            params![
+                status.map(PinChangeStatus::as_str),
+                server,
+                name,
+                limit(max)
+            ],
+            || "list the changes of MCP tools".to_owned(),
+            change_row,
+        )
+    }
+
+    fn set_mcp_pin_change_status(
+        &mut self,
+        id: &str,
+        status: PinChangeStatus,
+        at: Timestamp,
+    ) -> R<()> {
+        let c = self.conn;
+        let changed = execute(
+            c,
+            "UPDATE mcp_pin_changes SET status = ?2, decided_at = ?3 WHERE id = ?1",
+            params![id, status.as_str(), at.0],
+            || format!("decide MCP tool change {id}"),
+        )?;
+        require_row(changed, || format!("decide MCP tool change {id}"))
+    }
 }

@@ -7,14 +7,16 @@
 //! is ever parsed as FTS5 syntax.
 
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Row, params};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::memory::{
     CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryFilter, MemoryRow,
     MemoryState,
 };
+use crate::tx::MemoryTx;
 
 const COLS: &str = "m.id, m.handler, m.text, m.kind, m.tags, m.created_at, m.state, \
                     m.changed_at, m.condensed_into, m.compaction";
@@ -75,127 +77,6 @@ fn tags_json(tags: &[String]) -> R<String> {
     serde_json::to_string(tags).map_err(|e| StoreError::backend("encode memory tags", e))
 }
 
-pub(crate) fn insert(c: &Connection, m: &MemoryRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO memories (id, handler, text, kind, tags, created_at, state, changed_at,
-           condensed_into, compaction)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
-            m.id.to_string(),
-            m.handler.to_string(),
-            m.text,
-            m.kind,
-            tags_json(&m.tags)?,
-            m.created_at.0,
-            m.state.as_str(),
-            m.changed_at.map(|t| t.0),
-            opt_text(m.condensed_into),
-            opt_text(m.compaction),
-        ],
-        || format!("store memory {} of handler {}", m.id, m.handler),
-    )
-    .map(drop)
-}
-
-pub(crate) fn get(c: &Connection, id: MemoryId) -> R<Option<MemoryRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {COLS} FROM memories m WHERE m.id = ?1"),
-        [id.to_string()],
-        || format!("read memory {id}"),
-        row,
-    )
-}
-
-/// Full-text search: (row, score) best first; the score is BM25 negated,
-/// so higher is better.
-pub(crate) fn search(
-    c: &Connection,
-    words: &[String],
-    f: &MemoryFilter,
-    n: usize,
-) -> R<Vec<(MemoryRow, f64)>> {
-    let Some(q) = fts_query(words) else {
-        return Ok(Vec::new());
-    };
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COLS}, -bm25(memories_fts) FROM memories_fts
-             JOIN memories m ON m.seq = memories_fts.rowid
-             WHERE memories_fts MATCH ?1 AND {FILTER}
-             ORDER BY bm25(memories_fts), m.seq LIMIT ?8"
-        ),
-        params![
-            q,
-            f.handler.to_string(),
-            states_json(f),
-            f.kind,
-            f.since.map(|t| t.0),
-            f.until.map(|t| t.0),
-            tags_json(&f.tags)?,
-            limit(n)
-        ],
-        || format!("search the memory of handler {}", f.handler),
-        |r| Ok((row(r)?, col(r, 10, "memory score")?)),
-    )
-}
-
-/// Memories matching the filter, newest first.
-pub(crate) fn list(c: &Connection, f: &MemoryFilter, n: usize) -> R<Vec<MemoryRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COLS} FROM memories m WHERE ?1 IS NULL AND {FILTER}
-             ORDER BY m.created_at DESC, m.seq DESC LIMIT ?8"
-        ),
-        params![
-            Option::<String>::None,
-            f.handler.to_string(),
-            states_json(f),
-            f.kind,
-            f.since.map(|t| t.0),
-            f.until.map(|t| t.0),
-            tags_json(&f.tags)?,
-            limit(n)
-        ],
-        || format!("list the memory of handler {}", f.handler),
-        row,
-    )
-}
-
-/// Memories matching the filter that have an embedding by `model`, with it.
-pub(crate) fn vectors(
-    c: &Connection,
-    f: &MemoryFilter,
-    model: &str,
-) -> R<Vec<(MemoryRow, Vec<f32>)>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COLS}, e.vector FROM memories m
-             JOIN memory_embeddings e ON e.memory = m.id AND e.model = ?1
-             WHERE {FILTER} AND ?8 IS NULL"
-        ),
-        params![
-            model,
-            f.handler.to_string(),
-            states_json(f),
-            f.kind,
-            f.since.map(|t| t.0),
-            f.until.map(|t| t.0),
-            tags_json(&f.tags)?,
-            Option::<i64>::None
-        ],
-        || format!("read the memory embeddings of handler {}", f.handler),
-        |r| {
-            let blob: Vec<u8> = col(r, 10, "memory embedding")?;
-            Ok((row(r)?, decode_vector(&blob)?))
-        },
-    )
-}
-
 fn decode_vector(blob: &[u8]) -> R<Vec<f32>> {
     if !blob.len().is_multiple_of(4) {
         return Err(StoreError::corrupt(
@@ -207,114 +88,6 @@ fn decode_vector(blob: &[u8]) -> R<Vec<f32>> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect())
-}
-
-pub(crate) fn put_vector(c: &Connection, memory: MemoryId, model: &str, v: &[f32]) -> R<()> {
-    let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    execute(
-        c,
-        "INSERT INTO memory_embeddings (memory, model, dims, vector) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (memory, model) DO UPDATE SET dims = ?3, vector = ?4",
-        params![memory.to_string(), model, limit(v.len()), blob],
-        || format!("store the embedding of memory {memory}"),
-    )
-    .map(drop)
-}
-
-pub(crate) fn embedded_count(c: &Connection, handler: HandlerId, model: &str) -> R<i64> {
-    query_value(
-        c,
-        "SELECT COUNT(*) FROM memories m JOIN memory_embeddings e
-           ON e.memory = m.id AND e.model = ?2
-         WHERE m.handler = ?1 AND m.state = 'live'",
-        params![handler.to_string(), model],
-        || format!("count the embedded memories of handler {handler}"),
-    )
-}
-
-pub(crate) fn set_state(
-    c: &Connection,
-    id: MemoryId,
-    state: MemoryState,
-    condensed_into: Option<MemoryId>,
-    compaction: Option<MemoryCompactionId>,
-    at: Timestamp,
-) -> R<()> {
-    let n = execute(
-        c,
-        "UPDATE memories SET state = ?2, condensed_into = ?3,
-           compaction = COALESCE(?4, compaction), changed_at = ?5
-         WHERE id = ?1",
-        params![
-            id.to_string(),
-            state.as_str(),
-            opt_text(condensed_into),
-            opt_text(compaction),
-            at.0
-        ],
-        || format!("mark memory {id} {}", state.as_str()),
-    )?;
-    require_row(n, || format!("mark memory {id} {}", state.as_str()))
-}
-
-pub(crate) fn condensed_into(c: &Connection, summary: MemoryId) -> R<Vec<MemoryRow>> {
-    query_rows(
-        c,
-        &format!("SELECT {COLS} FROM memories m WHERE m.condensed_into = ?1 ORDER BY m.seq"),
-        [summary.to_string()],
-        || format!("list the memories condensed into {summary}"),
-        row,
-    )
-}
-
-pub(crate) fn counts(c: &Connection, handler: HandlerId) -> R<MemoryCounts> {
-    query_opt(
-        c,
-        "SELECT COALESCE(SUM(state = 'live'), 0), COALESCE(SUM(state = 'condensed'), 0),
-           COALESCE(SUM(state = 'forgotten'), 0),
-           COALESCE(SUM(CASE WHEN state = 'live' THEN length(CAST(text AS BLOB)) END), 0)
-         FROM memories WHERE handler = ?1",
-        [handler.to_string()],
-        || format!("count the memories of handler {handler}"),
-        |r| {
-            Ok(MemoryCounts {
-                live: col(r, 0, "live memories")?,
-                condensed: col(r, 1, "condensed memories")?,
-                forgotten: col(r, 2, "forgotten memories")?,
-                live_bytes: col(r, 3, "live memory bytes")?,
-            })
-        },
-    )
-    .map(Option::unwrap_or_default)
-}
-
-/// The live memories of a handler, counted over the index alone.
-pub(crate) fn live_count(c: &Connection, handler: HandlerId) -> R<i64> {
-    query_value(
-        c,
-        "SELECT COUNT(*) FROM memories WHERE handler = ?1 AND state = 'live'",
-        [handler.to_string()],
-        || format!("count the live memories of handler {handler}"),
-    )
-}
-
-pub(crate) fn changes(c: &Connection, handler: HandlerId, n: usize) -> R<Vec<MemoryChangeRow>> {
-    query_rows(
-        c,
-        "SELECT id, 'stored', created_at FROM memories WHERE handler = ?1
-         UNION ALL
-         SELECT id, state, changed_at FROM memories WHERE handler = ?1 AND changed_at IS NOT NULL
-         ORDER BY 3 DESC LIMIT ?2",
-        params![handler.to_string(), limit(n)],
-        || format!("list the last memory changes of handler {handler}"),
-        |r| {
-            Ok(MemoryChangeRow {
-                memory: col_id(r, 0, "memory change id")?,
-                change: col(r, 1, "memory change")?,
-                at: col_ts(r, 2, "memory change time")?,
-            })
-        },
-    )
 }
 
 const COMPACTION_COLS: &str = "id, handler, requested_at, done_at, undone_at, status, summary";
@@ -333,72 +106,308 @@ fn compaction_row(r: &Row<'_>) -> R<MemoryCompactionRow> {
     })
 }
 
-/// Insert a condensation, or overwrite the one with its id.
-pub(crate) fn put_compaction(c: &Connection, k: &MemoryCompactionRow) -> R<()> {
-    execute(
-        c,
-        &format!(
-            "INSERT INTO memory_compactions ({COMPACTION_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (id) DO UPDATE SET done_at = ?4, undone_at = ?5, status = ?6,
-               summary = ?7"
-        ),
-        params![
-            k.id.to_string(),
-            k.handler.to_string(),
-            k.requested_at.0,
-            k.done_at.map(|t| t.0),
-            k.undone_at.map(|t| t.0),
-            k.status.as_str(),
-            opt_text(k.summary),
-        ],
-        || format!("store memory compaction {} of handler {}", k.id, k.handler),
-    )
-    .map(drop)
-}
+impl MemoryTx for SqliteTx<'_> {
+    fn insert_memory(&mut self, m: &MemoryRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO memories (id, handler, text, kind, tags, created_at, state, changed_at,
+               condensed_into, compaction)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                m.id.to_string(),
+                m.handler.to_string(),
+                m.text,
+                m.kind,
+                tags_json(&m.tags)?,
+                m.created_at.0,
+                m.state.as_str(),
+                m.changed_at.map(|t| t.0),
+                opt_text(m.condensed_into),
+                opt_text(m.compaction),
+            ],
+            || format!("store memory {} of handler {}", m.id, m.handler),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn compaction(c: &Connection, id: MemoryCompactionId) -> R<Option<MemoryCompactionRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {COMPACTION_COLS} FROM memory_compactions WHERE id = ?1"),
-        [id.to_string()],
-        || format!("read memory compaction {id}"),
-        compaction_row,
-    )
-}
+    fn memory(&mut self, id: MemoryId) -> R<Option<MemoryRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {COLS} FROM memories m WHERE m.id = ?1"),
+            [id.to_string()],
+            || format!("read memory {id}"),
+            row,
+        )
+    }
 
-/// A handler's condensations, newest first.
-pub(crate) fn compactions(
-    c: &Connection,
-    handler: HandlerId,
-    n: usize,
-) -> R<Vec<MemoryCompactionRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {COMPACTION_COLS} FROM memory_compactions WHERE handler = ?1
-             ORDER BY requested_at DESC, id LIMIT ?2"
-        ),
-        params![handler.to_string(), limit(n)],
-        || format!("list the memory compactions of handler {handler}"),
-        compaction_row,
-    )
-}
+    /// Full-text search: (row, score) best first; the score is BM25 negated,
+    /// so higher is better.
+    fn search_memories(
+        &mut self,
+        words: &[String],
+        f: &MemoryFilter,
+        n: usize,
+    ) -> R<Vec<(MemoryRow, f64)>> {
+        let c = self.conn;
+        let Some(q) = fts_query(words) else {
+            return Ok(Vec::new());
+        };
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COLS}, -bm25(memories_fts) FROM memories_fts
+                 JOIN memories m ON m.seq = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 AND {FILTER}
+                 ORDER BY bm25(memories_fts), m.seq LIMIT ?8"
+            ),
+            params![
+                q,
+                f.handler.to_string(),
+                states_json(f),
+                f.kind,
+                f.since.map(|t| t.0),
+                f.until.map(|t| t.0),
+                tags_json(&f.tags)?,
+                limit(n)
+            ],
+            || format!("search the memory of handler {}", f.handler),
+            |r| Ok((row(r)?, col(r, 10, "memory score")?)),
+        )
+    }
 
-/// The handler's open request to condense, if any.
-pub(crate) fn open_compaction(
-    c: &Connection,
-    handler: HandlerId,
-) -> R<Option<MemoryCompactionRow>> {
-    query_opt(
-        c,
-        &format!(
-            "SELECT {COMPACTION_COLS} FROM memory_compactions
-             WHERE handler = ?1 AND status = 'requested' ORDER BY requested_at LIMIT 1"
-        ),
-        [handler.to_string()],
-        || format!("find the open memory compaction of handler {handler}"),
-        compaction_row,
-    )
+    /// Memories matching the filter, newest first.
+    fn list_memories(&mut self, f: &MemoryFilter, n: usize) -> R<Vec<MemoryRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COLS} FROM memories m WHERE ?1 IS NULL AND {FILTER}
+                 ORDER BY m.created_at DESC, m.seq DESC LIMIT ?8"
+            ),
+            params![
+                Option::<String>::None,
+                f.handler.to_string(),
+                states_json(f),
+                f.kind,
+                f.since.map(|t| t.0),
+                f.until.map(|t| t.0),
+                tags_json(&f.tags)?,
+                limit(n)
+            ],
+            || format!("list the memory of handler {}", f.handler),
+            row,
+        )
+    }
+
+    /// Memories matching the filter that have an embedding by `model`, with it.
+    fn memory_vectors(&mut self, f: &MemoryFilter, model: &str) -> R<Vec<(MemoryRow, Vec<f32>)>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COLS}, e.vector FROM memories m
+                 JOIN memory_embeddings e ON e.memory = m.id AND e.model = ?1
+                 WHERE {FILTER} AND ?8 IS NULL"
+            ),
+            params![
+                model,
+                f.handler.to_string(),
+                states_json(f),
+                f.kind,
+                f.since.map(|t| t.0),
+                f.until.map(|t| t.0),
+                tags_json(&f.tags)?,
+                Option::<i64>::None
+            ],
+            || format!("read the memory embeddings of handler {}", f.handler),
+            |r| {
+                let blob: Vec<u8> = col(r, 10, "memory embedding")?;
+                Ok((row(r)?, decode_vector(&blob)?))
+            },
+        )
+    }
+
+    fn put_memory_vector(&mut self, memory: MemoryId, model: &str, v: &[f32]) -> R<()> {
+        let c = self.conn;
+        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        execute(
+            c,
+            "INSERT INTO memory_embeddings (memory, model, dims, vector) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (memory, model) DO UPDATE SET dims = ?3, vector = ?4",
+            params![memory.to_string(), model, limit(v.len()), blob],
+            || format!("store the embedding of memory {memory}"),
+        )
+        .map(drop)
+    }
+
+    fn memory_embedded_count(&mut self, handler: HandlerId, model: &str) -> R<i64> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT COUNT(*) FROM memories m JOIN memory_embeddings e
+               ON e.memory = m.id AND e.model = ?2
+             WHERE m.handler = ?1 AND m.state = 'live'",
+            params![handler.to_string(), model],
+            || format!("count the embedded memories of handler {handler}"),
+        )
+    }
+
+    fn set_memory_state(
+        &mut self,
+        id: MemoryId,
+        state: MemoryState,
+        condensed_into: Option<MemoryId>,
+        compaction: Option<MemoryCompactionId>,
+        at: Timestamp,
+    ) -> R<()> {
+        let c = self.conn;
+        let n = execute(
+            c,
+            "UPDATE memories SET state = ?2, condensed_into = ?3,
+               compaction = COALESCE(?4, compaction), changed_at = ?5
+             WHERE id = ?1",
+            params![
+                id.to_string(),
+                state.as_str(),
+                opt_text(condensed_into),
+                opt_text(compaction),
+                at.0
+            ],
+            || format!("mark memory {id} {}", state.as_str()),
+        )?;
+        require_row(n, || format!("mark memory {id} {}", state.as_str()))
+    }
+
+    fn memories_condensed_into(&mut self, summary: MemoryId) -> R<Vec<MemoryRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!("SELECT {COLS} FROM memories m WHERE m.condensed_into = ?1 ORDER BY m.seq"),
+            [summary.to_string()],
+            || format!("list the memories condensed into {summary}"),
+            row,
+        )
+    }
+
+    fn memory_counts(&mut self, handler: HandlerId) -> R<MemoryCounts> {
+        let c = self.conn;
+        query_opt(
+            c,
+            "SELECT COALESCE(SUM(state = 'live'), 0), COALESCE(SUM(state = 'condensed'), 0),
+               COALESCE(SUM(state = 'forgotten'), 0),
+               COALESCE(SUM(CASE WHEN state = 'live' THEN length(CAST(text AS BLOB)) END), 0)
+             FROM memories WHERE handler = ?1",
+            [handler.to_string()],
+            || format!("count the memories of handler {handler}"),
+            |r| {
+                Ok(MemoryCounts {
+                    live: col(r, 0, "live memories")?,
+                    condensed: col(r, 1, "condensed memories")?,
+                    forgotten: col(r, 2, "forgotten memories")?,
+                    live_bytes: col(r, 3, "live memory bytes")?,
+                })
+            },
+        )
+        .map(Option::unwrap_or_default)
+    }
+
+    /// The live memories of a handler, counted over the index alone.
+    fn memory_live_count(&mut self, handler: HandlerId) -> R<i64> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT COUNT(*) FROM memories WHERE handler = ?1 AND state = 'live'",
+            [handler.to_string()],
+            || format!("count the live memories of handler {handler}"),
+        )
+    }
+
+    fn memory_changes(&mut self, handler: HandlerId, n: usize) -> R<Vec<MemoryChangeRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            "SELECT id, 'stored', created_at FROM memories WHERE handler = ?1
+             UNION ALL
+             SELECT id, state, changed_at FROM memories WHERE handler = ?1 AND changed_at IS NOT NULL
+             ORDER BY 3 DESC LIMIT ?2",
+            params![handler.to_string(), limit(n)],
+            || format!("list the last memory changes of handler {handler}"),
+            |r| {
+                Ok(MemoryChangeRow {
+                    memory: col_id(r, 0, "memory change id")?,
+                    change: col(r, 1, "memory change")?,
+                    at: col_ts(r, 2, "memory change time")?,
+                })
+            },
+        )
+    }
+
+    /// Insert a condensation, or overwrite the one with its id.
+    fn put_memory_compaction(&mut self, k: &MemoryCompactionRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            &format!(
+                "INSERT INTO memory_compactions ({COMPACTION_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (id) DO UPDATE SET done_at = ?4, undone_at = ?5, status = ?6,
+                   summary = ?7"
+            ),
+            params![
+                k.id.to_string(),
+                k.handler.to_string(),
+                k.requested_at.0,
+                k.done_at.map(|t| t.0),
+                k.undone_at.map(|t| t.0),
+                k.status.as_str(),
+                opt_text(k.summary),
+            ],
+            || format!("store memory compaction {} of handler {}", k.id, k.handler),
+        )
+        .map(drop)
+    }
+
+    fn memory_compaction(&mut self, id: MemoryCompactionId) -> R<Option<MemoryCompactionRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {COMPACTION_COLS} FROM memory_compactions WHERE id = ?1"),
+            [id.to_string()],
+            || format!("read memory compaction {id}"),
+            compaction_row,
+        )
+    }
+
+    /// A handler's condensations, newest first.
+    fn memory_compactions(&mut self, handler: HandlerId, n: usize) -> R<Vec<MemoryCompactionRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {COMPACTION_COLS} FROM memory_compactions WHERE handler = ?1
+                 ORDER BY requested_at DESC, id LIMIT ?2"
+            ),
+            params![handler.to_string(), limit(n)],
+            || format!("list the memory compactions of handler {handler}"),
+            compaction_row,
+        )
+    }
+
+    /// The handler's open request to condense, if any.
+    fn open_memory_compaction(&mut self, handler: HandlerId) -> R<Option<MemoryCompactionRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!(
+                "SELECT {COMPACTION_COLS} FROM memory_compactions
+                 WHERE handler = ?1 AND status = 'requested' ORDER BY requested_at LIMIT 1"
+            ),
+            [handler.to_string()],
+            || format!("find the open memory compaction of handler {handler}"),
+            compaction_row,
+        )
+    }
 }
 
 #[cfg(test)]

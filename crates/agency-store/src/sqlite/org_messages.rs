@@ -2,11 +2,13 @@
 //! `org_messages`): the store side of issue 12 items 6-7.
 
 use agency_core::{ConversationId, MessageId, OrgKeyId, OrgMessageId, Timestamp};
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Row, params};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
 use crate::org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
+use crate::tx::OrgMessageTx;
 
 const KEY_COLS: &str = "id, agency, key_hash, prefix, created_at, revoked_at";
 
@@ -19,66 +21,6 @@ fn key_row(r: &Row<'_>) -> R<OrgKeyRow> {
         created_at: col_ts(r, 4, "agency key created_at")?,
         revoked_at: col_opt_ts(r, 5, "agency key revoked_at")?,
     })
-}
-
-pub(crate) fn insert_key(c: &Connection, k: &OrgKeyRow) -> R<()> {
-    execute(
-        c,
-        &format!("INSERT INTO org_keys ({KEY_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
-        params![
-            k.id.to_string(),
-            k.agency,
-            k.key_hash,
-            k.prefix,
-            k.created_at.0,
-            k.revoked_at.map(|t| t.0)
-        ],
-        || format!("insert API key {} of agency {}", k.id, k.agency),
-    )
-    .map(drop)
-}
-
-pub(crate) fn key(c: &Connection, id: OrgKeyId) -> R<Option<OrgKeyRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {KEY_COLS} FROM org_keys WHERE id = ?1"),
-        [id.to_string()],
-        || format!("read API key {id}"),
-        key_row,
-    )
-}
-
-pub(crate) fn key_by_hash(c: &Connection, hash: &str) -> R<Option<OrgKeyRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {KEY_COLS} FROM org_keys WHERE key_hash = ?1"),
-        [hash],
-        || "look up an API key by its hash".to_owned(),
-        key_row,
-    )
-}
-
-pub(crate) fn keys(c: &Connection, agency: Option<&str>) -> R<Vec<OrgKeyRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {KEY_COLS} FROM org_keys WHERE ?1 IS NULL OR agency = ?1
-             ORDER BY agency, created_at, id"
-        ),
-        [agency],
-        || "list API keys".to_owned(),
-        key_row,
-    )
-}
-
-pub(crate) fn revoke_key(c: &Connection, id: OrgKeyId, at: Timestamp) -> R<bool> {
-    let n = execute(
-        c,
-        "UPDATE org_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-        params![id.to_string(), at.0],
-        || format!("revoke API key {id}"),
-    )?;
-    Ok(n == 1)
 }
 
 const MSG_COLS: &str = "id, agency, conversation, mail_message_id, text, reply_text, \
@@ -102,113 +44,183 @@ fn message_row(r: &Row<'_>) -> R<OrgMessageRow> {
     })
 }
 
-pub(crate) fn insert_message(c: &Connection, m: &OrgMessageRow) -> R<()> {
-    execute(
-        c,
-        &format!(
-            "INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-        ),
-        params![
-            m.id.to_string(),
-            m.agency,
-            m.conversation.to_string(),
-            m.mail_message_id.to_string(),
-            m.text,
-            m.reply_text,
-            m.reply_message_id.map(|i| i.to_string()),
-            m.status.as_str(),
-            m.created_at.0,
-            m.answered_at.map(|t| t.0),
-            opt_text(m.key_id),
-        ],
-        || format!("insert message {} to agency {}", m.id, m.agency),
-    )
-    .map(drop)
-}
+impl OrgMessageTx for SqliteTx<'_> {
+    fn insert_org_key(&mut self, k: &OrgKeyRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            &format!("INSERT INTO org_keys ({KEY_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+            params![
+                k.id.to_string(),
+                k.agency,
+                k.key_hash,
+                k.prefix,
+                k.created_at.0,
+                k.revoked_at.map(|t| t.0)
+            ],
+            || format!("insert API key {} of agency {}", k.id, k.agency),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn message(c: &Connection, id: OrgMessageId) -> R<Option<OrgMessageRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {MSG_COLS} FROM org_messages WHERE id = ?1"),
-        [id.to_string()],
-        || format!("read agency message {id}"),
-        message_row,
-    )
-}
+    fn org_key(&mut self, id: OrgKeyId) -> R<Option<OrgKeyRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {KEY_COLS} FROM org_keys WHERE id = ?1"),
+            [id.to_string()],
+            || format!("read API key {id}"),
+            key_row,
+        )
+    }
 
-pub(crate) fn message_by_mail(c: &Connection, mail: MessageId) -> R<Option<OrgMessageRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {MSG_COLS} FROM org_messages WHERE mail_message_id = ?1"),
-        [mail.to_string()],
-        || format!("find the agency message carried by mail {mail}"),
-        message_row,
-    )
-}
+    fn org_key_by_hash(&mut self, hash: &str) -> R<Option<OrgKeyRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {KEY_COLS} FROM org_keys WHERE key_hash = ?1"),
+            [hash],
+            || "look up an API key by its hash".to_owned(),
+            key_row,
+        )
+    }
 
-/// The last `n` messages of a conversation, returned oldest first. In the
-/// order they were stored (`rowid`): two may share a millisecond.
-pub(crate) fn conversation(
-    c: &Connection,
-    conv: ConversationId,
-    n: usize,
-) -> R<Vec<OrgMessageRow>> {
-    let mut rows = query_rows(
-        c,
-        &format!(
-            "SELECT {MSG_COLS} FROM org_messages WHERE conversation = ?1
-             ORDER BY rowid DESC LIMIT ?2"
-        ),
-        params![conv.to_string(), limit(n)],
-        || format!("read conversation {conv}"),
-        message_row,
-    )?;
-    rows.reverse();
-    Ok(rows)
-}
+    fn org_keys(&mut self, agency: Option<&str>) -> R<Vec<OrgKeyRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {KEY_COLS} FROM org_keys WHERE ?1 IS NULL OR agency = ?1
+                 ORDER BY agency, created_at, id"
+            ),
+            [agency],
+            || "list API keys".to_owned(),
+            key_row,
+        )
+    }
 
-/// The last `n` messages from outside (of `agency`, or of all), newest
-/// first, in the order they were stored.
-pub(crate) fn recent(c: &Connection, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>> {
-    query_rows(
-        c,
-        &format!(
-            "SELECT {MSG_COLS} FROM org_messages WHERE ?1 IS NULL OR agency = ?1
-             ORDER BY rowid DESC LIMIT ?2"
-        ),
-        params![agency, limit(n)],
-        || "list the messages from outside".to_owned(),
-        message_row,
-    )
-}
+    fn revoke_org_key(&mut self, id: OrgKeyId, at: Timestamp) -> R<bool> {
+        let c = self.conn;
+        let n = execute(
+            c,
+            "UPDATE org_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+            params![id.to_string(), at.0],
+            || format!("revoke API key {id}"),
+        )?;
+        Ok(n == 1)
+    }
 
-/// Messages of API key `key` still pending (the partial index
-/// `org_messages_pending_by_key` holds exactly these rows).
-pub(crate) fn pending_of_key(c: &Connection, key: OrgKeyId) -> R<u64> {
-    let n: i64 = query_value(
-        c,
-        "SELECT COUNT(*) FROM org_messages WHERE key_id = ?1 AND status = 'pending'",
-        [key.to_string()],
-        || format!("count the pending messages of API key {key}"),
-    )?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
+    fn insert_org_message(&mut self, m: &OrgMessageRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            &format!(
+                "INSERT INTO org_messages ({MSG_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+            ),
+            params![
+                m.id.to_string(),
+                m.agency,
+                m.conversation.to_string(),
+                m.mail_message_id.to_string(),
+                m.text,
+                m.reply_text,
+                m.reply_message_id.map(|i| i.to_string()),
+                m.status.as_str(),
+                m.created_at.0,
+                m.answered_at.map(|t| t.0),
+                opt_text(m.key_id),
+            ],
+            || format!("insert message {} to agency {}", m.id, m.agency),
+        )
+        .map(drop)
+    }
 
-/// Record the reply if the message is still pending; whether it was.
-pub(crate) fn set_answered(
-    c: &Connection,
-    id: OrgMessageId,
-    reply: &str,
-    reply_message: MessageId,
-    at: Timestamp,
-) -> R<bool> {
-    let n = execute(
-        c,
-        "UPDATE org_messages SET status = 'answered', reply_text = ?2, reply_message_id = ?3,
-                answered_at = ?4
-         WHERE id = ?1 AND status = 'pending'",
-        params![id.to_string(), reply, reply_message.to_string(), at.0],
-        || format!("record the reply to agency message {id}"),
-    )?;
-    Ok(n == 1)
+    fn org_message(&mut self, id: OrgMessageId) -> R<Option<OrgMessageRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {MSG_COLS} FROM org_messages WHERE id = ?1"),
+            [id.to_string()],
+            || format!("read agency message {id}"),
+            message_row,
+        )
+    }
+
+    fn org_message_by_mail(&mut self, mail: MessageId) -> R<Option<OrgMessageRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {MSG_COLS} FROM org_messages WHERE mail_message_id = ?1"),
+            [mail.to_string()],
+            || format!("find the agency message carried by mail {mail}"),
+            message_row,
+        )
+    }
+
+    /// The last `n` messages of a conversation, returned oldest first. In the
+    /// order they were stored (`rowid`): two may share a millisecond.
+    fn org_conversation(&mut self, conv: ConversationId, n: usize) -> R<Vec<OrgMessageRow>> {
+        let c = self.conn;
+        let mut rows = query_rows(
+            c,
+            &format!(
+                "SELECT {MSG_COLS} FROM org_messages WHERE conversation = ?1
+                 ORDER BY rowid DESC LIMIT ?2"
+            ),
+            params![conv.to_string(), limit(n)],
+            || format!("read conversation {conv}"),
+            message_row,
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// The last `n` messages from outside (of `agency`, or of all), newest
+    /// first, in the order they were stored.
+    fn org_messages_recent(&mut self, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT {MSG_COLS} FROM org_messages WHERE ?1 IS NULL OR agency = ?1
+                 ORDER BY rowid DESC LIMIT ?2"
+            ),
+            params![agency, limit(n)],
+            || "list the messages from outside".to_owned(),
+            message_row,
+        )
+    }
+
+    /// Messages of API key `key` still pending (the partial index
+    /// `org_messages_pending_by_key` holds exactly these rows).
+    fn org_messages_pending_of_key(&mut self, key: OrgKeyId) -> R<u64> {
+        let c = self.conn;
+        let n: i64 = query_value(
+            c,
+            "SELECT COUNT(*) FROM org_messages WHERE key_id = ?1 AND status = 'pending'",
+            [key.to_string()],
+            || format!("count the pending messages of API key {key}"),
+        )?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Record the reply if the message is still pending; whether it was.
+    fn set_org_message_answered(
+        &mut self,
+        id: OrgMessageId,
+        reply: &str,
+        reply_message: MessageId,
+        at: Timestamp,
+    ) -> R<bool> {
+        let c = self.conn;
+        let n = execute(
+            c,
+            "UPDATE org_messages SET status = 'answered', reply_text = ?2, reply_message_id = ?3,
+                    answered_at = ?4
+             WHERE id = ?1 AND status = 'pending'",
+            params![id.to_string(), reply, reply_message.to_string(), at.0],
+            || format!("record the reply to agency message {id}"),
+        )?;
+        Ok(n == 1)
+    }
 }

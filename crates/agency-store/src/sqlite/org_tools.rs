@@ -1,10 +1,12 @@
 //! The tools of applied organisations (`org_tools`): the store side of
 //! issue 12 item 4.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Row, params};
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::org_tools::OrgToolRow;
+use crate::tx::OrgToolTx;
 
 const COLS: &str = "name, org, def_json, def_hash, updated_at";
 
@@ -18,45 +20,51 @@ fn row(r: &Row<'_>) -> R<OrgToolRow> {
     })
 }
 
-pub(crate) fn tool(c: &Connection, name: &str) -> R<Option<OrgToolRow>> {
-    query_opt(
-        c,
-        &format!("SELECT {COLS} FROM org_tools WHERE name = ?1"),
-        [name],
-        || format!("read org tool {name}"),
-        row,
-    )
-}
+impl OrgToolTx for SqliteTx<'_> {
+    fn org_tool(&mut self, name: &str) -> R<Option<OrgToolRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            &format!("SELECT {COLS} FROM org_tools WHERE name = ?1"),
+            [name],
+            || format!("read org tool {name}"),
+            row,
+        )
+    }
 
-pub(crate) fn tools(c: &Connection, org: Option<&str>) -> R<Vec<OrgToolRow>> {
-    query_rows(
-        c,
-        &format!("SELECT {COLS} FROM org_tools WHERE ?1 IS NULL OR org = ?1 ORDER BY name"),
-        [org],
-        || match org {
-            Some(o) => format!("list the tools of organisation {o}"),
-            None => "list the org tools".to_owned(),
-        },
-        row,
-    )
-}
+    fn org_tools(&mut self, org: Option<&str>) -> R<Vec<OrgToolRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!("SELECT {COLS} FROM org_tools WHERE ?1 IS NULL OR org = ?1 ORDER BY name"),
+            [org],
+            || match org {
+                Some(o) => format!("list the tools of organisation {o}"),
+                None => "list the org tools".to_owned(),
+            },
+            row,
+        )
+    }
 
-pub(crate) fn put(c: &Connection, t: &OrgToolRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO org_tools (name, org, def_json, def_hash, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (name) DO UPDATE SET org = ?2, def_json = ?3, def_hash = ?4,
-           updated_at = ?5",
-        params![t.name, t.org, t.def_json, t.def_hash, t.updated_at.0],
-        || format!("store org tool {} of organisation {}", t.name, t.org),
-    )
-    .map(drop)
-}
+    fn put_org_tool(&mut self, t: &OrgToolRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO org_tools (name, org, def_json, def_hash, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (name) DO UPDATE SET org = ?2, def_json = ?3, def_hash = ?4,
+               updated_at = ?5",
+            params![t.name, t.org, t.def_json, t.def_hash, t.updated_at.0],
+            || format!("store org tool {} of organisation {}", t.name, t.org),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn delete(c: &Connection, name: &str) -> R<()> {
-    execute(c, "DELETE FROM org_tools WHERE name = ?1", [name], || {
-        format!("delete org tool {name}")
-    })
-    .map(drop)
+    fn delete_org_tool(&mut self, name: &str) -> R<()> {
+        let c = self.conn;
+        execute(c, "DELETE FROM org_tools WHERE name = ?1", [name], || {
+            format!("delete org tool {name}")
+        })
+        .map(drop)
+    }
 }

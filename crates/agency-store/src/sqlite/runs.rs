@@ -2,53 +2,20 @@
 //! detection, and stalled handlers.
 
 use agency_core::{AgentId, HandlerId, Timestamp};
-use rusqlite::{Connection, params};
+use rusqlite::params;
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::blob::BlobId;
 use crate::error::StoreError;
 use crate::model::{AgentRunRow, AgentWithRun};
+use crate::tx::RunTx;
 
 /// The columns [`run_row`] reads, in order.
 macro_rules! run_cols {
     () => {
         "agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript, prompt_version, ended_how"
     };
-}
-
-pub(crate) fn put_agent_run(c: &Connection, r: &AgentRunRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO agent_runs (agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript,
-             prompt_version, ended_how)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (agent) DO UPDATE SET runtime = ?2, prompt_hash = ?3, exit_status = ?4, tool_calls = ?5,
-             input_tokens = ?6, output_tokens = ?7, transcript = ?8, prompt_version = ?9, ended_how = ?10",
-        params![
-            r.agent.to_string(),
-            r.runtime,
-            r.prompt_hash,
-            r.exit_status,
-            r.tool_calls,
-            r.input_tokens,
-            r.output_tokens,
-            r.transcript.as_ref().map(BlobId::as_str),
-            r.prompt_version,
-            r.ended_how,
-        ],
-        || format!("record the run of agent {}", r.agent),
-    )
-    .map(drop)
-}
-
-pub(crate) fn agent_run(c: &Connection, agent: AgentId) -> R<Option<AgentRunRow>> {
-    query_opt(
-        c,
-        concat!("SELECT ", run_cols!(), " FROM agent_runs WHERE agent = ?1"),
-        [agent.to_string()],
-        || format!("read the run of agent {agent}"),
-        |r| run_row(r, 0),
-    )
 }
 
 /// A run record from the columns of [`run_cols`] starting at `at`; `None`
@@ -83,111 +50,182 @@ fn agent_with_run(r: &rusqlite::Row<'_>) -> R<AgentWithRun> {
     })
 }
 
-/// Agents with their runs, newest first: of the given handlers, or of
-/// every handler when `handlers` is `None`; only those started before
-/// `before` (paging: pass the last `started_at` seen).
-pub(crate) fn runs(
-    c: &Connection,
-    handlers: Option<&[HandlerId]>,
-    before: Option<Timestamp>,
-    n: usize,
-) -> R<Vec<AgentWithRun>> {
-    let before = before.map_or(i64::MAX, |t| t.0);
-    match handlers {
-        None => query_rows(
+impl RunTx for SqliteTx<'_> {
+    fn put_agent_run(&mut self, r: &AgentRunRow) -> R<()> {
+        let c = self.conn;
+        execute(
             c,
-            concat!(
-                "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
-                "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
-                " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id WHERE a.started_at < ?1",
-                " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?2"
+            "INSERT INTO agent_runs (agent, runtime, prompt_hash, exit_status, tool_calls, input_tokens, output_tokens, transcript,
+                 prompt_version, ended_how)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (agent) DO UPDATE SET runtime = ?2, prompt_hash = ?3, exit_status = ?4, tool_calls = ?5,
+                 input_tokens = ?6, output_tokens = ?7, transcript = ?8, prompt_version = ?9, ended_how = ?10",
+            params![
+                r.agent.to_string(),
+                r.runtime,
+                r.prompt_hash,
+                r.exit_status,
+                r.tool_calls,
+                r.input_tokens,
+                r.output_tokens,
+                r.transcript.as_ref().map(BlobId::as_str),
+                r.prompt_version,
+                r.ended_how,
+            ],
+            || format!("record the run of agent {}", r.agent),
+        )
+        .map(drop)
+    }
+
+    fn agent_run(&mut self, agent: AgentId) -> R<Option<AgentRunRow>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            concat!("SELECT ", run_cols!(), " FROM agent_runs WHERE agent = ?1"),
+            [agent.to_string()],
+            || format!("read the run of agent {agent}"),
+            |r| run_row(r, 0),
+        )
+    }
+
+    fn set_agent_run_log(&mut self, agent: AgentId, log: &BlobId) -> R<bool> {
+        let c = self.conn;
+        execute(
+            c,
+            "UPDATE agent_runs SET log = ?2 WHERE agent = ?1",
+            params![agent.to_string(), log.as_str()],
+            || format!("record the output log of agent {agent}"),
+        )
+        .map(|n| n > 0)
+    }
+
+    fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>> {
+        let c = self.conn;
+        let log: Option<Option<String>> = query_opt(
+            c,
+            "SELECT log FROM agent_runs WHERE agent = ?1",
+            [agent.to_string()],
+            || format!("read the output log of agent {agent}"),
+            |r| col(r, 0, "run log"),
+        )?;
+        log.flatten()
+            .map(|t| BlobId::parse(&t).ok_or_else(|| StoreError::corrupt("run log blob id", t)))
+            .transpose()
+    }
+
+    /// Agents with their runs, newest first: of the given handlers, or of
+    /// every handler when `handlers` is `None`; only those started before
+    /// `before` (paging: pass the last `started_at` seen).
+    fn runs(
+        &mut self,
+        handlers: Option<&[HandlerId]>,
+        before: Option<Timestamp>,
+        n: usize,
+    ) -> R<Vec<AgentWithRun>> {
+        let c = self.conn;
+        let before = before.map_or(i64::MAX, |t| t.0);
+        match handlers {
+            None => query_rows(
+                c,
+                concat!(
+                    "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
+                    "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
+                    " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id WHERE a.started_at < ?1",
+                    " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?2"
+                ),
+                params![before, limit(n)],
+                || "list agent runs".to_owned(),
+                agent_with_run,
             ),
-            params![before, limit(n)],
-            || "list agent runs".to_owned(),
-            agent_with_run,
-        ),
-        Some(hs) => query_rows(
+            Some(hs) => query_rows(
+                c,
+                concat!(
+                    "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
+                    "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
+                    " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id",
+                    " WHERE a.handler IN (SELECT value FROM json_each(?1)) AND a.started_at < ?2",
+                    " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?3"
+                ),
+                params![json_list(hs, true), before, limit(n)],
+                || format!("list the agent runs of {} handler(s)", hs.len()),
+                agent_with_run,
+            ),
+        }
+    }
+
+    /// The most recently ended agent of a handler, with its run.
+    fn last_ended_run(&mut self, h: HandlerId) -> R<Option<AgentWithRun>> {
+        let c = self.conn;
+        query_opt(
             c,
             concat!(
                 "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
                 "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
                 " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id",
-                " WHERE a.handler IN (SELECT value FROM json_each(?1)) AND a.started_at < ?2",
-                " ORDER BY a.started_at DESC, a.rowid DESC LIMIT ?3"
+                " WHERE a.handler = ?1 AND a.ended_at IS NOT NULL",
+                // At most one agent of a handler is live at a time, so the
+                // newest one started that has ended is the previous one;
+                // rowid (insertion order) breaks ties within a millisecond.
+                " ORDER BY a.started_at DESC, a.rowid DESC LIMIT 1"
             ),
-            params![json_list(hs, true), before, limit(n)],
-            || format!("list the agent runs of {} handler(s)", hs.len()),
+            [h.to_string()],
+            || format!("read the last run of handler {h}"),
             agent_with_run,
-        ),
+        )
     }
-}
 
-/// The most recently ended agent of a handler, with its run.
-pub(crate) fn last_ended_run(c: &Connection, h: HandlerId) -> R<Option<AgentWithRun>> {
-    query_opt(
-        c,
-        concat!(
-            "SELECT a.id, a.handler, a.started_at, a.ended_at, a.end_reason, r.",
-            "agent, r.runtime, r.prompt_hash, r.exit_status, r.tool_calls, r.input_tokens, r.output_tokens, r.transcript, r.prompt_version, r.ended_how",
-            " FROM agents a LEFT JOIN agent_runs r ON r.agent = a.id",
-            " WHERE a.handler = ?1 AND a.ended_at IS NOT NULL",
-            // At most one agent of a handler is live at a time, so the
-            // newest one started that has ended is the previous one;
-            // rowid (insertion order) breaks ties within a millisecond.
-            " ORDER BY a.started_at DESC, a.rowid DESC LIMIT 1"
-        ),
-        [h.to_string()],
-        || format!("read the last run of handler {h}"),
-        agent_with_run,
-    )
-}
+    fn agent_made_progress(&mut self, agent: AgentId) -> R<bool> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT EXISTS (SELECT 1 FROM kb_audit WHERE agent = ?1 AND action IN ('create', 'write'))
+                 OR EXISTS (SELECT 1 FROM outcome_events WHERE agent = ?1)",
+            [agent.to_string()],
+            || format!("check the progress of agent {agent}"),
+        )
+    }
 
-pub(crate) fn agent_made_progress(c: &Connection, agent: AgentId) -> R<bool> {
-    query_value(
-        c,
-        "SELECT EXISTS (SELECT 1 FROM kb_audit WHERE agent = ?1 AND action IN ('create', 'write'))
-             OR EXISTS (SELECT 1 FROM outcome_events WHERE agent = ?1)",
-        [agent.to_string()],
-        || format!("check the progress of agent {agent}"),
-    )
-}
+    fn agent_logged(&mut self, agent: AgentId) -> R<bool> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT EXISTS (SELECT 1 FROM handler_log WHERE agent = ?1)",
+            [agent.to_string()],
+            || format!("check the audit summary of agent {agent}"),
+        )
+    }
 
-pub(crate) fn agent_logged(c: &Connection, agent: AgentId) -> R<bool> {
-    query_value(
-        c,
-        "SELECT EXISTS (SELECT 1 FROM handler_log WHERE agent = ?1)",
-        [agent.to_string()],
-        || format!("check the audit summary of agent {agent}"),
-    )
-}
+    fn set_stalled(&mut self, h: HandlerId, at: Timestamp, reason: &str) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO handler_stalls (handler, since, reason) VALUES (?1, ?2, ?3)
+             ON CONFLICT (handler) DO UPDATE SET since = ?2, reason = ?3",
+            params![h.to_string(), at.0, reason],
+            || format!("mark handler {h} stalled"),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn set_stalled(c: &Connection, h: HandlerId, at: Timestamp, reason: &str) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO handler_stalls (handler, since, reason) VALUES (?1, ?2, ?3)
-         ON CONFLICT (handler) DO UPDATE SET since = ?2, reason = ?3",
-        params![h.to_string(), at.0, reason],
-        || format!("mark handler {h} stalled"),
-    )
-    .map(drop)
-}
+    fn clear_stalled(&mut self, h: HandlerId) -> R<bool> {
+        let c = self.conn;
+        execute(
+            c,
+            "DELETE FROM handler_stalls WHERE handler = ?1",
+            [h.to_string()],
+            || format!("clear the stall of handler {h}"),
+        )
+        .map(|n| n > 0)
+    }
 
-pub(crate) fn clear_stalled(c: &Connection, h: HandlerId) -> R<bool> {
-    execute(
-        c,
-        "DELETE FROM handler_stalls WHERE handler = ?1",
-        [h.to_string()],
-        || format!("clear the stall of handler {h}"),
-    )
-    .map(|n| n > 0)
-}
-
-pub(crate) fn stalled(c: &Connection, h: HandlerId) -> R<Option<(Timestamp, String)>> {
-    query_opt(
-        c,
-        "SELECT since, reason FROM handler_stalls WHERE handler = ?1",
-        [h.to_string()],
-        || format!("read the stall of handler {h}"),
-        |r| Ok((col_ts(r, 0, "stall since")?, col(r, 1, "stall reason")?)),
-    )
+    fn stalled(&mut self, h: HandlerId) -> R<Option<(Timestamp, String)>> {
+        let c = self.conn;
+        query_opt(
+            c,
+            "SELECT since, reason FROM handler_stalls WHERE handler = ?1",
+            [h.to_string()],
+            || format!("read the stall of handler {h}"),
+            |r| Ok((col_ts(r, 0, "stall since")?, col(r, 1, "stall reason")?)),
+        )
+    }
 }

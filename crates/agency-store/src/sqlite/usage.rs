@@ -2,106 +2,109 @@
 //! per call, summed per handler for `agency cost`.
 
 use agency_core::{AgentId, HandlerId};
-use rusqlite::{Connection, params};
+use rusqlite::params;
 
+use super::SqliteTx;
 use super::convert::*;
 use crate::model::{ModelCallRow, TokenUsage, UsageTotals};
+use crate::tx::UsageTx;
 
-pub(crate) fn insert_model_call(c: &Connection, m: &ModelCallRow) -> R<()> {
-    execute(
-        c,
-        "INSERT INTO model_calls (at, handler, agent, upstream, api, model, stream, status,
-           input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
-           unpriced, estimated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        params![
-            m.at.0,
-            m.handler.to_string(),
-            m.agent.to_string(),
-            m.upstream,
-            m.api,
-            m.model,
-            m.stream,
-            m.status,
-            m.usage.input_tokens,
-            m.usage.output_tokens,
-            m.usage.cache_read_tokens,
-            m.usage.cache_write_tokens,
-            m.cost_micro_usd,
-            m.unpriced,
-            m.estimated
-        ],
-        || format!("record a model call of agent {}", m.agent),
-    )
-    .map(drop)
-}
+impl UsageTx for SqliteTx<'_> {
+    fn insert_model_call(&mut self, m: &ModelCallRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO model_calls (at, handler, agent, upstream, api, model, stream, status,
+               input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
+               unpriced, estimated)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                m.at.0,
+                m.handler.to_string(),
+                m.agent.to_string(),
+                m.upstream,
+                m.api,
+                m.model,
+                m.stream,
+                m.status,
+                m.usage.input_tokens,
+                m.usage.output_tokens,
+                m.usage.cache_read_tokens,
+                m.usage.cache_write_tokens,
+                m.cost_micro_usd,
+                m.unpriced,
+                m.estimated
+            ],
+            || format!("record a model call of agent {}", m.agent),
+        )
+        .map(drop)
+    }
 
-pub(crate) fn model_usage_of(c: &Connection, handlers: &[HandlerId]) -> R<Vec<UsageTotals>> {
-    handlers
-        .iter()
-        .map(|h| {
-            query_rows(
-                c,
-                "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-                        COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
-                        COALESCE(SUM(cost_micro_usd), 0), COALESCE(SUM(unpriced), 0),
-                        COALESCE(SUM(estimated), 0)
-                 FROM model_calls WHERE handler = ?1",
-                [h.to_string()],
-                || format!("sum the model calls of handler {h}"),
-                |r| {
-                    Ok(UsageTotals {
-                        calls: col(r, 0, "calls")?,
-                        usage: TokenUsage {
-                            input_tokens: col(r, 1, "input tokens")?,
-                            output_tokens: col(r, 2, "output tokens")?,
-                            cache_read_tokens: col(r, 3, "cache-read tokens")?,
-                            cache_write_tokens: col(r, 4, "cache-write tokens")?,
-                        },
-                        cost_micro_usd: col(r, 5, "cost")?,
-                        unpriced_calls: col(r, 6, "unpriced calls")?,
-                        estimated_calls: col(r, 7, "estimated calls")?,
-                    })
-                },
-            )
-            .map(|mut rows| rows.pop().unwrap_or_default())
-        })
-        .collect()
-}
-
-pub(crate) fn model_calls_of_agent(
-    c: &Connection,
-    agent: AgentId,
-    max: usize,
-) -> R<Vec<ModelCallRow>> {
-    query_rows(
-        c,
-        "SELECT at, handler, agent, upstream, api, model, stream, status, input_tokens,
-                output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
-                unpriced, estimated
-         FROM model_calls WHERE agent = ?1 ORDER BY id DESC LIMIT ?2",
-        params![agent.to_string(), limit(max)],
-        || format!("read the model calls of agent {agent}"),
-        |r| {
-            Ok(ModelCallRow {
-                at: col_ts(r, 0, "model call at")?,
-                handler: col_id(r, 1, "model call handler")?,
-                agent: col_id(r, 2, "model call agent")?,
-                upstream: col(r, 3, "model call upstream")?,
-                api: col(r, 4, "model call api")?,
-                model: col(r, 5, "model call model")?,
-                stream: col(r, 6, "model call stream")?,
-                status: col(r, 7, "model call status")?,
-                usage: TokenUsage {
-                    input_tokens: col(r, 8, "input tokens")?,
-                    output_tokens: col(r, 9, "output tokens")?,
-                    cache_read_tokens: col(r, 10, "cache-read tokens")?,
-                    cache_write_tokens: col(r, 11, "cache-write tokens")?,
-                },
-                cost_micro_usd: col(r, 12, "cost")?,
-                unpriced: col(r, 13, "model call unpriced")?,
-                estimated: col(r, 14, "model call estimated")?,
+    fn model_usage_of(&mut self, handlers: &[HandlerId]) -> R<Vec<UsageTotals>> {
+        let c = self.conn;
+        handlers
+            .iter()
+            .map(|h| {
+                query_rows(
+                    c,
+                    "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+                            COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
+                            COALESCE(SUM(cost_micro_usd), 0), COALESCE(SUM(unpriced), 0),
+                            COALESCE(SUM(estimated), 0)
+                     FROM model_calls WHERE handler = ?1",
+                    [h.to_string()],
+                    || format!("sum the model calls of handler {h}"),
+                    |r| {
+                        Ok(UsageTotals {
+                            calls: col(r, 0, "calls")?,
+                            usage: TokenUsage {
+                                input_tokens: col(r, 1, "input tokens")?,
+                                output_tokens: col(r, 2, "output tokens")?,
+                                cache_read_tokens: col(r, 3, "cache-read tokens")?,
+                                cache_write_tokens: col(r, 4, "cache-write tokens")?,
+                            },
+                            cost_micro_usd: col(r, 5, "cost")?,
+                            unpriced_calls: col(r, 6, "unpriced calls")?,
+                            estimated_calls: col(r, 7, "estimated calls")?,
+                        })
+                    },
+                )
+                .map(|mut rows| rows.pop().unwrap_or_default())
             })
-        },
-    )
+            .collect()
+    }
+
+    fn model_calls_of_agent(&mut self, agent: AgentId, max: usize) -> R<Vec<ModelCallRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            "SELECT at, handler, agent, upstream, api, model, stream, status, input_tokens,
+                    output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd,
+                    unpriced, estimated
+             FROM model_calls WHERE agent = ?1 ORDER BY id DESC LIMIT ?2",
+            params![agent.to_string(), limit(max)],
+            || format!("read the model calls of agent {agent}"),
+            |r| {
+                Ok(ModelCallRow {
+                    at: col_ts(r, 0, "model call at")?,
+                    handler: col_id(r, 1, "model call handler")?,
+                    agent: col_id(r, 2, "model call agent")?,
+                    upstream: col(r, 3, "model call upstream")?,
+                    api: col(r, 4, "model call api")?,
+                    model: col(r, 5, "model call model")?,
+                    stream: col(r, 6, "model call stream")?,
+                    status: col(r, 7, "model call status")?,
+                    usage: TokenUsage {
+                        input_tokens: col(r, 8, "input tokens")?,
+                        output_tokens: col(r, 9, "output tokens")?,
+                        cache_read_tokens: col(r, 10, "cache-read tokens")?,
+                        cache_write_tokens: col(r, 11, "cache-write tokens")?,
+                    },
+                    cost_micro_usd: col(r, 12, "cost")?,
+                    unpriced: col(r, 13, "model call unpriced")?,
+                    estimated: col(r, 14, "model call estimated")?,
+                })
+            },
+        )
+    }
 }

@@ -1,0 +1,103 @@
+//! Agents: one live agent per handler, bearer tokens, process groups.
+
+use agency_core::Timestamp;
+
+use super::New;
+use super::fixtures::*;
+use crate::*;
+
+pub fn one_live_agent_per_handler(new: &New) {
+    let (_dir, store) = new();
+    let h = wr(&store, |tx| add_handler(tx, 1, None));
+    wr(&store, |tx| tx.insert_agent(&agent(100, h, 1)));
+    let err = wr_err(&store, |tx| tx.insert_agent(&agent(101, h, 2)));
+    let StoreError::Unique { op, message } = &err else {
+        panic!("expected Unique: {err:?}")
+    };
+    assert_eq!(op, &format!("insert agent {} for handler {h}", aid(101)));
+    assert_eq!(message, &format!("handler {h} already has a live agent"));
+
+    assert!(wr(&store, |tx| tx.end_agent(
+        aid(100),
+        Timestamp(3),
+        "exited"
+    )));
+    assert!(
+        !wr(&store, |tx| tx.end_agent(aid(100), Timestamp(4), "again")),
+        "no longer live"
+    );
+    wr(&store, |tx| tx.insert_agent(&agent(101, h, 5)));
+    rd(&store, |tx| {
+        let old = tx.agent(aid(100))?.unwrap();
+        assert_eq!(
+            (old.ended_at, old.end_reason.as_deref()),
+            (Some(Timestamp(3)), Some("exited"))
+        );
+        assert_eq!(tx.live_agents()?, [agent(101, h, 5)]);
+        assert_eq!(tx.live_agents_of(&[h, hid(9)])?, [agent(101, h, 5)]);
+        assert_eq!(tx.live_agents_of(&[hid(9)])?, []);
+        let recent: Vec<_> = tx.recent_agents(10)?.into_iter().map(|a| a.id).collect();
+        assert_eq!(recent, [aid(101), aid(100)], "newest first");
+        assert_eq!(tx.counts()?.agents_live, 1);
+        Ok(())
+    });
+}
+
+pub fn tokens_and_process_groups(new: &New) {
+    let (_d, store) = new();
+    let h = wr(&store, |tx| add_handler(tx, 1, None));
+    let token = |hash: &str, agent_n| TokenRow {
+        hash: hash.to_owned(),
+        agent: aid(agent_n),
+        handler: h,
+        workspace: None,
+        created_at: Timestamp(1),
+        revoked_at: None,
+    };
+    wr(&store, |tx| {
+        tx.insert_agent(&agent(100, h, 1))?;
+        tx.insert_token(&token("t1", 100))?;
+        tx.insert_token(&token("t2", 100))?;
+        tx.put_agent_process(&AgentProcessRow {
+            agent: aid(100),
+            pgid: 4242,
+            started: 7,
+        })?;
+        // Replaced, not added.
+        tx.put_agent_process(&AgentProcessRow {
+            agent: aid(100),
+            pgid: 4343,
+            started: 8,
+        })
+    });
+    let err = wr_err(&store, |tx| tx.insert_token(&token("t1", 100)));
+    assert!(matches!(err, StoreError::Unique { .. }), "{err:?}");
+    rd(&store, |tx| {
+        assert_eq!(tx.token("t1")?, Some(token("t1", 100)));
+        assert_eq!(tx.token("nope")?, None);
+        let procs = tx.live_agent_processes()?;
+        assert_eq!(procs.len(), 1);
+        assert_eq!(
+            (procs[0].agent, procs[0].pgid, procs[0].started),
+            (aid(100), 4343, 8)
+        );
+        Ok(())
+    });
+    wr(&store, |tx| {
+        assert_eq!(tx.revoke_tokens_of(aid(100), Timestamp(5))?, 2);
+        assert_eq!(
+            tx.revoke_tokens_of(aid(100), Timestamp(6))?,
+            0,
+            "already revoked"
+        );
+        tx.end_agent(aid(100), Timestamp(9), "exited").map(drop)
+    });
+    rd(&store, |tx| {
+        assert_eq!(tx.token("t2")?.unwrap().revoked_at, Some(Timestamp(5)));
+        assert!(tx.live_agent_processes()?.is_empty(), "its agent ended");
+        let live = tx.live_agents()?;
+        assert!(live.is_empty());
+        assert_eq!(tx.recent_agents(5)?.len(), 1);
+        Ok(())
+    });
+}

@@ -1,0 +1,127 @@
+//! Budgets: limits set, replaced and deleted, the paused ones listed, the
+//! running totals added to, reservations of calls in flight, hop counts.
+
+use agency_core::Timestamp;
+
+use super::New;
+use super::fixtures::*;
+use crate::{
+    BudgetLimits, BudgetPause, BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals,
+};
+
+pub fn budgets_spend_reservations_and_hops(new: &New) {
+    let (_d, store) = new();
+    let (h1, h2, h3) = wr(&store, |tx| {
+        let h1 = add_handler(tx, 1, None)?;
+        let h2 = add_handler(tx, 2, Some(h1))?;
+        Ok((h1, h2, add_handler(tx, 3, Some(h1))?))
+    });
+    let budget = |h, tokens, paused_at: Option<i64>| BudgetRow {
+        handler: h,
+        limits: BudgetLimits {
+            tokens: Some(tokens),
+            ..BudgetLimits::default()
+        },
+        set_at: Timestamp(1),
+        carved_by: None,
+        paused: paused_at.map(|at| BudgetPause {
+            at: Timestamp(at),
+            reason: "over".into(),
+        }),
+        warned: 0,
+    };
+    wr(&store, |tx| {
+        tx.set_budget(&budget(h1, 100, None))?;
+        tx.set_budget(&budget(h1, 200, None))?;
+        tx.set_budget(&budget(h2, 50, Some(7)))?;
+        tx.set_budget(&budget(h3, 50, Some(5)))
+    });
+    rd(&store, |tx| {
+        assert_eq!(tx.budget_of(h1)?, Some(budget(h1, 200, None)), "replaced");
+        let paused: Vec<_> = tx
+            .paused_budgets()?
+            .into_iter()
+            .map(|b| b.handler)
+            .collect();
+        assert_eq!(paused, [h3, h2], "oldest pause first");
+        Ok(())
+    });
+    wr(&store, |tx| tx.delete_budget(h3));
+    assert_eq!(rd(&store, |tx| tx.budget_of(h3)), None);
+
+    // Running totals: added to every handler given, zeros before any.
+    assert_eq!(
+        rd(&store, |tx| tx.budget_spend_of(h1)),
+        BudgetSpend::default()
+    );
+    let delta = BudgetSpend {
+        tokens: 10,
+        calls: 1,
+        ..BudgetSpend::default()
+    };
+    wr(&store, |tx| {
+        tx.budget_spend_add(&[h1, h2], &delta)?;
+        tx.budget_spend_add(&[h1], &delta)
+    });
+    assert_eq!(rd(&store, |tx| tx.budget_spend_of(h1)).tokens, 20);
+    assert_eq!(rd(&store, |tx| tx.budget_spend_of(h2)).calls, 1);
+
+    // Reservations of calls in flight.
+    let reservation = |h, tokens| BudgetReservationRow {
+        at: Timestamp(3),
+        handler: h,
+        agent: aid(100),
+        tokens,
+        micro_usd: 2 * tokens,
+    };
+    let (r1, r2) = wr(&store, |tx| {
+        tx.insert_agent(&agent(100, h2, 1))?;
+        let r1 = tx.insert_budget_reservation(&reservation(h2, 30))?;
+        let r2 = tx.insert_budget_reservation(&reservation(h2, 5))?;
+        tx.insert_budget_reservation(&reservation(h3, 1))?;
+        tx.budget_spend_add(
+            &[h2],
+            &BudgetSpend {
+                reserved_calls: 1,
+                ..BudgetSpend::default()
+            },
+        )?;
+        Ok((r1, r2))
+    });
+    assert_ne!(r1, r2);
+    rd(&store, |tx| {
+        assert_eq!(tx.budget_reservation(r1)?, Some(reservation(h2, 30)));
+        assert_eq!(
+            tx.budget_reserved_of(&[h2])?,
+            ReservedTotals {
+                calls: 2,
+                tokens: 35,
+                micro_usd: 70
+            }
+        );
+        assert_eq!(tx.budget_reserved_of(&[h1])?, ReservedTotals::default());
+        Ok(())
+    });
+    wr(&store, |tx| tx.delete_budget_reservation(r1));
+    assert_eq!(rd(&store, |tx| tx.budget_reservation(r1)), None);
+    assert_eq!(rd(&store, |tx| tx.budget_reserved_of(&[h2])).tokens, 5);
+    assert_eq!(wr(&store, |tx| tx.clear_budget_reservations()), 2);
+    rd(&store, |tx| {
+        assert_eq!(tx.budget_reserved_of(&[h2, h3])?, ReservedTotals::default());
+        assert_eq!(
+            tx.budget_spend_of(h2)?.reserved_calls,
+            0,
+            "the ledger's too"
+        );
+        assert_eq!(tx.budget_spend_of(h2)?.tokens, 10, "spend stays");
+        Ok(())
+    });
+
+    // Hop counts.
+    assert_eq!(rd(&store, |tx| tx.handler_hops(h2)), 0);
+    wr(&store, |tx| {
+        tx.set_handler_hops(h2, 3)?;
+        tx.set_handler_hops(h2, 4)
+    });
+    assert_eq!(rd(&store, |tx| tx.handler_hops(h2)), 4);
+}

@@ -1,0 +1,112 @@
+//! [`AuditLogTx`] on SQLite: handlers' audit logs (`handler_log`), whole,
+//! as the newest K entries, and in pages keyed by the entry's rowid.
+
+use agency_core::{AgentId, HandlerId};
+use rusqlite::params;
+
+use super::SqliteTx;
+use super::convert::*;
+use crate::model::*;
+use crate::tx::AuditLogTx;
+
+fn seq_log(r: &rusqlite::Row<'_>) -> R<(i64, LogEntryRow)> {
+    let seq: i64 = col(r, 0, "log entry sequence number")?;
+    Ok((
+        seq,
+        LogEntryRow {
+            handler: col_id(r, 1, "log entry handler")?,
+            at: col_ts(r, 2, "log entry time")?,
+            agent: col_opt_id(r, 3, "log entry agent")?,
+            summary: col(r, 4, "log entry summary")?,
+        },
+    ))
+}
+
+impl AuditLogTx for SqliteTx<'_> {
+    fn insert_log_entry(&mut self, e: &LogEntryRow) -> R<()> {
+        let c = self.conn;
+        execute(
+            c,
+            "INSERT INTO handler_log (handler, at, agent, summary) VALUES (?1, ?2, ?3, ?4)",
+            params![e.handler.to_string(), e.at.0, opt_text(e.agent), e.summary],
+            || format!("insert an audit log entry for handler {}", e.handler),
+        )
+        .map(drop)
+    }
+
+    fn log_entries(&mut self, handler: HandlerId) -> R<Vec<LogEntryRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            "SELECT handler, at, agent, summary FROM handler_log WHERE handler = ?1 ORDER BY at, id",
+            [handler.to_string()],
+            || format!("read the audit log of handler {handler}"),
+            log_entry_row,
+        )
+    }
+
+    fn log_entry_count(&mut self, h: HandlerId) -> R<i64> {
+        let c = self.conn;
+        query_value(
+            c,
+            "SELECT COUNT(*) FROM handler_log WHERE handler = ?1",
+            [h.to_string()],
+            || format!("count the audit log of handler {h}"),
+        )
+    }
+
+    fn log_entries_after(
+        &mut self,
+        h: HandlerId,
+        after: Option<i64>,
+        n: usize,
+    ) -> R<Vec<(i64, LogEntryRow)>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            "SELECT id, handler, at, agent, summary FROM handler_log
+              WHERE handler = ?1
+                AND (?2 IS NULL OR (at, id) > (SELECT at, id FROM handler_log WHERE id = ?2))
+              ORDER BY at, id LIMIT ?3",
+            params![h.to_string(), after, limit(n)],
+            || format!("read a page of the audit log of handler {h}"),
+            seq_log,
+        )
+    }
+
+    fn log_entries_latest(&mut self, h: HandlerId, n: usize) -> R<Vec<(i64, LogEntryRow)>> {
+        let c = self.conn;
+        let mut rows = query_rows(
+            c,
+            "SELECT id, handler, at, agent, summary FROM handler_log
+              WHERE handler = ?1 ORDER BY at DESC, id DESC LIMIT ?2",
+            params![h.to_string(), limit(n)],
+            || format!("read the latest audit log entries of handler {h}"),
+            seq_log,
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// Up to `n` of a handler's audit log entries written by `agent` whose
+    /// summary starts with `prefix`, oldest first. The handler's index bounds
+    /// the scan to its own log.
+    fn log_entries_of_agent(
+        &mut self,
+        h: HandlerId,
+        agent: AgentId,
+        prefix: &str,
+        n: usize,
+    ) -> R<Vec<LogEntryRow>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            "SELECT handler, at, agent, summary FROM handler_log
+              WHERE handler = ?1 AND agent = ?2 AND substr(summary, 1, length(?3)) = ?3
+              ORDER BY at, id LIMIT ?4",
+            params![h.to_string(), agent.to_string(), prefix, limit(n)],
+            || format!("read the audit log entries of agent {agent} of handler {h}"),
+            log_entry_row,
+        )
+    }
+}

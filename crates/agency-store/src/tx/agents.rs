@@ -1,0 +1,32 @@
+//! [`AgentTx`]: agents (one run of a handler): rows, their bearer tokens
+//! and their process groups.
+
+use agency_core::{AgentId, HandlerId, Timestamp};
+
+use super::R;
+use crate::model::{AgentProcessRow, AgentRow, TokenRow};
+
+/// Agents (one run of a handler): rows, their bearer tokens and their
+/// process groups.
+pub trait AgentTx {
+    /// Fails with `StoreError::Unique` if the handler already has a live agent.
+    fn insert_agent(&mut self, a: &AgentRow) -> R<()>;
+    fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>>;
+    /// Mark a live agent ended; returns false if it was not live.
+    fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool>;
+    /// Live agents of the given handlers, ordered by id.
+    fn live_agents_of(&mut self, handlers: &[HandlerId]) -> R<Vec<AgentRow>>;
+    /// Every live agent, ordered by id.
+    fn live_agents(&mut self) -> R<Vec<AgentRow>>;
+    /// Most recent agents (live or ended), newest first.
+    fn recent_agents(&mut self, limit: usize) -> R<Vec<AgentRow>>;
+    /// Fails with `StoreError::Unique` if the hash exists.
+    fn insert_token(&mut self, t: &TokenRow) -> R<()>;
+    fn token(&mut self, hash: &str) -> R<Option<TokenRow>>;
+    /// Revoke every live token of an agent; returns how many.
+    fn revoke_tokens_of(&mut self, agent: AgentId, at: Timestamp) -> R<u64>;
+    /// Insert or replace the process group recorded for an agent.
+    fn put_agent_process(&mut self, r: &AgentProcessRow) -> R<()>;
+    /// The process groups recorded for agents still live, by agent.
+    fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>>;
+}

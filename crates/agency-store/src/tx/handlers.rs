@@ -1,0 +1,31 @@
+//! [`HandlerTx`]: handlers: rows, the boss tree, and who has work.
+
+use agency_core::HandlerId;
+
+use super::R;
+use crate::model::HandlerRow;
+
+/// Handlers: rows, the boss tree, and who has work.
+pub trait HandlerTx {
+    fn insert_handler(&mut self, h: &HandlerRow) -> R<()>;
+    fn handler(&mut self, id: HandlerId) -> R<Option<HandlerRow>>;
+    /// Overwrite boss, status, state_doc, audit_log and updated_at.
+    fn update_handler(&mut self, h: &HandlerRow) -> R<()>;
+    /// The handler whose boss is the user.
+    fn root_handler(&mut self) -> R<Option<HandlerRow>>;
+    /// `id` and every handler below it in the boss tree (any status).
+    fn handler_subtree(&mut self, id: HandlerId) -> R<Vec<HandlerRow>>;
+    /// Direct underlings (any status), ordered by id.
+    fn underlings(&mut self, id: HandlerId) -> R<Vec<HandlerRow>>;
+    /// All handlers, ordered by id, at most `limit`, after `after`.
+    fn handlers(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerRow>>;
+    /// Active handlers responsible for at least one open, non-perpetual
+    /// outcome, ordered by id, after `after`, at most `limit`. Indexed: it
+    /// must not scan every outcome.
+    fn handlers_with_work(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerId>>;
+    /// Whether one handler has work (same rule, one handler).
+    fn has_work(&mut self, id: HandlerId) -> R<bool>;
+    /// Active handlers in the subtree of `id` (itself included if active),
+    /// counted up to `limit`.
+    fn active_subtree_size(&mut self, id: HandlerId, limit: usize) -> R<usize>;
+}
