@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agency_core::{HandlerId, OutcomeId, Principal};
-use agency_service::{BudgetLimits, NewOutcome, Service};
+use agency_service::{BudgetLimits, NewOutcome, System};
 use anyhow::{Context, Result, bail};
 
 use crate::Cfg;
@@ -39,7 +39,7 @@ const LIMITS: BudgetLimits = BudgetLimits {
 /// Root → a → b → d, each delegating as its own agent; returns the chain
 /// (nearest the root first), a token for d's agent, and a 4 KiB file d
 /// created.
-fn organisation(svc: &Service) -> Result<(Vec<HandlerId>, String, String)> {
+fn organisation(svc: &System) -> Result<(Vec<HandlerId>, String, String)> {
     let root = svc
         .root_handler()?
         .context("failed to find the root handler")?;
@@ -72,7 +72,7 @@ fn organisation(svc: &Service) -> Result<(Vec<HandlerId>, String, String)> {
     Ok((chain, minted.token, file.to_string()))
 }
 
-fn set_all(svc: &Service, chain: &[HandlerId], limits: BudgetLimits) -> Result<()> {
+fn set_all(svc: &System, chain: &[HandlerId], limits: BudgetLimits) -> Result<()> {
     for h in chain {
         svc.budget_set(Principal::User, *h, limits)?;
     }
@@ -86,7 +86,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let daemon = agency_daemon::Daemon::start(&home)
         .await
         .context("failed to start the daemon")?;
-    let svc: Arc<Service> = daemon.service().clone();
+    let svc: Arc<System> = daemon.service().clone();
     let s2 = svc.clone();
     let (chain, token, file) = tokio::task::spawn_blocking(move || organisation(&s2))
         .await

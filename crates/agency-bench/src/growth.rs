@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use agency_core::{HandlerId, MailTarget, OutcomeId, Principal, Timestamp};
-use agency_service::{MailBody, NewOutcome, OutcomeUpdate, Service};
+use agency_service::{MailBody, NewOutcome, OutcomeUpdate, System};
 use agency_store::{LogEntryRow, OutcomeEventRow};
 use anyhow::{Context, Result};
 
@@ -29,7 +29,7 @@ const CYCLES_FEW: usize = 10;
 const CYCLES: usize = 1000;
 
 /// A fresh home's service and the root handler's agent.
-fn open(dir: &Path) -> Result<(Service, HandlerId, Principal)> {
+fn open(dir: &Path) -> Result<(System, HandlerId, Principal)> {
     let home = new_home(dir, "")?;
     let svc = home.open_service().context("failed to open the service")?;
     let root = svc
@@ -42,7 +42,7 @@ fn open(dir: &Path) -> Result<(Service, HandlerId, Principal)> {
 }
 
 /// Total size of every KB version in the store.
-fn stored_bytes(svc: &Service) -> Result<i64> {
+fn stored_bytes(svc: &System) -> Result<i64> {
     let versions = agency_store::read(&**svc.store(), |tx| tx.all_versions())
         .context("failed to list the KB versions")?;
     Ok(versions.iter().map(|v| v.size).sum())

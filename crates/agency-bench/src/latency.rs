@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agency_core::{FileId, Principal};
-use agency_service::Service;
+use agency_service::System;
 use anyhow::{Context, Result, bail};
 use axum::serve::ListenerExt;
 use rmcp::model::CallToolRequestParams;
@@ -216,7 +216,7 @@ impl Subject {
         let daemon = agency_daemon::Daemon::start(&home)
             .await
             .context("failed to start the daemon")?;
-        let svc: Arc<Service> = daemon.service().clone();
+        let svc: Arc<System> = daemon.service().clone();
         let (token, file, principal) = tokio::task::spawn_blocking(move || {
             let root = svc
                 .root_handler()?

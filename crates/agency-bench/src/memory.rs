@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agency_core::{HandlerId, MemoryId, Principal, Timestamp};
-use agency_service::{MemorySearch, Service, ServiceConfig, SystemClock};
+use agency_service::{MemorySearch, Service, System, SystemClock};
 use agency_store::{FsBlobStore, MemoryRow, MemoryState, SqliteStore, StoreError, Tx};
 use anyhow::{Context, Result, bail};
 
@@ -62,15 +62,10 @@ fn memory(h: HandlerId, i: usize, rng: &mut Rng) -> MemoryRow {
 
 /// A fresh store with `n` memories of its root handler: the service, the
 /// handler and one memory's id.
-fn setup(dir: &std::path::Path, n: usize) -> Result<(Arc<Service>, HandlerId, MemoryId)> {
+fn setup(dir: &std::path::Path, n: usize) -> Result<(Arc<System>, HandlerId, MemoryId)> {
     let store = Arc::new(SqliteStore::open(&dir.join("agency.db"))?);
     let blobs = Arc::new(FsBlobStore::open(dir.join("blobs"))?);
-    let svc = Arc::new(Service::new(
-        store.clone(),
-        blobs,
-        Arc::new(SystemClock),
-        ServiceConfig::default(),
-    ));
+    let svc = Arc::new(Service::builder(store.clone(), blobs, Arc::new(SystemClock)).build());
     let h = svc.bootstrap()?;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut first = None;
@@ -94,7 +89,7 @@ fn setup(dir: &std::path::Path, n: usize) -> Result<(Arc<Service>, HandlerId, Me
 }
 
 /// Search and by-id read of one size, interleaved: (search, by id).
-fn measure(svc: &Service, h: HandlerId, id: MemoryId, samples: usize) -> Result<(Pct, Pct)> {
+fn measure(svc: &System, h: HandlerId, id: MemoryId, samples: usize) -> Result<(Pct, Pct)> {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut search, mut by_id) = (Vec::new(), Vec::new());
     let mut found = 0usize;

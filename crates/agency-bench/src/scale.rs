@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::Principal;
 use agency_daemon::Home;
-use agency_service::Service;
+use agency_service::System;
 use anyhow::{Context, Result, bail};
 
 use crate::Cfg;
@@ -59,7 +59,7 @@ fn time<T>(n: usize, mut f: impl FnMut() -> Result<T>) -> Result<Pct> {
     Ok(Pct::of(&v))
 }
 
-fn queries(svc: &Service, built: &Built, quick: bool) -> Result<Times> {
+fn queries(svc: &System, built: &Built, quick: bool) -> Result<Times> {
     let leaf = built.chain_leaf.context("the store has no chain")?;
     let top = built.subtree_root.context("the store has no subtree")?;
     let n = if quick { 100 } else { 500 };

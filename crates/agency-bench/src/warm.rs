@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use agency_core::{HandlerId, MailTarget, Principal};
-use agency_service::{MailBody, Service};
+use agency_service::{MailBody, System};
 use agency_testkit::{ModelServer, Script};
 use anyhow::{Context, Result, bail};
 
@@ -38,7 +38,7 @@ fn script(rounds: usize) -> Result<Script> {
     Script::from_json(&s.to_string()).context("failed to build the model script")
 }
 
-fn send(svc: &Service, h: HandlerId) -> Result<()> {
+fn send(svc: &System, h: HandlerId) -> Result<()> {
     svc.mail_send(
         Principal::User,
         MailTarget::Handler(h),
@@ -68,7 +68,7 @@ async fn wait_requests(model: &ModelServer, n: usize, timeout: Duration) -> Resu
 }
 
 /// Wait until `h` has no live agent (`false`) or one (`true`).
-async fn wait_live(svc: &Service, h: HandlerId, live: bool) -> Result<()> {
+async fn wait_live(svc: &System, h: HandlerId, live: bool) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let now = svc

@@ -41,7 +41,7 @@ use std::time::Duration;
 use agency_core::egress::{EgressPattern, Host, is_local_address};
 use agency_core::{EgressTarget, Principal};
 use agency_mcp::CancellationToken;
-use agency_service::{EgressDecision, Service, ServiceError};
+use agency_service::{EgressDecision, ServiceError, System};
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -89,7 +89,7 @@ pub struct EgressProxy {
 }
 
 struct Proxy {
-    svc: Arc<Service>,
+    svc: Arc<System>,
     activity: Arc<Activity>,
     nonces: Arc<LaunchNonces>,
     servers: Arc<McpServers>,
@@ -100,7 +100,7 @@ struct Proxy {
 impl EgressProxy {
     /// Listen on 127.0.0.1 (any port) and serve until stopped.
     pub(crate) async fn start(
-        svc: Arc<Service>,
+        svc: Arc<System>,
         activity: Arc<Activity>,
         nonces: Arc<LaunchNonces>,
         servers: Arc<McpServers>,
@@ -419,7 +419,7 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
 /// what the agent's handler may reach. The addresses to connect to, or
 /// why not (the message names the host and the grant to ask for).
 pub(crate) async fn authorize_agent(
-    svc: &Arc<Service>,
+    svc: &Arc<System>,
     who: Principal,
     t: &EgressTarget,
 ) -> Result<Vec<SocketAddr>, String> {
@@ -437,7 +437,7 @@ pub(crate) async fn authorize_agent(
 
 /// Check, resolve and record: the addresses a connection may go to.
 async fn authorize(
-    svc: &Arc<Service>,
+    svc: &Arc<System>,
     who: Principal,
     via: &Via,
     t: &EgressTarget,
@@ -547,7 +547,7 @@ async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, String> {
 }
 
 async fn record(
-    svc: &Arc<Service>,
+    svc: &Arc<System>,
     who: Principal,
     t: &EgressTarget,
     decision: &EgressDecision,
@@ -563,8 +563,8 @@ async fn record(
 /// A service call on a blocking thread; its error as the proxy's answer (an
 /// agent that ended meanwhile: 407, like a bad token).
 async fn blocking<T: Send + 'static>(
-    svc: &Arc<Service>,
-    f: impl FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
+    svc: &Arc<System>,
+    f: impl FnOnce(&System) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, Fail> {
     let svc = svc.clone();
     let span = tracing::Span::current();

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, Service, TokenUsage};
+use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, System, TokenUsage};
 use serde_json::Value;
 
 use crate::gateway_usage::{Seen, UsageTap};
@@ -110,7 +110,7 @@ pub(crate) enum Phase {
 
 /// One metered call in flight; settled exactly once, when dropped.
 pub(crate) struct Meter {
-    svc: Arc<Service>,
+    svc: Arc<System>,
     price: Option<Price>,
     reservation: Option<ModelReservation>,
     pub(crate) phase: Phase,
@@ -118,7 +118,7 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    pub(crate) fn new(svc: Arc<Service>, price: Option<Price>, r: ModelReservation) -> Meter {
+    pub(crate) fn new(svc: Arc<System>, price: Option<Price>, r: ModelReservation) -> Meter {
         Meter {
             svc,
             price,

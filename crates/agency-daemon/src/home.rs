@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agency_core::HandlerId;
-use agency_service::{Service, ServiceConfig, SystemClock};
+use agency_service::{Service, ServiceBuilder, ServiceConfig, System, SystemClock};
 use agency_store::{FsBlobStore, SqliteStore};
 use serde::{Deserialize, Serialize};
 
@@ -234,20 +234,26 @@ impl Home {
     }
 
     /// Open the store and blobs of this home as a service.
-    pub fn open_service(&self) -> Result<Service, DaemonError> {
+    pub fn open_service(&self) -> Result<System, DaemonError> {
+        Ok(self.service_builder()?.build())
+    }
+
+    /// The service of this home, configured from its agency.toml, for the
+    /// caller to add the settings it read (the daemon: policy, memory,
+    /// declared names, embedder) before building it.
+    pub fn service_builder(&self) -> Result<ServiceBuilder, DaemonError> {
         let cfg = Config::load(&self.config_path())?;
         let store = SqliteStore::open(&self.db_path())?;
         let blobs = FsBlobStore::open(self.blobs_dir())?;
-        Ok(Service::new(
-            Arc::new(store),
-            Arc::new(blobs),
-            Arc::new(SystemClock),
-            ServiceConfig {
-                limits: cfg.limits(),
-                retention: cfg.retention(),
-                org_api: cfg.agency_api.service_limits(),
-            },
-        ))
+        Ok(
+            Service::builder(Arc::new(store), Arc::new(blobs), Arc::new(SystemClock)).config(
+                ServiceConfig {
+                    limits: cfg.limits(),
+                    retention: cfg.retention(),
+                    org_api: cfg.agency_api.service_limits(),
+                },
+            ),
+        )
     }
 
     pub(crate) fn write_daemon_info(&self, info: &DaemonInfo) -> Result<(), DaemonError> {

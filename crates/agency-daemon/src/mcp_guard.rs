@@ -205,7 +205,7 @@ pub(crate) enum Refusal {
 /// Run a blocking service call as the agent.
 async fn blocking<T: Send + 'static>(
     st: &AppState,
-    f: impl FnOnce(&agency_service::Service) -> agency_service::Result<T> + Send + 'static,
+    f: impl FnOnce(&agency_service::System) -> agency_service::Result<T> + Send + 'static,
 ) -> Result<agency_service::Result<T>, Response> {
     let svc = st.svc.clone();
     tokio::task::spawn_blocking(move || f(&svc))

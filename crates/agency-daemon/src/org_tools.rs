@@ -21,7 +21,7 @@ use std::sync::Arc;
 use agency_core::Principal;
 use agency_mcp::{AgentIdentity, OrgToolFailure, OrgToolResult, OrgTools};
 use agency_org::{Tool, ToolImplementation};
-use agency_service::{Admission, Service, ToolCallRequest};
+use agency_service::{Admission, System, ToolCallRequest};
 use serde_json::Value;
 
 use crate::confine::Confiner;
@@ -31,7 +31,7 @@ use crate::secrets::Secrets;
 /// What the runner needs of the daemon.
 #[derive(Debug)]
 pub(crate) struct OrgToolRunner {
-    pub svc: Arc<Service>,
+    pub svc: Arc<System>,
     /// Confines command tools (and stdio MCP servers) as agents are confined.
     pub confiner: Arc<Confiner>,
     /// Issues the per-run egress keys of command tools.
@@ -67,7 +67,7 @@ impl OrgTools for OrgToolRunner {
 /// The runner's parts, owned by one call's future.
 #[derive(Debug)]
 pub(crate) struct CallCtx {
-    pub svc: Arc<Service>,
+    pub svc: Arc<System>,
     pub confiner: Arc<Confiner>,
     pub nonces: Arc<LaunchNonces>,
     pub egress_proxy: std::net::SocketAddr,
@@ -100,7 +100,7 @@ async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value
 
 /// Admit the call as `tool:NAME`: budgets first, then the policy.
 async fn admit(
-    svc: &Arc<Service>,
+    svc: &Arc<System>,
     caller: &AgentIdentity,
     tool: &Tool,
     args: &Value,

@@ -93,7 +93,7 @@ pub(crate) fn still_ours(agent: agency_core::AgentId, pgid: u32, started: u64) -
 /// recorded as live: stop every process group of theirs that still runs
 /// (the daemon was killed and could not), all at once — SIGTERM, one
 /// grace period, SIGKILL. Blocking: run it off the async threads.
-pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
+pub(crate) fn reap_left_over(svc: &agency_service::System, grace: Duration) {
     let rows = match svc.live_agent_processes() {
         Ok(rows) => rows,
         Err(e) => {
@@ -135,7 +135,7 @@ pub(crate) fn reap_left_over(svc: &agency_service::Service, grace: Duration) {
 /// was never recorded (the daemon died between the spawn and the record):
 /// found by their `AGENCY_AGENT` variable, never the daemon's own group.
 fn unrecorded_groups(
-    svc: &agency_service::Service,
+    svc: &agency_service::System,
     rows: &[agency_store::AgentProcessRow],
 ) -> Vec<u32> {
     let recorded: std::collections::HashSet<_> = rows.iter().map(|r| r.agent).collect();

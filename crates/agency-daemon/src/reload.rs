@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use agency_service::{KeepWarmDefaults, Service};
+use agency_service::{KeepWarmDefaults, System};
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -69,7 +69,7 @@ pub(crate) struct Reloader {
     /// The settings in force and `policy.toml`'s text (`None`: no file).
     /// Held for a whole reload, so two never interleave.
     current: tokio::sync::Mutex<(Config, Option<String>)>,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     /// The secrets read at start: new model upstreams may use only these.
     secrets: Secrets,
     pub models: Arc<Live<Models>>,
@@ -112,7 +112,7 @@ impl Reloader {
     pub fn new(
         home: &Home,
         cfg: Config,
-        svc: Arc<Service>,
+        svc: Arc<System>,
         secrets: Secrets,
         models: Models,
         confiner: Arc<Confiner>,

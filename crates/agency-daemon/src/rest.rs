@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agency_core::{AgentId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Principal};
-use agency_service::{MailBody, Service, ServiceError};
+use agency_service::{MailBody, ServiceError, System};
 use agency_store::IdKind;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -126,7 +126,7 @@ async fn shutdown(State(st): State<Arc<AppState>>) -> Response {
 pub(crate) async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
 where
     T: Serialize + Send + 'static,
-    F: FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
+    F: FnOnce(&System) -> Result<T, ServiceError> + Send + 'static,
 {
     let svc = st.svc.clone();
     // The request's span follows the call onto the blocking thread, so the

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::Principal;
-use agency_service::Service;
+use agency_service::System;
 use tokio::task::JoinHandle;
 
 /// Start the periodic collection; `None` when `interval_hours` is 0.
-pub(crate) fn spawn(svc: Arc<Service>, interval_hours: u32) -> Option<JoinHandle<()>> {
+pub(crate) fn spawn(svc: Arc<System>, interval_hours: u32) -> Option<JoinHandle<()>> {
     if interval_hours == 0 {
         return None;
     }

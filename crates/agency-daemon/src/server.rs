@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_service::Service;
+use agency_service::System;
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use axum::serve::ListenerExt;
@@ -34,7 +34,7 @@ use crate::supervisor::{Supervisor, SupervisorSetup};
 use crate::{http_auth, launch, rest};
 
 pub(crate) struct AppState {
-    pub svc: Arc<Service>,
+    pub svc: Arc<System>,
     pub admin_hash: blake3::Hash,
     pub addr: SocketAddr,
     pub home: PathBuf,
@@ -78,7 +78,7 @@ pub(crate) struct AppState {
 pub struct Daemon {
     addr: SocketAddr,
     home: Home,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
     admin_shutdown: Option<oneshot::Sender<()>>,
@@ -171,13 +171,15 @@ impl Daemon {
             home.dir(),
             &crate::tool_check::policy_tool_names(&cfg),
         )?;
-        let svc = Arc::new(home.open_service()?);
-        svc.set_policy(policy);
-        svc.set_memory_config(cfg.memory.service_config());
+        let mut builder = home
+            .service_builder()?
+            .policy(policy)
+            .memory(cfg.memory.service_config())
+            .declared(crate::reload::declared(&cfg, &models));
         if let Some(e) = embedder {
-            svc.set_embedder(Arc::new(e));
+            builder = builder.embedder(Arc::new(e));
         }
-        svc.set_declared(crate::reload::declared(&cfg, &models));
+        let svc = Arc::new(builder.build());
         {
             let svc = svc.clone();
             // No model call is in flight before the daemon listens: a budget
@@ -326,8 +328,10 @@ impl Daemon {
         repo_cache.upload_packs = upload_packs.clone();
         repo_cache.clear_staging();
         let warm = Arc::new(crate::warm::WarmRegistry::default());
+        // MCP acts for agents only: it gets the caller-checked service, never
+        // the system handle.
         let mcp = agency_mcp::router_with(
-            svc.clone(),
+            svc.service().clone(),
             agency_mcp::RouterOptions {
                 shutdown: mcp_shutdown.clone(),
                 repos: Some(Arc::new(repo_cache)),
@@ -476,7 +480,7 @@ impl Daemon {
         self.addr
     }
 
-    pub fn service(&self) -> &Arc<Service> {
+    pub fn service(&self) -> &Arc<System> {
         &self.svc
     }
 
@@ -596,7 +600,7 @@ fn bind_admin_socket(home: &Home) -> Result<tokio::net::UnixListener, DaemonErro
 /// woken early when a message is scheduled (it may be due sooner), and
 /// deliver what fell due while the daemon was down as soon as it starts.
 /// The hour-long cap only guards against the wall clock jumping.
-async fn deliver_deferred_mail(svc: Arc<Service>) {
+async fn deliver_deferred_mail(svc: Arc<System>) {
     let mut events = svc.subscribe();
     loop {
         let s = svc.clone();

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::{AgentId, HandlerId, MailTarget, Resource};
-use agency_service::{Event, RunOutcome, Service, ServiceError};
+use agency_service::{Event, RunOutcome, ServiceError, System};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -163,7 +163,7 @@ pub(crate) struct Supervisor {
 
 impl Supervisor {
     pub fn start(
-        svc: Arc<Service>,
+        svc: Arc<System>,
         runtime: Arc<dyn Runtime>,
         activity: Arc<Activity>,
         setup: SupervisorSetup,
@@ -280,7 +280,7 @@ fn event_msg(event: Result<Event, broadcast::error::RecvError>) -> Option<Msg> {
 }
 
 struct State {
-    svc: Arc<Service>,
+    svc: Arc<System>,
     runtime: Arc<dyn Runtime>,
     activity: Arc<Activity>,
     cfg: AgentsConfig,
@@ -394,7 +394,7 @@ impl State {
 
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Service) -> Result<T, ServiceError> + Send + 'static,
+        f: impl FnOnce(&System) -> Result<T, ServiceError> + Send + 'static,
     ) -> Result<T, ServiceError> {
         let svc = self.svc.clone();
         tokio::task::spawn_blocking(move || f(&svc))

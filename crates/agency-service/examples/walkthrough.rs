@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agency_core::{Level, MailTarget, OutcomeId, Principal, Resource};
-use agency_service::{GrantRequest, MailBody, NewOutcome, Service, ServiceConfig, SystemClock};
+use agency_service::{GrantRequest, MailBody, NewOutcome, Service, SystemClock};
 use agency_store::{FsBlobStore, SqliteStore};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,12 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&dir)?;
     let store = Arc::new(SqliteStore::open(&dir.join("agency.db"))?);
     let blobs = Arc::new(FsBlobStore::open(dir.join("blobs"))?);
-    let svc = Service::new(
-        store,
-        blobs,
-        Arc::new(SystemClock),
-        ServiceConfig::default(),
-    );
+    let svc = Service::builder(store, blobs, Arc::new(SystemClock)).build();
     let root = svc.bootstrap()?;
     let text = |t: &str| MailBody::Text {
         subject: None,

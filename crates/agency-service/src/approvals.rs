@@ -35,8 +35,7 @@ use crate::GrantRequest;
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::mail::notice;
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::service::{Caller, Op, Service, System, authenticate};
 
 /// A tool call an agent is about to make (the body of `/agent/tool-check`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,13 +104,6 @@ pub fn args_hash(canonical: &str) -> String {
 }
 
 impl Service {
-    /// Install the policy (the daemon reads `policy.toml` at start and at
-    /// `agency reload`); calls admitted from now on are classified by it.
-    /// Until then, and if never called, the documented defaults apply.
-    pub fn set_policy(&self, policy: Policy) {
-        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
-    }
-
     fn policy(&self) -> Arc<Policy> {
         self.policy
             .read()
@@ -140,7 +132,7 @@ impl Service {
             let h = authenticate(tx, who)?
                 .require_handler("check a tool call")?
                 .id;
-            crate::budgets_ledger::tool_call_charge_due(tx, h, now)
+            crate::budgets::ledger::tool_call_charge_due(tx, h, now)
         })?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
@@ -149,7 +141,7 @@ impl Service {
             // chain before it is admitted, so that a call a tool-call
             // limit refuses consumes no approval; the refusal is returned
             // inside `Ok` so that the pause it may cause commits.
-            if charge && let Err(e) = crate::budgets_ledger::charge_tool_call(op, h)? {
+            if charge && let Err(e) = crate::budgets::ledger::charge_tool_call(op, h)? {
                 return Ok(Err(e));
             }
             admit_in(op, &caller, &call.tool, &hash, &canonical, decision.clone()).map(Ok)
@@ -359,11 +351,6 @@ impl Service {
             Ok(id)
         })
     }
-
-    /// The approval setting of a capability (`Some("each_use")` or `None`).
-    pub fn capability_approval(&self, cap: CapabilityId) -> Result<Option<String>> {
-        self.read(|tx| Ok(tx.capability_approval(cap)?))
-    }
 }
 
 /// An `each_use` capability on the MCP server a call uses makes it Ask,
@@ -388,21 +375,6 @@ fn each_use(op: &mut Op<'_>, h: HandlerId, tool: &str, d: Decision) -> Result<De
         }
     }
     Ok(d)
-}
-
-/// A grant derived from a capability marked `each_use` is marked too, so
-/// that passing it down never sheds the requirement.
-pub(crate) fn mark_derived(
-    op: &mut Op<'_>,
-    from: Option<CapabilityId>,
-    new: CapabilityId,
-) -> Result<()> {
-    if let Some(src) = from
-        && let Some(mode) = op.tx.capability_approval(src)?
-    {
-        op.tx.set_capability_approval(new, &mode)?;
-    }
-    Ok(())
 }
 
 /// The admission of one call inside a write transaction (see the module
@@ -541,7 +513,7 @@ fn ask(
         reason = d.reason,
         args = pretty(canonical),
     );
-    notice(op, caller, MailTarget::User, &subject, &body)?;
+    op.notice(caller, MailTarget::User, &subject, &body);
     Ok(Admission::Pending {
         approval: id,
         reason: d.reason,
@@ -565,7 +537,7 @@ fn tell_decision(op: &mut Op<'_>, caller: &Caller, a: &ApprovalRow) -> Result<()
         return Ok(());
     }
     let (subject, body) = decision_notice(a);
-    notice(op, caller, MailTarget::Handler(a.handler), &subject, &body)?;
+    op.notice(caller, MailTarget::Handler(a.handler), &subject, &body);
     Ok(())
 }
 
@@ -617,4 +589,18 @@ fn pretty(canonical: &str) -> String {
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_else(|| canonical.to_string())
+}
+
+impl System {
+    /// Install the policy (the daemon reads `policy.toml` at start and at
+    /// `agency reload`); calls admitted from now on are classified by it.
+    /// Until then, and if never called, the documented defaults apply.
+    pub fn set_policy(&self, policy: Policy) {
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
+    }
+
+    /// The approval setting of a capability (`Some("each_use")` or `None`).
+    pub fn capability_approval(&self, cap: CapabilityId) -> Result<Option<String>> {
+        self.read(|tx| Ok(tx.capability_approval(cap)?))
+    }
 }

@@ -8,7 +8,7 @@ use agency_store::{HandlerRow, LogEntryRow, Tx};
 use crate::Result;
 use crate::access::kb_level;
 use crate::error::ServiceError;
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Service, authenticate};
 use crate::views::{FileContent, VersionInfo};

@@ -4,35 +4,15 @@
 //! daemon tells the service the names at start; a service that was never
 //! told (tests, `agency init`) checks nothing.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use agency_core::Resource;
 
-use crate::{Result, Service, ServiceError};
-
-/// The names declared in `[mcp_servers]` and `[repos]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Declared {
-    pub mcp_servers: BTreeSet<String>,
-    pub repos: BTreeSet<String>,
-    /// The `[models.NAME]` the running runtime can use (`model_set`).
-    pub models: BTreeSet<String>,
-    /// `agents.runtime`: the one runtime the supervisor runs (`None`: not
-    /// told). An organisation's agent asking for another is refused.
-    pub runtime: Option<String>,
-    /// The `[secrets]` names: an organisation's tool referencing another
-    /// (`${secret:NAME}` in a header or environment variable) is refused.
-    pub secrets: BTreeSet<String>,
-}
+use crate::service::settings::Declared;
+use crate::service::{Service, System};
+use crate::{Result, ServiceError};
 
 impl Service {
-    /// Daemon: the names the configuration declares (at start, and again
-    /// when `agency reload` changes them).
-    pub fn set_declared(&self, declared: Declared) {
-        *self.declared.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(declared));
-    }
-
     /// The names declared, if the daemon said.
     pub(crate) fn declared(&self) -> Option<Arc<Declared>> {
         self.declared
@@ -81,5 +61,13 @@ impl Service {
         Err(ServiceError::invalid(format!(
             "failed to grant {kind}:{name}: no such {what} in agency.toml ({list})"
         )))
+    }
+}
+
+impl System {
+    /// Daemon: the names the configuration declares (at start, and again
+    /// when `agency reload` changes them).
+    pub fn set_declared(&self, declared: Declared) {
+        *self.declared.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(declared));
     }
 }

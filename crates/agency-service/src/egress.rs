@@ -17,7 +17,7 @@ use agency_core::{
 use agency_store::{CapabilityRow, Tx};
 
 use crate::Result;
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Service, authenticate};
 

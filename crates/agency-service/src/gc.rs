@@ -22,7 +22,7 @@
 //! points at a missing blob), which the tests check.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use agency_core::access::FileKind;
 use agency_core::{FileId, MessageId, Principal, Resource, Timestamp};
@@ -32,33 +32,14 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Service, authenticate};
+use crate::service::settings::Retention;
+use crate::service::{Service, System, authenticate};
 
 /// Messages expired per transaction.
 const BATCH: usize = 256;
 /// Blobs checked against the version rows per read transaction.
 const BLOB_CHUNK: usize = 512;
 const DAY_MS: i64 = 24 * 3600 * 1000;
-
-/// What `gc` keeps and for how long (`[retention]` in `agency.toml`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Retention {
-    /// Acknowledged mail is removed this many days after acknowledgement;
-    /// 0 keeps it forever.
-    pub acked_mail_days: u32,
-    /// A blob no row points at is removed only when it was last put longer
-    /// ago than this (a write puts its blob before its row commits).
-    pub blob_grace: Duration,
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            acked_mail_days: 30,
-            blob_grace: Duration::from_secs(3600),
-        }
-    }
-}
 
 /// What one `gc` run removed (or, for a dry run, would remove).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,12 +60,6 @@ pub struct GcReport {
 }
 
 impl Service {
-    /// Daemon (`agency reload`): the `[retention]` that `gc` applies from
-    /// its next run.
-    pub fn set_retention(&self, retention: Retention) {
-        *self.retention.write().unwrap_or_else(|p| p.into_inner()) = retention;
-    }
-
     fn retention(&self) -> Retention {
         self.retention
             .read()
@@ -115,7 +90,7 @@ impl Service {
             report.mail_acked_before = Some(before);
             // Reads of bodies queued before now must land before their
             // files may go (later ones are dropped by the audit thread).
-            self.flush_read_audit()?;
+            self.read_audit.flush()?;
             self.expire_mail(before, dry_run, &mut report)?;
         }
         self.sweep_blobs(dry_run, &mut report)?;
@@ -258,4 +233,12 @@ fn expire_body(
     }
     tx.delete_file(file)?;
     Ok(())
+}
+
+impl System {
+    /// Daemon (`agency reload`): the `[retention]` that `gc` applies from
+    /// its next run.
+    pub fn set_retention(&self, retention: Retention) {
+        *self.retention.write().unwrap_or_else(|p| p.into_inner()) = retention;
+    }
 }

@@ -166,7 +166,7 @@ impl Service {
         file: FileId,
         limit: Option<usize>,
     ) -> Result<Vec<AuditRow>> {
-        self.flush_read_audit()?;
+        self.read_audit.flush()?;
         let limit = self.cfg.limits.page(limit);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;

@@ -7,6 +7,11 @@
 //! the caller's [`Principal`](agency_core::Principal), which they derive from
 //! the caller's token; nothing here reads identity from anywhere else.
 //!
+//! Operations no caller asks for (the daemon's scheduler, supervisor,
+//! metering, retention, reloads) are methods of [`System`], the handle
+//! [`ServiceBuilder::build`] returns once; interfaces acting for a caller
+//! are given the [`Service`] alone.
+//!
 //! Methods take `&self` and block on the store; async callers run them on a
 //! blocking thread. Domain events are published after commit on
 //! [`Service::subscribe`].
@@ -14,50 +19,31 @@
 mod access;
 mod agents;
 mod approvals;
-mod area;
 mod audit;
 mod budgets;
-mod budgets_carve;
-mod budgets_ledger;
+mod builder;
 mod clock;
 mod declared;
+mod duration;
 mod egress;
 mod error;
 mod events;
 mod gc;
-mod handlers;
-mod handoffs;
 mod kb;
 mod mail;
 mod mcp_pins;
 mod memory;
-mod memory_compact;
-mod memory_recall;
-mod metering;
 mod models;
-mod org_apply;
-mod org_keys;
-mod org_messages;
-mod org_plan;
-mod org_prompt;
-mod org_tools;
-mod org_warnings;
 mod orgs;
-mod outcomes;
 mod pages;
 mod permissions;
-mod processes;
 mod quotas;
 mod read_audit;
 mod render;
-mod reopen;
 mod repo_push;
-mod run_logs;
-mod run_views;
 mod runs;
 mod service;
-mod spawn_prep;
-mod tokens;
+mod tree;
 mod views;
 mod warm;
 
@@ -70,39 +56,41 @@ pub use agency_store::{
     CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryState,
 };
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
+pub use agents::spawn::{FIRST_MESSAGE_SUBJECTS, PreparedSpawn, SpawnRequest};
+pub use agents::tokens::{MintedToken, TokenIdentity};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
-pub use budgets::{BudgetNode, PausedView, ResumeReport};
+pub use budgets::metering::{CostNode, ModelCallRequest, ModelCallResult, ModelReservation};
+pub use budgets::{BudgetNode, ResumeReport};
+pub use builder::ServiceBuilder;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use declared::Declared;
 pub use egress::EgressDecision;
 pub use error::ServiceError;
 pub use events::Event;
-pub use gc::{GcReport, Retention};
+pub use gc::GcReport;
 pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinVerdict, PinnedTool};
+pub use memory::compact::CondenseReport;
+pub use memory::recall::{RECALL_HEADING, RECALL_MAX};
 pub use memory::{
-    CompactionView, Embedder, MAX_MEMORY_BYTES, MAX_MEMORY_TAGS, MEMORY_KINDS, MemoryConfig,
-    MemorySearch, MemoryStatus, MemoryView,
+    CompactionView, MAX_MEMORY_BYTES, MAX_MEMORY_TAGS, MEMORY_KINDS, MemorySearch, MemoryStatus,
+    MemoryView,
 };
-pub use memory_compact::CondenseReport;
-pub use memory_recall::{RECALL_HEADING, RECALL_MAX};
-pub use metering::{CostNode, ModelCallRequest, ModelCallResult, ModelReservation};
 pub use models::HandlerModel;
-pub use org_keys::{MintedOrgKey, OrgCaller, OrgKeyView};
-pub use org_messages::{
-    MAX_ORG_MESSAGE_BYTES, OrgApiLimits, OrgMessageView, PENDING_RETRY_AFTER_SECS, THREAD_BYTES,
-    THREAD_TURNS,
+pub use orgs::keys::{MintedOrgKey, OrgCaller, OrgKeyView};
+pub use orgs::messages::{
+    MAX_ORG_MESSAGE_BYTES, OrgMessageView, PENDING_RETRY_AFTER_SECS, THREAD_BYTES, THREAD_TURNS,
 };
-pub use org_plan::{AgentAction, AgentChange, CapAction, CapChange, OrgPlan};
-pub use org_tools::{AGENCY_MCP_TOOL_NAMES, MAX_TOOL_TIMEOUT_MS};
+pub use orgs::plan::{AgentAction, AgentChange, CapAction, CapChange, OrgPlan};
+pub use orgs::tools::{AGENCY_MCP_TOOL_NAMES, MAX_TOOL_TIMEOUT_MS};
 pub use orgs::{OrgAgentView, OrgDown, OrgView};
-pub use reopen::ReopenReport;
 pub use repo_push::RepoPush;
-pub use run_logs::RunLog;
-pub use run_views::{PreviousRun, RunView};
+pub use runs::logs::RunLog;
+pub use runs::views::{PreviousRun, RunView};
 pub use runs::{RunOutcome, RunReport};
-pub use service::{Service, ServiceConfig};
-pub use spawn_prep::{FIRST_MESSAGE_SUBJECTS, PreparedSpawn, SpawnRequest};
-pub use tokens::{MintedToken, TokenIdentity};
+pub use service::settings::{
+    Declared, Embedder, MemoryConfig, OrgApiLimits, Retention, ServiceConfig,
+};
+pub use service::{Service, System};
+pub use tree::reopen::ReopenReport;
 pub use views::*;
 pub use warm::{KeepWarmDefaults, KeepWarmSetting, KeepWarmView, MAX_KEEP_WARM_MS, MailHeader};
 

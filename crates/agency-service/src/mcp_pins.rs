@@ -28,7 +28,6 @@ use serde_json::{Map, Value};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::mail::notice;
 use crate::service::{Caller, Op, Service, authenticate};
 
 /// What the listing an agent reported does with one of its tools.
@@ -407,7 +406,7 @@ fn quarantine_mail(
          - keep it out: `agency deny {id} --reason \"…\"`\n\
          - every pin and change: `agency mcp pins`\n"
     );
-    notice(op, caller, MailTarget::User, &subject, &body)?;
+    op.notice(caller, MailTarget::User, &subject, &body);
     Ok(())
 }
 

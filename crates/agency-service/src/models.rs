@@ -14,9 +14,9 @@ use agency_core::{HandlerId, Principal};
 use agency_store::Tx;
 use serde::Serialize;
 
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
-use crate::service::{Caller, Service, authenticate};
+use crate::service::{Caller, Service, System, authenticate};
 use crate::{Result, ServiceError};
 
 /// A handler's model upstream: its own, and the one its agents get.
@@ -99,12 +99,6 @@ impl Service {
             handler_model(tx, handler)
         })
     }
-
-    /// Daemon: the upstream `handler`'s agents use (`None`: the runtime's),
-    /// for the supervisor at spawn and the gateway at each call.
-    pub fn model_effective(&self, handler: HandlerId) -> Result<Option<String>> {
-        self.read(|tx| Ok(handler_model(tx, handler)?.effective))
-    }
 }
 
 /// Walk from `handler` up to the root for the nearest upstream set.
@@ -132,4 +126,12 @@ pub(crate) fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<Handl
         effective: None,
         set_on: None,
     })
+}
+
+impl System {
+    /// Daemon: the upstream `handler`'s agents use (`None`: the runtime's),
+    /// for the supervisor at spawn and the gateway at each call.
+    pub fn model_effective(&self, handler: HandlerId) -> Result<Option<String>> {
+        self.read(|tx| Ok(handler_model(tx, handler)?.effective))
+    }
 }

@@ -14,9 +14,9 @@ use crate::Result;
 use crate::access::{file_at_level, visible_outcome};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::service::{Caller, Op, Service, System, authenticate};
 use crate::views::GrantRequest;
 
 impl Service {
@@ -145,12 +145,6 @@ impl Service {
 }
 
 impl Service {
-    /// Daemon: the extra MCP servers a handler holds a live capability on
-    /// (Read or more), by name. Each spawn compiles its MCP config from it.
-    pub fn mcp_servers_granted(&self, handler: HandlerId) -> Result<BTreeSet<String>> {
-        self.read(|tx| mcp_servers_granted(tx, handler))
-    }
-
     /// Whether the caller may start extra MCP server `name`: a handler needs
     /// a live capability on it (Read or more); the user may. Checked again
     /// at every launch, so a config compiled before a revocation is useless.
@@ -239,8 +233,13 @@ pub(crate) fn grant_in(
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
-    // `approval = "each_use"` follows the capability down (issue 11).
-    crate::approvals::mark_derived(op, derived_from, id)?;
+    // `approval = "each_use"` follows the capability down, so that
+    // passing it on never sheds the requirement.
+    if let Some(src) = derived_from
+        && let Some(mode) = op.tx.capability_approval(src)?
+    {
+        op.tx.set_capability_approval(id, &mode)?;
+    }
     op.events.push(Event::CapabilityGranted {
         capability: id,
         holder: grantee,
@@ -295,4 +294,12 @@ pub(crate) fn mcp_servers_granted(tx: &mut dyn Tx, handler: HandlerId) -> Result
             _ => None,
         })
         .collect())
+}
+
+impl System {
+    /// Daemon: the extra MCP servers a handler holds a live capability on
+    /// (Read or more), by name. Each spawn compiles its MCP config from it.
+    pub fn mcp_servers_granted(&self, handler: HandlerId) -> Result<BTreeSet<String>> {
+        self.read(|tx| mcp_servers_granted(tx, handler))
+    }
 }

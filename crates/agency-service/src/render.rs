@@ -17,6 +17,7 @@ use agency_store::{FileRow, KbAction, KbAuditRow, OutcomeEventRow, VersionRow};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::service::Op;
+use agency_store::LogEntryRow;
 
 /// Who caused a system-written version (for its version row and audit).
 #[derive(Debug, Clone, Copy, Default)]
@@ -224,4 +225,21 @@ pub(crate) fn render_audit_log_file(
 
 fn count(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
+}
+
+/// Add an entry to a handler's audit log (rendered into its file by
+/// [`render_audit_log_file`]).
+pub(crate) fn log(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    agent: Option<AgentId>,
+    summary: String,
+) -> Result<()> {
+    op.tx.insert_log_entry(&LogEntryRow {
+        handler,
+        at: op.now,
+        agent,
+        summary,
+    })?;
+    Ok(())
 }

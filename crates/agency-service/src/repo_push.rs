@@ -16,7 +16,7 @@ use agency_core::{Level, Principal, Resource};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Op, Service, authenticate};
 

@@ -242,7 +242,7 @@ pub struct HandlerView {
     /// The paused budget (its own or one above it) that keeps agents of
     /// this handler from starting, if one does.
     #[serde(default)]
-    pub paused: Option<crate::budgets::PausedView>,
+    pub paused: Option<PausedView>,
 }
 
 /// One page of a listing bounded in rows and bytes (see `pages.rs`).
@@ -267,4 +267,16 @@ pub struct LogEntry {
     pub seq: i64,
     #[serde(flatten)]
     pub entry: LogEntryRow,
+}
+
+/// A paused budget that holds a handler (its own or one above it): the
+/// fact `agency handlers`, `orgs`, `status` and outside callers show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PausedView {
+    /// The handler whose budget is paused (the handler itself or an
+    /// ancestor): what `agency resume` and `agency budget set` name.
+    pub by: HandlerId,
+    /// Which limit was reached.
+    pub reason: String,
+    pub since: Timestamp,
 }

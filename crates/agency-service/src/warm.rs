@@ -14,9 +14,9 @@ use agency_core::{HandlerId, MailTarget, MessageId, Principal};
 use agency_store::Tx;
 use serde::Serialize;
 
-use crate::handlers::log;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::service::{Caller, Op, Service, System, authenticate};
 use crate::{Result, ServiceError};
 
 /// The longest keep-warm time accepted (24 h): past that a parked agent is
@@ -51,7 +51,7 @@ impl KeepWarmSetting {
             "default" => return Ok(KeepWarmSetting::Default),
             _ => {}
         }
-        let ms = crate::org_plan::duration_ms(s).ok_or_else(|| {
+        let ms = crate::duration::duration_ms(s).ok_or_else(|| {
             ServiceError::invalid(format!(
                 "failed to read the keep-warm time {s:?}: expected a duration such as 90s, 5m or 1h30m, `off` or `default`"
             ))
@@ -159,19 +159,6 @@ impl Service {
         })
     }
 
-    /// Daemon (the supervisor, at spawn): how long `handler`'s agent stays
-    /// warm after its work is done; `None`: it exits.
-    pub fn keep_warm_effective(
-        &self,
-        handler: HandlerId,
-        defaults: KeepWarmDefaults,
-    ) -> Result<Option<Duration>> {
-        self.read(|tx| {
-            let ms = keep_warm_view(tx, handler, defaults)?.effective_ms;
-            Ok((ms > 0).then(|| Duration::from_millis(ms)))
-        })
-    }
-
     /// An agent (`mail_wait`): its handler's delivered, unacknowledged
     /// messages, oldest first, without those in `known`; refused once the
     /// agent has ended (a revoked token), which ends a wait.
@@ -259,7 +246,7 @@ pub(crate) fn org_keep_warm_sync(
     let ms = match v {
         None => None,
         Some(s) => {
-            let ms = crate::org_plan::duration_ms(s).ok_or_else(|| {
+            let ms = crate::duration::duration_ms(s).ok_or_else(|| {
                 ServiceError::invalid(format!(
                     "failed to read memory.keepWarm {s:?}: expected a duration such as 90s, 5m or 1h30m"
                 ))
@@ -277,6 +264,21 @@ pub(crate) fn org_keep_warm_sync(
         op.tx.set_handler_keep_warm(handler, "org", ms, op.now)?;
     }
     Ok(())
+}
+
+impl System {
+    /// Daemon (the supervisor, at spawn): how long `handler`'s agent stays
+    /// warm after its work is done; `None`: it exits.
+    pub fn keep_warm_effective(
+        &self,
+        handler: HandlerId,
+        defaults: KeepWarmDefaults,
+    ) -> Result<Option<Duration>> {
+        self.read(|tx| {
+            let ms = keep_warm_view(tx, handler, defaults)?.effective_ms;
+            Ok((ms > 0).then(|| Duration::from_millis(ms)))
+        })
+    }
 }
 
 #[cfg(test)]

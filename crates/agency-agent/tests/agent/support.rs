@@ -51,7 +51,7 @@ impl Agency {
         format!("http://{}/mcp", self.daemon.addr())
     }
 
-    pub fn svc(&self) -> &Arc<agency_service::Service> {
+    pub fn svc(&self) -> &Arc<agency_service::System> {
         self.daemon.service()
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, HandlerId, MailTarget, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{MailBody, Service};
+use agency_service::{MailBody, System};
 use agency_testkit::{ModelServer, Script};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agency");
@@ -43,7 +43,7 @@ async fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-fn live_agent(svc: &Service, h: HandlerId) -> Option<AgentId> {
+fn live_agent(svc: &System, h: HandlerId) -> Option<AgentId> {
     svc.agents_live(Principal::User)
         .unwrap()
         .into_iter()

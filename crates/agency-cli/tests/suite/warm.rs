@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, HandlerId, MailTarget, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{MailBody, NewOutcome, RunView, Service};
+use agency_service::{MailBody, NewOutcome, RunView, System};
 use agency_testkit::{ModelServer, RecordedRequest, Script};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agency");
@@ -43,7 +43,7 @@ const SCRIPT: &str = r#"{
 struct Fixture {
     _dir: tempfile::TempDir,
     daemon: Daemon,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     root: HandlerId,
     model: ModelServer,
 }
@@ -86,7 +86,7 @@ async fn start_with(agents: &str, runtime: impl Fn(&str) -> String) -> Fixture {
     }
 }
 
-fn mail(svc: &Service, to: HandlerId, subject: &str) {
+fn mail(svc: &System, to: HandlerId, subject: &str) {
     svc.mail_send(
         Principal::User,
         MailTarget::Handler(to),
@@ -118,7 +118,7 @@ fn requests_of(model: &ModelServer, scenario: &str) -> Vec<RecordedRequest> {
         .collect()
 }
 
-fn live_agent(svc: &Service, h: HandlerId) -> Option<AgentId> {
+fn live_agent(svc: &System, h: HandlerId) -> Option<AgentId> {
     svc.agents_live(Principal::User)
         .unwrap()
         .into_iter()
@@ -127,7 +127,7 @@ fn live_agent(svc: &Service, h: HandlerId) -> Option<AgentId> {
 }
 
 /// Waits until `agent`'s run has ended and been recorded; its record.
-async fn ended(svc: &Service, agent: AgentId) -> RunView {
+async fn ended(svc: &System, agent: AgentId) -> RunView {
     wait_for("the agent to end", || {
         svc.run(Principal::User, agent)
             .ok()
@@ -136,7 +136,7 @@ async fn ended(svc: &Service, agent: AgentId) -> RunView {
     .await
 }
 
-fn transcript(svc: &Service, agent: AgentId) -> String {
+fn transcript(svc: &System, agent: AgentId) -> String {
     String::from_utf8(svc.run_transcript(Principal::User, agent).unwrap()).unwrap()
 }
 

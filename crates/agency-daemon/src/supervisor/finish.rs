@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::{AgentId, HandlerId};
-use agency_service::{RunOutcome, Service};
+use agency_service::{RunOutcome, System};
 
 use crate::agent_log::LogCapture;
 use crate::process::stop_group;
@@ -37,7 +37,7 @@ impl Finish {
     /// record the run; what the store said, none if recording failed.
     pub async fn run(
         self,
-        svc: Arc<Service>,
+        svc: Arc<System>,
         runtime: Arc<dyn Runtime>,
         grace: Duration,
     ) -> Option<RunOutcome> {

@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 
 use agency_core::{HandlerId, MailTarget, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::Service;
+use agency_service::System;
 use serde_json::{Value, json};
 
 struct Fx {
     _dir: tempfile::TempDir,
     _home: Home,
     daemon: Daemon,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     admin: String,
     /// TCP (127.0.0.1, the daemon's port).
     http: reqwest::Client,
@@ -33,7 +33,7 @@ struct Fx {
 }
 
 /// `agency up` of a one-agent agency `name`; returns its executive handler.
-fn stand_up(svc: &Service, name: &str, agent: &str) -> HandlerId {
+fn stand_up(svc: &System, name: &str, agent: &str) -> HandlerId {
     let model: agency_org::AgencyModel = serde_json::from_value(serde_json::json!({
         "name": name, "type": "Agency", "executiveAgent": agent,
         "agents": [{"name": agent, "title": agent, "source": {"file": "a.agent", "line": 1}}],

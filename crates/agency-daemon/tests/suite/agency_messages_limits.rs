@@ -15,14 +15,14 @@ use std::sync::Arc;
 
 use agency_core::Principal;
 use agency_daemon::{Daemon, Home};
-use agency_service::Service;
+use agency_service::System;
 use serde_json::{Value, json};
 
 struct Fx {
     _dir: tempfile::TempDir,
     home: Home,
     daemon: Daemon,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     http: reqwest::Client,
 }
 

@@ -9,7 +9,7 @@
 use crate::fixture;
 
 use agency_core::Principal;
-use agency_service::{BudgetLimits, Service};
+use agency_service::{BudgetLimits, System};
 use fixture::{command_agents, home_with_config, mail_from_user, start, wait_for};
 
 fn spawns(n: i64) -> BudgetLimits {
@@ -19,7 +19,7 @@ fn spawns(n: i64) -> BudgetLimits {
     }
 }
 
-fn pause_mails(svc: &Service) -> usize {
+fn pause_mails(svc: &System) -> usize {
     svc.mail_inbox(Principal::User, None)
         .unwrap()
         .iter()

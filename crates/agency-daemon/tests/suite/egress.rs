@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use agency_core::{HandlerId, Level, Principal, Resource};
 use agency_daemon::Daemon;
-use agency_service::{GrantRequest, Service};
+use agency_service::{GrantRequest, System};
 use base64::Engine as _;
 use fixture::{
     command_agents, delegate_new, home, home_with_config, mail_from_user, start, wait_for,
@@ -177,7 +177,7 @@ async fn connect(proxy: SocketAddr, auth: &str, target: &str) -> (String, String
 struct Proxied {
     _dir: tempfile::TempDir,
     daemon: Daemon,
-    svc: Arc<Service>,
+    svc: Arc<System>,
     root: HandlerId,
     proxy: SocketAddr,
     /// The root handler's agent's token, as the proxy credential.
@@ -208,7 +208,7 @@ fn egress(pattern: &str) -> GrantRequest {
     }
 }
 
-fn egress_log(svc: &Service, h: HandlerId) -> Vec<String> {
+fn egress_log(svc: &System, h: HandlerId) -> Vec<String> {
     svc.audit_read(Principal::User, Some(h))
         .unwrap()
         .into_iter()

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agency_core::{AgentId, HandlerId, Principal};
-use agency_service::{BudgetLimits, Service};
+use agency_service::{BudgetLimits, System};
 use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -43,7 +43,7 @@ fn tokens(n: i64) -> BudgetLimits {
 }
 
 /// The root handler's agent: its token and id.
-fn root_agent(svc: &Service, root: HandlerId) -> (String, AgentId) {
+fn root_agent(svc: &System, root: HandlerId) -> (String, AgentId) {
     let m = svc.token_mint(Principal::User, root, None).unwrap();
     (m.token, m.agent)
 }
@@ -62,7 +62,7 @@ async fn post(url: &str, token: &str, body: String) -> (StatusCode, String) {
 }
 
 /// The agent's settled calls, once there are `n`.
-async fn calls_of(svc: &Service, agent: AgentId, n: usize) -> Vec<agency_service::ModelCallRow> {
+async fn calls_of(svc: &System, agent: AgentId, n: usize) -> Vec<agency_service::ModelCallRow> {
     wait_for("the calls settled", || {
         let c = svc.model_calls_of(Principal::User, agent).unwrap();
         (c.len() == n).then_some(c)

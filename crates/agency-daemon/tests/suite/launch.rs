@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::Service;
+use agency_service::System;
 use fixture::{
     command_agents, delegate_new, grant_mcp_server as grant, home, mail_from_user, start, wait_for,
 };
@@ -49,7 +49,7 @@ fn files_and_notes_home(secret: &str) -> (tempfile::TempDir, Home) {
 }
 
 /// The MCP configuration the live agent of `h` was given.
-async fn config_of(dir: &std::path::Path, svc: &Service, h: HandlerId) -> (AgentId, Value) {
+async fn config_of(dir: &std::path::Path, svc: &System, h: HandlerId) -> (AgentId, Value) {
     wait_for("an agent's MCP configuration", || {
         let a = svc
             .agents_live(Principal::User)
@@ -95,7 +95,7 @@ async fn launch(daemon: &Daemon, name: &str, token: &str, nonce: Option<&str>) -
 /// capability on any server): both configurations.
 async fn root_and_child(
     dir: &std::path::Path,
-    svc: &Service,
+    svc: &System,
 ) -> ((AgentId, Value), (AgentId, Value)) {
     let root = svc.root_handler().unwrap().unwrap();
     mail_from_user(svc, root, "go");

@@ -17,7 +17,7 @@ use agency_core::prompt::{
 };
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::Service;
+use agency_service::System;
 use fixture::{command_agents, home_with_config, mail_from_user, pids_of, start, wait_for};
 
 /// A home whose agents copy their prompt and first message to `out` and
@@ -34,7 +34,7 @@ fn recording_home(out: &Path) -> (tempfile::TempDir, Home) {
 
 /// A daemon on a recording home (writing to `out`) whose root has been
 /// mailed "go".
-async fn recording_daemon(out: &Path) -> (tempfile::TempDir, Daemon, Arc<Service>, HandlerId) {
+async fn recording_daemon(out: &Path) -> (tempfile::TempDir, Daemon, Arc<System>, HandlerId) {
     let (dir, home) = recording_home(out);
     let (daemon, svc, root) = start(&home).await;
     mail_from_user(&svc, root, "go");
@@ -52,7 +52,7 @@ async fn message_of(out: &Path, agent: AgentId) -> String {
     .await
 }
 
-fn live_agent_other_than(svc: &Service, not: Option<AgentId>) -> Option<AgentId> {
+fn live_agent_other_than(svc: &System, not: Option<AgentId>) -> Option<AgentId> {
     svc.agents_live(Principal::User)
         .unwrap()
         .into_iter()

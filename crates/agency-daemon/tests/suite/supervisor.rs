@@ -221,7 +221,7 @@ impl Recording {
     /// it has written it.
     async fn next_config(
         &self,
-        svc: &agency_service::Service,
+        svc: &agency_service::System,
         not: Option<AgentId>,
     ) -> (AgentId, serde_json::Value) {
         wait_for("an agent's MCP configuration", || {

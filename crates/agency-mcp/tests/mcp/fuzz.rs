@@ -279,7 +279,7 @@ fn random_tool_arguments_never_panic_and_refuse_readably() {
     // Not vacuous: calls got past parsing to the service and succeeded.
     assert!(tally.get("ok").copied().unwrap_or(0) > 0, "{tally:?}");
     assert!(tally.len() >= 3, "{tally:?}");
-    let report = a.svc.fsck().unwrap();
+    let report = a.sys.fsck().unwrap();
     assert!(report.is_clean(), "{report:?}");
     rt.block_on(async { client.cancel().await.ok() });
 }

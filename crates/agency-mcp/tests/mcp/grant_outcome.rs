@@ -26,7 +26,7 @@ async fn issue9_item4_permissions_grant_takes_the_outcome_it_is_for() {
     let d = ok(&call(&c, "delegate", json!({"outcome": o["outcome"]})).await);
     // An outcome below the underling's root, created as the underling.
     let u: agency_core::HandlerId = d["handler"].as_str().unwrap().parse().unwrap();
-    let ua = a.svc.agent_start(u).unwrap();
+    let ua = a.sys.agent_start(u).unwrap();
     let step = a
         .svc
         .outcome_create(

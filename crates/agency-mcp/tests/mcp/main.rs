@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod boundary;
 mod budgets;
 mod fuzz;
 mod grant_outcome;
@@ -477,7 +478,7 @@ async fn an_ended_agent_is_refused_by_the_service() {
     let a = Agency::new();
     let server = serve(a.svc.clone(), Some(a.identity())).await;
     let c = connect(&server.url).await.unwrap();
-    assert!(a.svc.agent_end(a.agent, "test").unwrap());
+    assert!(a.sys.agent_end(a.agent, "test").unwrap());
     err(&call(&c, "kb_list", json!({})).await, "[permission_denied]");
 }
 
@@ -578,7 +579,7 @@ async fn issue_15_no_session_carries_one_agents_calls_to_another() {
     let other_handler = agency_core::HandlerId::from_root(o);
     let other = AgentIdentity {
         handler: other_handler,
-        agent: a.svc.agent_start(other_handler).unwrap(),
+        agent: a.sys.agent_start(other_handler).unwrap(),
         workspace: None,
     };
     let first = a.identity();

@@ -77,7 +77,7 @@ async fn issue13_memory_tools_act_on_the_callers_handler_only() {
         )
         .unwrap();
     let hb = a.svc.delegate(boss, o, &[]).unwrap().handler;
-    let agent_b = a.svc.agent_start(hb).unwrap();
+    let agent_b = a.sys.agent_start(hb).unwrap();
     let server_b = serve(
         a.svc.clone(),
         Some(AgentIdentity {

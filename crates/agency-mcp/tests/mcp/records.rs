@@ -95,8 +95,8 @@ async fn issue9_item12_runs_of_an_underling_reach_its_boss_not_a_sibling() {
     let (oa, ob) = (new("A"), new("B"));
     let ha = a.svc.delegate(boss, oa, &[]).unwrap().handler;
     let hb = a.svc.delegate(boss, ob, &[]).unwrap().handler;
-    let agent_a = a.svc.agent_start(ha).unwrap();
-    let agent_b = a.svc.agent_start(hb).unwrap();
+    let agent_a = a.sys.agent_start(ha).unwrap();
+    let agent_b = a.sys.agent_start(hb).unwrap();
 
     let server = serve(a.svc.clone(), Some(a.identity())).await;
     let c = connect(&server.url).await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agency_core::{AgentId, HandlerId, Limits};
 use agency_mcp::{AgentIdentity, CancellationToken, router};
-use agency_service::{Service, ServiceConfig, SystemClock};
+use agency_service::{Service, ServiceConfig, System, SystemClock};
 use agency_store::{FsBlobStore, SqliteStore};
 use axum::serve::ListenerExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -20,7 +20,10 @@ pub type Client = RunningService<RoleClient, ()>;
 
 pub struct Agency {
     pub _dir: tempfile::TempDir,
+    /// What the MCP router is given: the caller-checked service.
     pub svc: Arc<Service>,
+    /// The daemon's side: starting agents and the like.
+    pub sys: System,
     pub root: HandlerId,
     pub agent: AgentId,
     /// The agent's workspace: `notes.md`, a symlink `pw` to /etc/passwd and
@@ -33,17 +36,15 @@ impl Agency {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&dir.path().join("agency.db")).expect("open store");
         let blobs = FsBlobStore::open(dir.path().join("blobs")).expect("open blobs");
-        let svc = Arc::new(Service::new(
-            Arc::new(store),
-            Arc::new(blobs),
-            Arc::new(SystemClock),
-            ServiceConfig {
+        let sys = Service::builder(Arc::new(store), Arc::new(blobs), Arc::new(SystemClock))
+            .config(ServiceConfig {
                 limits: Limits::default(),
                 ..ServiceConfig::default()
-            },
-        ));
-        let root = svc.bootstrap().expect("bootstrap");
-        let agent = svc.agent_start(root).expect("start agent");
+            })
+            .build();
+        let svc = sys.service().clone();
+        let root = sys.bootstrap().expect("bootstrap");
+        let agent = sys.agent_start(root).expect("start agent");
         let ws = dir.path().join("ws");
         std::fs::create_dir(&ws).expect("workspace");
         std::fs::write(ws.join("notes.md"), "# Notes\nfrom the workspace\n").expect("notes");
@@ -52,6 +53,7 @@ impl Agency {
         Agency {
             _dir: dir,
             svc,
+            sys,
             root,
             agent,
             ws,

@@ -40,7 +40,7 @@ fn underling(a: &Agency) -> AgentIdentity {
         )
         .unwrap();
     let handler = a.svc.delegate(by, o, &[]).unwrap().handler;
-    let agent = a.svc.agent_start(handler).unwrap();
+    let agent = a.sys.agent_start(handler).unwrap();
     AgentIdentity {
         handler,
         agent,
@@ -126,7 +126,7 @@ async fn a_wait_ends_when_its_agent_is_ended() {
         tokio::spawn(async move { call(&c, "mail_wait", json!({ "timeout_ms": 120000 })).await })
     };
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert!(a.svc.agent_end(u.agent, "token revoked").unwrap());
+    assert!(a.sys.agent_end(u.agent, "token revoked").unwrap());
     // Bounded so that a wait that does not end fails the test instead of
     // running to its 120 s timeout.
     let r = tokio::time::timeout(std::time::Duration::from_secs(60), waiter)

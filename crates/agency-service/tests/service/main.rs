@@ -43,4 +43,5 @@ mod run_logs;
 mod runs;
 mod spawn_prep;
 mod story;
+mod system;
 mod tokens;

@@ -347,9 +347,8 @@ impl Embedder for Concepts {
 
 #[test]
 fn issue13_embeddings_find_by_meaning_and_failures_fall_back() {
-    let env = Env::new();
+    let env = Env::with_builder(|b| b.embedder(Arc::new(Concepts { fail: false })));
     let (ha, _) = two(&env);
-    env.svc.set_embedder(Arc::new(Concepts { fail: false }));
     let pa = env.agent(ha);
     let car = store(&env.svc, pa, "My car is parked in the garage");
     store(&env.svc, pa, "Lunch is at noon");
@@ -363,9 +362,8 @@ fn issue13_embeddings_find_by_meaning_and_failures_fall_back() {
 
     // An endpoint that fails: storing still works (without an embedding),
     // and search falls back to full text.
-    let env2 = Env::new();
+    let env2 = Env::with_builder(|b| b.embedder(Arc::new(Concepts { fail: true })));
     let (hb, _) = two(&env2);
-    env2.svc.set_embedder(Arc::new(Concepts { fail: true }));
     let pb = env2.agent(hb);
     let m = store(&env2.svc, pb, "My car is parked in the garage");
     assert!(

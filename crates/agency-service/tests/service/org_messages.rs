@@ -6,7 +6,7 @@
 
 use agency_core::{ConversationId, HandlerId, MailTarget, MessageId, OrgMessageId, Principal};
 use agency_service::{
-    Event, MailBody, MessageView, OrgCaller, OrgMessageStatus, OrgMessageView, Service,
+    Event, MailBody, MessageView, OrgCaller, OrgMessageStatus, OrgMessageView, System,
 };
 
 use crate::support::{Env, assert_kind};
@@ -20,7 +20,7 @@ fn text(t: &str) -> MailBody {
 
 /// `agency up` of a one-level agency `name` with `agents`, `exec` its
 /// executive; returns the executive's handler.
-pub(crate) fn stand_up(svc: &Service, name: &str, agents: &[&str], exec: &str) -> HandlerId {
+pub(crate) fn stand_up(svc: &System, name: &str, agents: &[&str], exec: &str) -> HandlerId {
     let agents: Vec<serde_json::Value> = agents
         .iter()
         .map(|a| serde_json::json!({"name": a, "title": a, "source": {"file": format!("{a}.agent"), "line": 1}}))
@@ -50,7 +50,7 @@ impl Org {
         Org { env, exec, other }
     }
 
-    fn svc(&self) -> &Service {
+    fn svc(&self) -> &System {
         &self.env.svc
     }
 

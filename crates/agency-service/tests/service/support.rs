@@ -5,12 +5,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agency_core::{HandlerId, Limits, OutcomeId, Principal, Timestamp};
-use agency_service::{ManualClock, NewOutcome, Service, ServiceConfig, ServiceError};
+use agency_service::{
+    ManualClock, NewOutcome, Service, ServiceBuilder, ServiceConfig, ServiceError, System,
+};
 use agency_store::{BlobStore, FsBlobStore, SqliteStore, Store};
 
 pub struct Env {
     pub dir: tempfile::TempDir,
-    pub svc: Arc<Service>,
+    /// The system handle (tests act as the daemon too); it derefs to the
+    /// caller-checked [`Service`].
+    pub svc: Arc<System>,
     pub clock: Arc<ManualClock>,
     pub root: HandlerId,
 }
@@ -53,6 +57,16 @@ impl Env {
         Env::assemble_with(dir, store, blobs, clock, cfg)
     }
 
+    /// An environment whose service is given more settings at
+    /// construction (an embedder, a policy, ...).
+    pub fn with_builder(settings: impl FnOnce(ServiceBuilder) -> ServiceBuilder) -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(T0));
+        let (store, blobs) = open_parts(dir.path());
+        let builder = Service::builder(store, blobs, clock.clone());
+        Env::built(dir, settings(builder), clock)
+    }
+
     pub fn assemble_with(
         dir: tempfile::TempDir,
         store: Arc<dyn Store>,
@@ -60,7 +74,12 @@ impl Env {
         clock: Arc<ManualClock>,
         cfg: ServiceConfig,
     ) -> Env {
-        let svc = Arc::new(Service::new(store, blobs, clock.clone(), cfg));
+        let builder = Service::builder(store, blobs, clock.clone()).config(cfg);
+        Env::built(dir, builder, clock)
+    }
+
+    fn built(dir: tempfile::TempDir, builder: ServiceBuilder, clock: Arc<ManualClock>) -> Env {
+        let svc = Arc::new(builder.build());
         let root = svc.bootstrap().expect("bootstrap");
         Env {
             dir,

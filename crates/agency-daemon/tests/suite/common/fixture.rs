@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::{AgentId, CapabilityId, HandlerId, Level, MailTarget, Principal, Resource};
 use agency_daemon::{Daemon, Home};
-use agency_service::{GrantRequest, MailBody, NewOutcome, Service};
+use agency_service::{GrantRequest, MailBody, NewOutcome, System};
 
 /// A fresh, initialised home in a temporary directory (kept alive by the
 /// returned `TempDir`).
@@ -45,7 +45,7 @@ pub fn command_agents(agents: &str, script: &str) -> String {
 }
 
 /// The daemon started on `home`, its service and the root handler.
-pub async fn start(home: &Home) -> (Daemon, Arc<Service>, HandlerId) {
+pub async fn start(home: &Home) -> (Daemon, Arc<System>, HandlerId) {
     let daemon = Daemon::start(home).await.unwrap();
     let svc = daemon.service().clone();
     let root = svc.root_handler().unwrap().unwrap();
@@ -60,14 +60,14 @@ pub fn text(t: &str) -> MailBody {
 }
 
 /// The user mails `t` to handler `h`.
-pub fn mail_from_user(svc: &Service, h: HandlerId, t: &str) {
+pub fn mail_from_user(svc: &System, h: HandlerId, t: &str) {
     svc.mail_send(Principal::User, MailTarget::Handler(h), &text(t))
         .unwrap();
 }
 
 /// `by` creates an outcome titled `title` under the root outcome of
 /// `parent` and delegates it: the new handler.
-pub fn delegate_new(svc: &Service, by: Principal, parent: HandlerId, title: &str) -> HandlerId {
+pub fn delegate_new(svc: &System, by: Principal, parent: HandlerId, title: &str) -> HandlerId {
     let o = svc
         .outcome_create(
             by,
@@ -91,7 +91,7 @@ pub fn mcp_server_read(name: &str) -> GrantRequest {
 }
 
 /// The user grants `h` read on the MCP server `name`.
-pub fn grant_mcp_server(svc: &Service, h: HandlerId, name: &str) -> CapabilityId {
+pub fn grant_mcp_server(svc: &System, h: HandlerId, name: &str) -> CapabilityId {
     svc.grant(Principal::User, h, &mcp_server_read(name))
         .unwrap()
 }

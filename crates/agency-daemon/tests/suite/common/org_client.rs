@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agency_core::{CapabilityId, HandlerId, Level, Principal, Resource};
 use agency_daemon::Daemon;
 use agency_org::Tool;
-use agency_service::{GrantRequest, Service};
+use agency_service::{GrantRequest, System};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -26,7 +26,7 @@ pub type Client = RunningService<RoleClient, ()>;
 pub struct Org {
     pub dir: tempfile::TempDir,
     pub daemon: Daemon,
-    pub svc: Arc<Service>,
+    pub svc: Arc<System>,
     pub root: HandlerId,
     pub client: Client,
 }

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Result;
-use crate::declared::Declared;
+use crate::duration::duration_ms;
 use crate::error::ServiceError;
+use crate::service::settings::Declared;
 
 /// Most agents one organisation may stand up.
 pub(crate) const MAX_AGENTS: usize = 1000;
@@ -199,7 +200,7 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             return Err(bad(org, format!("tool name {} is used twice", t.name)));
         }
         if let Some(d) = declared {
-            crate::org_tools::check_secrets_declared(t, &d.secrets).map_err(|e| bad(org, e))?;
+            crate::orgs::tools::check_secrets_declared(t, &d.secrets).map_err(|e| bad(org, e))?;
         }
     }
     // Who reports to whom: an agency's agents to its executive, a
@@ -390,7 +391,7 @@ pub(crate) fn wanted<'m>(m: &'m AgencyModel, declared: Option<&Declared>) -> Res
             ));
         }
         let budget = agency_budget.or(own);
-        warnings.extend(crate::org_warnings::unreachable_http_tools(m, a));
+        warnings.extend(crate::orgs::warnings::unreachable_http_tools(m, a));
         let b = boss[a.name.as_str()];
         let mut contacts = Vec::new();
         if let Some(b) = b {
@@ -555,39 +556,6 @@ fn limits(org: &str, whose: &str, b: &agency_org::Budget) -> Result<BudgetLimits
         depth: n("depth", b.depth)?,
         wall_clock_ms,
     })
-}
-
-/// `90s`, `30m`, `2h`, `1d`, `1h30m`, `500ms` in milliseconds.
-pub(crate) fn duration_ms(s: &str) -> Option<i64> {
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: i64 = 0;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return None;
-        }
-        let n: i64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let ms = match &rest[..unit] {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            _ => return None,
-        };
-        rest = &rest[unit..];
-        total = total.checked_add(n.checked_mul(ms)?)?;
-    }
-    Some(total)
 }
 
 /// The plan: the model's wants against what the store holds for the

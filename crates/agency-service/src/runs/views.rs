@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::runs::{RunOutcome, RunReport};
-use crate::service::{Caller, Service, authenticate};
+use crate::service::{Caller, Service, System, authenticate};
 
 /// One agent run as the interfaces show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,13 +174,6 @@ impl Service {
         })?;
         Ok(self.blobs.get(&blob)?)
     }
-
-    /// Daemon: how the most recently ended agent of a handler ended, when
-    /// that was not normally; decided from the stored run records, so it
-    /// survives a daemon restart (reaped agents count).
-    pub fn previous_run_abnormal(&self, handler: HandlerId) -> Result<Option<PreviousRun>> {
-        self.read(|tx| previous_run_abnormal(tx, handler))
-    }
 }
 
 /// [`Service::previous_run_abnormal`] inside a transaction (the spawn's
@@ -249,6 +242,15 @@ pub(crate) fn ended_how(report: &RunReport, outcome: Option<RunOutcome>) -> Opti
             "{reason}{status} while work remained, without progress (no KB write, no outcome change)"
         )),
         _ => None,
+    }
+}
+
+impl System {
+    /// Daemon: how the most recently ended agent of a handler ended, when
+    /// that was not normally; decided from the stored run records, so it
+    /// survives a daemon restart (reaped agents count).
+    pub fn previous_run_abnormal(&self, handler: HandlerId) -> Result<Option<PreviousRun>> {
+        self.read(|tx| previous_run_abnormal(tx, handler))
     }
 }
 

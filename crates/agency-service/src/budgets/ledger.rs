@@ -28,7 +28,6 @@ use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerRow
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::mail::notice;
 use crate::service::{Caller, Op};
 
 /// The kinds of limit, in the order they are checked and shown.
@@ -388,13 +387,12 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
         row,
         agent: AgentId(uuid::Uuid::nil()),
     };
-    notice(
-        op,
+    op.notice(
         &caller,
         to,
         &format!("Budget reached: handler {holder}"),
         &body,
-    )?;
+    );
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use agency_core::{HandlerId, OutcomeId};
 use agency_store::{BudgetLimits, BudgetRow, BudgetSpend, HandlerRow, Tx};
 
 use crate::Result;
-use crate::budgets_ledger::{Charge, Held, Kind, admit, chain, elapsed, held, refuse};
+use crate::budgets::ledger::{Charge, Held, Kind, admit, chain, elapsed, held, refuse};
 use crate::error::ServiceError;
 use crate::service::Op;
 

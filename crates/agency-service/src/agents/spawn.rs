@@ -32,12 +32,12 @@ use agency_core::prompt::{PROMPT_VERSION, PromptFacts, agent_prompt};
 use agency_store::AgentRunRow;
 
 use crate::Result;
-use crate::budgets_ledger::paused_by;
+use crate::agents::tokens::{MintedToken, new_token, start_with_token};
+use crate::budgets::ledger::paused_by;
 use crate::error::ServiceError;
-use crate::memory_recall::{first_message_memory, recall_query};
-use crate::run_views::{PreviousRun, previous_run_abnormal};
-use crate::service::Service;
-use crate::tokens::{MintedToken, new_token, start_with_token};
+use crate::memory::recall::{first_message_memory, recall_query};
+use crate::runs::views::{PreviousRun, previous_run_abnormal};
+use crate::service::System;
 use crate::warm::{KeepWarmDefaults, keep_warm_view};
 
 /// Inbox subjects listed in an agent's first message.
@@ -79,7 +79,7 @@ pub struct PreparedSpawn {
     pub upstream: Option<String>,
 }
 
-impl Service {
+impl System {
     /// Daemon: prepare a spawn for `req.handler` in one write transaction.
     /// `Ok(None)`: it has no work, is stalled, or a paused budget holds it
     /// (nothing written). `AgentLive` when it has a live agent already;
@@ -92,7 +92,7 @@ impl Service {
         let h = req.handler;
         // A network call, never inside the transaction: read the recall
         // query and embed it first, only when an endpoint is configured.
-        let qv = if self.embedder.get().is_some() {
+        let qv = if self.embedder.as_ref().is_some() {
             match self.read(|tx| recall_query(tx, &*self.blobs, h)) {
                 Ok(q) => self.recall_vector(&q),
                 Err(e) => {

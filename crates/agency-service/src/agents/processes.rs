@@ -7,9 +7,9 @@ use agency_store::AgentProcessRow;
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::service::Service;
+use crate::service::System;
 
-impl Service {
+impl System {
     /// Daemon: record the process group of a spawned agent (`started`: its
     /// leader's start time, which guards against a reused pid).
     ///

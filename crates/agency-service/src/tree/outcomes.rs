@@ -10,13 +10,12 @@ use agency_store::{HandlerStatus, OutcomeRow, RevokeSelector};
 
 use crate::Result;
 use crate::access::{outcome_access_of, parent_outcome, visible_outcome, writable_outcome};
-use crate::area::{visible_ancestors, visible_subtree};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::retire_subtree;
-use crate::mail::system_mail;
 use crate::render::{Author, outcome_event, render_outcome_file};
 use crate::service::{Caller, Op, Service, authenticate};
+use crate::tree::area::{visible_ancestors, visible_subtree};
+use crate::tree::handlers::retire_subtree;
 use crate::views::{FinishReport, NewOutcome, OutcomeBrief, OutcomeUpdate, OutcomeView, Subtree};
 
 /// Most parents one outcome may have.
@@ -251,7 +250,7 @@ impl Service {
                 "Handler {} requests verification and completion of its root outcome kb://{} ({}).\n\nSummary:\n{summary}\n\nIf satisfied, complete the outcome; otherwise set it back to open and tell the handler what is missing.",
                 h.id, o.id, o.title
             );
-            system_mail(op, &caller, boss, &format!("Completion requested: {}", o.title), &body)?;
+            op.system_mail(&caller, boss, &format!("Completion requested: {}", o.title), &body);
             Ok(o)
         })
     }
@@ -403,7 +402,7 @@ impl Service {
         let limit = self.cfg.limits.max_list;
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            crate::handlers::visible_handler(tx, &caller, handler)?;
+            crate::tree::handlers::visible_handler(tx, &caller, handler)?;
             Ok(tx
                 .outcomes_of(handler, limit)?
                 .iter()
@@ -585,13 +584,12 @@ fn notify_underling_of_root_change(
         o.title,
         changes.join("; ")
     );
-    system_mail(
-        op,
+    op.system_mail(
         caller,
         agency_core::MailTarget::Handler(h.id),
         &format!("Your outcome changed: {}", o.title),
         &body,
-    )?;
+    );
     Ok(())
 }
 

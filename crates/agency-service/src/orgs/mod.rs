@@ -5,15 +5,24 @@
 //! (the last section of its agents' system prompt). Standing one up is
 //! `org_apply.rs`.
 
+pub(crate) mod apply;
+pub(crate) mod keys;
+pub(crate) mod messages;
+pub(crate) mod plan;
+pub(crate) mod prompt;
+pub(crate) mod tools;
+pub(crate) mod warnings;
+
 use agency_core::{AgentId, HandlerId, Principal, Timestamp};
 use agency_store::{HandlerStatus, OrgAgentStatus, OrgRow};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::budgets::{PausedView, paused_over};
+use crate::budgets::paused_over;
 use crate::error::ServiceError;
-use crate::org_apply::{require_user, retire_standing};
-use crate::service::{Service, authenticate};
+use crate::orgs::apply::{require_user, retire_standing};
+use crate::service::{Service, System, authenticate};
+use crate::views::PausedView;
 
 /// One agent of an applied organisation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,13 +158,15 @@ impl Service {
                     })?;
                 }
             }
-            crate::org_tools::org_tools_release(op, name)?;
+            tools::org_tools_release(op, name)?;
             org.retired_at = Some(op.now);
             op.tx.put_org(&org)?;
             Ok(report)
         })
     }
+}
 
+impl System {
     /// Daemon (the REST messages route): the executive handler of the
     /// organisation `name`, if it is up.
     pub fn org_executive(&self, name: &str) -> Result<Option<HandlerId>> {

@@ -9,23 +9,28 @@
 //! acknowledging the last message completes that outcome. Message bodies
 //! are immutable: their sender keeps Read, not Write.
 
+pub(crate) mod org_reply;
+
 use agency_core::access::FileKind;
 use agency_core::capability::{AttachAccess, GrantRefusal, attach_access};
 use agency_core::{
-    FileId, HandlerId, HeldCap, Level, MailTarget, MessageId, OutcomeId, OutcomeStatus, Principal,
-    Resource, StatusChange, Timestamp,
+    FileId, HandlerId, HeldCap, Level, MailTarget, MessageId, Principal, Resource, StatusChange,
+    Timestamp,
 };
-use agency_store::{CapOrigin, HandlerStatus, MessageRow, NewCapability, OutcomeRow, Tx};
+use agency_store::{CapOrigin, HandlerStatus, MessageRow, NewCapability, Tx};
 
 use crate::Result;
 use crate::access::{file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::{log, system_cap};
 use crate::kb::create_document;
-use crate::outcomes::{finish_outcome, insert_outcome};
-use crate::render::{Author, SYSTEM_ACTION, render_audit_log_file};
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::render::log;
+use crate::render::{Author, render_audit_log_file};
+use crate::service::outbox::Notice;
+use crate::service::{Caller, Op, Service, System, authenticate};
+use crate::tree::handlers::system_cap;
+use crate::tree::inbox::ensure_process_inbox;
+use crate::tree::outcomes::finish_outcome;
 use crate::views::{MailBody, MessageView};
 
 /// Deferred mail may be scheduled at most this far ahead (ten years).
@@ -140,7 +145,7 @@ impl Service {
         self.write(|op| {
             let caller = precheck(op.tx)?;
             if let MailTarget::Handler(t) = to {
-                crate::handoffs::hand_off(op, &self.cfg.limits, &caller, t, "send mail")?;
+                crate::tree::handoffs::hand_off(op, &self.cfg.limits, &caller, t, "send mail")?;
             }
             let file = match body {
                 MailBody::Text { text, .. } => {
@@ -181,52 +186,6 @@ impl Service {
             }
             Ok(id)
         })
-    }
-
-    /// Daemon: deliver every deferred message due at `now`, including those
-    /// that fell due while nothing was running. Returns what was delivered.
-    pub fn deliver_due(&self, now: Timestamp) -> Result<Vec<MessageId>> {
-        let mut out = Vec::new();
-        loop {
-            let batch = self.write(|op| {
-                let due = op.tx.due_messages(now, 256)?;
-                let mut ids = Vec::with_capacity(due.len());
-                for m in due {
-                    // Checked again now, not only when it was sent: the
-                    // sender may have lost the right to write to the
-                    // recipient or to pass the attached file on.
-                    if let Some(why) = undeliverable(op.tx, &m)? {
-                        drop_undeliverable(op, &m, &why)?;
-                        continue;
-                    }
-                    deliver(op, &m)?;
-                    ids.push(m.id);
-                }
-                Ok(ids)
-            })?;
-            let done = batch.len() < 256;
-            out.extend(batch);
-            if done {
-                return Ok(out);
-            }
-        }
-    }
-
-    /// Daemon: the subjects of a handler's unacknowledged mail, oldest
-    /// first, for the first message an agent gets (no body is read).
-    pub fn inbox_subjects(&self, handler: HandlerId, limit: usize) -> Result<Vec<String>> {
-        self.read(|tx| {
-            Ok(tx
-                .inbox(MailTarget::Handler(handler), limit)?
-                .into_iter()
-                .map(|m| m.subject)
-                .collect())
-        })
-    }
-
-    /// Daemon: when the next deferred message falls due.
-    pub fn next_due(&self) -> Result<Option<Timestamp>> {
-        self.read(|tx| Ok(tx.next_due()?))
     }
 
     /// The first page of the caller's delivered, unacknowledged messages,
@@ -399,35 +358,19 @@ pub(crate) fn enqueue(op: &mut Op<'_>, caller: &Caller, e: Envelope) -> Result<M
     Ok(m.id)
 }
 
-/// Mail composed by Agency on a caller's behalf (completion requests, a
-/// boss's change told to its underling): the body is a new message file,
-/// sent without the tree check because the operation that calls this
-/// already made its own. It is the caller's mail: see [`notice`] for
-/// Agency's own.
-pub(crate) fn system_mail(
-    op: &mut Op<'_>,
-    caller: &Caller,
-    to: MailTarget,
-    subject: &str,
-    body: &str,
-) -> Result<MessageId> {
-    composed(op, caller, to, subject, body, false)
-}
-
-/// A notice Agency itself writes (a stall, an approval request or
+/// Post one notice of an operation's outbox (`service/outbox.rs`): the
+/// body is a new message file, sent without the tree check because the
+/// operation that queued it already made its own. Sent in the name of
+/// `from` (whose rights the grant of its body follows, and who a reply
+/// would reach). Agency's own notices (a stall, an approval request or
 /// decision, a budget reached, a quarantined MCP tool, an undelivered
-/// message, changed MCP servers): sent in `caller`'s name (whose rights
-/// the grant of its body follows, and who a reply would reach) and
-/// marked, so that every listing shows it as from "agency", not as the
-/// handler's own word.
-pub(crate) fn notice(
-    op: &mut Op<'_>,
-    caller: &Caller,
-    to: MailTarget,
-    subject: &str,
-    body: &str,
-) -> Result<MessageId> {
-    composed(op, caller, to, subject, body, true)
+/// message, changed MCP servers) are marked, so that every listing shows
+/// them as from "agency", not as the handler's own word; system mail a
+/// caller's action causes (a completion request, a boss's change told to
+/// its underling) is not.
+pub(crate) fn post(op: &mut Op<'_>, n: Notice) -> Result<()> {
+    composed(op, &n.from, n.to, &n.subject, &n.body, n.from_agency)?;
+    Ok(())
 }
 
 fn composed(
@@ -495,7 +438,7 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
         }
     }
     if m.to == MailTarget::User && m.in_reply_to.is_some() {
-        crate::org_messages::record_reply(op, m)?;
+        org_reply::record_reply(op, m)?;
     }
     op.events.push(Event::MessageDelivered {
         message: m.id,
@@ -620,38 +563,9 @@ fn drop_undeliverable(op: &mut Op<'_>, m: &MessageRow, why: &str) -> Result<()> 
             agent: agency_core::AgentId(uuid::Uuid::nil()),
         };
         let subject = format!("Not delivered: {}", m.subject);
-        notice(op, &sender, MailTarget::Handler(s), &subject, &note)?;
+        op.notice(&sender, MailTarget::Handler(s), &subject, &note);
     }
     Ok(())
-}
-
-/// Give the handler an open Process Inbox outcome (a child of its root) if
-/// it has none, so that it has work and gets an agent.
-pub(crate) fn ensure_process_inbox(op: &mut Op<'_>, h: HandlerId) -> Result<()> {
-    if op.tx.open_process_inbox(h)?.is_some() {
-        return Ok(());
-    }
-    let row = OutcomeRow {
-        id: OutcomeId::new_random(),
-        title: "Process inbox".to_owned(),
-        description: "Read every message in the inbox, turn each into outcomes or state, and acknowledge it. Completes when the inbox is empty.".to_owned(),
-        status: OutcomeStatus::Open,
-        status_reason: None,
-        priority: 100,
-        perpetual: false,
-        process_inbox: true,
-        responsible: h,
-        created_at: op.now,
-        updated_at: op.now,
-    };
-    insert_outcome(
-        op,
-        &row,
-        &[h.root()],
-        Author::default(),
-        &format!("{SYSTEM_ACTION}created"),
-        "mail arrived".to_owned(),
-    )
 }
 
 /// After the user writes to a handler directly, that handler may answer.
@@ -714,4 +628,52 @@ pub(crate) fn clip(s: &str) -> String {
         out.push('…');
     }
     out
+}
+
+impl System {
+    /// Daemon: deliver every deferred message due at `now`, including those
+    /// that fell due while nothing was running. Returns what was delivered.
+    pub fn deliver_due(&self, now: Timestamp) -> Result<Vec<MessageId>> {
+        let mut out = Vec::new();
+        loop {
+            let batch = self.write(|op| {
+                let due = op.tx.due_messages(now, 256)?;
+                let mut ids = Vec::with_capacity(due.len());
+                for m in due {
+                    // Checked again now, not only when it was sent: the
+                    // sender may have lost the right to write to the
+                    // recipient or to pass the attached file on.
+                    if let Some(why) = undeliverable(op.tx, &m)? {
+                        drop_undeliverable(op, &m, &why)?;
+                        continue;
+                    }
+                    deliver(op, &m)?;
+                    ids.push(m.id);
+                }
+                Ok(ids)
+            })?;
+            let done = batch.len() < 256;
+            out.extend(batch);
+            if done {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Daemon: the subjects of a handler's unacknowledged mail, oldest
+    /// first, for the first message an agent gets (no body is read).
+    pub fn inbox_subjects(&self, handler: HandlerId, limit: usize) -> Result<Vec<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .inbox(MailTarget::Handler(handler), limit)?
+                .into_iter()
+                .map(|m| m.subject)
+                .collect())
+        })
+    }
+
+    /// Daemon: when the next deferred message falls due.
+    pub fn next_due(&self) -> Result<Option<Timestamp>> {
+        self.read(|tx| Ok(tx.next_due()?))
+    }
 }

@@ -23,13 +23,14 @@ use agency_store::{
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::{create_handler, log, retire_subtree};
-use crate::mail::ensure_process_inbox;
-use crate::org_plan::{AgentAction, OrgPlan, Want, Wanted, plan, wanted};
-use crate::org_prompt::{Contact, Relation, StandingFacts, standing_text};
-use crate::outcomes::insert_outcome;
+use crate::orgs::plan::{AgentAction, OrgPlan, Want, Wanted, plan, wanted};
+use crate::orgs::prompt::{Contact, Relation, StandingFacts, standing_text};
+use crate::render::log;
 use crate::render::{Author, outcome_event, render_audit_log_file, render_outcome_file};
 use crate::service::{Caller, Op, Service, authenticate};
+use crate::tree::handlers::{create_handler, retire_subtree};
+use crate::tree::inbox::ensure_process_inbox;
+use crate::tree::outcomes::insert_outcome;
 
 impl Service {
     /// The user: stand `model` up, or apply its changes (see the module
@@ -51,14 +52,14 @@ impl Service {
             .map_err(|e| ServiceError::invalid(format!("failed to {doing}: {e}")))?;
         let hash = blake3::hash(json.as_bytes()).to_hex().to_string();
         for t in model.all_tools() {
-            crate::org_tools::check_tool(t)?;
+            crate::orgs::tools::check_tool(t)?;
         }
         if plan_only {
             return self.read(|tx| {
                 require_user(authenticate(tx, who)?, &doing)?;
                 // What the apply refuses, the plan refuses too.
                 for t in model.all_tools() {
-                    crate::org_tools::check_tool_owner(tx, &model.name, &t.name)?;
+                    crate::orgs::tools::check_tool_owner(tx, &model.name, &t.name)?;
                 }
                 plan(tx, &w, true)
             });
@@ -70,7 +71,7 @@ impl Service {
             // of any agent's definition: replacing them says whether they
             // changed, and writes nothing when they did not.
             let tools: Vec<agency_org::Tool> = model.all_tools().into_iter().cloned().collect();
-            if crate::org_tools::org_tools_replace(op, &model.name, &tools)? {
+            if crate::orgs::tools::org_tools_replace(op, &model.name, &tools)? {
                 p.changed = true;
             }
             if !p.changed {
@@ -159,7 +160,7 @@ fn apply(
                     .handler(h)?
                     .ok_or_else(|| ServiceError::not_found("handler", h))?;
                 if row.boss != Some(boss) {
-                    crate::budgets_carve::move_subtree(op, h, row.boss, boss)?;
+                    crate::budgets::carve::move_subtree(op, h, row.boss, boss)?;
                     reparent_root(op, h, parent_root)?;
                 }
                 let reactivated = row.status != HandlerStatus::Active;
@@ -415,13 +416,13 @@ pub(crate) fn retire_standing(
     op: &mut Op<'_>,
     h: HandlerId,
     why: &str,
-) -> Result<crate::handlers::Retired> {
+) -> Result<crate::tree::handlers::Retired> {
     let active = op
         .tx
         .handler(h)?
         .is_some_and(|r| r.status == HandlerStatus::Active);
     if !active {
-        return Ok(crate::handlers::Retired {
+        return Ok(crate::tree::handlers::Retired {
             handlers: Vec::new(),
             agents: Vec::new(),
             revoked: Vec::new(),
@@ -454,7 +455,7 @@ pub(crate) fn retire_standing(
 
 fn standing_for(
     w: &Wanted<'_>,
-    wa: &crate::org_plan::WantedAgent<'_>,
+    wa: &crate::orgs::plan::WantedAgent<'_>,
     handlers: &BTreeMap<String, HandlerId>,
     root: HandlerId,
 ) -> String {
@@ -462,7 +463,7 @@ fn standing_for(
     let name = wa.agent.name.as_str();
     let contact = |n: &str, relation| Contact {
         name: w.agent(n).map_or("", |x| x.agent.name.as_str()),
-        title: crate::org_plan::title_of(m, n),
+        title: crate::orgs::plan::title_of(m, n),
         handler: handlers[n],
         relation,
     };

@@ -14,7 +14,7 @@
 //! for its own agency. A key is checked in the operation's own
 //! transaction, so a revoked key stops at once.
 //!
-//! A key may have at most [`OrgApiLimits::max_pending_per_key`] messages
+//! A key may have at most [`crate::OrgApiLimits::max_pending_per_key`] messages
 //! not yet answered (issue 27), counted in the transaction that would add
 //! one: the store serialises write transactions, so parallel requests
 //! cannot pass the cap together (a counter beside the store could). The
@@ -32,16 +32,16 @@ use agency_core::access::FileKind;
 use agency_core::{
     ConversationId, HandlerId, MailTarget, MessageId, OrgKeyId, OrgMessageId, Timestamp,
 };
-use agency_store::{MessageRow, OrgMessageRow, OrgMessageStatus, Tx};
+use agency_store::{OrgMessageRow, OrgMessageStatus, Tx};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::events::Event;
 use crate::kb::create_document;
+use crate::mail::org_reply::executive_of;
 use crate::mail::{Envelope, check_may_send, enqueue, grant_reply_to_user};
-use crate::org_keys::{OrgCaller, authenticate_org, org_scope};
-use crate::service::{Caller, Op, Service};
+use crate::orgs::keys::{OrgCaller, authenticate_org, org_scope};
+use crate::service::{Caller, Service};
 
 /// The longest message an outside party may send, in bytes.
 pub const MAX_ORG_MESSAGE_BYTES: usize = 64 * 1024;
@@ -54,22 +54,6 @@ pub const TURN_BYTES: usize = 4 * 1024;
 /// When a key at its pending cap is told to try again: replies come at an
 /// agent's pace, so there is no moment to name; about a minute.
 pub const PENDING_RETRY_AFTER_SECS: u64 = 60;
-
-/// What binds an agency's API keys in the store (`[agency_api]` of
-/// `agency.toml`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OrgApiLimits {
-    /// Messages of one key not yet answered, at most.
-    pub max_pending_per_key: u64,
-}
-
-impl Default for OrgApiLimits {
-    fn default() -> Self {
-        OrgApiLimits {
-            max_pending_per_key: 20,
-        }
-    }
-}
 
 /// One message to an agency as its sender sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,16 +107,6 @@ fn view(tx: &mut dyn Tx, r: OrgMessageRow) -> Result<OrgMessageView> {
         paused,
         ..OrgMessageView::from(r)
     })
-}
-
-/// The handler an agency's messages go to: the executive agent's handler
-/// of the organisation `agency up` stood up under that name, while it is
-/// up. The one place that knows where agencies are recorded.
-pub(crate) fn executive_of(tx: &mut dyn Tx, agency: &str) -> Result<Option<HandlerId>> {
-    Ok(tx
-        .org(agency)?
-        .filter(|o| o.retired_at.is_none())
-        .map(|o| o.executive))
 }
 
 fn check_agency_name(agency: &str) -> Result<()> {
@@ -210,7 +184,13 @@ impl Service {
                 &desc,
                 body.as_bytes(),
             )?;
-            crate::handoffs::hand_off(op, &self.cfg.limits, &Caller::User, exec, "send mail")?;
+            crate::tree::handoffs::hand_off(
+                op,
+                &self.cfg.limits,
+                &Caller::User,
+                exec,
+                "send mail",
+            )?;
             enqueue(
                 op,
                 &Caller::User,
@@ -307,47 +287,6 @@ impl Service {
             view(tx, row)
         })
     }
-}
-
-/// Mail `m` to the user was just delivered and answers `m.in_reply_to`:
-/// if that is the mail of a pending message from outside and `m` comes
-/// from that agency's executive handler, it is the message's reply. The
-/// sender received the message it answers (checked when it was sent);
-/// any other handler's answer, and every answer after the first, is
-/// ordinary mail to the user.
-pub(crate) fn record_reply(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
-    let (Some(answers), MailTarget::Handler(from)) = (m.in_reply_to, m.from) else {
-        return Ok(());
-    };
-    let Some(om) = op.tx.org_message_by_mail(answers)? else {
-        return Ok(());
-    };
-    if om.status != OrgMessageStatus::Pending || executive_of(op.tx, &om.agency)? != Some(from) {
-        return Ok(());
-    }
-    let text = message_text(op, m)?;
-    if op.tx.set_org_message_answered(om.id, &text, m.id, op.now)? {
-        // Its reader is the outside caller: `agency conversations` shows
-        // it, the user's inbox (unacknowledged mail) does not fill up.
-        op.tx.set_acked(m.id, op.now)?;
-        op.events.push(Event::OrgMessageAnswered {
-            message: om.id,
-            agency: om.agency,
-        });
-    }
-    Ok(())
-}
-
-/// The text of a message's body (its KB file's latest version).
-fn message_text(op: &mut Op<'_>, m: &MessageRow) -> Result<String> {
-    let missing = || ServiceError::not_found("KB file", m.file);
-    let f = op.tx.file(m.file)?.ok_or_else(missing)?;
-    let v = op
-        .tx
-        .version(m.file, f.latest_version)?
-        .ok_or_else(missing)?;
-    let bytes = op.blobs.get(&v.hash)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The mail the executive handler gets: who wrote, the earlier exchange,

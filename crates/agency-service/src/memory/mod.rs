@@ -14,7 +14,7 @@
 //! user can read the history and undo a condensation.
 //!
 //! Ranking (`ranked`): full-text search with BM25 (SQLite FTS5, Porter
-//! stemming); with an [`Embedder`] installed, the query is embedded too and
+//! stemming); with an [`crate::Embedder`] installed, the query is embedded too and
 //! the handler's embedded memories are ranked by cosine similarity (those
 //! below `min_similarity` left out), and the two rankings are fused by
 //! reciprocal rank fusion (score = Σ 1/(60 + rank)). An embedding that
@@ -23,8 +23,10 @@
 //! `agency memory status` shows how many have one) and is found by its
 //! words only.
 
+pub(crate) mod compact;
+pub(crate) mod recall;
+
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Principal, Timestamp};
 use agency_store::{
@@ -33,7 +35,8 @@ use agency_store::{
 };
 use serde::Serialize;
 
-use crate::service::{Caller, Service, authenticate};
+use crate::service::settings::MemoryConfig;
+use crate::service::{Caller, Service, System, authenticate};
 use crate::{Result, ServiceError};
 
 /// The kinds a memory may have; `note` when none is given.
@@ -55,41 +58,6 @@ const CANDIDATES: usize = 100;
 const RRF_K: f64 = 60.0;
 /// Most memories one condensation replaces.
 const MAX_CONDENSE: usize = 200;
-
-/// The `[memory]` settings of agency.toml the service applies.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemoryConfig {
-    /// Budget of the memories recalled into an agent's first message, in
-    /// tokens (about 4 characters each).
-    pub recall_tokens: usize,
-    /// Live memories past which the next agent is asked to condense.
-    pub condense_after: usize,
-    /// Most live memories one handler may hold.
-    pub max_per_handler: usize,
-    /// Cosine similarity below which a memory is not a semantic match.
-    pub min_similarity: f32,
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        MemoryConfig {
-            recall_tokens: 1000,
-            condense_after: 200,
-            max_per_handler: 10_000,
-            min_similarity: 0.5,
-        }
-    }
-}
-
-/// Turns texts into vectors (an OpenAI-compatible embeddings endpoint in
-/// the daemon). Blocking: it is called from the blocking threads service
-/// operations run on, never inside a transaction.
-pub trait Embedder: Send + Sync + std::fmt::Debug {
-    /// The model name, stored beside each vector.
-    fn model(&self) -> &str;
-    /// One vector per text, in order.
-    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
-}
 
 /// A memory as interfaces show it; `score` only in search results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -167,17 +135,6 @@ pub struct CompactionView {
 }
 
 impl Service {
-    /// Daemon: the `[memory]` settings (at start, and again at `agency
-    /// reload`; a service never told uses the defaults).
-    pub fn set_memory_config(&self, cfg: MemoryConfig) {
-        *self.memory_cfg.write().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
-    }
-
-    /// Daemon: the embeddings endpoint of `[memory.embeddings]`, if any.
-    pub fn set_embedder(&self, e: Arc<dyn Embedder>) {
-        let _ = self.embedder.set(e);
-    }
-
     pub(crate) fn memory_config(&self) -> MemoryConfig {
         self.memory_cfg
             .read()
@@ -320,7 +277,7 @@ impl Service {
         handler: Option<HandlerId>,
     ) -> Result<MemoryStatus> {
         let cfg = self.memory_config();
-        let model = self.embedder.get().map(|e| e.model().to_owned());
+        let model = self.embedder.as_ref().map(|e| e.model().to_owned());
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let h = scope(tx, &caller, handler, "read the memory status")?;
@@ -344,7 +301,7 @@ impl Service {
     /// The embedding of `text` by the installed embedder, if any; a failure
     /// is logged and yields none (the caller goes on without).
     pub(crate) fn embed_one(&self, text: &str) -> Option<(String, Vec<f32>)> {
-        let e = self.embedder.get()?;
+        let e = self.embedder.as_ref()?;
         match e.embed(&[text]) {
             Ok(mut v) if v.len() == 1 && !v[0].is_empty() => {
                 Some((e.model().to_owned(), v.swap_remove(0)))
@@ -567,6 +524,14 @@ pub(crate) fn done(
 }
 
 pub(crate) const MAX_CONDENSE_IDS: usize = MAX_CONDENSE;
+
+impl System {
+    /// Daemon: the `[memory]` settings (at start, and again at `agency
+    /// reload`; a service never told uses the defaults).
+    pub fn set_memory_config(&self, cfg: MemoryConfig) {
+        *self.memory_cfg.write().unwrap_or_else(|p| p.into_inner()) = Some(cfg);
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

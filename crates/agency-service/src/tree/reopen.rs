@@ -19,11 +19,10 @@ use crate::Result;
 use crate::access::visible_outcome;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::log;
-use crate::mail::system_mail;
-use crate::outcomes::author;
+use crate::render::log;
 use crate::render::{outcome_event, render_audit_log_file, render_outcome_file};
 use crate::service::{Caller, Service, authenticate};
+use crate::tree::outcomes::author;
 
 /// What reopening an outcome did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,13 +147,7 @@ impl Service {
                         Caller::Handler { row, .. } => format!("handler {}", row.id),
                     }
                 );
-                system_mail(
-                    op,
-                    &caller,
-                    MailTarget::Handler(o.responsible),
-                    &format!("Outcome reopened: {}", o.title),
-                    &body,
-                )?;
+                op.system_mail(&caller, MailTarget::Handler(o.responsible), &format!("Outcome reopened: {}", o.title), &body);
             }
             Ok(ReopenReport {
                 outcome: id,

@@ -9,64 +9,28 @@ use agency_core::{
     StatusChange,
 };
 use agency_store::{
-    BudgetLimits, CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, LogEntryRow,
-    NewCapability, OutcomeRow, RevokeSelector, Tx,
+    BudgetLimits, CapOrigin, CapabilityRow, FileRow, HandlerRow, HandlerStatus, NewCapability,
+    OutcomeRow, RevokeSelector, Tx,
 };
 
 use crate::Result;
 use crate::access::visible_outcome;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::mail::ensure_process_inbox;
-use crate::outcomes::{author, finish_outcome};
 use crate::permissions::grant_in;
 use crate::render::{
-    Author, SYSTEM_ACTION, create_file, outcome_event, render_audit_log_file, render_outcome_file,
+    Author, SYSTEM_ACTION, create_file, log, outcome_event, render_audit_log_file,
+    render_outcome_file,
 };
-use crate::service::{Caller, Op, Service, authenticate};
+use crate::service::{Caller, Op, Service, System, authenticate};
+use crate::tree::inbox::ensure_process_inbox;
+use crate::tree::outcomes::{author, finish_outcome};
 use crate::views::{Delegation, GrantRequest, HandlerView, StopReport};
 
 /// The root outcome's title (seed 000, "The User & the Root Handler").
 pub const ROOT_TITLE: &str = "Help the user accomplish all their work";
 
 impl Service {
-    /// Create the perpetual root outcome, the root handler, its state
-    /// document and audit log, unless they exist. Returns the root handler.
-    pub fn bootstrap(&self) -> Result<HandlerId> {
-        self.write(|op| {
-            if let Some(root) = op.tx.root_handler()? {
-                return Ok(root.id);
-            }
-            let id = OutcomeId::new_random();
-            let h = HandlerId::from_root(id);
-            let row = OutcomeRow {
-                id,
-                title: ROOT_TITLE.to_owned(),
-                description: "The perpetual root outcome. The user is its boss; every other outcome serves it.".to_owned(),
-                status: OutcomeStatus::Open,
-                status_reason: None,
-                priority: 0,
-                perpetual: true,
-                process_inbox: false,
-                responsible: h,
-                created_at: op.now,
-                updated_at: op.now,
-            };
-            op.tx.insert_outcome(&row)?;
-            outcome_event(op, id, Author::default(), &format!("{SYSTEM_ACTION}created"), "bootstrap".to_owned())?;
-            render_outcome_file(op, id, Author::default())?;
-            create_handler(op, h, None, Author::default())?;
-            // The root handler writes to the user like any handler to its boss.
-            system_cap(op, h, Resource::Mail(MailTarget::User), Some(id))?;
-            Ok(h)
-        })
-    }
-
-    /// The root handler, if bootstrapped.
-    pub fn root_handler(&self) -> Result<Option<HandlerId>> {
-        self.read(|tx| Ok(tx.root_handler()?.map(|h| h.id)))
-    }
-
     /// Delegate an outcome the caller is responsible for to a new underling
     /// handler, granting `grants` (each derived from a capability the caller
     /// holds, scoped to the outcome).
@@ -119,18 +83,18 @@ impl Service {
             }
             crate::quotas::check_new_handler(op.tx, &self.cfg.limits, boss, outcome)?;
             // Before any write: a refusal that pauses a budget commits.
-            if let Err(e) = crate::budgets_carve::admit_delegation(op, boss, outcome)? {
+            if let Err(e) = crate::budgets::carve::admit_delegation(op, boss, outcome)? {
                 return Ok(Err(e));
             }
             let u = HandlerId::from_root(outcome);
-            crate::handoffs::hand_off(op, &self.cfg.limits, &caller, u, &format!("delegate outcome {outcome}"))?;
+            crate::tree::handoffs::hand_off(op, &self.cfg.limits, &caller, u, &format!("delegate outcome {outcome}"))?;
             if let Some(limits) = &budget {
-                crate::budgets_carve::carve(op, boss, u, outcome, limits)?;
+                crate::budgets::carve::carve(op, boss, u, outcome, limits)?;
             }
             let a = author(&caller);
             let reactivated = match op.tx.handler(u)? {
                 Some(mut existing) => {
-                    crate::budgets_carve::move_subtree(op, u, existing.boss, boss)?;
+                    crate::budgets::carve::move_subtree(op, u, existing.boss, boss)?;
                     // A handler stopped earlier comes back with its state
                     // document and audit log: continuity for its next agent.
                     existing.boss = Some(boss);
@@ -259,21 +223,6 @@ impl Service {
             };
             rows.into_iter().map(|h| handler_view(tx, h)).collect()
         })
-    }
-
-    /// Daemon: active handlers with work (responsible for an open,
-    /// non-perpetual outcome), ordered by id; page with `after`.
-    pub fn handlers_with_work(
-        &self,
-        after: Option<HandlerId>,
-        limit: usize,
-    ) -> Result<Vec<HandlerId>> {
-        self.read(|tx| Ok(tx.handlers_with_work(after, limit)?))
-    }
-
-    /// Daemon: whether one handler has work now.
-    pub fn has_work(&self, handler: HandlerId) -> Result<bool> {
-        self.read(|tx| Ok(tx.has_work(handler)?))
     }
 }
 
@@ -425,21 +374,6 @@ pub(crate) fn system_cap(
     Ok(())
 }
 
-pub(crate) fn log(
-    op: &mut Op<'_>,
-    handler: HandlerId,
-    agent: Option<AgentId>,
-    summary: String,
-) -> Result<()> {
-    op.tx.insert_log_entry(&LogEntryRow {
-        handler,
-        at: op.now,
-        agent,
-        summary,
-    })?;
-    Ok(())
-}
-
 pub(crate) struct Retired {
     pub handlers: Vec<HandlerId>,
     pub agents: Vec<AgentId>,
@@ -576,4 +510,58 @@ fn hand_over(op: &mut Op<'_>, boss: HandlerId, handlers: &[HandlerId]) -> Result
         });
     }
     Ok(())
+}
+
+impl System {
+    /// Create the perpetual root outcome, the root handler, its state
+    /// document and audit log, unless they exist. Returns the root handler.
+    pub fn bootstrap(&self) -> Result<HandlerId> {
+        self.write(|op| {
+            if let Some(root) = op.tx.root_handler()? {
+                return Ok(root.id);
+            }
+            let id = OutcomeId::new_random();
+            let h = HandlerId::from_root(id);
+            let row = OutcomeRow {
+                id,
+                title: ROOT_TITLE.to_owned(),
+                description: "The perpetual root outcome. The user is its boss; every other outcome serves it.".to_owned(),
+                status: OutcomeStatus::Open,
+                status_reason: None,
+                priority: 0,
+                perpetual: true,
+                process_inbox: false,
+                responsible: h,
+                created_at: op.now,
+                updated_at: op.now,
+            };
+            op.tx.insert_outcome(&row)?;
+            outcome_event(op, id, Author::default(), &format!("{SYSTEM_ACTION}created"), "bootstrap".to_owned())?;
+            render_outcome_file(op, id, Author::default())?;
+            create_handler(op, h, None, Author::default())?;
+            // The root handler writes to the user like any handler to its boss.
+            system_cap(op, h, Resource::Mail(MailTarget::User), Some(id))?;
+            Ok(h)
+        })
+    }
+
+    /// The root handler, if bootstrapped.
+    pub fn root_handler(&self) -> Result<Option<HandlerId>> {
+        self.read(|tx| Ok(tx.root_handler()?.map(|h| h.id)))
+    }
+
+    /// Daemon: active handlers with work (responsible for an open,
+    /// non-perpetual outcome), ordered by id; page with `after`.
+    pub fn handlers_with_work(
+        &self,
+        after: Option<HandlerId>,
+        limit: usize,
+    ) -> Result<Vec<HandlerId>> {
+        self.read(|tx| Ok(tx.handlers_with_work(after, limit)?))
+    }
+
+    /// Daemon: whether one handler has work now.
+    pub fn has_work(&self, handler: HandlerId) -> Result<bool> {
+        self.read(|tx| Ok(tx.has_work(handler)?))
+    }
 }

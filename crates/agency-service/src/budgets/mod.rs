@@ -9,17 +9,22 @@
 //! a boss's budget carved for an underling on delegation is
 //! `budgets_carve.rs`.
 
+pub(crate) mod carve;
+pub(crate) mod ledger;
+pub(crate) mod metering;
+
 use std::collections::BTreeMap;
 
 use agency_core::{HandlerId, Principal, Timestamp};
 use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerStatus, Tx};
 use serde::{Deserialize, Serialize};
 
+use self::ledger::{Kind, charge_tool_call, elapsed, paused_by, tool_call_charge_due};
 use crate::Result;
-use crate::budgets_ledger::{Kind, charge_tool_call, elapsed, paused_by, tool_call_charge_due};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Caller, Service, authenticate};
+use crate::service::{Caller, Service, System, authenticate};
+use crate::views::PausedView;
 
 /// One handler in `agency budget show`: its limits (if any) against its
 /// subtree's running totals.
@@ -40,18 +45,6 @@ pub struct BudgetNode {
     /// The boss that carved the budget on delegation; `None`: the user.
     pub carved_by: Option<HandlerId>,
     pub children: Vec<BudgetNode>,
-}
-
-/// A paused budget that holds a handler (its own or one above it): the
-/// fact `agency handlers`, `orgs`, `status` and outside callers show.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PausedView {
-    /// The handler whose budget is paused (the handler itself or an
-    /// ancestor): what `agency resume` and `agency budget set` name.
-    pub by: HandlerId,
-    /// Which limit was reached.
-    pub reason: String,
-    pub since: Timestamp,
 }
 
 impl PausedView {
@@ -148,7 +141,7 @@ impl Service {
                 // `handlers` and `status` show it at once.
                 let spent = op.tx.budget_spend_of(handler)?;
                 if let Some(what) = reached_at_set(&row, &spent, op.now) {
-                    crate::budgets_ledger::pause(op, handler, &what)?;
+                    ledger::pause(op, handler, &what)?;
                     row = op.tx.budget_of(handler)?.unwrap_or(row);
                 }
             }
@@ -181,7 +174,7 @@ impl Service {
             let mut paused_above = Vec::new();
             let boss = op.tx.handler(handler)?.and_then(|r| r.boss);
             if let Some(boss) = boss {
-                for r in crate::budgets_ledger::chain(op.tx, boss)? {
+                for r in ledger::chain(op.tx, boss)? {
                     if op.tx.budget_of(r.id)?.is_some_and(|b| b.paused.is_some()) {
                         paused_above.push(r.id);
                     }
@@ -203,7 +196,7 @@ impl Service {
         let now = self.clock.now();
         self.read(|tx| {
             require_user(tx, who, "read budgets")?;
-            let (root, rows) = crate::metering::subtree_of(tx, root)?;
+            let (root, rows) = metering::subtree_of(tx, root)?;
             let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
             let mut live: BTreeMap<HandlerId, i64> = BTreeMap::new();
             for a in tx.live_agents_of(&ids)? {
@@ -222,23 +215,6 @@ impl Service {
             let mut seen = std::collections::BTreeSet::new();
             node(tx, root, &kids, &status, &live, now, &mut seen)
         })
-    }
-
-    /// Daemon (`agency status`): every paused budget, oldest pause first.
-    pub fn budget_pauses(&self) -> Result<Vec<PausedView>> {
-        self.read(|tx| {
-            Ok(tx
-                .paused_budgets()?
-                .iter()
-                .filter_map(PausedView::of)
-                .collect())
-        })
-    }
-
-    /// Daemon: whether a paused budget (on the handler or above it) keeps
-    /// agents of `handler` from starting; the budget's handler if so.
-    pub fn budget_paused(&self, handler: HandlerId) -> Result<Option<HandlerId>> {
-        self.read(|tx| paused_by(tx, handler))
     }
 
     /// Whether a tool call by `who` must be charged, i.e. whether
@@ -266,12 +242,6 @@ impl Service {
             let handler = authenticate(op.tx, who)?.require_handler("call a tool")?.id;
             charge_tool_call(op, handler)
         })?
-    }
-
-    /// The daemon at start: no call is in flight, so a reservation left by
-    /// a previous daemon that died mid-call would only hold budget forever.
-    pub fn budget_clear_reservations(&self) -> Result<usize> {
-        self.write(|op| Ok(op.tx.clear_budget_reservations()?))
     }
 }
 
@@ -330,4 +300,29 @@ fn node(
         carved_by: budget.as_ref().and_then(|b| b.carved_by),
         children,
     })
+}
+
+impl System {
+    /// Daemon (`agency status`): every paused budget, oldest pause first.
+    pub fn budget_pauses(&self) -> Result<Vec<PausedView>> {
+        self.read(|tx| {
+            Ok(tx
+                .paused_budgets()?
+                .iter()
+                .filter_map(PausedView::of)
+                .collect())
+        })
+    }
+
+    /// Daemon: whether a paused budget (on the handler or above it) keeps
+    /// agents of `handler` from starting; the budget's handler if so.
+    pub fn budget_paused(&self, handler: HandlerId) -> Result<Option<HandlerId>> {
+        self.read(|tx| paused_by(tx, handler))
+    }
+
+    /// The daemon at start: no call is in flight, so a reservation left by
+    /// a previous daemon that died mid-call would only hold budget forever.
+    pub fn budget_clear_reservations(&self) -> Result<usize> {
+        self.write(|op| Ok(op.tx.clear_budget_reservations()?))
+    }
 }

@@ -16,7 +16,7 @@ use agency_store::{BlobStore, CompactionStatus, MemoryCompactionRow, MemoryFilte
 
 use crate::Result;
 use crate::memory::{query_words, ranked};
-use crate::service::{Op, Service};
+use crate::service::{Op, Service, System};
 
 /// Most memories recalled into one first message.
 pub const RECALL_MAX: usize = 8;
@@ -42,32 +42,6 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 impl Service {
-    /// The memories of `handler` most relevant to `query`, rendered for a
-    /// first message within about `max_tokens`; `None` when none matches.
-    pub fn memory_recall(
-        &self,
-        handler: HandlerId,
-        query: &str,
-        max_tokens: usize,
-    ) -> Result<Option<String>> {
-        let words = recall_words(query);
-        if words.is_empty() {
-            return Ok(None);
-        }
-        let qv = self.embed_one(&words.join(" "));
-        let min_sim = self.memory_config().min_similarity;
-        self.read(|tx| recall(tx, handler, &words, qv.as_ref(), min_sim, max_tokens))
-    }
-
-    /// Daemon, at spawn: what the first message of `handler`'s next agent
-    /// says about its memory (recalled memories, and a request to condense
-    /// when it is past `memory.condense_after`); `None` when nothing.
-    pub fn memory_first_message(&self, handler: HandlerId) -> Result<Option<String>> {
-        let query = self.read(|tx| recall_query(tx, &*self.blobs, handler))?;
-        let qv = self.recall_vector(&query);
-        self.write(|op| first_message_memory(self, op, handler, qv.as_ref()))
-    }
-
     /// The embedding of a recall query's words, when an embeddings
     /// endpoint is configured (a network call: never made inside a
     /// transaction).
@@ -229,6 +203,34 @@ fn quote(m: &MemoryRow) -> String {
         out.push_str(line);
     }
     out
+}
+
+impl System {
+    /// The memories of `handler` most relevant to `query`, rendered for a
+    /// first message within about `max_tokens`; `None` when none matches.
+    pub fn memory_recall(
+        &self,
+        handler: HandlerId,
+        query: &str,
+        max_tokens: usize,
+    ) -> Result<Option<String>> {
+        let words = recall_words(query);
+        if words.is_empty() {
+            return Ok(None);
+        }
+        let qv = self.embed_one(&words.join(" "));
+        let min_sim = self.memory_config().min_similarity;
+        self.read(|tx| recall(tx, handler, &words, qv.as_ref(), min_sim, max_tokens))
+    }
+
+    /// Daemon, at spawn: what the first message of `handler`'s next agent
+    /// says about its memory (recalled memories, and a request to condense
+    /// when it is past `memory.condense_after`); `None` when nothing.
+    pub fn memory_first_message(&self, handler: HandlerId) -> Result<Option<String>> {
+        let query = self.read(|tx| recall_query(tx, &*self.blobs, handler))?;
+        let qv = self.recall_vector(&query);
+        self.write(|op| first_message_memory(self, op, handler, qv.as_ref()))
+    }
 }
 
 #[cfg(test)]

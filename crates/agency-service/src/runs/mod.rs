@@ -3,6 +3,9 @@
 //! progress, the automatic audit entry for an agent that left none, reaping
 //! after a restart, and stalled handlers.
 
+pub(crate) mod logs;
+pub(crate) mod views;
+
 use agency_core::{AgentId, HandlerId, MailTarget};
 use agency_store::{AgentRow, AgentRunRow};
 use serde::{Deserialize, Serialize};
@@ -10,10 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::handlers::log;
-use crate::mail::notice;
+use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
-use crate::service::{Caller, Op, Service};
+use crate::service::{Caller, Op, Service, System};
 
 /// How one agent run ended, as the supervisor observed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +47,74 @@ pub struct RunOutcome {
 }
 
 impl Service {
+    /// The run record of an agent (user only).
+    pub fn agent_run(&self, who: agency_core::Principal, agent: AgentId) -> Result<AgentRunRow> {
+        if !who.is_user() {
+            return Err(ServiceError::denied(
+                "failed to read an agent run: only the user may",
+            ));
+        }
+        self.read(|tx| {
+            tx.agent_run(agent)?
+                .ok_or_else(|| ServiceError::not_found("agent run", agent))
+        })
+    }
+}
+
+fn finish(
+    op: &mut Op<'_>,
+    row: &AgentRow,
+    report: &RunReport,
+    transcript: Option<agency_store::BlobId>,
+    outcome: Option<RunOutcome>,
+) -> Result<()> {
+    let ended = op.tx.end_agent(row.id, op.now, &report.reason)?;
+    op.tx.revoke_tokens_of(row.id, op.now)?;
+    let mut run = op
+        .tx
+        .agent_run(row.id)?
+        .unwrap_or_else(|| AgentRunRow::spawned(row.id, "unknown", ""));
+    // Only the first end counts: a stale report about an agent already
+    // ended (e.g. reaped) must not rewrite how it ended.
+    if ended {
+        run.ended_how = views::ended_how(report, outcome);
+    }
+    run.exit_status = report.exit_status.or(run.exit_status);
+    run.tool_calls = report.tool_calls.or(run.tool_calls);
+    run.input_tokens = report.input_tokens.or(run.input_tokens);
+    run.output_tokens = report.output_tokens.or(run.output_tokens);
+    run.transcript = transcript.or(run.transcript);
+    op.tx.put_agent_run(&run)?;
+    if !op.tx.agent_logged(row.id)? {
+        let how = if report.normal {
+            "ended"
+        } else {
+            "ended abnormally"
+        };
+        let status = report
+            .exit_status
+            .map_or(String::new(), |s| format!(", exit status {s}"));
+        log(
+            op,
+            row.handler,
+            Some(row.id),
+            format!(
+                "(written by Agency) agent {} {how} without submitting an audit summary: {}{status}",
+                row.id, report.reason
+            ),
+        )?;
+        render_audit_log_file(op, row.handler, Author::default())?;
+    }
+    if ended {
+        op.events.push(Event::AgentEnded {
+            agent: row.id,
+            handler: row.handler,
+        });
+    }
+    Ok(())
+}
+
+impl System {
     /// Daemon: record what was spawned for an agent.
     pub fn agent_record_spawn(
         &self,
@@ -131,7 +201,7 @@ impl Service {
             // Sent in the stalled handler's name, like any report to a boss;
             // no agent of it is live, so the author has no agent id.
             let caller = Caller::Handler { row: h, agent: AgentId(uuid::Uuid::nil()) };
-            notice(op, &caller, boss, &format!("Stalled: {title}"), &body)?;
+            op.notice(&caller, boss, &format!("Stalled: {title}"), &body);
             Ok(())
         })
     }
@@ -163,7 +233,7 @@ impl Service {
             log(op, handler, None, format!("MCP servers changed (added: {}; removed: {}); agent told to save state and exit", list(added), list(removed)))?;
             render_audit_log_file(op, handler, Author::default())?;
             let caller = Caller::Handler { row: h, agent: AgentId(uuid::Uuid::nil()) };
-            notice(op, &caller, MailTarget::Handler(handler), "MCP servers changed: save state and exit", &body)?;
+            op.notice(&caller, MailTarget::Handler(handler), "MCP servers changed: save state and exit", &body);
             Ok(())
         })
     }
@@ -172,70 +242,4 @@ impl Service {
     pub fn handler_stalled(&self, handler: HandlerId) -> Result<Option<String>> {
         self.read(|tx| Ok(tx.stalled(handler)?.map(|(_, r)| r)))
     }
-
-    /// The run record of an agent (user only).
-    pub fn agent_run(&self, who: agency_core::Principal, agent: AgentId) -> Result<AgentRunRow> {
-        if !who.is_user() {
-            return Err(ServiceError::denied(
-                "failed to read an agent run: only the user may",
-            ));
-        }
-        self.read(|tx| {
-            tx.agent_run(agent)?
-                .ok_or_else(|| ServiceError::not_found("agent run", agent))
-        })
-    }
-}
-
-fn finish(
-    op: &mut Op<'_>,
-    row: &AgentRow,
-    report: &RunReport,
-    transcript: Option<agency_store::BlobId>,
-    outcome: Option<RunOutcome>,
-) -> Result<()> {
-    let ended = op.tx.end_agent(row.id, op.now, &report.reason)?;
-    op.tx.revoke_tokens_of(row.id, op.now)?;
-    let mut run = op
-        .tx
-        .agent_run(row.id)?
-        .unwrap_or_else(|| AgentRunRow::spawned(row.id, "unknown", ""));
-    // Only the first end counts: a stale report about an agent already
-    // ended (e.g. reaped) must not rewrite how it ended.
-    if ended {
-        run.ended_how = crate::run_views::ended_how(report, outcome);
-    }
-    run.exit_status = report.exit_status.or(run.exit_status);
-    run.tool_calls = report.tool_calls.or(run.tool_calls);
-    run.input_tokens = report.input_tokens.or(run.input_tokens);
-    run.output_tokens = report.output_tokens.or(run.output_tokens);
-    run.transcript = transcript.or(run.transcript);
-    op.tx.put_agent_run(&run)?;
-    if !op.tx.agent_logged(row.id)? {
-        let how = if report.normal {
-            "ended"
-        } else {
-            "ended abnormally"
-        };
-        let status = report
-            .exit_status
-            .map_or(String::new(), |s| format!(", exit status {s}"));
-        log(
-            op,
-            row.handler,
-            Some(row.id),
-            format!(
-                "(written by Agency) agent {} {how} without submitting an audit summary: {}{status}",
-                row.id, report.reason
-            ),
-        )?;
-        render_audit_log_file(op, row.handler, Author::default())?;
-    }
-    if ended {
-        op.events.push(Event::AgentEnded {
-            agent: row.id,
-            handler: row.handler,
-        });
-    }
-    Ok(())
 }

@@ -29,9 +29,9 @@ use agency_store::{
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::budgets_ledger::{Charge, admit, chain, held, pause_reached, refuse};
+use crate::budgets::ledger::{Charge, admit, chain, held, pause_reached, refuse};
 use crate::error::ServiceError;
-use crate::service::{Caller, Service, authenticate};
+use crate::service::{Caller, Service, System, authenticate};
 
 /// What the gateway knows of a call before forwarding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,57 +173,6 @@ impl Service {
         })?
     }
 
-    /// Gateway: record what a reserved call used. Not authenticated again:
-    /// the agent may have ended while its last answer was streaming, and
-    /// that answer was still spent.
-    pub fn model_call_settle(
-        &self,
-        reservation: ModelReservation,
-        result: ModelCallResult,
-    ) -> Result<()> {
-        self.write_lazy(|op| {
-            let ModelReservation {
-                handler,
-                agent,
-                request,
-                ledger,
-            } = reservation;
-            // The reservation is gone if a daemon restart cleared it (and
-            // the ledger's in-flight totals with it).
-            let held = op.tx.budget_reservation(ledger)?;
-            op.tx.delete_budget_reservation(ledger)?;
-            let mut delta = BudgetSpend {
-                tokens: result.usage.total(),
-                micro_usd: result.cost_micro_usd,
-                calls: 1,
-                ..BudgetSpend::default()
-            };
-            if let Some(r) = held {
-                delta.reserved_tokens = -r.tokens;
-                delta.reserved_micro_usd = -r.micro_usd;
-                delta.reserved_calls = -1;
-            }
-            let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
-            op.tx.budget_spend_add(&ids, &delta)?;
-            op.tx.insert_model_call(&ModelCallRow {
-                at: op.now,
-                handler,
-                agent,
-                upstream: request.upstream,
-                api: request.api,
-                model: request.model,
-                stream: request.stream,
-                status: result.status,
-                usage: result.usage,
-                cost_micro_usd: result.cost_micro_usd,
-                unpriced: !request.priced,
-                estimated: result.estimated,
-            })?;
-            pause_reached(op, handler)?;
-            Ok(())
-        })
-    }
-
     /// Gateway: admit one call that the provider does not bill
     /// (`count_tokens`) but that still reaches it: refused like a metered
     /// call when the caller's subtree is paused or its wall-clock limit is
@@ -359,4 +308,57 @@ fn build_tree(root: HandlerId, rows: &[HandlerRow], totals: &[UsageTotals]) -> C
         &children,
         &mut std::collections::BTreeSet::new(),
     )
+}
+
+impl System {
+    /// Gateway: record what a reserved call used. Not authenticated again:
+    /// the agent may have ended while its last answer was streaming, and
+    /// that answer was still spent.
+    pub fn model_call_settle(
+        &self,
+        reservation: ModelReservation,
+        result: ModelCallResult,
+    ) -> Result<()> {
+        self.write_lazy(|op| {
+            let ModelReservation {
+                handler,
+                agent,
+                request,
+                ledger,
+            } = reservation;
+            // The reservation is gone if a daemon restart cleared it (and
+            // the ledger's in-flight totals with it).
+            let held = op.tx.budget_reservation(ledger)?;
+            op.tx.delete_budget_reservation(ledger)?;
+            let mut delta = BudgetSpend {
+                tokens: result.usage.total(),
+                micro_usd: result.cost_micro_usd,
+                calls: 1,
+                ..BudgetSpend::default()
+            };
+            if let Some(r) = held {
+                delta.reserved_tokens = -r.tokens;
+                delta.reserved_micro_usd = -r.micro_usd;
+                delta.reserved_calls = -1;
+            }
+            let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
+            op.tx.budget_spend_add(&ids, &delta)?;
+            op.tx.insert_model_call(&ModelCallRow {
+                at: op.now,
+                handler,
+                agent,
+                upstream: request.upstream,
+                api: request.api,
+                model: request.model,
+                stream: request.stream,
+                status: result.status,
+                usage: result.usage,
+                cost_micro_usd: result.cost_micro_usd,
+                unpriced: !request.priced,
+                estimated: result.estimated,
+            })?;
+            pause_reached(op, handler)?;
+            Ok(())
+        })
+    }
 }

@@ -1,5 +1,13 @@
-//! The [`Service`] handle: configuration, the transaction helpers every
-//! operation goes through, and caller authentication against the store.
+//! The [`Service`] handle: its settings, the transaction helpers every
+//! operation goes through (with the outbox they flush), caller
+//! authentication against the store, and the [`System`] handle of the
+//! caller-less operations.
+
+pub(crate) mod outbox;
+pub(crate) mod settings;
+mod system;
+
+pub use system::System;
 
 use std::sync::Arc;
 
@@ -7,45 +15,41 @@ use agency_core::{AgentId, HandlerId, Limits, MailTarget, Principal, Timestamp};
 use agency_store::{BlobStore, FsckReport, HandlerRow, HandlerStatus, Store, Tx};
 use tokio::sync::broadcast;
 
+use self::outbox::{Notice, Post};
+use self::settings::{Declared, Embedder, MemoryConfig, Retention, ServiceConfig};
 use crate::Result;
 use crate::clock::Clock;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::read_audit::ReadAudit;
 
-/// Tunables of the service layer.
-#[derive(Debug, Clone, Default)]
-pub struct ServiceConfig {
-    pub limits: Limits,
-    /// What `gc` removes, and when.
-    pub retention: crate::gc::Retention,
-    /// What binds callers of an agency's API (`org_messages.rs`).
-    pub org_api: crate::org_messages::OrgApiLimits,
-}
-
-/// The operations of Agency over one store. Cheap to share behind an `Arc`.
+/// The operations of Agency over one store that check their caller. Cheap
+/// to share behind an `Arc`; made by [`crate::ServiceBuilder`], which
+/// also hands out its [`System`].
 #[derive(Debug)]
 pub struct Service {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) blobs: Arc<dyn BlobStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) cfg: ServiceConfig,
-    events: broadcast::Sender<Event>,
+    pub(crate) events: broadcast::Sender<Event>,
     pub(crate) read_audit: ReadAudit,
     /// Names the configuration declares, as the daemon last said
     /// (`declared.rs`).
-    pub(crate) declared: std::sync::RwLock<Option<Arc<crate::declared::Declared>>>,
+    pub(crate) declared: std::sync::RwLock<Option<Arc<Declared>>>,
     /// The tool-call policy the daemon installed (`approvals.rs`);
     /// replaced whole by `agency reload`, so a call is classified by one
     /// policy, the old or the new, never a mix.
     pub(crate) policy: std::sync::RwLock<Arc<agency_core::policy::Policy>>,
-    /// `[memory]` of agency.toml, as the daemon last said (`memory.rs`).
-    pub(crate) memory_cfg: std::sync::RwLock<Option<crate::memory::MemoryConfig>>,
+    /// `[memory]` of agency.toml, as the daemon last said (`memory/`).
+    pub(crate) memory_cfg: std::sync::RwLock<Option<MemoryConfig>>,
     /// `[retention]` of agency.toml: `cfg.retention` until the daemon
     /// reloads it (`gc.rs`).
-    pub(crate) retention: std::sync::RwLock<crate::gc::Retention>,
-    /// The embeddings endpoint, when one is configured (`memory.rs`).
-    pub(crate) embedder: std::sync::OnceLock<Arc<dyn crate::memory::Embedder>>,
+    pub(crate) retention: std::sync::RwLock<Retention>,
+    /// The embeddings endpoint, when one is configured (`memory/`).
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    /// How the outbox is posted at the end of each write (mail's).
+    pub(crate) post: Post,
 }
 
 /// The state of one write transaction in progress.
@@ -54,6 +58,9 @@ pub(crate) struct Op<'a> {
     pub now: Timestamp,
     pub events: Vec<Event>,
     pub blobs: &'a dyn BlobStore,
+    /// Mail queued by the operation, posted before it commits
+    /// (`outbox.rs`).
+    outbox: Vec<Notice>,
 }
 
 /// An authenticated caller, checked against the store in the transaction.
@@ -113,29 +120,6 @@ impl Caller {
 }
 
 impl Service {
-    pub fn new(
-        store: Arc<dyn Store>,
-        blobs: Arc<dyn BlobStore>,
-        clock: Arc<dyn Clock>,
-        cfg: ServiceConfig,
-    ) -> Service {
-        let (events, _) = broadcast::channel(4096);
-        let read_audit = ReadAudit::start(store.clone());
-        Service {
-            store,
-            blobs,
-            clock,
-            events,
-            read_audit,
-            declared: std::sync::RwLock::new(None),
-            policy: std::sync::RwLock::default(),
-            memory_cfg: std::sync::RwLock::new(None),
-            retention: std::sync::RwLock::new(cfg.retention.clone()),
-            embedder: std::sync::OnceLock::new(),
-            cfg,
-        }
-    }
-
     /// Domain events, each sent after its transaction committed. A receiver
     /// that falls more than 4096 events behind gets `Lagged` and should
     /// re-read the state it cares about (e.g. the work query).
@@ -149,10 +133,6 @@ impl Service {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
-    }
-
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
     }
 
     /// Run `f` as one write transaction; publish its events after commit.
@@ -182,14 +162,17 @@ impl Service {
     fn write_in<R>(&self, lazy: bool, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
         let now = self.clock.now();
         let blobs = &*self.blobs;
+        let post = self.post;
         let body = |tx: &mut dyn Tx| {
             let mut op = Op {
                 tx,
                 now,
                 events: Vec::new(),
                 blobs,
+                outbox: Vec::new(),
             };
             let r = f(&mut op)?;
+            op.flush_outbox(post)?;
             Ok::<_, ServiceError>((r, op.events))
         };
         let (r, events) = if lazy {
@@ -208,6 +191,13 @@ impl Service {
         let span = op_span(std::any::type_name_of_val(&f), "read");
         let _entered = span.enter();
         logged(agency_store::read(&*self.store, f))
+    }
+}
+
+impl System {
+    /// The store itself, beneath every permission check.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// Wait until every read-audit record queued so far is committed.

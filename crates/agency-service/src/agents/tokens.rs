@@ -12,7 +12,7 @@ use crate::Result;
 use crate::agents::insert_live_agent;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Op, Service, authenticate};
+use crate::service::{Op, Service, System, authenticate};
 
 /// A freshly minted token: shown once, never stored in clear.
 #[derive(Clone, Serialize, Deserialize)]
@@ -80,7 +80,7 @@ pub(crate) fn start_with_token(
 ) -> Result<Result<MintedToken>> {
     // A paused budget or a spawn or live-agent limit refuses; the
     // pause it may record is committed with the refusal.
-    if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
+    if let Err(e) = crate::budgets::ledger::charge_spawn(op, handler)? {
         return Ok(Err(e));
     }
     let agent = insert_live_agent(op, handler)?;
@@ -100,17 +100,6 @@ pub(crate) fn start_with_token(
 }
 
 impl Service {
-    /// Daemon: start a live agent for a handler and mint its token in one
-    /// transaction. `AgentLive` if the handler already has an agent.
-    pub fn agent_start_with_token(
-        &self,
-        handler: HandlerId,
-        workspace: Option<&Path>,
-    ) -> Result<MintedToken> {
-        let token = new_token();
-        self.write(|op| start_with_token(op, handler, &token, workspace))?
-    }
-
     /// The user mints a token that lets an external MCP client act as an
     /// agent of `handler` (it becomes that handler's one live agent).
     /// `workspace`, if given, is the directory where that client's `path`
@@ -134,28 +123,8 @@ impl Service {
                 w.display()
             )));
         }
-        self.agent_start_with_token(handler, workspace)
-    }
-
-    /// Resolve a bearer token to the agent it names.
-    pub fn token_authenticate(&self, token: &str) -> Result<TokenIdentity> {
-        if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
-            return Err(invalid_token());
-        }
-        let h = hash(token);
-        self.read(|tx| {
-            let row = tx
-                .token(&h)?
-                .filter(|t| t.revoked_at.is_none())
-                .ok_or_else(invalid_token)?;
-            let identity = TokenIdentity {
-                handler: row.handler,
-                agent: row.agent,
-                workspace: row.workspace.map(PathBuf::from),
-            };
-            authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
-            Ok(identity)
-        })
+        let token = new_token();
+        self.write(|op| start_with_token(op, handler, &token, workspace))?
     }
 
     /// The user revokes an agent's token; the agent is ended with it.
@@ -214,6 +183,40 @@ impl Service {
                     if many.len() > 5 { ", …" } else { "" }
                 ))),
             }
+        })
+    }
+}
+
+impl System {
+    /// Daemon: start a live agent for a handler and mint its token in one
+    /// transaction. `AgentLive` if the handler already has an agent.
+    pub fn agent_start_with_token(
+        &self,
+        handler: HandlerId,
+        workspace: Option<&Path>,
+    ) -> Result<MintedToken> {
+        let token = new_token();
+        self.write(|op| start_with_token(op, handler, &token, workspace))?
+    }
+
+    /// Resolve a bearer token to the agent it names.
+    pub fn token_authenticate(&self, token: &str) -> Result<TokenIdentity> {
+        if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
+            return Err(invalid_token());
+        }
+        let h = hash(token);
+        self.read(|tx| {
+            let row = tx
+                .token(&h)?
+                .filter(|t| t.revoked_at.is_none())
+                .ok_or_else(invalid_token)?;
+            let identity = TokenIdentity {
+                handler: row.handler,
+                agent: row.agent,
+                workspace: row.workspace.map(PathBuf::from),
+            };
+            authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
+            Ok(identity)
         })
     }
 }

@@ -1,48 +1,19 @@
 //! Agent records: the daemon registers each spawn and its end. The store
 //! holds "at most one live agent per handler".
 
+pub(crate) mod processes;
+pub(crate) mod spawn;
+pub(crate) mod tokens;
+
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{AgentRow, HandlerStatus, StoreError};
 
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Op, Service, authenticate};
+use crate::service::{Op, Service, System, authenticate};
 
 impl Service {
-    /// Daemon: record a new live agent for an active handler. Fails with
-    /// `AgentLive` if the handler already has one.
-    /// A paused budget or a spawn or live-agent limit on the handler or
-    /// above it refuses (`quota`).
-    pub fn agent_start(&self, handler: HandlerId) -> Result<AgentId> {
-        self.write(|op| {
-            if let Err(e) = crate::budgets_ledger::charge_spawn(op, handler)? {
-                return Ok(Err(e));
-            }
-            Ok(Ok(insert_live_agent(op, handler)?.id))
-        })?
-    }
-
-    /// Daemon: record that an agent ended. Returns false if it was not live
-    /// (a stale signal about an earlier agent changes nothing).
-    pub fn agent_end(&self, agent: AgentId, reason: &str) -> Result<bool> {
-        self.write(|op| {
-            let Some(row) = op.tx.agent(agent)? else {
-                return Ok(false);
-            };
-            let ended = op.tx.end_agent(agent, op.now, reason)?;
-            // The token dies with its agent.
-            op.tx.revoke_tokens_of(agent, op.now)?;
-            if ended {
-                op.events.push(Event::AgentEnded {
-                    agent,
-                    handler: row.handler,
-                });
-            }
-            Ok(ended)
-        })
-    }
-
     /// Live agents (user only) or the caller's own.
     pub fn agents_live(&self, who: Principal) -> Result<Vec<AgentRow>> {
         self.read(|tx| {
@@ -66,11 +37,6 @@ impl Service {
             }
             Ok(tx.recent_agents(limit)?)
         })
-    }
-
-    /// Counts for status displays.
-    pub fn counts(&self) -> Result<agency_store::StoreCounts> {
-        self.read(|tx| Ok(tx.counts()?))
     }
 }
 
@@ -108,4 +74,44 @@ pub(crate) fn insert_live_agent(op: &mut Op<'_>, handler: HandlerId) -> Result<A
         handler,
     });
     Ok(row)
+}
+
+impl System {
+    /// Daemon: record a new live agent for an active handler. Fails with
+    /// `AgentLive` if the handler already has one.
+    /// A paused budget or a spawn or live-agent limit on the handler or
+    /// above it refuses (`quota`).
+    pub fn agent_start(&self, handler: HandlerId) -> Result<AgentId> {
+        self.write(|op| {
+            if let Err(e) = crate::budgets::ledger::charge_spawn(op, handler)? {
+                return Ok(Err(e));
+            }
+            Ok(Ok(insert_live_agent(op, handler)?.id))
+        })?
+    }
+
+    /// Daemon: record that an agent ended. Returns false if it was not live
+    /// (a stale signal about an earlier agent changes nothing).
+    pub fn agent_end(&self, agent: AgentId, reason: &str) -> Result<bool> {
+        self.write(|op| {
+            let Some(row) = op.tx.agent(agent)? else {
+                return Ok(false);
+            };
+            let ended = op.tx.end_agent(agent, op.now, reason)?;
+            // The token dies with its agent.
+            op.tx.revoke_tokens_of(agent, op.now)?;
+            if ended {
+                op.events.push(Event::AgentEnded {
+                    agent,
+                    handler: row.handler,
+                });
+            }
+            Ok(ended)
+        })
+    }
+
+    /// Counts for status displays.
+    pub fn counts(&self) -> Result<agency_store::StoreCounts> {
+        self.read(|tx| Ok(tx.counts()?))
+    }
 }

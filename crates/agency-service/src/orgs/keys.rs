@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::error::ServiceError;
-use crate::service::{Service, authenticate};
+use crate::service::{Service, System, authenticate};
 
 const KEY_PREFIX: &str = "agk_";
 /// Characters of the secret kept for display (`agk_` + 8 hex digits).
@@ -167,7 +167,7 @@ impl Service {
         let id = OrgKeyId::new_random();
         self.write(|op| {
             require_user(op.tx, who, "mint an API key")?;
-            if crate::org_messages::executive_of(op.tx, agency)?.is_none() {
+            if crate::mail::org_reply::executive_of(op.tx, agency)?.is_none() {
                 return Err(ServiceError::not_found("agency", agency));
             }
             op.tx.insert_org_key(&OrgKeyRow {
@@ -213,7 +213,9 @@ impl Service {
             Ok(op.tx.revoke_org_key(id, op.now)?)
         })
     }
+}
 
+impl System {
     /// Interfaces: the agency a presented key is for, if it is live.
     /// Operations check the key again; this lets a guard refuse early.
     pub fn org_key_verify(&self, secret: &str) -> Result<String> {
