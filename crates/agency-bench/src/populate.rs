@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agency_config::Home;
 use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus, Timestamp};
-use agency_daemon::Home;
 use agency_store::{
     BlobId, BlobStore, FileRow, FsBlobStore, HandlerRow, HandlerStatus, MessageRow, OutcomeRow,
     SqliteStore, Store, StoreError, Tx, VersionRow,

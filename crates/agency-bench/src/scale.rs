@@ -14,8 +14,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agency_config::Home;
 use agency_core::Principal;
-use agency_daemon::Home;
 use agency_service::System;
 use anyhow::{Context, Result, bail};
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use agency_daemon::Home;
+use agency_config::Home;
 use anyhow::{Context, Result, bail};
 
 /// Run a future to completion on the runtime entered in `main`.

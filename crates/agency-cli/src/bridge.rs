@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::thread::JoinHandle;
 
-use agency_daemon::Home;
+use agency_config::Home;
 use anyhow::{Context, Result, bail};
 use reqwest::Url;
 use reqwest::blocking::{Client as Http, RequestBuilder, Response};

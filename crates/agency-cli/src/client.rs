@@ -10,7 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use agency_daemon::Home;
+use agency_config::Home;
 use anyhow::{Context, Result};
 use reqwest::Url;
 use reqwest::blocking::{Client as Http, RequestBuilder};
@@ -121,7 +121,7 @@ impl Client {
     /// it.
     pub fn new(home: &Home) -> Result<Client> {
         if !home.exists() {
-            return Err(agency_daemon::DaemonError::NoHome(home.dir().to_owned()).into());
+            return Err(agency_config::ConfigError::NoHome(home.dir().to_owned()).into());
         }
         let socket = home
             .checked_admin_socket()?

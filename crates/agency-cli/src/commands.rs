@@ -36,7 +36,7 @@ mod tools;
 use std::io::Write;
 use std::process::ExitCode;
 
-use agency_daemon::Home;
+use agency_config::Home;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -47,9 +47,9 @@ use agency_sandbox::{AgentCgroup, Cgroups, Hierarchy, Limits, Policy};
 use tokio::process::Command;
 
 use crate::api::{LimitResource, LimitScope, LimitView};
-use crate::config::Config;
 use crate::runtime::{SpawnSpec, write_private};
-use crate::sandbox_config::{SandboxConfig, overlaps_home};
+use agency_config::Config;
+use agency_config::sandbox::{SandboxConfig, overlaps_home};
 
 /// What an agent whose sandbox cannot be applied is told to do about it.
 pub(crate) const WAY_OUT: &str = "the agent was not started; fix the cause, or set agents.sandbox = \"off\" in agency.toml to run agents unconfined (they can then read this whole home, admin.token and agency.db included)";
@@ -78,7 +78,7 @@ pub(crate) struct Confiner {
     agency: PathBuf,
     /// `[sandbox] toolchains` and `read_write`, replaced by `agency
     /// reload`: each policy built afterwards grants the new ones.
-    dirs: crate::live::Live<SharedDirs>,
+    dirs: agency_config::live::Live<SharedDirs>,
     limits: Limits,
     /// The daemon's MCP (and model gateway) port.
     ports: Vec<u16>,
@@ -181,7 +181,7 @@ impl Confiner {
             mode,
             home,
             agency,
-            dirs: crate::live::Live::new(SharedDirs::of(&cfg.sandbox)),
+            dirs: agency_config::live::Live::new(SharedDirs::of(&cfg.sandbox)),
             limits: cfg.sandbox.limits(),
             ports,
             system_read_only: agency_sandbox::system_read_only(),

@@ -9,7 +9,7 @@ fn confiner(home: &Path) -> Confiner {
         mode: Mode::Off,
         home: home.to_owned(),
         agency: PathBuf::from("/bin/true"),
-        dirs: crate::live::Live::default(),
+        dirs: agency_config::live::Live::default(),
         limits: Limits::default(),
         ports: Vec::new(),
         system_read_only: agency_sandbox::system_read_only(),

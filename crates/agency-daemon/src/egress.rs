@@ -57,7 +57,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::activity::Activity;
 use crate::error::DaemonError;
 use crate::launch::LaunchNonces;
-use crate::mcp_servers::McpServers;
+use agency_config::mcp_servers::McpServers;
 
 /// The proxy user name of an MCP server's credential (the password is its
 /// egress key); any other user name means the password is an agent token.

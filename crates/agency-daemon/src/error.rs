@@ -1,4 +1,4 @@
-//! Errors of the daemon and of home handling, naming the file or address.
+//! Errors of the daemon, naming the file or address.
 
 use std::path::PathBuf;
 
@@ -14,10 +14,6 @@ pub enum DaemonError {
     },
     #[error("failed to read configuration {}: {message}", path.display())]
     Config { path: PathBuf, message: String },
-    #[error("failed to find an Agency home at {}: run `agency init` first", .0.display())]
-    NoHome(PathBuf),
-    #[error("failed to determine the Agency home: set AGENCY_HOME or HOME")]
-    NoHomeDir,
     #[error("failed to start: a daemon is already running for {} at {addr} (pid {pid})", home.display())]
     AlreadyRunning {
         home: PathBuf,
@@ -42,7 +38,9 @@ pub enum DaemonError {
         cause: std::io::Error,
     },
     #[error(transparent)]
-    Secret(#[from] crate::secrets::SecretError),
+    Home(#[from] agency_config::ConfigError),
+    #[error(transparent)]
+    Secret(#[from] agency_config::secrets::SecretError),
     #[error(transparent)]
     Store(#[from] agency_store::StoreError),
     #[error(transparent)]

@@ -37,8 +37,8 @@ use futures_util::StreamExt;
 use crate::gateway_meter::{Meter, Phase};
 use crate::gateway_usage::UsageTap;
 use crate::http_auth::{self, error};
-use crate::models::Api;
 use crate::server::AppState;
+use agency_config::models::Api;
 
 /// Request headers never forwarded: the agent's credential, what names
 /// the connection to the gateway rather than to the upstream, and

@@ -24,7 +24,8 @@ use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, System
 use serde_json::Value;
 
 use crate::gateway_usage::{Seen, UsageTap};
-use crate::models::{Models, Price, Upstream};
+use crate::models::{Models, Upstream};
+use agency_config::models::Price;
 
 /// The reservation of one call from its request's metered fields (`head`),
 /// or the reason the request is refused (400).

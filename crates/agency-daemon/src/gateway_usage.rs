@@ -19,7 +19,7 @@ use agency_store::TokenUsage;
 use serde_json::Value;
 
 use crate::gateway_json::TopUsage;
-use crate::models::Api;
+use agency_config::models::Api;
 
 /// The most of one event line kept to parse.
 pub(crate) const MAX_BUFFERED: usize = 8 << 20;

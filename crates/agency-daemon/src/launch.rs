@@ -22,9 +22,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
 use crate::http_auth::error;
-use crate::mcp_servers::LaunchSpec;
 use crate::rest::service_error;
 use crate::server::AppState;
+use agency_config::mcp_servers::LaunchSpec;
 
 /// The header that carries the launch nonce.
 pub const NONCE_HEADER: &str = "x-agency-launch-nonce";

@@ -7,15 +7,14 @@
 //! service layer; it decides no permission itself. It also runs agents
 //! (the scheduler and supervisor, the runtimes), reads secrets at start and
 //! hands them only to the launchers of the extra MCP servers a handler may
-//! use, and keeps the repo cache.
+//! use, and keeps the repo cache. The home and its configuration are read
+//! by `agency-config`.
 
 mod activity;
-mod agency_api_config;
 mod agent_log;
 pub mod api;
 mod beneath;
 pub mod claude;
-mod config;
 mod confine;
 pub mod egress;
 mod error;
@@ -25,17 +24,12 @@ mod gateway_head;
 mod gateway_json;
 mod gateway_meter;
 mod gateway_usage;
-mod home;
 mod http_auth;
 pub mod launch;
-mod live;
 pub mod logging;
 pub mod mcp_guard;
-pub mod mcp_manifest;
 mod mcp_proxy;
-pub mod mcp_servers;
 mod mcp_stdio;
-pub mod memory_config;
 pub mod memory_embed;
 pub mod models;
 mod org_tool_command;
@@ -57,18 +51,14 @@ mod rest_orgs;
 mod rest_records;
 mod retention;
 pub mod runtime;
-mod sandbox_config;
-pub mod secrets;
 mod server;
 mod supervisor;
 pub mod tool_check;
 mod warm;
 
-pub use config::{
-    AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,
-    ReposCacheConfig, RetentionConfig, ServerConfig,
-};
 pub use error::DaemonError;
-pub use home::{DaemonInfo, Home, InitReport};
-pub use sandbox_config::SandboxConfig;
 pub use server::{Daemon, serve};
+
+/// The home [`Daemon::start`] serves (configuration and its reading are
+/// `agency-config`'s).
+pub use agency_config::Home;

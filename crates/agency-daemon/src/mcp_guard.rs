@@ -37,9 +37,9 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::http_auth::error;
-use crate::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
 use crate::rest::{USER, call as rest_call};
 use crate::server::AppState;
+use agency_config::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -445,7 +445,7 @@ mod tests {
     use super::*;
 
     fn compiled(v: Value) -> Compiled {
-        Compiled::new(crate::mcp_manifest::parse(&v, "m").unwrap()).unwrap()
+        Compiled::new(agency_config::mcp_manifest::parse(&v, "m").unwrap()).unwrap()
     }
 
     #[test]

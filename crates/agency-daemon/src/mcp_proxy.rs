@@ -32,9 +32,9 @@ use serde_json::{Value, json};
 use crate::error::DaemonError;
 use crate::http_auth::error;
 use crate::mcp_guard::{Refusal, admit_call, check_result, filter_tools, refusal_result};
-use crate::mcp_servers::LaunchSpec;
 use crate::mcp_stdio::StdioSpec;
 use crate::server::AppState;
+use agency_config::mcp_servers::LaunchSpec;
 
 /// Request headers an MCP client needs the server to see (streamable HTTP).
 const FORWARDED_REQUEST: &[&str] = &[

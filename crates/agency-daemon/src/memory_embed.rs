@@ -15,8 +15,8 @@ use std::time::Duration;
 use agency_service::Embedder;
 use serde_json::{Value, json};
 
-use crate::memory_config::EmbeddingsConfig;
-use crate::secrets::{self, Secret, Secrets};
+use agency_config::memory::EmbeddingsConfig;
+use agency_config::secrets::{self, Secret, Secrets};
 
 /// The longest one embeddings request may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);

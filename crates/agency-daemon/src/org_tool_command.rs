@@ -213,7 +213,7 @@ pub(crate) async fn confined(
     dir: &Path,
     key: &str,
     source_dir: Option<PathBuf>,
-    env: &[(String, crate::secrets::Secret)],
+    env: &[(String, agency_config::secrets::Secret)],
 ) -> Result<(Command, Option<AgentCgroup>), OrgToolFailure> {
     let fail = |kind: &'static str, why: String| {
         OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::confine::Confiner;
 use crate::launch::LaunchNonces;
-use crate::secrets::Secrets;
+use agency_config::secrets::Secrets;
 
 /// What the runner needs of the daemon.
 #[derive(Debug)]
@@ -130,7 +130,7 @@ pub(crate) fn check(
     schema: &Value,
     value: &Value,
 ) -> Result<(), OrgToolFailure> {
-    let validator = crate::mcp_manifest::compile(schema).map_err(|e| {
+    let validator = agency_config::mcp_manifest::compile(schema).map_err(|e| {
         OrgToolFailure::new(
             "internal",
             format!(
@@ -140,7 +140,7 @@ pub(crate) fn check(
         )
     })?;
     if what == "input" {
-        return match crate::mcp_manifest::violations(&validator, value) {
+        return match agency_config::mcp_manifest::violations(&validator, value) {
             None => Ok(()),
             Some(v) => Err(OrgToolFailure::new(
                 "invalid_input",
@@ -151,7 +151,7 @@ pub(crate) fn check(
             )),
         };
     }
-    let Some(places) = crate::mcp_manifest::violation_places(&validator, value) else {
+    let Some(places) = agency_config::mcp_manifest::violation_places(&validator, value) else {
         return Ok(());
     };
     Err(OrgToolFailure::new(
@@ -172,9 +172,9 @@ pub(crate) fn fill_secrets(
     what: &str,
     template: &str,
     secrets: &Secrets,
-) -> Result<crate::secrets::Secret, OrgToolFailure> {
-    crate::secrets::interpolate(template, secrets)
-        .map(crate::secrets::Secret::new)
+) -> Result<agency_config::secrets::Secret, OrgToolFailure> {
+    agency_config::secrets::interpolate(template, secrets)
+        .map(agency_config::secrets::Secret::new)
         .map_err(|e| {
             OrgToolFailure::new(
                 "failed",

@@ -30,16 +30,16 @@ use axum::routing::post;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::confine::{Confiner, SharedDirs};
 use crate::error::DaemonError;
-use crate::home::Home;
-use crate::live::Live;
-use crate::mcp_servers::McpServers;
 use crate::models::Models;
-use crate::secrets::Secrets;
 use crate::server::AppState;
 use crate::supervisor::Reconfigure;
+use agency_config::Config;
+use agency_config::home::Home;
+use agency_config::live::Live;
+use agency_config::mcp_servers::McpServers;
+use agency_config::secrets::Secrets;
 
 /// The answer of a reload: each setting whose value in the files differs
 /// from the one in force, and what became of it. Empty: nothing changed.
@@ -89,7 +89,10 @@ pub(crate) fn build_models(cfg: &Config, secrets: &Secrets) -> Result<Models, St
         "builtin" => models.set_runtime(&a.builtin.upstream, None),
         "command" => models.set_runtime(&a.command.upstream, None),
         "claude-code" => {
-            models.set_runtime(&a.claude_code.upstream, Some(crate::models::Api::Anthropic));
+            models.set_runtime(
+                &a.claude_code.upstream,
+                Some(agency_config::models::Api::Anthropic),
+            );
         }
         _ => {}
     }

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use agency_mcp::{CloneError, PushError, PushRequest, Pushed, RepoCache};
 
-use crate::config::ReposCacheConfig;
 use crate::repo_push::UploadPacks;
+use agency_config::ReposCacheConfig;
 
 /// The `GIT_*` variables of the daemon's environment that `git` keeps: how
 /// to reach and authenticate to an origin, and where the user's own git

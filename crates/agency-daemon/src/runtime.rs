@@ -13,8 +13,9 @@ use tokio::process::Command;
 
 use crate::beneath::AgentFile;
 use crate::error::DaemonError;
-use crate::mcp_servers::AGENCY_SERVER;
-use crate::models::{Api, ModelRoute, ModelRoutes};
+use crate::models::{ModelRoute, ModelRoutes};
+use agency_config::mcp_servers::AGENCY_SERVER;
+use agency_config::models::Api;
 
 /// Everything a runtime needs to start one agent.
 #[derive(Clone)]
@@ -302,7 +303,7 @@ impl Runtime for CommandRuntime {
 #[derive(Debug, Clone)]
 pub struct BuiltinRuntime {
     pub program: PathBuf,
-    pub cfg: crate::config::BuiltinConfig,
+    pub cfg: agency_config::BuiltinConfig,
     pub routes: ModelRoutes,
 }
 

@@ -25,13 +25,13 @@ use crate::claude::ClaudeCodeRuntime;
 use crate::confine::Confiner;
 use crate::egress::EgressProxy;
 use crate::error::DaemonError;
-use crate::home::{DaemonInfo, Home};
-use crate::mcp_servers::McpServers;
 use crate::repos::GitRepoCache;
 use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
-use crate::secrets::Secrets;
 use crate::supervisor::{Supervisor, SupervisorSetup};
 use crate::{http_auth, launch, rest};
+use agency_config::home::{DaemonInfo, Home};
+use agency_config::mcp_servers::McpServers;
+use agency_config::secrets::Secrets;
 
 pub(crate) struct AppState {
     pub svc: Arc<System>,
@@ -57,7 +57,7 @@ pub(crate) struct AppState {
     pub shutdown_requested: Arc<Notify>,
     /// The model gateway's upstreams (keys filled in) and price table,
     /// replaced by `agency reload`.
-    pub models: Arc<crate::live::Live<crate::models::Models>>,
+    pub models: Arc<agency_config::live::Live<crate::models::Models>>,
     /// The request bytes each agent has in flight through the gateway.
     pub gateway_bodies: Arc<crate::gateway_body::InFlight>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
@@ -65,7 +65,7 @@ pub(crate) struct AppState {
     /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
     pub stdio: Arc<crate::mcp_stdio::StdioServers>,
     /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
-    pub keep_warm: Arc<crate::live::Live<agency_service::KeepWarmDefaults>>,
+    pub keep_warm: Arc<agency_config::live::Live<agency_service::KeepWarmDefaults>>,
     /// Applies `agency reload` (`reload.rs`).
     pub reloader: Arc<crate::reload::Reloader>,
     /// The sandbox's grants, for `agency up`'s report of a tool program
@@ -417,7 +417,7 @@ impl Daemon {
                 cfg.agents.claude_code.clone(),
                 routes(
                     &cfg.agents.claude_code.upstream,
-                    Some(crate::models::Api::Anthropic),
+                    Some(agency_config::models::Api::Anthropic),
                 ),
             ))),
             _ => None,

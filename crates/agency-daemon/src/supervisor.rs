@@ -31,13 +31,13 @@ use tokio::time::Instant;
 
 use crate::activity::Activity;
 use crate::agent_log::LogCapture;
-use crate::config::{AgentsConfig, LogConfig};
 use crate::confine::Confiner;
 use crate::launch::LaunchNonces;
-use crate::mcp_servers::McpServers;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 use crate::warm::WarmRegistry;
+use agency_config::mcp_servers::McpServers;
+use agency_config::{AgentsConfig, LogConfig};
 
 mod finish;
 mod reconfigure;

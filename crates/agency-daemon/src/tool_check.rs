@@ -58,15 +58,15 @@ pub fn load_policy(home: &FsPath, names: &ToolNames) -> Result<Policy, DaemonErr
 /// The tool names a policy rule may name with this configuration: the
 /// built-in runtime's workspace tools, Claude Code's tools (`claude:…`),
 /// `repo_push`, and the declared extra MCP servers (`mcp:SERVER/…`).
-pub fn policy_tool_names(cfg: &crate::config::Config) -> ToolNames {
-    let mut exact: Vec<String> = crate::config::BuiltinConfig::TOOLS
+pub fn policy_tool_names(cfg: &agency_config::Config) -> ToolNames {
+    let mut exact: Vec<String> = agency_config::BuiltinConfig::TOOLS
         .iter()
         .map(|t| (*t).to_owned())
         .collect();
     exact.push("repo_push".to_owned());
     // The configured tools too: a newer Claude Code's tool named there
     // (only warned about at start) is one a rule may name.
-    let claude = crate::claude::KNOWN_TOOLS
+    let claude = agency_config::claude_tools::KNOWN_TOOLS
         .iter()
         .map(|t| (*t).to_owned())
         .chain(cfg.agents.claude_code.tools.iter().cloned());

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agency_agent::{AgentConfig, Api, RetryConfig, RunSummary, Secrets};
+use agency_config::Home;
 use agency_core::{AgentId, HandlerId, Principal};
-use agency_daemon::{Daemon, Home};
+use agency_daemon::Daemon;
 use agency_testkit::{ModelServer, Script};
 use serde_json::Value;
 

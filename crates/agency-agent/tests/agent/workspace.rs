@@ -167,9 +167,9 @@ async fn secrets_printed_by_a_command_are_redacted_for_the_model() {
 /// the list; the two must not drift apart.
 #[test]
 fn the_daemon_knows_the_same_tools() {
-    assert_eq!(agency_daemon::BuiltinConfig::TOOLS, WORKSPACE_TOOLS);
+    assert_eq!(agency_config::BuiltinConfig::TOOLS, WORKSPACE_TOOLS);
     assert_eq!(
-        agency_daemon::BuiltinConfig::default().tools,
+        agency_config::BuiltinConfig::default().tools,
         WORKSPACE_TOOLS
     );
 }

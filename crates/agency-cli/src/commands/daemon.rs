@@ -5,7 +5,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agency_daemon::{Daemon, InitReport};
+use agency_config::InitReport;
+use agency_daemon::Daemon;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};

@@ -10,8 +10,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agency_config::Home;
 use agency_core::Principal;
-use agency_daemon::{Daemon, Home};
+use agency_daemon::Daemon;
 use agency_service::{OrgCaller, OrgMessageStatus};
 use anyhow::{Context, Result, bail};
 

@@ -9,8 +9,8 @@
 
 use std::process::ExitCode;
 
+use agency_config::mcp_servers::LaunchSpec;
 use agency_daemon::launch::NONCE_HEADER;
-use agency_daemon::mcp_servers::LaunchSpec;
 use anyhow::{Context, Result, bail};
 use reqwest::header::{HeaderMap, HeaderValue};
 

@@ -15,8 +15,9 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agency_daemon::Home;
-use agency_daemon::models::{Api, Upstream};
+use agency_config::Home;
+use agency_config::models::Api;
+use agency_daemon::models::Upstream;
 use agency_org::{Assist, AssistRequest};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -48,7 +49,7 @@ impl AssistArgs {
     fn wanted(&self) -> Option<&str> {
         match (&self.assist_model, self.assist) {
             (Some(n), _) => Some(n),
-            (None, true) => Some(agency_daemon::models::IMPLICIT_UPSTREAM),
+            (None, true) => Some(agency_config::models::IMPLICIT_UPSTREAM),
             (None, false) => None,
         }
     }

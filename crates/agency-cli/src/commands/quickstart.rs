@@ -7,7 +7,7 @@
 //! so its comments stay; the result is loaded as the daemon will load it
 //! before `init` reports success.
 
-use agency_daemon::Home;
+use agency_config::Home;
 use anyhow::{Context, Result, bail};
 
 /// The `[models.NAME]` the quickstart's agents use.
@@ -52,7 +52,7 @@ pub fn configure(home: &Home, url: &str) -> Result<()> {
         )
     })?;
     std::fs::write(&path, new).with_context(|| format!("failed to write {}", path.display()))?;
-    let cfg = agency_daemon::Config::load(&path)?;
+    let cfg = agency_config::Config::load(&path)?;
     if cfg.agents.runtime != "builtin" {
         bail!(
             "failed to set up {} for the scripted model server: its runtime reads {:?} after the change",

@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::{HandlerId, Principal};
-use agency_daemon::Home;
 use serde_json::{Value, json};
 
 use crate::home_cli;

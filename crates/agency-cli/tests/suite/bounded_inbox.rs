@@ -113,7 +113,7 @@ async fn issue9_item9_reading_a_full_inbox_keeps_daemon_memory_bounded() {
 
     // Fill the root handler's inbox before the daemon starts: the user
     // writes 1,000 distinct messages of the maximum size.
-    let home = agency_daemon::Home::new(&home_dir);
+    let home = agency_config::Home::new(&home_dir);
     let root = tokio::task::spawn_blocking(move || {
         let svc = home.open_service().unwrap();
         let root = match svc.root_handler().unwrap() {

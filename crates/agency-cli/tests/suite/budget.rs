@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::Principal;
-use agency_daemon::Home;
 use agency_service::BudgetLimits;
 
 use crate::home_cli;

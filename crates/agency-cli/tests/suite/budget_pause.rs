@@ -8,8 +8,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::{HandlerId, Principal};
-use agency_daemon::Home;
 use agency_service::BudgetLimits;
 use serde_json::{Value, json};
 

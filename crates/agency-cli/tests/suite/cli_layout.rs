@@ -61,7 +61,7 @@ const LONG_TITLE: &str = "Write the quarterly infrastructure cost report with a 
 /// and a budget. Returns (root, the deepest handler).
 fn fill(h: &TestHome) -> (String, String) {
     h.ok(&["init"]);
-    let home = agency_daemon::Home::new(h.dir.clone());
+    let home = agency_config::Home::new(h.dir.clone());
     let svc = home.open_service().unwrap();
     let root = svc.root_handler().unwrap().unwrap();
     let r = Principal::agent(root, svc.agent_start(root).unwrap());

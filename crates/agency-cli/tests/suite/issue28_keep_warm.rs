@@ -9,8 +9,9 @@
 
 use std::time::{Duration, Instant};
 
+use agency_config::Home;
 use agency_core::{AgentId, HandlerId, MailTarget, Principal};
-use agency_daemon::{Daemon, Home};
+use agency_daemon::Daemon;
 use agency_service::{MailBody, System};
 use agency_testkit::{ModelServer, Script};
 

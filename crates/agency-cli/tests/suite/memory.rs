@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::{MemoryId, Principal};
-use agency_daemon::Home;
 use agency_service::NewOutcome;
 
 use crate::home_cli;

@@ -26,7 +26,7 @@ async fn the_user_gives_a_handler_its_own_model_and_its_agent_runs_on_it() {
          [models.cheap]\napi = \"anthropic\"\nbase_url = {url:?}\nmodel = \"scripted-cheap\"\n"
     );
     let story = Story::start(&cfg, Duration::from_secs(60)).await;
-    let root = agency_daemon::Home::new(&story.home)
+    let root = agency_config::Home::new(&story.home)
         .open_service()
         .unwrap()
         .root_handler()

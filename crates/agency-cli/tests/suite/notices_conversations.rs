@@ -7,8 +7,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::{MailTarget, Principal};
-use agency_daemon::Home;
 use agency_service::{BudgetLimits, MailBody, OrgCaller};
 use serde_json::{Value, json};
 

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use agency_config::Home;
 use agency_core::prompt::PROMPT_VERSION;
 use agency_core::{MailTarget, Principal};
-use agency_daemon::Home;
 use agency_service::{MailBody, RunReport};
 
 use crate::home_cli;

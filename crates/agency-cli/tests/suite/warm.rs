@@ -11,8 +11,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agency_config::Home;
 use agency_core::{AgentId, HandlerId, MailTarget, Principal};
-use agency_daemon::{Daemon, Home};
+use agency_daemon::Daemon;
 use agency_service::{MailBody, NewOutcome, RunView, System};
 use agency_testkit::{ModelServer, RecordedRequest, Script};
 

@@ -17,7 +17,7 @@ use agency_core::HandlerId;
 use tokio::sync::mpsc;
 
 use super::{Msg, State};
-use crate::config::AgentsConfig;
+use agency_config::AgentsConfig;
 
 /// How `agency reload` reaches the dispatcher.
 #[derive(Debug, Clone)]

@@ -18,6 +18,7 @@ mod gateway;
 mod gateway_budget;
 mod gateway_metering;
 mod gateway_models;
+mod golden;
 mod launch;
 mod org_tools;
 mod org_tools_mcp;

@@ -1,4 +1,4 @@
-//! The real `agency` binary run against an `agency_daemon::Home` made by
+//! The real `agency` binary run against an `agency_config::Home` made by
 //! the test itself (the home's directory and nothing of the caller's
 //! environment that could change its behaviour): exit code and output, a
 //! run that must succeed, `--json` output parsed, and `agency serve`
@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agency_daemon::Home;
+use agency_config::Home;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agency");
 

@@ -215,7 +215,7 @@ impl McpServers {
 
     /// `agency reload`: the definitions from now on (their secrets were
     /// read at start; the reload checked that they name no other).
-    pub(crate) fn set_servers(&self, servers: BTreeMap<String, McpServerConfig>) {
+    pub fn set_servers(&self, servers: BTreeMap<String, McpServerConfig>) {
         self.defs.store(Defs::new(servers));
     }
 

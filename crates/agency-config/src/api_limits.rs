@@ -66,7 +66,7 @@ impl AgencyApiConfig {
     }
 
     /// The part the service keeps in the store's transaction.
-    pub(crate) fn service_limits(&self) -> agency_service::OrgApiLimits {
+    pub fn service_limits(&self) -> agency_service::OrgApiLimits {
         agency_service::OrgApiLimits {
             max_pending_per_key: u64::from(self.max_pending_per_key),
         }

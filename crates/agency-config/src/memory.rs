@@ -88,7 +88,7 @@ pub(crate) fn validate(
     let Some(e) = &m.embeddings else {
         return Ok(());
     };
-    let url = reqwest::Url::parse(&e.base_url)
+    let url = url::Url::parse(&e.base_url)
         .map_err(|err| format!("[memory.embeddings] base_url {:?}: {err}", e.base_url))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(format!(

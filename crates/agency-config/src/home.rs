@@ -24,8 +24,9 @@ use agency_service::{Service, ServiceBuilder, ServiceConfig, System, SystemClock
 use agency_store::{FsBlobStore, SqliteStore};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, TEMPLATE};
-use crate::error::DaemonError;
+use crate::config::Config;
+use crate::error::ConfigError;
+use crate::template::TEMPLATE;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -54,7 +55,7 @@ impl Home {
     }
 
     /// `explicit`, else `$AGENCY_HOME`, else `$HOME/.agency`.
-    pub fn resolve(explicit: Option<PathBuf>) -> Result<Home, DaemonError> {
+    pub fn resolve(explicit: Option<PathBuf>) -> Result<Home, ConfigError> {
         if let Some(d) = explicit {
             return Ok(Home::new(d));
         }
@@ -63,7 +64,7 @@ impl Home {
         }
         let home = std::env::var_os("HOME")
             .filter(|d| !d.is_empty())
-            .ok_or(DaemonError::NoHomeDir)?;
+            .ok_or(ConfigError::NoHomeDir)?;
         Ok(Home::new(PathBuf::from(home).join(".agency")))
     }
 
@@ -98,12 +99,12 @@ impl Home {
     /// or the socket could have been put there by another user (the home
     /// writable by group or others, the socket not a socket or not owned
     /// by the home's owner).
-    pub fn checked_admin_socket(&self) -> Result<Option<PathBuf>, DaemonError> {
+    pub fn checked_admin_socket(&self) -> Result<Option<PathBuf>, ConfigError> {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         let path = self.admin_socket_path();
-        let dir = fs::metadata(&self.dir).map_err(|e| DaemonError::io("inspect", &self.dir, e))?;
+        let dir = fs::metadata(&self.dir).map_err(|e| ConfigError::io("inspect", &self.dir, e))?;
         if dir.mode() & 0o022 != 0 {
-            return Err(DaemonError::Config {
+            return Err(ConfigError::Invalid {
                 path: self.dir.clone(),
                 message: "the Agency home is writable by other users, so its daemon socket cannot be trusted; run `chmod 700` on it".to_owned(),
             });
@@ -111,10 +112,10 @@ impl Home {
         let meta = match fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(DaemonError::io("inspect", &path, e)),
+            Err(e) => return Err(ConfigError::io("inspect", &path, e)),
         };
         if !meta.file_type().is_socket() || meta.uid() != dir.uid() {
-            return Err(DaemonError::Config {
+            return Err(ConfigError::Invalid {
                 path,
                 message: "this is not the home daemon's socket (not a socket, or owned by another user); stop whatever made it and remove it".to_owned(),
             });
@@ -131,7 +132,8 @@ impl Home {
         f.try_lock().is_err()
     }
 
-    pub(crate) fn lock_path(&self) -> PathBuf {
+    /// Held (flock) by the running daemon.
+    pub fn lock_path(&self) -> PathBuf {
         self.dir.join("daemon.lock")
     }
 
@@ -143,12 +145,12 @@ impl Home {
     /// Create the home: directory (0700), commented configuration, admin
     /// token (0600), store with the root handler. Existing files are kept,
     /// so running it twice is harmless.
-    pub fn init(&self) -> Result<InitReport, DaemonError> {
+    pub fn init(&self) -> Result<InitReport, ConfigError> {
         let created = !self.exists();
         fs::create_dir_all(&self.dir)
-            .map_err(|e| DaemonError::io("create Agency home", &self.dir, e))?;
+            .map_err(|e| ConfigError::io("create Agency home", &self.dir, e))?;
         fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| DaemonError::io("restrict permissions of", &self.dir, e))?;
+            .map_err(|e| ConfigError::io("restrict permissions of", &self.dir, e))?;
         write_new(&self.config_path(), TEMPLATE.as_bytes(), 0o644)?;
         let token = format!(
             "agency_admin_{}{}",
@@ -175,9 +177,9 @@ impl Home {
     /// Chosen below the kernel's ephemeral range, where no outgoing
     /// connection of any program can take it meanwhile. Returns the port;
     /// 0 (the file unchanged) when none was found free.
-    pub fn pin_free_port(&self) -> Result<u16, DaemonError> {
+    pub fn pin_free_port(&self) -> Result<u16, ConfigError> {
         let path = self.config_path();
-        let text = fs::read_to_string(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        let text = fs::read_to_string(&path).map_err(|e| ConfigError::io("read", &path, e))?;
         let Some(port) = free_port() else {
             return Ok(0);
         };
@@ -186,62 +188,62 @@ impl Home {
             return Ok(0);
         }
         let tmp = self.dir.join("agency.toml.tmp");
-        fs::write(&tmp, pinned).map_err(|e| DaemonError::io("write", &tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| DaemonError::io("write", &path, e))?;
+        fs::write(&tmp, pinned).map_err(|e| ConfigError::io("write", &tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| ConfigError::io("write", &path, e))?;
         Ok(port)
     }
 
     /// Read the configuration; a missing home is a clear error.
-    pub fn config(&self) -> Result<Config, DaemonError> {
+    pub fn config(&self) -> Result<Config, ConfigError> {
         if !self.exists() {
-            return Err(DaemonError::NoHome(self.dir.clone()));
+            return Err(ConfigError::NoHome(self.dir.clone()));
         }
         Config::load(&self.config_path())
     }
 
     /// The admin token (refused if the file is readable by others).
-    pub fn admin_token(&self) -> Result<String, DaemonError> {
+    pub fn admin_token(&self) -> Result<String, ConfigError> {
         let path = self.admin_token_path();
         if !path.is_file() {
-            return Err(DaemonError::NoHome(self.dir.clone()));
+            return Err(ConfigError::NoHome(self.dir.clone()));
         }
-        let meta = fs::metadata(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        let meta = fs::metadata(&path).map_err(|e| ConfigError::io("read", &path, e))?;
         if meta.permissions().mode() & 0o077 != 0 {
-            return Err(DaemonError::Config {
+            return Err(ConfigError::Invalid {
                 path,
                 message: "the admin token is readable by other users; run `chmod 600` on it"
                     .to_owned(),
             });
         }
-        let text = fs::read_to_string(&path).map_err(|e| DaemonError::io("read", &path, e))?;
+        let text = fs::read_to_string(&path).map_err(|e| ConfigError::io("read", &path, e))?;
         Ok(text.trim().to_owned())
     }
 
     /// The running daemon's address, if `daemon.json` exists (it may be
     /// stale after a crash: callers confirm by connecting).
-    pub fn daemon_info(&self) -> Result<Option<DaemonInfo>, DaemonError> {
+    pub fn daemon_info(&self) -> Result<Option<DaemonInfo>, ConfigError> {
         let path = self.daemon_info_path();
         match fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
-                .map_err(|e| DaemonError::Config {
+                .map_err(|e| ConfigError::Invalid {
                     path,
                     message: e.to_string(),
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(DaemonError::io("read", &path, e)),
+            Err(e) => Err(ConfigError::io("read", &path, e)),
         }
     }
 
     /// Open the store and blobs of this home as a service.
-    pub fn open_service(&self) -> Result<System, DaemonError> {
+    pub fn open_service(&self) -> Result<System, ConfigError> {
         Ok(self.service_builder()?.build())
     }
 
     /// The service of this home, configured from its agency.toml, for the
     /// caller to add the settings it read (the daemon: policy, memory,
     /// declared names, embedder) before building it.
-    pub fn service_builder(&self) -> Result<ServiceBuilder, DaemonError> {
+    pub fn service_builder(&self) -> Result<ServiceBuilder, ConfigError> {
         let cfg = Config::load(&self.config_path())?;
         let store = SqliteStore::open(&self.db_path())?;
         let blobs = FsBlobStore::open(self.blobs_dir())?;
@@ -256,18 +258,20 @@ impl Home {
         )
     }
 
-    pub(crate) fn write_daemon_info(&self, info: &DaemonInfo) -> Result<(), DaemonError> {
+    /// Written by the daemon once it listens.
+    pub fn write_daemon_info(&self, info: &DaemonInfo) -> Result<(), ConfigError> {
         let path = self.daemon_info_path();
         let tmp = self.dir.join("daemon.json.tmp");
-        let text = serde_json::to_string(info).map_err(|e| DaemonError::Config {
+        let text = serde_json::to_string(info).map_err(|e| ConfigError::Invalid {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        fs::write(&tmp, text).map_err(|e| DaemonError::io("write", &tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| DaemonError::io("write", &path, e))
+        fs::write(&tmp, text).map_err(|e| ConfigError::io("write", &tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| ConfigError::io("write", &path, e))
     }
 
-    pub(crate) fn remove_daemon_info(&self) {
+    /// Removed by the daemon as it stops.
+    pub fn remove_daemon_info(&self) {
         let _ = fs::remove_file(self.daemon_info_path());
         let _ = fs::remove_file(self.admin_socket_path());
     }
@@ -307,7 +311,7 @@ fn free_port() -> Option<u16> {
 }
 
 /// Create a file with `content` unless it exists.
-fn write_new(path: &Path, content: &[u8], mode: u32) -> Result<(), DaemonError> {
+fn write_new(path: &Path, content: &[u8], mode: u32) -> Result<(), ConfigError> {
     match OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -316,11 +320,11 @@ fn write_new(path: &Path, content: &[u8], mode: u32) -> Result<(), DaemonError> 
     {
         Ok(mut f) => {
             f.write_all(content)
-                .map_err(|e| DaemonError::io("write", path, e))?;
-            f.sync_all().map_err(|e| DaemonError::io("fsync", path, e))
+                .map_err(|e| ConfigError::io("write", path, e))?;
+            f.sync_all().map_err(|e| ConfigError::io("fsync", path, e))
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(DaemonError::io("create", path, e)),
+        Err(e) => Err(ConfigError::io("create", path, e)),
     }
 }
 
@@ -333,7 +337,7 @@ mod tests {
     fn init_is_idempotent_and_private() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path().join("h"));
-        assert!(matches!(home.config(), Err(DaemonError::NoHome(_))));
+        assert!(matches!(home.config(), Err(ConfigError::NoHome(_))));
         let first = home.init().unwrap();
         assert!(first.created);
         let token = home.admin_token().unwrap();

@@ -2,8 +2,8 @@
 //! state and a few error answers: status code and body, fields in the
 //! order the daemon wrote them.
 
-use crate::json::Json;
-use crate::world::World;
+use super::json::Json;
+use super::world::World;
 
 /// Lists ordered by outcome UUID in a subtree and an outcome's view.
 const SUBTREE: &[&[&str]] = &[&["outcomes"], &["edges"]];

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 /// A value replaced whole at reload.
 #[derive(Debug, Default)]
-pub(crate) struct Live<T> {
+pub struct Live<T> {
     value: RwLock<Arc<T>>,
 }
 

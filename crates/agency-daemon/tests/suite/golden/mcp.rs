@@ -13,8 +13,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::json::Json;
-use crate::world::World;
+use super::json::Json;
+use super::world::World;
 
 type Client = RunningService<RoleClient, ()>;
 

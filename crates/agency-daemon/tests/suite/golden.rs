@@ -9,21 +9,19 @@
 //!   called with valid arguments, plus error results.
 //!
 //! Both start from the same state (`world.rs`). Snapshots live in
-//! `tests/golden/snapshots/`; ids, times, hashes, tokens, ports and paths
+//! `tests/suite/golden/snapshots/`; ids, times, hashes, tokens, ports and paths
 //! are redacted by insta filters, known ids by name (`[root]`, `[plan]`).
 //! Where the daemon orders a list by UUID (random on every run), the test
 //! sorts it by its named text; every other order is pinned as served.
 //! A renamed, added, removed or retyped field, or a moved one, fails the
 //! test. To change an answer deliberately, change it, run
 //! `cargo insta review` (or `INSTA_UPDATE=always cargo test -p
-//! agency-daemon --test golden`), check the diff and say why in the
+//! agency-daemon --test suite golden`), check the diff and say why in the
 //! commit. In CI (`CI` set) a missing or different snapshot fails; nothing
 //! is written.
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../common/fixture.rs"]
-mod fixture;
 mod json;
 mod mcp;
 mod rest;

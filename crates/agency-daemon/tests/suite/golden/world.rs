@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use agency_core::{AgentId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Principal};
 use agency_daemon::{Daemon, Home};
-use agency_service::{MailBody, NewOutcome, Service};
+use agency_service::{MailBody, NewOutcome, System};
 use serde_json::json;
 
 use crate::fixture;
-use crate::json::Json;
+use super::json::Json;
 
 /// An agent token minted for a handler.
 pub struct Agent {
@@ -34,7 +34,7 @@ impl Agent {
 pub struct World {
     pub _dir: tempfile::TempDir,
     pub daemon: Daemon,
-    pub svc: Arc<Service>,
+    pub svc: Arc<System>,
     admin: String,
     /// HTTP over the home's `daemon.sock`, where `/v1` is served.
     v1: reqwest::Client,
@@ -274,7 +274,7 @@ impl World {
         dir: tempfile::TempDir,
         home: &Home,
         daemon: Daemon,
-        svc: Arc<Service>,
+        svc: Arc<System>,
         root: HandlerId,
     ) -> World {
         let none = || Agent {

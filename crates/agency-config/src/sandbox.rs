@@ -125,10 +125,7 @@ impl SandboxConfig {
     /// one. `RLIMIT_DATA` alone bounds each process, not the tree, so
     /// accepting it would be a limit that is read and then ignored (issue
     /// 27). Without the key the default is kept where it can be.
-    pub(crate) fn check_memory(
-        &self,
-        tree: Option<agency_sandbox::Hierarchy>,
-    ) -> Result<(), String> {
+    pub fn check_memory(&self, tree: Option<agency_sandbox::Hierarchy>) -> Result<(), String> {
         match (self.memory_mb, tree) {
             (Some(mb), None) if mb > 0 => Err(format!(
                 "failed to enforce sandbox.memory_mb = {mb} (MiB per agent, all its processes together): this machine has no memory controller in cgroup v1 or v2 to bound an agent's process tree, and RLIMIT_DATA bounds each process alone; remove memory_mb from [sandbox] (each process is then held to {DEFAULT_MEMORY_MB} MiB, the tree is not), set it to 0 for no limit, or run the daemon where a memory controller is available (cgroup v2 with memory in the parent's cgroup.subtree_control, or the cgroup v1 memory hierarchy mounted)"
@@ -165,7 +162,7 @@ fn check_path(key: &str, p: &str, home: &Path) -> Result<(), String> {
 
 /// Whether granting `path` would grant (part of) the home `home`, and how;
 /// compared component by component, so `/a/home2` is not inside `/a/home`.
-pub(crate) fn overlaps_home(path: &Path, home: &Path) -> Option<&'static str> {
+pub fn overlaps_home(path: &Path, home: &Path) -> Option<&'static str> {
     if !home.is_absolute() {
         return None;
     }

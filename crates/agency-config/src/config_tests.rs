@@ -2,6 +2,7 @@
 //! fuzz of `Config::parse` (kept apart so that the module stays readable).
 
 use super::*;
+use crate::template::TEMPLATE;
 
 #[test]
 fn template_parses_to_defaults() {
@@ -218,7 +219,7 @@ mod fuzz {
             "builtin" => {
                 // base_url becomes the upstream [models.default]: an
                 // http(s) URL with a host, no credentials nor query.
-                reqwest::Url::parse(&a.builtin.base_url).is_ok_and(|u| {
+                url::Url::parse(&a.builtin.base_url).is_ok_and(|u| {
                     matches!(u.scheme(), "http" | "https")
                         && u.host_str().is_some()
                         && u.username().is_empty()
@@ -312,4 +313,11 @@ mod fuzz {
             }
         }
     }
+}
+
+#[test]
+fn log_filters_are_checked() {
+    assert!(check_filter("info").is_ok());
+    assert!(check_filter("info,agency_daemon=debug").is_ok());
+    assert!(check_filter("info,=[").is_err());
 }

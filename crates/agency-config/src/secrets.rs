@@ -65,7 +65,7 @@ impl Secret {
     }
 
     /// A value made from secrets (a template filled in).
-    pub(crate) fn new(value: String) -> Secret {
+    pub fn new(value: String) -> Secret {
         Secret(value)
     }
 }
@@ -117,8 +117,8 @@ impl Secrets {
         self.values.values()
     }
 
-    #[cfg(test)]
-    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Secrets {
+    /// Secrets given as they are, for tests of what uses them.
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Secrets {
         Secrets {
             values: pairs
                 .iter()
@@ -256,7 +256,7 @@ fn walk<'a>(
 }
 
 /// The names of the secrets `template` references (`${secret:NAME}`).
-pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
+pub fn references(template: &str) -> Result<Vec<&str>, String> {
     let mut names = Vec::new();
     walk(
         template,
@@ -272,7 +272,7 @@ pub(crate) fn references(template: &str) -> Result<Vec<&str>, String> {
 /// Replace every `${secret:NAME}` in `template` by the secret's value.
 /// Config validation made sure every name is declared; an unknown one here
 /// is an error all the same.
-pub(crate) fn interpolate(template: &str, secrets: &Secrets) -> Result<String, String> {
+pub fn interpolate(template: &str, secrets: &Secrets) -> Result<String, String> {
     let out = std::cell::RefCell::new(String::with_capacity(template.len()));
     walk(
         template,
