@@ -46,10 +46,10 @@ use std::sync::Arc;
 use agency_sandbox::{AgentCgroup, Cgroups, Hierarchy, Limits, Policy};
 use tokio::process::Command;
 
-use crate::api::{LimitResource, LimitScope, LimitView};
 use crate::config::Config;
 use crate::runtime::{SpawnSpec, write_private};
 use crate::sandbox_config::{SandboxConfig, overlaps_home};
+use agency_api::{LimitResource, LimitScope, LimitView};
 
 /// What an agent whose sandbox cannot be applied is told to do about it.
 pub(crate) const WAY_OUT: &str = "the agent was not started; fix the cause, or set agents.sandbox = \"off\" in agency.toml to run agents unconfined (they can then read this whole home, admin.token and agency.db included)";

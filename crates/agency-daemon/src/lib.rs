@@ -12,7 +12,6 @@
 mod activity;
 mod agency_api_config;
 mod agent_log;
-pub mod api;
 mod beneath;
 pub mod claude;
 mod config;

@@ -60,6 +60,7 @@ mod spawn_prep;
 mod tokens;
 mod views;
 mod warm;
+pub mod wire;
 
 pub use agency_store::OrgAgentStatus;
 pub use agency_store::OrgMessageStatus;
