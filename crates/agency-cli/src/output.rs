@@ -8,11 +8,12 @@ use std::fmt::Display;
 
 use agency_core::{MailTarget, OutcomeAccess, Timestamp};
 use agency_service::{
-    AgentRow, FileInfo, FsckProblem, FsckReport, HandlerView, LogEntryRow, MessageView,
-    OutcomeBrief, OutcomeView, StopReport, Subtree, VersionInfo,
+    FileInfo, FsckProblem, FsckReport, HandlerView, LogEntryRow, MessageView, OutcomeBrief,
+    OutcomeView, StopReport, Subtree, VersionInfo,
 };
 
-pub use agency_daemon::api::{AgentsView, LimitView, StatusView};
+use agency_api::Agent;
+pub use agency_api::{AgentsView, LimitView, StatusView};
 
 mod hints;
 pub mod layout;
@@ -359,14 +360,14 @@ pub fn outcome(v: &OutcomeView) -> String {
 
 /// Live agents and recent ones, each once, newest first.
 pub fn agents(v: &AgentsView) -> String {
-    let mut all: BTreeMap<_, &AgentRow> = BTreeMap::new();
+    let mut all: BTreeMap<_, &Agent> = BTreeMap::new();
     for a in v.live.iter().chain(&v.recent) {
         all.entry(a.id).or_insert(a);
     }
     if all.is_empty() {
         return "(no agents)\n".to_owned();
     }
-    let mut list: Vec<&AgentRow> = all.into_values().collect();
+    let mut list: Vec<&Agent> = all.into_values().collect();
     list.sort_by(|a, b| {
         b.started_at
             .cmp(&a.started_at)

@@ -46,8 +46,8 @@ use std::sync::Arc;
 use agency_sandbox::{AgentCgroup, Cgroups, Hierarchy, Limits, Policy};
 use tokio::process::Command;
 
-use crate::api::{LimitResource, LimitScope, LimitView};
 use crate::runtime::{SpawnSpec, write_private};
+use agency_api::{LimitResource, LimitScope, LimitView};
 use agency_config::Config;
 use agency_config::sandbox::{SandboxConfig, overlaps_home};
 

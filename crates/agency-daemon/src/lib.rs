@@ -12,7 +12,6 @@
 
 mod activity;
 mod agent_log;
-pub mod api;
 mod beneath;
 pub mod claude;
 mod confine;

@@ -18,9 +18,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::{Deserialize, Serialize};
 
-use crate::api::{AgentsView, FileText, StatusView};
 use crate::http_auth::error;
 use crate::server::AppState;
+use agency_api::{AgentsView, StatusView};
+use agency_service::wire;
 
 pub(crate) const USER: Principal = Principal::User;
 
@@ -204,8 +205,8 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
             addr,
             pid: std::process::id(),
             root_handler: svc.root_handler()?,
-            counts: svc.counts()?,
-            paused: svc.budget_pauses()?,
+            counts: wire::counts(&svc.counts()?),
+            paused: svc.budget_pauses()?.iter().map(Into::into).collect(),
         })
     })
     .await
@@ -441,8 +442,12 @@ struct LimitQuery {
 async fn agents(State(st): State<Arc<AppState>>, Query(q): Query<LimitQuery>) -> Response {
     call(&st, move |svc| {
         Ok(AgentsView {
-            live: svc.agents_live(USER)?,
-            recent: svc.agents_recent(USER, Some(q.limit.unwrap_or(20)))?,
+            live: svc.agents_live(USER)?.iter().map(wire::agent).collect(),
+            recent: svc
+                .agents_recent(USER, Some(q.limit.unwrap_or(20)))?
+                .iter()
+                .map(wire::agent)
+                .collect(),
         })
     })
     .await
@@ -481,7 +486,7 @@ async fn kb_cat(
             Some(v) => svc.kb_read_version(USER, id, v)?,
             None => svc.kb_read(USER, id)?,
         };
-        Ok(FileText::new(c))
+        Ok(wire::file_text(&c))
     })
     .await)
 }

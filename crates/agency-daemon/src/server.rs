@@ -50,7 +50,7 @@ pub(crate) struct AppState {
     /// Whether agents run confined: `on`, `off`, `unavailable: CAUSE`.
     pub sandbox: String,
     /// The limits confined agents run under, and what keeps each.
-    pub limits: Vec<crate::api::LimitView>,
+    pub limits: Vec<agency_api::LimitView>,
     /// How often each agency API key may post a message (`[agency_api]`).
     pub agency_rate: crate::rate_limit::KeyRateLimiter,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
@@ -242,7 +242,7 @@ impl Daemon {
                 "agents run confined; limits: {}",
                 limits
                     .iter()
-                    .map(crate::api::LimitView::describe)
+                    .map(agency_api::LimitView::describe)
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -46,6 +46,7 @@ mod service;
 mod tree;
 mod views;
 mod warm;
+pub mod wire;
 
 pub use agency_store::OrgAgentStatus;
 pub use agency_store::OrgMessageStatus;

@@ -1,6 +1,6 @@
 //! The Knowledge Base: `kb ls`, `kb cat`, `kb put`, `kb log`, and `fsck`.
 
-use agency_daemon::api::FileText;
+use agency_api::FileText;
 use std::process::ExitCode;
 
 use agency_service::{FileInfo, FsckReport, VersionInfo};

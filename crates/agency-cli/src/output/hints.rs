@@ -120,7 +120,7 @@ mod tests {
         let id = |n: u128| uuid::Uuid::from_u128(n << 124 | n);
         let v = super::super::AgentsView {
             live: vec![],
-            recent: vec![agency_service::AgentRow {
+            recent: vec![agency_api::Agent {
                 id: agency_core::AgentId(id(1)),
                 handler: agency_core::HandlerId(id(2)),
                 started_at: agency_core::Timestamp(0),
