@@ -4,7 +4,7 @@
 //! ([`Service::model_call_settle`]); `agency cost` reads the sums as a
 //! tree of handlers ([`Service::cost_tree`]).
 //!
-//! The reserve/settle pair is where budgets hold (`budgets.rs`): a
+//! The reserve/settle pair is where budgets hold (`budgets/`): a
 //! reservation checks the caller and records the request's worst case
 //! against its handler and every ancestor with a budget; the settlement
 //! replaces it by the actual usage, both in one transaction each.

@@ -5,9 +5,9 @@
 //! ([`Service::tool_call_charge`]); the daemon's supervisor asks whether a
 //! handler is paused ([`Service::budget_paused`]).
 //!
-//! The checks and the running totals are the ledger (`budgets_ledger.rs`);
+//! The checks and the running totals are the ledger (`budgets/ledger.rs`);
 //! a boss's budget carved for an underling on delegation is
-//! `budgets_carve.rs`.
+//! `budgets/carve.rs`.
 
 pub(crate) mod carve;
 pub(crate) mod ledger;

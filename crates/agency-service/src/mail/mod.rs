@@ -1,7 +1,7 @@
 //! Mail: a message is a KB file plus an envelope. Sending is checked against
 //! the mail capabilities the handler tree makes (boss <-> direct underling,
 //! user <-> root, self, and the user's direct intervention) and those an
-//! organisation's connections make (`org_apply.rs`; lateral mail only
+//! organisation's connections make (`orgs/apply.rs`; lateral mail only
 //! where a connection grants it); deferred messages wait durably in the store
 //! until `deliver_due`, which checks them again. Delivery gives the recipient
 //! Read on the body derived from the sender's delegatable capability (issue
@@ -47,7 +47,7 @@ impl Service {
     /// message that was delivered to the sender (anything else is refused,
     /// so nobody answers mail it never received). An answer to a message
     /// from outside an agency, sent to the user by that agency's executive
-    /// handler, is that message's reply (`org_messages.rs`).
+    /// handler, is that message's reply (`orgs/messages.rs`).
     pub fn mail_send_replying(
         &self,
         who: Principal,
@@ -318,7 +318,7 @@ fn check_reply_to(tx: &mut dyn Tx, caller: &Caller, id: MessageId) -> Result<()>
 }
 
 /// A message about to be stored: its id is chosen by the sender so that
-/// a body may name it (`org_messages.rs`).
+/// a body may name it (`orgs/messages.rs`).
 pub(crate) struct Envelope {
     pub id: MessageId,
     pub to: MailTarget,

@@ -5,7 +5,7 @@
 //! (the summary becomes `forgotten`, the originals `live` again).
 //!
 //! Agency asks for a condensation when a handler's memory passes
-//! `memory.condense_after` live memories (`memory_recall.rs` opens the
+//! `memory.condense_after` live memories (`memory/recall.rs` opens the
 //! request); the first condensation after that completes the request.
 
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Principal};

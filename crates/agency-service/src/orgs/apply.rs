@@ -1,7 +1,7 @@
 //! `agency up` (issue 12 item 5): stand an Agency Model up under the root
 //! handler, or bring a changed model's organisation in line with it, in
 //! one write transaction whose plan is computed inside it
-//! (`org_plan.rs`). Each agent is a standing handler with a perpetual
+//! (`orgs/plan.rs`). Each agent is a standing handler with a perpetual
 //! root outcome (so it has work only when mail arrives); an agency's
 //! executive's handler is the boss of its agents and of its sub-agencies'
 //! executives, and the top executive's boss is the root handler. Reporting

@@ -1,6 +1,6 @@
 //! Agency API keys: the user mints a key for one agency and hands it to an
 //! outside party, who may then send that agency messages and read their
-//! replies (`org_messages.rs`) and do nothing else. A key is not a
+//! replies (`orgs/messages.rs`) and do nothing else. A key is not a
 //! [`Principal`]: it never acts as the user, an agent or anyone who could
 //! read mail or the KB. Interfaces pass it as [`OrgCaller::Key`] with the
 //! secret as presented, and every operation that takes one checks it (hash

@@ -10,7 +10,7 @@
 //! waiters wake.
 //!
 //! Callers are an [`OrgCaller`]: the user, or the holder of an agency's
-//! API key (`org_keys.rs`), which may do this and nothing else, and only
+//! API key (`orgs/keys.rs`), which may do this and nothing else, and only
 //! for its own agency. A key is checked in the operation's own
 //! transaction, so a revoked key stops at once.
 //!

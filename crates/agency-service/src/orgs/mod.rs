@@ -3,7 +3,7 @@
 //! what the daemon reads — an organisation's executive handler (where the
 //! REST API delivers its messages) and a handler's standing instructions
 //! (the last section of its agents' system prompt). Standing one up is
-//! `org_apply.rs`.
+//! `orgs/apply.rs`.
 
 pub(crate) mod apply;
 pub(crate) mod keys;

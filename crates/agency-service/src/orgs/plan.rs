@@ -2,7 +2,7 @@
 //! anything is written, and the plan of `agency up`: per agent create,
 //! update (which fields), unchanged, reactivate or retire; per capability
 //! added or removed. Computed from the store inside the transaction that
-//! applies it (`org_apply.rs`), or a read transaction for `--plan`.
+//! applies it (`orgs/apply.rs`), or a read transaction for `--plan`.
 //!
 //! Capabilities are keyed with agents by name (`mail:@Name`, `mail:@root`)
 //! so a plan can name the handlers a first apply has not created yet.

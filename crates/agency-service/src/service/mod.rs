@@ -148,7 +148,7 @@ impl Service {
     /// of the daemon, not a power cut before the next durable commit. For
     /// writes whose loss then costs nothing that matters: a spawn's
     /// preparation and process record, a model call's reservation and
-    /// settlement (see `metering.rs`).
+    /// settlement (see `budgets/metering.rs`).
     pub(crate) fn write_lazy<R>(&self, f: impl FnOnce(&mut Op<'_>) -> Result<R>) -> Result<R> {
         let span = op_span(std::any::type_name_of_val(&f), "write");
         let _entered = span.enter();

@@ -45,7 +45,7 @@ impl Service {
 
     /// [`Service::delegate`], giving the new underling a budget carved out
     /// of what remains of the caller's own (and every budget above it),
-    /// never more (`budgets_carve.rs`). Every delegation is charged to the
+    /// never more (`budgets/carve.rs`). Every delegation is charged to the
     /// budgets above: a paused one, or its handlers or depth limit, refuses.
     pub fn delegate_with_budget(
         &self,

@@ -4,7 +4,7 @@
 //! it, so two agents bouncing work between them, or an organisation that
 //! keeps delegating, stops with a clear error instead of looping. The
 //! depth of a chain is bounded by `max_delegation_depth` (`quotas.rs`) and
-//! by budgets' depth limits (`budgets_ledger.rs`).
+//! by budgets' depth limits (`budgets/ledger.rs`).
 //!
 //! A handler's hop count is that of the last message or delegation it got
 //! from another handler; the user's message starts a new chain at 0.
