@@ -4,7 +4,7 @@
 //! (`agency-service`'s `wire` module) and the CLI reads them back; nothing
 //! here knows the store or the service, so renaming a column or a view's
 //! field cannot change what clients and agents read. A change here is a
-//! change of the API: the golden tests in `agency-daemon/tests/golden`
+//! change of the API: the golden tests in `agency-daemon/tests/suite/golden`
 //! show it.
 
 mod agents;
