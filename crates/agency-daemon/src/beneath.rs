@@ -1,24 +1,18 @@
-//! Files in directories an agent can write, handled by the unconfined
-//! daemon (issue 27): read back after a run, or placed there for it.
+//! Files in directories an agent can write, read back by the unconfined
+//! daemon after a run (placing a clone there is `agency-repos`').
 //!
 //! The daemon runs as itself, outside every sandbox, so a path that
 //! passes through anything the agent controls is the agent's to redirect:
 //! a symlink to `/dev/zero` read whole gets the daemon killed, a FIFO
-//! hangs it, a parent directory swapped for a symlink between a check and
-//! a `git clone` makes the daemon write outside the workspace. So nothing
-//! here checks a path and then uses it. Reads open the file itself without
-//! following a symlink and without blocking, take it only if it is a
-//! regular file with one link, and read a bounded head and tail. Placing a
-//! directory resolves its parent once, beneath the workspace's descriptor
-//! with no symlink followed (`openat2` with `RESOLVE_BENEATH |
-//! RESOLVE_NO_SYMLINKS`), and renames into that descriptor without
-//! replacing anything: what the agent swaps afterwards no longer matters.
+//! hangs it. So nothing here checks a path and then uses it. Reads open
+//! the file itself without following a symlink and without blocking, take
+//! it only if it is a regular file with one link, and read a bounded head
+//! and tail.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
-use std::path::{Component, Path};
+use std::path::Path;
 
-use rustix::fs::{Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags};
 
 /// The line that stands where the middle of a file too large to keep was
 /// left out (JSON, so a JSON-lines transcript stays one).
@@ -108,98 +102,6 @@ fn read_head_tail(
     out.extend_from_slice(omitted_line(len - kept as u64).as_bytes());
     out.extend_from_slice(&end[from..]);
     Ok(out)
-}
-
-/// Why a directory could not be placed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PlaceError {
-    /// The destination is not acceptable (exists, leads through a
-    /// symlink or out of the workspace): the agent can fix it.
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// Move the directory `staged` (the daemon's, on the same file system) to
-/// `dest`, a relative path beneath `root` (the agent's workspace) whose
-/// parent exists and whose last component does not. The parent is
-/// resolved beneath `root`'s descriptor without following any symlink,
-/// and the rename replaces nothing.
-pub(crate) fn place_dir(staged: &Path, root: &Path, dest: &Path) -> Result<(), PlaceError> {
-    let invalid = |why: &str| PlaceError::Invalid(format!("{}: {why}", dest.display()));
-    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
-    for c in dest.components() {
-        match c {
-            Component::Normal(p) => parts.push(p),
-            Component::CurDir => {}
-            _ => return Err(invalid("must be relative, without '..'")),
-        }
-    }
-    let Some(leaf) = parts.pop() else {
-        return Err(invalid("names no directory"));
-    };
-    let parent: std::path::PathBuf = parts.iter().collect();
-    let root_fd = open_root(root)?;
-    let parent_fd: OwnedFd = if parent.as_os_str().is_empty() {
-        root_fd
-    } else {
-        rustix::fs::openat2(
-            &root_fd,
-            &parent,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH
-                | ResolveFlags::NO_SYMLINKS
-                | ResolveFlags::NO_MAGICLINKS
-                | ResolveFlags::NO_XDEV,
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => {
-                invalid("its parent directory does not exist in your workspace")
-            }
-            rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => {
-                invalid("its parent leads through a symlink or outside your workspace")
-            }
-            e => PlaceError::Failed(format!(
-                "failed to open the parent of {} in the workspace: {e}",
-                dest.display()
-            )),
-        })?
-    };
-    rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        staged,
-        &parent_fd,
-        leaf,
-        RenameFlags::NOREPLACE,
-    )
-    .map_err(|e| match e {
-        rustix::io::Errno::EXIST => invalid("it already exists; pick a new directory"),
-        rustix::io::Errno::XDEV => PlaceError::Failed(format!(
-            "failed to move the clone into the workspace: {} and the workspace are on different file systems",
-            staged.display()
-        )),
-        e => PlaceError::Failed(format!(
-            "failed to move the clone to {} in the workspace: {e}",
-            dest.display()
-        )),
-    })
-}
-
-/// The workspace's own directory, not a symlink put in its place.
-fn open_root(root: &Path) -> Result<OwnedFd, PlaceError> {
-    rustix::fs::open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| {
-        PlaceError::Invalid(format!(
-            "failed to open the workspace {} (not a directory of its own?): {e}",
-            root.display()
-        ))
-    })
 }
 
 #[cfg(test)]

@@ -38,8 +38,6 @@ mod org_tools;
 mod process;
 mod rate_limit;
 pub mod reload;
-mod repo_push;
-mod repos;
 mod rest;
 pub mod rest_agency;
 mod rest_kb;

@@ -25,13 +25,13 @@ use crate::claude::ClaudeCodeRuntime;
 use crate::confine::Confiner;
 use crate::egress::EgressProxy;
 use crate::error::DaemonError;
-use crate::repos::GitRepoCache;
 use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
 use crate::supervisor::{Supervisor, SupervisorSetup};
 use crate::{http_auth, launch, rest};
 use agency_config::home::{DaemonInfo, Home};
 use agency_config::mcp_servers::McpServers;
 use agency_config::secrets::Secrets;
+use agency_repos::GitRepoCache;
 
 pub(crate) struct AppState {
     pub svc: Arc<System>,
@@ -319,7 +319,7 @@ impl Daemon {
             .fallback(not_found)
             .layer(crate::logging::http_trace_layer());
         let mcp_shutdown = agency_mcp::CancellationToken::new();
-        let upload_packs = Arc::new(crate::repo_push::UploadPacks::default());
+        let upload_packs = Arc::new(agency_repos::UploadPacks::default());
         let mut repo_cache = GitRepoCache::new(
             home.dir().join("repos"),
             cfg.repos.clone(),

@@ -142,8 +142,8 @@ pub(crate) struct SupervisorSetup {
     /// Builds each spawn's sandbox (or runs it unconfined, `off`).
     pub confiner: Arc<Confiner>,
     /// Per agent, how `repo_push` reads its clones: through the agent's own
-    /// sandbox when it has one (`repo_push.rs`).
-    pub upload_packs: Arc<crate::repo_push::UploadPacks>,
+    /// sandbox when it has one (`agency-repos`).
+    pub upload_packs: Arc<agency_repos::UploadPacks>,
     /// Ports agents may connect to besides the daemon's MCP port (the
     /// egress proxy's).
     pub extra_connect_ports: Vec<u16>,
@@ -292,7 +292,7 @@ struct State {
     log: LogConfig,
     egress_proxy: SocketAddr,
     confiner: Arc<Confiner>,
-    upload_packs: Arc<crate::repo_push::UploadPacks>,
+    upload_packs: Arc<agency_repos::UploadPacks>,
     extra_connect_ports: Vec<u16>,
     warm: Arc<WarmRegistry>,
     stdio: Arc<crate::mcp_stdio::StdioServers>,

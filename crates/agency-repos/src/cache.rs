@@ -20,7 +20,7 @@
 //! also sends only reachable objects. The clone's `origin` is the repo's
 //! source without any password or token written in its URL.
 //!
-//! `repo_push` (`repo_push.rs`) brings an agent's commit into the mirror
+//! `repo_push` (`push.rs`) brings an agent's commit into the mirror
 //! and pushes it from there.
 
 use std::collections::BTreeMap;
@@ -30,10 +30,10 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use agency_config::ReposCacheConfig;
 use agency_mcp::{CloneError, PushError, PushRequest, Pushed, RepoCache};
 
-use crate::repo_push::UploadPacks;
-use agency_config::ReposCacheConfig;
+use crate::push::UploadPacks;
 
 /// The `GIT_*` variables of the daemon's environment that `git` keeps: how
 /// to reach and authenticate to an origin, and where the user's own git
@@ -57,7 +57,7 @@ const KEEP_GIT_ENV: &[&str] = &[
 const STAGING: &str = ".staging";
 
 #[derive(Debug)]
-pub(crate) struct GitRepoCache {
+pub struct GitRepoCache {
     dir: PathBuf,
     /// Per configured repo: its source and the lock that serialises its
     /// mirror's updates, which guards the time of its last fetch.
@@ -66,8 +66,9 @@ pub(crate) struct GitRepoCache {
     refresh_interval: Duration,
     /// The `git` program (a test substitutes a wrapper).
     git: PathBuf,
-    /// How each agent's clone is read for a push (`repo_push.rs`).
-    pub(crate) upload_packs: std::sync::Arc<UploadPacks>,
+    /// How each agent's clone is read for a push (`push.rs`); shared
+    /// with the supervisor, which registers each agent's sandbox.
+    pub upload_packs: std::sync::Arc<UploadPacks>,
 }
 
 #[derive(Debug)]
@@ -106,7 +107,7 @@ impl GitRepoCache {
     /// Remove what clones a stopped daemon left half-made in the staging
     /// directory (one daemon per home holds the home's lock, so nothing
     /// else is cloning there).
-    pub(crate) fn clear_staging(&self) {
+    pub fn clear_staging(&self) {
         let staging = self.dir.join(STAGING);
         if let Err(e) = std::fs::remove_dir_all(&staging)
             && e.kind() != std::io::ErrorKind::NotFound
@@ -253,7 +254,7 @@ impl GitRepoCache {
             }
         };
         let Some(status) = status else {
-            crate::process::signal_group(child.id(), nix::sys::signal::Signal::SIGKILL);
+            kill_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             tracing::warn!(
@@ -297,13 +298,13 @@ impl RepoCache for GitRepoCache {
         let mirror = self.mirror(name, repo).map_err(CloneError::Failed)?;
         let what = format!("clone repo {name}");
         // Cloned where only the daemon writes, then moved into the
-        // workspace in one rename beneath it (`beneath.rs`): git never
+        // workspace in one rename beneath it (`place.rs`): git never
         // runs on a path of the agent's, which could change between a
         // check and the clone (issue 27: a parent swapped for a symlink
         // made git write outside the sandbox), nor in a repository the
         // agent could already have configured.
         let staging = self.dir.join(STAGING);
-        crate::org_tool_command::create_private(&staging).map_err(|e| {
+        create_private(&staging).map_err(|e| {
             CloneError::Failed(format!("failed to create {}: {e}", staging.display()))
         })?;
         let staged = staging.join(uuid::Uuid::new_v4().simple().to_string());
@@ -335,11 +336,11 @@ impl RepoCache for GitRepoCache {
             Ok(public)
         })();
         let placed = cloned.map_err(CloneError::Failed).and_then(|public| {
-            crate::beneath::place_dir(&staged, workspace, dest)
+            crate::place::place_dir(&staged, workspace, dest)
                 .map(|()| public)
                 .map_err(|e| match e {
-                    crate::beneath::PlaceError::Invalid(m) => CloneError::Invalid(m),
-                    crate::beneath::PlaceError::Failed(m) => CloneError::Failed(m),
+                    crate::place::PlaceError::Invalid(m) => CloneError::Invalid(m),
+                    crate::place::PlaceError::Failed(m) => CloneError::Failed(m),
                 })
         });
         if placed.is_err() {
@@ -354,7 +355,7 @@ impl RepoCache for GitRepoCache {
         admit: &mut dyn FnMut(&Pushed) -> Result<(), String>,
         record: &mut dyn FnMut(&Pushed) -> Result<(), String>,
     ) -> Result<Pushed, PushError> {
-        crate::repo_push::push(self, req, admit, record)
+        crate::push::push(self, req, admit, record)
     }
 }
 
@@ -382,6 +383,33 @@ pub(crate) fn path_str(p: &Path) -> Result<String, String> {
     p.to_str()
         .map(str::to_owned)
         .ok_or_else(|| format!("path {} is not UTF-8", p.display()))
+}
+
+/// SIGKILL the process group `pgid` (a `git` that timed out, with its
+/// helpers). Never group 0 (our own) or 1 (init's): a bug must not become
+/// a kill of the daemon or the machine.
+fn kill_group(pgid: u32) {
+    if let Ok(raw) = i32::try_from(pgid)
+        && raw > 1
+    {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// The clone staging directory, private to the daemon's user.
+fn create_private(d: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(d)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => Ok(()),
+        r => r,
+    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use agency_core::AgentId;
 use agency_core::git_ref::{check_branch, push_branch};
 use agency_mcp::{PushError, PushRequest, Pushed};
 
-use crate::repos::{GitRepoCache, path_str};
+use crate::cache::{GitRepoCache, path_str};
 
 /// The upload-pack program, after any prefix.
 const UPLOAD_PACK: &str = "git-upload-pack";
@@ -45,7 +45,7 @@ const UPLOAD_PACK: &str = "git-upload-pack";
 /// Per agent, the command prefix its clone's upload-pack runs under (the
 /// sandbox's launcher); agents without one get a plain `git-upload-pack`.
 #[derive(Debug, Default)]
-pub(crate) struct UploadPacks(Mutex<HashMap<AgentId, Vec<String>>>);
+pub struct UploadPacks(Mutex<HashMap<AgentId, Vec<String>>>);
 
 // The supervisor calls `set` when it spawns a sandboxed agent and
 // `forget_agent` when it ends.
@@ -335,5 +335,5 @@ impl Drop for TempRef<'_> {
 }
 
 #[cfg(test)]
-#[path = "repo_push_tests.rs"]
+#[path = "push_tests.rs"]
 mod tests;

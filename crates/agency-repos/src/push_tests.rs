@@ -1,4 +1,4 @@
-//! Tests of `repo_push.rs`: the round trip through the mirror, the prefix,
+//! Tests of `push.rs`: the round trip through the mirror, the prefix,
 //! the refusals, a hostile clone whose configuration would run commands,
 //! and the upload-pack prefix the sandbox plugs in.
 
@@ -12,8 +12,8 @@ use std::process::Command;
 use agency_core::{AgentId, HandlerId};
 use agency_mcp::{PushError, PushRequest, Pushed, RepoCache};
 
-use crate::repos::GitRepoCache;
-use crate::repos::tests::{commit, origin, run, settings};
+use crate::cache::GitRepoCache;
+use crate::cache::tests::{commit, origin, run, settings};
 
 struct Setup {
     tmp: tempfile::TempDir,
@@ -109,7 +109,7 @@ fn setup() -> Setup {
     std::fs::create_dir(&ws).unwrap();
     let ws = ws.canonicalize().unwrap();
     let clone = ws.join("repo");
-    crate::repos::tests::clone_into(&cache, "demo", &clone).unwrap();
+    crate::cache::tests::clone_into(&cache, "demo", &clone).unwrap();
     run(&clone, &["switch", "--quiet", "-c", "work"]);
     commit(&clone, "work\n");
     let work = rev(&clone, "HEAD").unwrap();
