@@ -4,6 +4,10 @@
 //! keeps its own fixtures; the shared ones live in `common/` and are
 //! declared here once.
 
+// Test code panics on what it did not expect; every fixture module shares
+// the allowance the test files give themselves.
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/agent_story.rs"]
 mod agent_story;
 #[path = "common/git_repo.rs"]

@@ -3,6 +3,10 @@
 //! file. Each file is a module; the shared fixtures live in `common/` and
 //! are declared here once.
 
+// Test code panics on what it did not expect; every fixture module shares
+// the allowance the test files give themselves.
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/fixture.rs"]
 mod fixture;
 #[path = "common/org_client.rs"]

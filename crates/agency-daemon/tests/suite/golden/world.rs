@@ -15,8 +15,8 @@ use agency_daemon::{Daemon, Home};
 use agency_service::{MailBody, NewOutcome, System};
 use serde_json::json;
 
-use crate::fixture;
 use super::json::Json;
+use crate::fixture;
 
 /// An agent token minted for a handler.
 pub struct Agent {
