@@ -56,7 +56,7 @@ pub struct ModelUpstreamConfig {
     #[serde(default = "default_agent_request_bytes")]
     pub agent_request_bytes: u64,
     /// Only for the upstream made from the deprecated direct settings
-    /// ([`route_direct_settings`]): where its key comes from. Never
+    /// (`route_direct_settings`): where its key comes from. Never
     /// serialized; the value itself is read by the daemon alone.
     #[serde(skip)]
     pub implicit_key: Option<ImplicitKey>,

@@ -19,7 +19,7 @@
 //!   transaction, tracked in `PRAGMA user_version`.
 //!
 //! The SQL lives in the submodules, one per area of [`Tx`]: each
-//! implements its area trait (e.g. `KbTx` in `kb`) on [`SqliteTx`], and
+//! implements its area trait (e.g. `KbTx` in `kb`) on `SqliteTx`, and
 //! `convert` holds the column conventions.
 
 mod agents;

@@ -59,8 +59,9 @@ pub struct ModelCallRequest {
 }
 
 /// A call admitted by [`Service::model_call_reserve`]; settled exactly once
-/// by [`Service::model_call_settle`]. Only the service makes one, so a
-/// settlement always names a caller that was authenticated.
+/// by [`System::model_call_settle`](crate::System::model_call_settle). Only
+/// the service makes one, so a settlement always names a caller that was
+/// authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelReservation {
     handler: HandlerId,
