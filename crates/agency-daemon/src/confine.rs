@@ -315,7 +315,7 @@ impl Confiner {
     }
 
     /// [`Confiner::confine`] for a process that is not an agent (an
-    /// organisation's command tool, `org_tool_command.rs`), in `place`: TCP
+    /// organisation's command tool, `org_tools/command.rs`), in `place`: TCP
     /// connect to its ports and no other, not even the daemon's, which a
     /// tool has no token for.
     pub fn confine_in(

@@ -414,7 +414,7 @@ async fn open(p: &Proxy, who: Principal, via: &Via, t: &EgressTarget) -> Result<
 }
 
 /// The egress rule for a connection the daemon makes itself for agent
-/// `who` (an organisation's HTTP tool, `org_tool_http.rs`): the same
+/// `who` (an organisation's HTTP tool, `org_tools/http.rs`): the same
 /// check, resolution and record as the proxy's, so a tool reaches only
 /// what the agent's handler may reach. The addresses to connect to, or
 /// why not (the message names the host and the grant to ask for).

@@ -15,12 +15,18 @@
 //! handler's upstream (`agency model set`, inherited) or, without one, the
 //! runtime's. Every metered call is reserved with the
 //! service before it is forwarded and settled with the usage read from the
-//! answer as it streams by (`gateway_usage.rs`) when the answer ends or
+//! answer as it streams by (`gateway/usage.rs`) when the answer ends or
 //! the client goes away (the budget seam: `Service::model_call_reserve`);
 //! a call whose final usage was never read is charged at its reservation
-//! (`gateway_meter.rs`). Request bodies are read within a deadline and a
-//! per-agent in-flight cap (`gateway_body.rs`); `count_tokens`, which the
+//! (`gateway/meter.rs`). Request bodies are read within a deadline and a
+//! per-agent in-flight cap (`gateway/body.rs`); `count_tokens`, which the
 //! provider does not bill, is still refused while the subtree is paused.
+
+pub(crate) mod body;
+pub(crate) mod head;
+pub(crate) mod json;
+pub(crate) mod meter;
+pub(crate) mod usage;
 
 use std::sync::Arc;
 
@@ -34,11 +40,11 @@ use axum::routing::post;
 use axum::{Extension, Router};
 use futures_util::StreamExt;
 
-use crate::gateway_meter::{Meter, Phase};
-use crate::gateway_usage::UsageTap;
 use crate::http_auth::{self, error};
 use crate::server::AppState;
 use agency_config::models::Api;
+use meter::{Meter, Phase};
+use usage::UsageTap;
 
 /// Request headers never forwarded: the agent's credential, what names
 /// the connection to the gateway rather than to the upstream, and
@@ -167,7 +173,7 @@ async fn forward(
     let (parts, req_body) = req.into_parts();
     // Held (counted against the agent's in-flight bytes) until the
     // upstream has the request.
-    let (mut body, held) = match crate::gateway_body::read(
+    let (mut body, held) = match body::read(
         &st.gateway_bodies,
         id.agent,
         &name,
@@ -185,8 +191,8 @@ async fn forward(
     if metered {
         // Only a handful of top-level fields matter here; a conversation
         // runs to hundreds of kilobytes, which are skipped, not read as
-        // JSON (`gateway_head.rs`).
-        let Some(head) = crate::gateway_head::head(&body) else {
+        // JSON (`gateway/head.rs`).
+        let Some(head) = head::head(&body) else {
             return not_an_object(&name);
         };
         let mut json = serde_json::Value::Object(head);
@@ -224,11 +230,10 @@ async fn forward(
                 json["model"] = m.clone().into();
             }
         }
-        let (request, price) =
-            match crate::gateway_meter::plan(&models, &name, &upstream, &json, body.len()) {
-                Ok(p) => p,
-                Err(e) => return error(StatusCode::BAD_REQUEST, "invalid", &e),
-            };
+        let (request, price) = match meter::plan(&models, &name, &upstream, &json, body.len()) {
+            Ok(p) => p,
+            Err(e) => return error(StatusCode::BAD_REQUEST, "invalid", &e),
+        };
         let svc = st.svc.clone();
         let r = admission(move || svc.model_call_reserve(who, request)).await;
         match r {

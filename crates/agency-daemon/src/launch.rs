@@ -40,7 +40,7 @@ pub(crate) struct LaunchNonces {
     /// hash, bound to the agent (with its handler) and server.
     egress: Mutex<HashMap<blake3::Hash, (Principal, String)>>,
     /// Egress keys of running organisation command tools
-    /// (`org_tool_command.rs`), keyed by hash, bound to the calling agent:
+    /// (`org_tools/command.rs`), keyed by hash, bound to the calling agent:
     /// the tool reaches what the agent's handler may reach, for as long as
     /// the call runs.
     tool_egress: Mutex<HashMap<blake3::Hash, Principal>>,

@@ -237,7 +237,7 @@ impl StdioServers {
         let (work, run) = (dir.join("work"), dir.join("run"));
         let (home, tmp) = (run.join("home"), run.join("tmp"));
         for d in [&dir, &work, &run, &home, &tmp] {
-            crate::org_tool_command::create_private(d)
+            crate::org_tools::command::create_private(d)
                 .map_err(|e| fail(format!("failed to create {}: {e}", d.display())))?;
         }
         let mut cmd = Command::new(&spec.command);

@@ -8,11 +8,15 @@
 //! 3. the service's `tool_call_admit_in` as `tool:NAME` (tool-call budgets,
 //!    `policy.toml`, approvals), like every call the daemon admits;
 //! 4. the implementation: an HTTP call the daemon makes through the
-//!    caller's egress rule (`org_tool_http.rs`), a command run in the
-//!    sandbox (`org_tool_command.rs`), or one tool of an MCP server the
-//!    daemon calls as its client (`org_tool_mcp.rs`);
+//!    caller's egress rule (`org_tools/http.rs`), a command run in the
+//!    sandbox (`org_tools/command.rs`), or one tool of an MCP server the
+//!    daemon calls as its client (`org_tools/mcp.rs`);
 //! 5. the output against the interface's output schema — a mismatch is an
 //!    error naming the field, never passed on.
+
+pub(crate) mod command;
+pub(crate) mod http;
+pub(crate) mod mcp;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -86,13 +90,9 @@ async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value
     check(&tool, "input", &tool.interface.input_schema, &args)?;
     admit(&ctx.svc, &caller, &tool, &args).await?;
     let output = match &tool.implementation {
-        ToolImplementation::Http(h) => {
-            crate::org_tool_http::call(&ctx, who, &tool, h, &args).await?
-        }
-        ToolImplementation::Command(c) => {
-            crate::org_tool_command::call(&ctx, who, &tool, c, &args).await?
-        }
-        ToolImplementation::Mcp(m) => crate::org_tool_mcp::call(&ctx, who, &tool, m, &args).await?,
+        ToolImplementation::Http(h) => http::call(&ctx, who, &tool, h, &args).await?,
+        ToolImplementation::Command(c) => command::call(&ctx, who, &tool, c, &args).await?,
+        ToolImplementation::Mcp(m) => mcp::call(&ctx, who, &tool, m, &args).await?,
     };
     check(&tool, "output", &tool.interface.output_schema, &output)?;
     Ok(output)

@@ -5,6 +5,14 @@
 //! including the ones axum's extractors produce (a body too large, JSON
 //! that does not parse).
 
+pub mod agency;
+pub(crate) mod kb;
+pub(crate) mod keep_warm;
+pub(crate) mod memory;
+pub(crate) mod models;
+pub(crate) mod orgs;
+pub(crate) mod records;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -49,8 +57,8 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/outcomes/{id}", get(outcome))
         .route("/v1/outcomes/{id}/reopen", post(reopen_outcome))
         .route("/v1/agents", get(agents))
-        .route("/v1/kb", get(kb_list).post(crate::rest_kb::create))
-        .route("/v1/kb/{id}", get(kb_cat).post(crate::rest_kb::write))
+        .route("/v1/kb", get(kb_list).post(kb::create))
+        .route("/v1/kb/{id}", get(kb_cat).post(kb::write))
         .route("/v1/kb/{id}/history", get(kb_history))
         .route("/v1/fsck", post(fsck))
         .route("/v1/gc", post(gc))
@@ -58,13 +66,13 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
         .route("/v1/runs/{agent}/log", get(run_log))
-        .merge(crate::rest_records::routes())
-        .merge(crate::rest_models::routes())
-        .merge(crate::rest_memory::routes())
-        .merge(crate::rest_keep_warm::routes())
+        .merge(records::routes())
+        .merge(models::routes())
+        .merge(memory::routes())
+        .merge(keep_warm::routes())
         .merge(crate::reload::routes())
-        .merge(crate::rest_orgs::routes())
-        .merge(crate::rest_agency::key_routes())
+        .merge(orgs::routes())
+        .merge(agency::key_routes())
         .merge(crate::tool_check::rest_routes())
         .merge(crate::mcp_guard::admin_routes())
         .layer(axum::middleware::from_fn(
@@ -152,7 +160,7 @@ pub(crate) fn service_error(e: &ServiceError) -> Response {
         retry_after_secs,
     } = e
     {
-        return crate::rest_agency::limited(message, limit, *value, *retry_after_secs);
+        return agency::limited(message, limit, *value, *retry_after_secs);
     }
     let status = match e {
         ServiceError::NotFound { .. } => StatusCode::NOT_FOUND,

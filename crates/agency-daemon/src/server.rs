@@ -59,7 +59,7 @@ pub(crate) struct AppState {
     /// replaced by `agency reload`.
     pub models: Arc<agency_config::live::Live<crate::models::Models>>,
     /// The request bytes each agent has in flight through the gateway.
-    pub gateway_bodies: Arc<crate::gateway_body::InFlight>,
+    pub gateway_bodies: Arc<crate::gateway::body::InFlight>,
     /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
     pub guard: Arc<crate::mcp_guard::Guard>,
     /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
@@ -277,7 +277,7 @@ impl Daemon {
         ));
         let stdio = Arc::new(crate::mcp_stdio::StdioServers::new(
             confiner.clone(),
-            crate::org_tool_command::run_root(home.dir()),
+            crate::org_tools::command::run_root(home.dir()),
             Some(egress.addr()),
             nonces.clone(),
             servers.secret_values().map(str::to_owned).collect(),
@@ -314,8 +314,8 @@ impl Daemon {
             .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
             .with_state(state.clone())
             // Messages to agencies have their own guard: the admin token or
-            // an agency key (`rest_agency.rs`).
-            .merge(crate::rest_agency::routes(state.clone(), true))
+            // an agency key (`rest/agency.rs`).
+            .merge(rest::agency::routes(state.clone(), true))
             .fallback(not_found)
             .layer(crate::logging::http_trace_layer());
         let mcp_shutdown = agency_mcp::CancellationToken::new();
@@ -340,7 +340,7 @@ impl Daemon {
                     confiner: confiner.clone(),
                     nonces: nonces.clone(),
                     egress_proxy: egress.addr(),
-                    run_root: crate::org_tool_command::run_root(home.dir()),
+                    run_root: crate::org_tools::command::run_root(home.dir()),
                     secrets: tool_secrets.clone(),
                 })),
                 warm: Some(warm.clone()),
@@ -354,8 +354,8 @@ impl Daemon {
         // `x-api-key`, as Anthropic clients send their key there).
         .merge(crate::gateway::routes(state.clone()))
         // The one part of `/v1` on TCP: messages to agencies, for holders
-        // of an agency key (never the admin token; `rest_agency.rs`).
-        .merge(crate::rest_agency::routes(state.clone(), false));
+        // of an agency key (never the admin token; `rest/agency.rs`).
+        .merge(rest::agency::routes(state.clone(), false));
         // An unknown path is a 404 for everyone, not a token complaint from
         // whichever guard's router supplied the fallback. The rest of `/v1`
         // is not on TCP at all: a 404 here too.

@@ -51,7 +51,7 @@ pub struct AskArgs {
 /// longer one is a usage error, worded as `--help` says it).
 fn parse_wait(s: &str) -> Result<i64, String> {
     let ms = parse_duration_ms(s)?;
-    let max = i64::try_from(agency_daemon::rest_agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
+    let max = i64::try_from(agency_daemon::rest::agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
     if ms > max {
         return Err(format!(
             "{s:?} is longer than the most --wait allows, 2m; wait at most 2m and check later with `agency answer ID`"

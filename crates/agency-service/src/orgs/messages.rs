@@ -19,7 +19,7 @@
 //! one: the store serialises write transactions, so parallel requests
 //! cannot pass the cap together (a counter beside the store could). The
 //! user is not bound by it. (How often a key may post is the daemon's
-//! in-memory rate limit, `rest_agency.rs`.)
+//! in-memory rate limit, `rest/agency.rs`.)
 //!
 //! The body shows the executive the earlier exchange of the conversation:
 //! at most [`THREAD_TURNS`] turns and about [`THREAD_BYTES`] of their

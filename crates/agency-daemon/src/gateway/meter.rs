@@ -23,7 +23,7 @@ use std::sync::Arc;
 use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, System, TokenUsage};
 use serde_json::Value;
 
-use crate::gateway_usage::{Seen, UsageTap};
+use crate::gateway::usage::{Seen, UsageTap};
 use crate::models::{Models, Upstream};
 use agency_config::models::Price;
 

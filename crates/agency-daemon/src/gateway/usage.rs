@@ -6,7 +6,7 @@
 //! `stream_options.include_usage`). Bounded: an event line over
 //! [`MAX_BUFFERED`] is not parsed, never buffered without end; an
 //! unstreamed answer of any size is scanned in constant memory
-//! (`gateway_json.rs`).
+//! (`gateway/json.rs`).
 //!
 //! It also tells whether the answer's *final* usage was seen (issue 27
 //! item 3): an unstreamed answer read to its end with its `usage`,
@@ -18,7 +18,7 @@
 use agency_store::TokenUsage;
 use serde_json::Value;
 
-use crate::gateway_json::TopUsage;
+use crate::gateway::json::TopUsage;
 use agency_config::models::Api;
 
 /// The most of one event line kept to parse.

@@ -40,8 +40,8 @@ use serde_json::{Map, Value, json};
 use std::process::Stdio;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::org_tool_command::{confined, one_line, read_tail};
 use crate::org_tools::CallCtx;
+use crate::org_tools::command::{confined, one_line, read_tail};
 
 /// The most a stdio server may write over a call, and the largest answer
 /// of an HTTP server (bytes).

@@ -205,7 +205,7 @@ async fn run_in(
 /// this process only, never written to a file), the egress proxy with the
 /// per-run `key`, confined (`Confiner::confine_in`) unless the sandbox is
 /// off. Shared by command tools and the stdio servers of MCP tools
-/// (`org_tool_mcp.rs`).
+/// (`org_tools/mcp.rs`).
 pub(crate) async fn confined(
     ctx: &CallCtx,
     tool: &Tool,
