@@ -146,7 +146,7 @@ pub struct AgentConfig {
     pub workspace: Option<PathBuf>,
     /// After its work is done (an answer without tool calls), how long the
     /// run stays alive waiting for mail in Agency's `mail_wait`, with no
-    /// model call (issue 13 item 6, warm agents); new mail continues the
+    /// model call (warm agents); new mail continues the
     /// conversation. 0 (the default): the run ends.
     #[serde(default)]
     pub keep_warm_ms: u64,

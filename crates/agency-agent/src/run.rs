@@ -343,7 +343,7 @@ async fn converse(
             tool_calls: reply.tool_calls.clone(),
         });
         if reply.tool_calls.is_empty() {
-            // Work done. Warm (issue 13 item 6): wait for mail with no
+            // Work done. Warm: wait for mail with no
             // model call; new mail continues this conversation. The turn
             // and token counters are the run's, not reset per wake, so the
             // limit check above still bounds the whole run: at a limit the

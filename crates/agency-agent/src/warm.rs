@@ -1,4 +1,4 @@
-//! A warm run's wait for mail (issue 13 item 6): once the model has ended
+//! A warm run's wait for mail: once the model has ended
 //! its turn with no tool call, the loop itself calls Agency's `mail_wait`
 //! (no model call, nothing spent but time) until `keep_warm_ms` has passed
 //! with nothing new. New mail wakes it with a user message that says what

@@ -1,4 +1,4 @@
-//! Item 10: what budgets (issue 11) cost per tool call. The same Agency
+//! Item 10: what budgets cost per tool call. The same Agency
 //! MCP tool call (`kb_read` of 4 KiB, through the real daemon) is made by
 //! the agent of a handler three levels below the root, once with a budget
 //! on that handler and on each of its 3 ancestors (every kind of limit

@@ -1,4 +1,4 @@
-//! Item 9: what the model gateway (issue 11) adds to a streamed model
+//! Item 9: what the model gateway adds to a streamed model
 //! call. The same streamed Anthropic Messages request goes to the
 //! scripted model server directly (the baseline) and through the daemon's
 //! `/model/NAME/v1/messages` (agent token check, the service's

@@ -1,4 +1,4 @@
-//! Item 7: storage per event (issue 9 item 10). Agency rewrites the KB
+//! Item 7: storage per event. Agency rewrites the KB
 //! files it maintains (a handler's audit log, an outcome's Markdown) as a
 //! new stored version on every event; this measures the bytes those new
 //! versions take per event with a short history and with a long one, and

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `AGENCY_BENCH_LOG` (a tracing filter such as
-//! `agency_daemon::supervisor=debug`) prints the in-process daemon's
+//! `agency_supervisor=debug`) prints the in-process daemon's
 //! diagnostics to stderr, e.g. where each spawn's time goes.
 //!
 //! The binary doubles as the tiny agent program of the scheduling
@@ -76,7 +76,7 @@ fn main() -> Result<()> {
     }
     let args = Args::parse();
     // Diagnostics of the in-process daemon, e.g. where a spawn's time goes:
-    // AGENCY_BENCH_LOG=agency_daemon::supervisor=debug (stderr).
+    // AGENCY_BENCH_LOG=agency_supervisor=debug (stderr).
     if let Ok(filter) = std::env::var("AGENCY_BENCH_LOG") {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))

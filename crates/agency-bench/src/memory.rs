@@ -1,4 +1,4 @@
-//! Item 12 (issue 13 item 7): memory search of one handler at 100 and at
+//! Item 12: memory search of one handler at 100 and at
 //! 100,000 memories. The service's `memory_search` (as the user, full-text
 //! BM25 over SQLite FTS5, no embeddings) with a 2-word query, against the
 //! same service reading one memory by id (`memory_show`: authentication

@@ -1,4 +1,4 @@
-//! Item 8 (issue 10 item 3): what the sandbox adds to an agent's spawn.
+//! Item 8: what the sandbox adds to an agent's spawn.
 //! The same program, `/bin/true`, spawned and waited for three ways in
 //! the same run: bare (the baseline); through `agency sandbox-exec` with a
 //! policy like an agent's (Landlock rules for the system directories,

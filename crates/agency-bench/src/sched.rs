@@ -14,7 +14,7 @@
 //! and inside the same sandbox the daemon gives an agent (its cgroup made
 //! and policy written within the timed span, as the daemon does per
 //! spawn); and a plain `/bin/true` spawn-and-wait for reference. The
-//! target (issue 15 item 3) is the second plus 2 ms at p50.
+//! target is the second plus 2 ms at p50.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -327,7 +327,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         "the standby (`supervisor/standby.rs`): after each confined spawn the daemon starts the next agent's `agency sandbox-exec --await-command` in a fresh spawn directory and cgroup, which applies the whole policy and waits on its stdin; the next spawn writes its command there. So the sandbox's set-up, mostly the kernel's (each cgroup join waits for an RCU grace period, 5–25 ms here; the network namespace ~3 ms), is paid between spawns instead of inside one, while the direct baseline pays it inline. Only the first spawn of a run (no standby yet) pays it; it is among the samples.".to_owned(),
     );
     s.notes.push(format!(
-        "sandbox off: the same 100-handler run with `agents.sandbox = \"off\"` ({} deliveries), against the bare direct spawn: the daemon's own part without the sandbox's: the event, the spawn's one store transaction, the workspace and the runtime's files (`command` writes prompt.md, mcp.json, message.md), the command and the fork. Creating those four was most of it (+8.8 ms) while the run directories shared one block group with everything else under the home: after the earlier items' mass deletions, this machine's ext4 (no journal) scans every inode freed in the last 30 s of a group on each creation in it, ~1 ms each; the run directory is now an ext4 top directory (`crates/agency-store/src/spread.rs`), so run directories are spread over the groups (`AGENCY_BENCH_LOG=agency_daemon::supervisor=debug` prints dirs_us and command_us per spawn); the direct spawn creates none.",
+        "sandbox off: the same 100-handler run with `agents.sandbox = \"off\"` ({} deliveries), against the bare direct spawn: the daemon's own part without the sandbox's: the event, the spawn's one store transaction, the workspace and the runtime's files (`command` writes prompt.md, mcp.json, message.md), the command and the fork. Creating those four was most of it (+8.8 ms) while the run directories shared one block group with everything else under the home: after the earlier items' mass deletions, this machine's ext4 (no journal) scans every inode freed in the last 30 s of a group on each creation in it, ~1 ms each; the run directory is now an ext4 top directory (`crates/agency-store/src/spread.rs`), so run directories are spread over the groups (`AGENCY_BENCH_LOG=agency_supervisor=debug` prints dirs_us and command_us per spawn); the direct spawn creates none.",
         bare_small.n
     ));
     s.notes.push(format!(

@@ -1,4 +1,4 @@
-//! Item 11: warm agents (issue 13 item 6), from a message's delivery to
+//! Item 11: warm agents, from a message's delivery to
 //! the first model request of its handler's agent arriving at the scripted
 //! model server: warm (the built-in agent parked in `mail_wait`, woken by
 //! the delivery) against cold (a new `agency agent` process started by the

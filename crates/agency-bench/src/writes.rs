@@ -7,7 +7,7 @@
 //! store has), from the same number of threads.
 //!
 //! The floor is naive on purpose: one blob directory fsync and one WAL
-//! commit per write. The store groups them (issue 15): concurrent writers
+//! commit per write. The store groups them: concurrent writers
 //! share one SQLite transaction (one commit, one WAL fsync) and concurrent
 //! blob puts one round of directory fsyncs, and still acknowledge a write
 //! only once its rows and blob are durable. So the ratio can exceed 1 at

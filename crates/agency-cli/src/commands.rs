@@ -266,8 +266,8 @@ pub fn emit(text: &str) -> Result<()> {
 /// Our stdout was closed by its reader (`agency kb ls | head`): the one
 /// broken pipe that is not a failure. Only writes to stdout produce it, so
 /// a broken pipe anywhere else (the daemon's socket closing in the middle
-/// of a request) is still reported as the failure it is (issue 14 follow
-/// up: a refused 20 MiB `send` once exited 0 in silence).
+/// of a request) is still reported as the failure it is (a
+/// refused 20 MiB `send` once exited 0 in silence).
 #[derive(Debug)]
 pub struct StdoutClosed;
 

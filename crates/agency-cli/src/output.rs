@@ -81,7 +81,7 @@ pub fn status(s: &StatusView) -> String {
             match s.sandbox.as_str() {
                 "" => "-".to_owned(),
                 "off" => "OFF (agents run unconfined)".to_owned(),
-                // Which limits are kept, and by what (issue 27): a limit
+                // Which limits are kept, and by what: a limit
                 // the machine cannot keep is refused at start, never
                 // listed here.
                 "on" if !s.limits.is_empty() => format!(

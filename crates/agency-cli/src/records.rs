@@ -118,8 +118,8 @@ pub fn run(r: &RunView) -> String {
             },
         ],
     ];
-    // Every branch the run had the daemon push, one row each (issue 10
-    // item 5: the user sees pushes in the handler's runs).
+    // Every branch the run had the daemon push, one row each (the
+    // user sees pushes in the handler's runs).
     for (i, p) in r.pushes.iter().enumerate() {
         let key = if i == 0 { "pushed" } else { "" };
         rows.push(vec![key.into(), line(p)]);

@@ -1,4 +1,4 @@
-//! `[agency_api]` in `agency.toml` (issue 27): what bounds an outside
+//! `[agency_api]` in `agency.toml`: what bounds an outside
 //! caller of `POST /v1/agency/messages`, per agency API key. How often a
 //! key may post (a token bucket in the daemon's memory, `rate_limit.rs`)
 //! and how many of its messages may wait for an answer at once (counted

@@ -43,7 +43,7 @@ pub struct Config {
     pub models: BTreeMap<String, ModelUpstreamConfig>,
     /// Prices per model (USD per million tokens), over the defaults.
     pub prices: BTreeMap<String, Price>,
-    /// Each handler's memory (issue 13): recall, condensation, limits and
+    /// Each handler's memory: recall, condensation, limits and
     /// the optional embeddings endpoint.
     pub memory: crate::memory::MemorySettings,
     /// What the daemon warns about at start: deprecated settings it has
@@ -57,7 +57,7 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
-    /// A `tracing` filter (`info`, `debug`, `info,agency_daemon=debug`, …);
+    /// A `tracing` filter (`info`, `debug`, `info,agency_supervisor=debug`, …);
     /// `RUST_LOG`, when set, takes precedence.
     pub level: String,
     /// `daemon.log` is rotated (to `daemon.log.1`, …) when it would grow
@@ -232,7 +232,7 @@ pub struct AgentsConfig {
     /// user, and `agency status` says so on every call.
     pub sandbox: String,
     /// How long an agent stays alive after its work is done, waiting for
-    /// mail without a model call (issue 13 item 6; 0: it exits). A
+    /// mail without a model call (0: it exits). A
     /// handler's own setting (`agency keep-warm`, an organisation's
     /// `memory.keepWarm`) wins.
     pub keep_warm_ms: u64,

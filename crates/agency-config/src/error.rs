@@ -28,11 +28,7 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-        source: std::io::Error,
-    ) -> Self {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         ConfigError::Io {
             action,
             path: path.into(),

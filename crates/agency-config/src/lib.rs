@@ -22,6 +22,7 @@ pub mod models;
 pub mod sandbox;
 pub mod secrets;
 pub mod template;
+pub mod upstreams;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,

@@ -1,4 +1,4 @@
-//! Capability manifests of extra MCP servers (issue 11 item 5, seed 003's
+//! Capability manifests of extra MCP servers (seed 003's
 //! "agent manifest"): what the user declares a server's tools may take,
 //! return and do, checked by the daemon on every call.
 //!

@@ -1,4 +1,4 @@
-//! `[memory]` in `agency.toml` (issue 13): how much of a handler's memory is
+//! `[memory]` in `agency.toml`: how much of a handler's memory is
 //! recalled into its agents' first message, when an agent is asked to
 //! condense it, how large it may grow, and the optional embeddings endpoint
 //! for semantic search (`[memory.embeddings]`, any OpenAI-compatible

@@ -123,8 +123,8 @@ impl SandboxConfig {
     /// keep it per agent tree: `tree` is the cgroup hierarchy whose memory
     /// controller bounds agents' groups, `None` when neither v2 nor v1 has
     /// one. `RLIMIT_DATA` alone bounds each process, not the tree, so
-    /// accepting it would be a limit that is read and then ignored (issue
-    /// 27). Without the key the default is kept where it can be.
+    /// accepting it would be a limit that is read and then ignored.
+    /// Without the key the default is kept where it can be.
     pub fn check_memory(&self, tree: Option<agency_sandbox::Hierarchy>) -> Result<(), String> {
         match (self.memory_mb, tree) {
             (Some(mb), None) if mb > 0 => Err(format!(

@@ -139,7 +139,7 @@ tools = ["Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "TaskO
 
 [log]
 # The daemon's log, logs/daemon.log in this home: a tracing filter such as
-# "info", "debug" or "info,agency_daemon=debug" (RUST_LOG overrides it).
+# "info", "debug" or "info,agency_supervisor=debug" (RUST_LOG overrides it).
 level = "info"
 # daemon.log is rotated to daemon.log.1, .2, … past this size; files kept:
 file_max_bytes = 10485760

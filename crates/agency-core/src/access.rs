@@ -55,7 +55,7 @@ impl FileKind {
     }
 
     /// Files nobody writes through `kb_write`: those Agency writes, and
-    /// message bodies, which never change once sent (issue 9 item 2: a
+    /// message bodies, which never change once sent (a
     /// delivered message cannot be rewritten under its reader).
     pub fn immutable(self) -> bool {
         self.system_written() || self == FileKind::Message

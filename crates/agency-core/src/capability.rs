@@ -33,7 +33,7 @@ pub enum Resource {
     /// Network destinations reachable through the daemon's egress proxy:
     /// an [`EgressPattern`] in canonical form (read = may connect).
     Egress(String),
-    /// A tool of an applied organisation (issue 12 item 4: a `.tool` file),
+    /// A tool of an applied organisation (a `.tool` file),
     /// by its name (read = may call).
     Tool(String),
 }

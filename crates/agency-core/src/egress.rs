@@ -1,6 +1,6 @@
 //! Egress patterns: which network destinations an `egress:PATTERN`
 //! capability lets a handler's agents reach through the daemon's forward
-//! proxy (issue 10 item 4, seed 003: deny by default, allowlists).
+//! proxy (seed 003: deny by default, allowlists).
 //!
 //! A pattern is a host and an optional port:
 //!

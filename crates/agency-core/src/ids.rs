@@ -87,12 +87,12 @@ uuid_id!(
     OrgKeyId
 );
 uuid_id!(
-    /// One memory of a handler (issue 13): a note its agents stored for
+    /// One memory of a handler: a note its agents stored for
     /// later agents of the same handler.
     MemoryId
 );
 uuid_id!(
-    /// One condensation of a handler's memory (issue 13 item 4), which the
+    /// One condensation of a handler's memory, which the
     /// user may undo.
     MemoryCompactionId
 );

@@ -1,4 +1,4 @@
-//! The tool-call policy (issue 11 item 4b): classify a call an agent is
+//! The tool-call policy: classify a call an agent is
 //! about to make as allow, deny or ask, before it runs.
 //!
 //! The policy is the user's `policy.toml` (ordered rules, first match wins)

@@ -24,7 +24,7 @@ pub const SEED_PROMPT: &str = include_str!("seed_prompt.md");
 pub const ADDITIONS_HEADING: &str = "## Agency additions";
 
 /// The heading of the last section, present for an organisation's agent
-/// (issue 12): the standing instructions from the organisation's sources.
+///: the standing instructions from the organisation's sources.
 pub const STANDING_HEADING: &str = "## Standing instructions";
 
 /// What fills the `{BOSS_OUTCOME_UUID}` placeholder for the root handler,

@@ -4,7 +4,7 @@
 //! Links name UUIDs only (`kb://UUID`), not titles, so that a neighbour's
 //! rename never leaves a stale rendering behind.
 //!
-//! Every rendering is bounded (issue 9 item 10): a file is rewritten as a
+//! Every rendering is bounded: a file is rewritten as a
 //! new KB version on every change, so a file that showed a whole history
 //! would make storage grow quadratically with the history. The files show
 //! the current state and the newest entries (the `*_SHOWN` constants), with

@@ -46,7 +46,7 @@ pub struct Limits {
     pub max_handlers_per_subtree: usize,
     /// How many levels below the root handler a handler may be created.
     pub max_delegation_depth: usize,
-    /// Hand-offs in one chain of work (issue 11 item 6): each message
+    /// Hand-offs in one chain of work: each message
     /// from a handler to another and each delegation is one more hop than
     /// the hop count of the handler that makes it; the user's message
     /// starts a chain at 0.

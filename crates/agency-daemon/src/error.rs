@@ -42,6 +42,8 @@ pub enum DaemonError {
     #[error(transparent)]
     Secret(#[from] agency_config::secrets::SecretError),
     #[error(transparent)]
+    Egress(#[from] agency_egress::EgressError),
+    #[error(transparent)]
     Store(#[from] agency_store::StoreError),
     #[error(transparent)]
     Service(#[from] agency_service::ServiceError),

@@ -1,42 +1,23 @@
-//! The Agency daemon: one process per home that owns the store and serves
-//! MCP to agents (`/mcp`, per-agent bearer tokens, on 127.0.0.1) and the
-//! REST API to the user's CLI (`/v1`, the admin token, on the Unix socket
-//! `daemon.sock` in the home only).
+//! The Agency daemon, the composition root: one process per home that
+//! loads the configuration, opens the service, builds each part (the
+//! model gateway, the egress proxy, the tools, the supervisor), mounts
+//! their routes behind the identity guards, and owns the order of start-up
+//! and shutdown. MCP goes to agents on 127.0.0.1 (`/mcp`, per-agent bearer
+//! tokens); the REST API (`/v1`, the admin token) to the user's CLI on the
+//! Unix socket `daemon.sock` in the home only.
 //!
-//! The daemon authenticates callers and hands their `Principal` to the
-//! service layer; it decides no permission itself. It also runs agents
-//! (the scheduler and supervisor, the runtimes), reads secrets at start and
-//! hands them only to the launchers of the extra MCP servers a handler may
-//! use, and keeps the repo cache. The home and its configuration are read
-//! by `agency-config`.
+//! It decides no policy: permissions are the service's, the sandbox policy
+//! the supervisor's, the configuration `agency-config`'s.
 
-mod activity;
-mod agent_log;
-mod beneath;
-pub mod claude;
-mod confine;
-pub mod egress;
 mod error;
-mod gateway;
-mod http_auth;
-pub mod launch;
+mod hooks;
 pub mod logging;
-pub mod mcp_guard;
-mod mcp_proxy;
-mod mcp_stdio;
 pub mod memory_embed;
-pub mod models;
-mod org_tools;
-mod process;
 mod rate_limit;
 pub mod reload;
 pub mod rest;
 mod retention;
-pub mod runtime;
 mod server;
-mod supervisor;
-pub mod tool_check;
-mod warm;
 
 pub use error::DaemonError;
 pub use server::{Daemon, serve};

@@ -1,4 +1,4 @@
-//! The embeddings client of semantic memory search (issue 13 item 3): the
+//! The embeddings client of semantic memory search: the
 //! service's [`Embedder`] over an OpenAI-compatible `POST /v1/embeddings`
 //! (`{"model", "input": [TEXT…]}` → `data[i].embedding`), configured in
 //! `[memory.embeddings]`. The daemon calls it, never an agent; its key is

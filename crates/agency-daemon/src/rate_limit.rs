@@ -1,4 +1,4 @@
-//! How often an agency API key may post a message (issue 27): one token
+//! How often an agency API key may post a message: one token
 //! bucket per key, in the daemon's memory. A key starts with `burst`
 //! tokens, each message takes one, and they come back at
 //! `messages_per_minute`. In memory because a rate needs no durability: a

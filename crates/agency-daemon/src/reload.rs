@@ -30,16 +30,16 @@ use axum::routing::post;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::confine::{Confiner, SharedDirs};
 use crate::error::DaemonError;
-use crate::models::Models;
 use crate::server::AppState;
-use crate::supervisor::Reconfigure;
 use agency_config::Config;
 use agency_config::home::Home;
 use agency_config::live::Live;
 use agency_config::mcp_servers::McpServers;
 use agency_config::secrets::Secrets;
+use agency_config::upstreams::Models;
+use agency_supervisor::Reconfigure;
+use agency_supervisor::confine::{Confiner, SharedDirs};
 
 /// The answer of a reload: each setting whose value in the files differs
 /// from the one in force, and what became of it. Empty: nothing changed.
@@ -145,9 +145,9 @@ impl Reloader {
         let home = self.home.clone();
         let (new, policy, policy_text) = tokio::task::spawn_blocking(move || {
             let new = Config::load(&home.config_path())?;
-            let policy = crate::tool_check::load_policy(
+            let policy = agency_tools::tool_check::load_policy(
                 home.dir(),
-                &crate::tool_check::policy_tool_names(&new),
+                &agency_tools::tool_check::policy_tool_names(&new),
             )?;
             Ok::<_, DaemonError>((new, policy, read_policy_text(&home)))
         })
@@ -204,7 +204,7 @@ impl Reloader {
 }
 
 fn read_policy_text(home: &Home) -> Option<String> {
-    std::fs::read_to_string(home.dir().join(crate::tool_check::POLICY_FILE)).ok()
+    std::fs::read_to_string(home.dir().join(agency_tools::tool_check::POLICY_FILE)).ok()
 }
 
 /// The settings in force after a reload from `old` to `new`: `new`'s
@@ -330,7 +330,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 async fn reload(State(st): State<Arc<AppState>>) -> Response {
     match st.reloader.reload().await {
         Ok(view) => axum::Json(view).into_response(),
-        Err(e) => crate::http_auth::error(
+        Err(e) => agency_http::error(
             StatusCode::BAD_REQUEST,
             "invalid_input",
             &format!("{e}; nothing was changed: fix it and run `agency reload` again"),

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agency_core::{AgentId, FileId, HandlerId, MailTarget, MessageId, OutcomeId, Principal};
-use agency_service::{MailBody, ServiceError, System};
+use agency_service::{MailBody, ServiceError};
 use agency_store::IdKind;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -26,17 +26,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::{Deserialize, Serialize};
 
-use crate::http_auth::error;
 use crate::server::AppState;
 use agency_api::{AgentsView, StatusView};
+use agency_http::{Answer, BadRequest, call, error, parse};
 use agency_service::wire;
+use agency_tools::Tools;
 
 pub(crate) const USER: Principal = Principal::User;
 
 /// The routes; request bodies are bounded like MCP's (room for the largest
 /// file `limits.max_file_bytes` allows, JSON-escaped), so a message the
 /// service would accept is never refused by the transport.
-pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
+pub(crate) fn routes(max_file_bytes: usize, tools: &Arc<Tools>) -> Router<Arc<AppState>> {
     let max_body = agency_mcp::max_request_bytes(max_file_bytes);
     Router::new()
         .route("/v1/shutdown", post(shutdown))
@@ -73,8 +74,7 @@ pub(crate) fn routes(max_file_bytes: usize) -> Router<Arc<AppState>> {
         .merge(crate::reload::routes())
         .merge(orgs::routes())
         .merge(agency::key_routes())
-        .merge(crate::tool_check::rest_routes())
-        .merge(crate::mcp_guard::admin_routes())
+        .merge(agency_tools::admin_routes(tools.clone()))
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 plain_errors_as_json(req, next, max_body, max_file_bytes)
@@ -130,80 +130,12 @@ async fn shutdown(State(st): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-/// Run a blocking service call off the async runtime and answer with its
-/// JSON or its error.
-pub(crate) async fn call<T, F>(st: &Arc<AppState>, f: F) -> Response
-where
-    T: Serialize + Send + 'static,
-    F: FnOnce(&System) -> Result<T, ServiceError> + Send + 'static,
-{
-    let svc = st.svc.clone();
-    // The request's span follows the call onto the blocking thread, so the
-    // service operation's span nests under it in the log.
-    let span = tracing::Span::current();
-    match tokio::task::spawn_blocking(move || span.in_scope(|| f(&svc))).await {
-        Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err(e)) => service_error(&e),
-        Err(_) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "failed to run the request: the worker panicked",
-        ),
-    }
-}
-
-pub(crate) fn service_error(e: &ServiceError) -> Response {
-    if let ServiceError::Limited {
-        message,
-        limit,
-        value,
-        retry_after_secs,
-    } = e
-    {
-        return agency::limited(message, limit, *value, *retry_after_secs);
-    }
-    let status = match e {
-        ServiceError::NotFound { .. } => StatusCode::NOT_FOUND,
-        ServiceError::PermissionDenied(_) => StatusCode::FORBIDDEN,
-        ServiceError::Conflict { .. } | ServiceError::AgentLive { .. } => StatusCode::CONFLICT,
-        // 403 as for a denied permission (and as Kubernetes answers an
-        // exceeded quota): the request is valid but refused by policy, and
-        // repeating it will not help until something changes. Not 429,
-        // which invites clients to retry after a delay.
-        ServiceError::Quota(_) => StatusCode::FORBIDDEN,
-        ServiceError::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        ServiceError::InvalidInput(_) => StatusCode::BAD_REQUEST,
-        ServiceError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    error(status, e.kind(), &e.to_string())
-}
-
-/// A request the REST layer itself refuses (an id that is not a UUID, an
-/// unknown kind) before any service call.
-pub(crate) struct BadRequest(pub(crate) String);
-
-impl IntoResponse for BadRequest {
-    fn into_response(self) -> Response {
-        error(StatusCode::BAD_REQUEST, "invalid_input", &self.0)
-    }
-}
-
-pub(crate) type Answer = Result<Response, BadRequest>;
-
-pub(crate) fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, BadRequest> {
-    s.parse().map_err(|_| {
-        BadRequest(format!(
-            "failed to parse {what} id {s:?}: give a full UUID (the CLI resolves prefixes)"
-        ))
-    })
-}
-
 async fn status(State(st): State<Arc<AppState>>) -> Response {
     let (home, addr) = (st.home.display().to_string(), st.addr.to_string());
     let runtime = st.runtime.clone();
     let sandbox = st.sandbox.clone();
     let limits = st.limits.clone();
-    call(&st, move |svc| {
+    call(&st.svc, move |svc| {
         Ok(StatusView {
             runtime,
             sandbox,
@@ -241,7 +173,7 @@ async fn send(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<SendR
     } else {
         Some(parse("handler", &req.to)?)
     };
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let to = match to {
             Some(h) => h,
             None => svc.root_handler()?.ok_or_else(|| {
@@ -273,7 +205,7 @@ struct InboxQuery {
 }
 
 async fn inbox(State(st): State<Arc<AppState>>, Query(q): Query<InboxQuery>) -> Response {
-    call(&st, move |svc| {
+    call(&st.svc, move |svc| {
         if q.all {
             svc.mail_received(USER, q.limit)
         } else {
@@ -293,7 +225,7 @@ struct AckReq {
 }
 
 async fn ack(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<AckReq>) -> Response {
-    call(&st, move |svc| {
+    call(&st.svc, move |svc| {
         let ids = if req.all {
             svc.mail_inbox(USER, None)?
                 .into_iter()
@@ -313,7 +245,7 @@ async fn ack(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<AckReq
 }
 
 async fn handlers(State(st): State<Arc<AppState>>) -> Response {
-    call(&st, |svc| {
+    call(&st.svc, |svc| {
         let mut all = Vec::new();
         let mut after = None;
         loop {
@@ -329,17 +261,17 @@ async fn handlers(State(st): State<Arc<AppState>>) -> Response {
 
 async fn handler(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.handler_view(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.handler_view(USER, id)).await)
 }
 
 async fn stop(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.force_stop(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.force_stop(USER, id)).await)
 }
 
 async fn capabilities(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.permissions_list(USER, Some(id))).await)
+    Ok(call(&st.svc, move |svc| svc.permissions_list(USER, Some(id))).await)
 }
 
 /// The user grants a capability: `{"kind": "mcp_server", "key": "github",
@@ -353,7 +285,7 @@ struct GrantBody {
     level: String,
     #[serde(default)]
     delegatable: bool,
-    /// The outcome the grant is for (issue 9 item 4); the grantee's root
+    /// The outcome the grant is for; the grantee's root
     /// outcome when absent.
     #[serde(default)]
     outcome: Option<String>,
@@ -384,7 +316,7 @@ async fn grant(
         .as_deref()
         .map(|o| parse("outcome", o))
         .transpose()?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.grant_with_approval(USER, id, &req, outcome, body.approval.as_deref())
             .map(|capability| serde_json::json!({ "capability": capability }))
     })
@@ -402,7 +334,7 @@ async fn revoke_capability(State(st): State<Arc<AppState>>, Path(id): Path<Strin
                 "failed to parse capability id {id:?}: give its number (as `agency caps` shows it)"
             ))
         })?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.revoke(USER, id)
             .map(|revoked| serde_json::json!({ "revoked": revoked }))
     })
@@ -411,7 +343,7 @@ async fn revoke_capability(State(st): State<Arc<AppState>>, Path(id): Path<Strin
 
 async fn audit(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.audit_read(USER, Some(id))).await)
+    Ok(call(&st.svc, move |svc| svc.audit_read(USER, Some(id))).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -423,7 +355,7 @@ struct TreeQuery {
 
 async fn outcomes(State(st): State<Arc<AppState>>, Query(q): Query<TreeQuery>) -> Answer {
     let root: Option<OutcomeId> = q.root.as_deref().map(|r| parse("outcome", r)).transpose()?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let root = match root {
             Some(r) => r,
             None => svc
@@ -438,7 +370,7 @@ async fn outcomes(State(st): State<Arc<AppState>>, Query(q): Query<TreeQuery>) -
 
 async fn outcome(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: OutcomeId = parse("outcome", &id)?;
-    Ok(call(&st, move |svc| svc.outcome_view(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.outcome_view(USER, id)).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -448,7 +380,7 @@ struct LimitQuery {
 }
 
 async fn agents(State(st): State<Arc<AppState>>, Query(q): Query<LimitQuery>) -> Response {
-    call(&st, move |svc| {
+    call(&st.svc, move |svc| {
         Ok(AgentsView {
             live: svc.agents_live(USER)?.iter().map(wire::agent).collect(),
             recent: svc
@@ -474,7 +406,7 @@ async fn kb_list(State(st): State<Arc<AppState>>, Query(q): Query<PageQuery>) ->
         .as_deref()
         .map(|a| parse("KB file", a))
         .transpose()?;
-    Ok(call(&st, move |svc| svc.kb_list(USER, after, q.limit)).await)
+    Ok(call(&st.svc, move |svc| svc.kb_list(USER, after, q.limit)).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -489,7 +421,7 @@ async fn kb_cat(
     Query(q): Query<VersionQuery>,
 ) -> Answer {
     let id: FileId = parse("KB file", &id)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let c = match q.version {
             Some(v) => svc.kb_read_version(USER, id, v)?,
             None => svc.kb_read(USER, id)?,
@@ -517,14 +449,14 @@ async fn kb_history(
 ) -> Answer {
     let id: FileId = parse("KB file", &id)?;
     let limit = Some(q.limit.unwrap_or(usize::MAX));
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         Ok(svc.kb_history_page(USER, id, q.after, limit)?.items)
     })
     .await)
 }
 
 async fn fsck(State(st): State<Arc<AppState>>) -> Response {
-    call(&st, |svc| svc.fsck()).await
+    call(&st.svc, |svc| svc.fsck()).await
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -536,7 +468,7 @@ struct GcReq {
 
 /// Apply the retention policy now (`agency gc`).
 async fn gc(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<GcReq>) -> Response {
-    call(&st, move |svc| svc.gc(USER, req.dry_run)).await
+    call(&st.svc, move |svc| svc.gc(USER, req.dry_run)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -549,7 +481,7 @@ struct MintReq {
 
 async fn mint(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<MintReq>) -> Answer {
     let h: HandlerId = parse("handler", &req.handler)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.token_mint(USER, h, req.workspace.as_deref())
     })
     .await)
@@ -558,12 +490,12 @@ async fn mint(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<MintR
 /// An agent run's captured stdout/stderr (`agency logs`).
 async fn run_log(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let a: AgentId = parse("agent", &agent)?;
-    Ok(call(&st, move |svc| svc.agent_run_log(USER, a)).await)
+    Ok(call(&st.svc, move |svc| svc.agent_run_log(USER, a)).await)
 }
 
 async fn revoke(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let a: AgentId = parse("agent", &agent)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         Ok(serde_json::json!({ "revoked": svc.token_revoke(USER, a)? }))
     })
     .await)
@@ -589,7 +521,7 @@ async fn resolve(
             )));
         }
     };
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         Ok(serde_json::json!({ "id": svc.resolve_prefix(USER, kind, &prefix)? }))
     })
     .await)
@@ -608,19 +540,8 @@ async fn reopen_outcome(
     axum::Json(body): axum::Json<ReopenBody>,
 ) -> Answer {
     let id: OutcomeId = parse("outcome", &id)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.outcome_reopen(USER, id, &body.rationale)
     })
     .await)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn issue9_item11_an_exceeded_quota_is_403_with_kind_quota() {
-        let r = service_error(&ServiceError::Quota("failed to create outcome: …".into()));
-        assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    }
 }

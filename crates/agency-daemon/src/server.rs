@@ -6,45 +6,33 @@
 //! their guards, the address file, and graceful shutdown (on a signal or
 //! `POST /v1/shutdown`).
 
+mod start;
+
 use std::fs::File;
 use std::future::Future;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agency_config::home::Home;
+use agency_egress::EgressProxy;
 use agency_service::System;
+use agency_supervisor::Supervisor;
+use agency_supervisor::confine::Confiner;
+use agency_tools::StdioServers;
 use axum::http::StatusCode;
-use axum::middleware::from_fn_with_state;
-use axum::serve::ListenerExt;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::activity::Activity;
-use crate::claude::ClaudeCodeRuntime;
-use crate::confine::Confiner;
-use crate::egress::EgressProxy;
 use crate::error::DaemonError;
-use crate::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
-use crate::supervisor::{Supervisor, SupervisorSetup};
-use crate::{http_auth, launch, rest};
-use agency_config::home::{DaemonInfo, Home};
-use agency_config::mcp_servers::McpServers;
-use agency_config::secrets::Secrets;
-use agency_repos::GitRepoCache;
 
+/// What the daemon's own routes (`/v1`, messages to agencies) read.
 pub(crate) struct AppState {
     pub svc: Arc<System>,
     pub admin_hash: blake3::Hash,
     pub addr: SocketAddr,
     pub home: PathBuf,
-    pub activity: Arc<Activity>,
-    /// The extra MCP servers and the secrets read at start.
-    pub servers: Arc<McpServers>,
-    /// Single-use launch nonces of live agents' launchers.
-    pub nonces: Arc<launch::LaunchNonces>,
-    /// Forwards `/mcp-proxy` requests to HTTP MCP servers.
-    pub proxy_client: reqwest::Client,
     /// `agents.runtime` from the configuration (`none` when no agent runs).
     pub runtime: String,
     /// Whether agents run confined: `on`, `off`, `unavailable: CAUSE`.
@@ -55,15 +43,6 @@ pub(crate) struct AppState {
     pub agency_rate: crate::rate_limit::KeyRateLimiter,
     /// Notified by `POST /v1/shutdown`; whoever runs the daemon stops it.
     pub shutdown_requested: Arc<Notify>,
-    /// The model gateway's upstreams (keys filled in) and price table,
-    /// replaced by `agency reload`.
-    pub models: Arc<agency_config::live::Live<crate::models::Models>>,
-    /// The request bytes each agent has in flight through the gateway.
-    pub gateway_bodies: Arc<crate::gateway::body::InFlight>,
-    /// The extra MCP servers' guard: rate-limit windows (`mcp_guard.rs`).
-    pub guard: Arc<crate::mcp_guard::Guard>,
-    /// The stdio MCP servers the daemon runs for agents (`mcp_stdio.rs`).
-    pub stdio: Arc<crate::mcp_stdio::StdioServers>,
     /// `[agents]` keep-warm defaults, for `agency keep-warm`'s answers.
     pub keep_warm: Arc<agency_config::live::Live<agency_service::KeepWarmDefaults>>,
     /// Applies `agency reload` (`reload.rs`).
@@ -95,7 +74,7 @@ pub struct Daemon {
     /// Removes the daemon's cgroups at stop.
     confiner: Arc<Confiner>,
     /// Stopped at stop, before the cgroups are removed.
-    stdio: Arc<crate::mcp_stdio::StdioServers>,
+    stdio: Arc<StdioServers>,
     // Cancelled at stop so open MCP event streams end and shutdown finishes.
     mcp_shutdown: agency_mcp::CancellationToken,
     /// Re-reads agency.toml and policy.toml (`agency reload`, SIGHUP).
@@ -106,376 +85,6 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Open the home's store and start serving on 127.0.0.1 (the port from
-    /// the configuration; 0 picks one). The address goes to `daemon.json`.
-    pub async fn start(home: &Home) -> Result<Daemon, DaemonError> {
-        let cfg = home.config()?;
-        for notice in &cfg.notices {
-            tracing::warn!("{notice}");
-        }
-        let admin = home.admin_token()?;
-        let lock_path = home.lock_path();
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| DaemonError::io("open", &lock_path, e))?;
-        if lock.try_lock().is_err() {
-            let info = home.daemon_info().ok().flatten();
-            return Err(DaemonError::AlreadyRunning {
-                home: home.dir().to_owned(),
-                addr: info
-                    .as_ref()
-                    .map_or("an unknown address".to_owned(), |i| i.addr.to_string()),
-                pid: info.map_or(0, |i| i.pid),
-            });
-        }
-        // Secrets are read once, now: a password manager's CLI is not run
-        // at every spawn, and a missing secret stops the start, clearly.
-        let secrets = {
-            let sources = cfg.secrets.clone();
-            let dir = home.dir().to_owned();
-            tokio::task::spawn_blocking(move || Secrets::load(&sources, &dir))
-                .await
-                .map_err(|e| {
-                    DaemonError::io(
-                        "read the secrets of",
-                        home.config_path(),
-                        std::io::Error::other(e),
-                    )
-                })??
-        };
-        let models =
-            crate::reload::build_models(&cfg, &secrets).map_err(|message| DaemonError::Config {
-                path: home.config_path(),
-                message,
-            })?;
-        // Issue 13: the embeddings endpoint of semantic memory search, if
-        // configured (its key filled in from the secrets, like a model's).
-        let embedder = match &cfg.memory.embeddings {
-            Some(e) => Some(crate::memory_embed::HttpEmbedder::new(e, &secrets).map_err(
-                |message| DaemonError::Config {
-                    path: home.config_path(),
-                    message,
-                },
-            )?),
-            None => None,
-        };
-        let reload_secrets = secrets.clone();
-        // Organisation tools' headers and environment reference them too.
-        let tool_secrets = Arc::new(secrets.clone());
-        let servers = Arc::new(McpServers::new(cfg.mcp_servers.clone(), secrets));
-        // A bad policy.toml stops the start here, naming file:line.
-        let policy = crate::tool_check::load_policy(
-            home.dir(),
-            &crate::tool_check::policy_tool_names(&cfg),
-        )?;
-        let mut builder = home
-            .service_builder()?
-            .policy(policy)
-            .memory(cfg.memory.service_config())
-            .declared(crate::reload::declared(&cfg, &models));
-        if let Some(e) = embedder {
-            builder = builder.embedder(Arc::new(e));
-        }
-        let svc = Arc::new(builder.build());
-        {
-            let svc = svc.clone();
-            // No model call is in flight before the daemon listens: a budget
-            // reservation left by a daemon that died mid-call is released.
-            tokio::task::spawn_blocking(move || {
-                svc.bootstrap()?;
-                svc.budget_clear_reservations()
-            })
-            .await
-            .map_err(|e| DaemonError::Listen {
-                addr: "bootstrap".into(),
-                cause: std::io::Error::other(e),
-            })??;
-        }
-        let want = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.server.port));
-        let listener = tokio::net::TcpListener::bind(want)
-            .await
-            .map_err(|e| match e.kind() {
-                // A pinned port (`agency init` pins one) that something
-                // else took: say which setting holds it and the ways out.
-                std::io::ErrorKind::AddrInUse if cfg.server.port != 0 => DaemonError::PortTaken {
-                    port: cfg.server.port,
-                    config: home.config_path(),
-                    cause: e,
-                },
-                _ => DaemonError::Listen {
-                    addr: want.to_string(),
-                    cause: e,
-                },
-            })?;
-        let addr = listener.local_addr().map_err(|e| DaemonError::Listen {
-            addr: want.to_string(),
-            cause: e,
-        })?;
-        let agency_program = if cfg.agents.agency_program.is_empty() {
-            std::env::current_exe()
-                .map_err(|e| DaemonError::io("find the running executable", "agency", e))?
-        } else {
-            PathBuf::from(&cfg.agents.agency_program)
-        };
-        // Probing the sandbox and opening the cgroups (which kills what a
-        // crashed daemon left in them) is blocking work.
-        let confiner = {
-            let (cfg, dir, program) = (cfg.clone(), home.dir().to_owned(), agency_program.clone());
-            let port = addr.port();
-            tokio::task::spawn_blocking(move || Confiner::start(&cfg, &dir, program, port))
-                .await
-                .map_err(|e| {
-                    DaemonError::io("open the cgroups of", home.dir(), std::io::Error::other(e))
-                })?
-                .map_err(|message| DaemonError::Config {
-                    path: home.config_path(),
-                    message,
-                })?
-        };
-        let sandbox = confiner.status();
-        let limits = confiner.limits();
-        match sandbox.as_str() {
-            "on" => tracing::info!(
-                "agents run confined; limits: {}",
-                limits
-                    .iter()
-                    .map(agency_api::LimitView::describe)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "off" => tracing::warn!(
-                "agents run UNCONFINED (agents.sandbox = \"off\" in {}): they can read this whole home, admin.token and agency.db included, and reach any address",
-                home.config_path().display()
-            ),
-            why => tracing::error!(
-                "no agent can start: the sandbox is {why}; fix the cause, or set agents.sandbox = \"off\" in {} to run agents unconfined",
-                home.config_path().display()
-            ),
-        }
-        let confiner = Arc::new(confiner);
-        let activity = Arc::new(Activity::default());
-        let nonces = Arc::new(launch::LaunchNonces::default());
-        let egress = EgressProxy::start(
-            svc.clone(),
-            activity.clone(),
-            nonces.clone(),
-            servers.clone(),
-        )
-        .await?;
-        let shutdown_requested = Arc::new(Notify::new());
-        let reloader = Arc::new(crate::reload::Reloader::new(
-            home,
-            cfg.clone(),
-            svc.clone(),
-            reload_secrets,
-            models,
-            confiner.clone(),
-            servers.clone(),
-        ));
-        let stdio = Arc::new(crate::mcp_stdio::StdioServers::new(
-            confiner.clone(),
-            crate::org_tools::command::run_root(home.dir()),
-            Some(egress.addr()),
-            nonces.clone(),
-            servers.secret_values().map(str::to_owned).collect(),
-        ));
-        let state = Arc::new(AppState {
-            stdio: stdio.clone(),
-            nonces: nonces.clone(),
-            proxy_client: crate::mcp_proxy::client()?,
-            runtime: cfg.agents.runtime.clone(),
-            sandbox: sandbox.clone(),
-            limits,
-            agency_rate: crate::rate_limit::KeyRateLimiter::new(
-                cfg.agency_api.messages_per_minute,
-                cfg.agency_api.burst,
-            ),
-            shutdown_requested: shutdown_requested.clone(),
-            activity: activity.clone(),
-            svc: svc.clone(),
-            admin_hash: blake3::hash(admin.as_bytes()),
-            addr,
-            home: home.dir().to_owned(),
-            servers: servers.clone(),
-            models: reloader.models.clone(),
-            gateway_bodies: Arc::default(),
-            guard: Arc::default(),
-            keep_warm: reloader.keep_warm.clone(),
-            reloader: reloader.clone(),
-            confiner: confiner.clone(),
-        });
-        let admin_listener = bind_admin_socket(home)?;
-        // Still behind the admin token: the socket's mode and the home's
-        // are the first wall, the token the second.
-        let v1 = rest::routes(cfg.limits.max_file_bytes)
-            .layer(from_fn_with_state(state.clone(), http_auth::admin_only))
-            .with_state(state.clone())
-            // Messages to agencies have their own guard: the admin token or
-            // an agency key (`rest/agency.rs`).
-            .merge(rest::agency::routes(state.clone(), true))
-            .fallback(not_found)
-            .layer(crate::logging::http_trace_layer());
-        let mcp_shutdown = agency_mcp::CancellationToken::new();
-        let upload_packs = Arc::new(agency_repos::UploadPacks::default());
-        let mut repo_cache = GitRepoCache::new(
-            home.dir().join("repos"),
-            cfg.repos.clone(),
-            &cfg.repos_cache,
-        );
-        repo_cache.upload_packs = upload_packs.clone();
-        repo_cache.clear_staging();
-        let warm = Arc::new(crate::warm::WarmRegistry::default());
-        // MCP acts for agents only: it gets the caller-checked service, never
-        // the system handle.
-        let mcp = agency_mcp::router_with(
-            svc.service().clone(),
-            agency_mcp::RouterOptions {
-                shutdown: mcp_shutdown.clone(),
-                repos: Some(Arc::new(repo_cache)),
-                org_tools: Some(Arc::new(crate::org_tools::OrgToolRunner {
-                    svc: svc.clone(),
-                    confiner: confiner.clone(),
-                    nonces: nonces.clone(),
-                    egress_proxy: egress.addr(),
-                    run_root: crate::org_tools::command::run_root(home.dir()),
-                    secrets: tool_secrets.clone(),
-                })),
-                warm: Some(warm.clone()),
-                ..Default::default()
-            },
-        )
-        .merge(launch::routes().with_state(state.clone()))
-        .merge(crate::tool_check::agent_routes().with_state(state.clone()))
-        .layer(from_fn_with_state(state.clone(), http_auth::agent_only))
-        // The model gateway has its own token guard (it also reads
-        // `x-api-key`, as Anthropic clients send their key there).
-        .merge(crate::gateway::routes(state.clone()))
-        // The one part of `/v1` on TCP: messages to agencies, for holders
-        // of an agency key (never the admin token; `rest/agency.rs`).
-        .merge(rest::agency::routes(state.clone(), false));
-        // An unknown path is a 404 for everyone, not a token complaint from
-        // whichever guard's router supplied the fallback. The rest of `/v1`
-        // is not on TCP at all: a 404 here too.
-        let app = mcp
-            .fallback(not_found)
-            .layer(from_fn_with_state(state.clone(), http_auth::loopback_only))
-            // Outermost: every request gets its span, refused ones too.
-            .layer(crate::logging::http_trace_layer());
-        // Without TCP_NODELAY every two-event SSE reply waits ~40 ms for
-        // Nagle and delayed ACK (measured; see DESIGN.md §4).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let (tx, rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await
-        });
-        let (admin_tx, admin_rx) = oneshot::channel::<()>();
-        let admin_server = tokio::spawn(async move {
-            axum::serve(admin_listener, v1)
-                .with_graceful_shutdown(async {
-                    let _ = admin_rx.await;
-                })
-                .await
-        });
-        // Agents recorded as live belonged to a previous daemon's processes:
-        // whatever of them still runs (the daemon was killed) is stopped,
-        // then they are ended in the store.
-        {
-            let svc = svc.clone();
-            let grace = Duration::from_millis(cfg.agents.kill_grace_ms);
-            let _ = tokio::task::spawn_blocking(move || {
-                crate::process::reap_left_over(&svc, grace);
-                svc.agents_reap("reaped: the daemon restarted")
-            })
-            .await;
-        }
-        // Every runtime reaches its model only through the gateway: each
-        // agent's upstream is its handler's (`agency model set`) or the
-        // runtime's `upstream`.
-        let routes =
-            |default: &str, only| crate::models::ModelRoutes::new(&cfg.models, default, only);
-        let runtime: Option<Arc<dyn Runtime>> = match cfg.agents.runtime.as_str() {
-            "command" => Some(Arc::new(CommandRuntime {
-                program: cfg.agents.command.program.clone(),
-                args: cfg.agents.command.args.clone(),
-                routes: routes(&cfg.agents.command.upstream, None),
-            })),
-            "builtin" => Some(Arc::new(BuiltinRuntime {
-                program: agency_program.clone(),
-                cfg: cfg.agents.builtin.clone(),
-                routes: routes(&cfg.agents.builtin.upstream, None),
-            })),
-            "claude-code" => Some(Arc::new(ClaudeCodeRuntime::new(
-                cfg.agents.claude_code.clone(),
-                routes(
-                    &cfg.agents.claude_code.upstream,
-                    Some(agency_config::models::Api::Anthropic),
-                ),
-            ))),
-            _ => None,
-        };
-        let supervisor = runtime.map(|runtime| {
-            Supervisor::start(
-                svc.clone(),
-                runtime,
-                activity.clone(),
-                SupervisorSetup {
-                    cfg: cfg.agents.clone(),
-                    runs: home.dir().join("run"),
-                    mcp_url: format!("http://{addr}/mcp"),
-                    servers: servers.clone(),
-                    launcher: agency_program.clone(),
-                    nonces: nonces.clone(),
-                    log: cfg.log.clone(),
-                    egress_proxy: egress.addr(),
-                    confiner: confiner.clone(),
-                    upload_packs,
-                    extra_connect_ports: vec![egress.addr().port()],
-                    warm,
-                    stdio: stdio.clone(),
-                },
-            )
-        });
-        if let Some(sup) = &supervisor {
-            reloader.set_supervisor(sup.reconfigure());
-        }
-        home.write_daemon_info(&DaemonInfo {
-            addr,
-            pid: std::process::id(),
-        })?;
-        let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
-        tracing::info!(%addr, home = %home.dir().display(), "daemon listening");
-        let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
-        Ok(Daemon {
-            gc,
-            mcp_shutdown,
-            addr,
-            home: home.clone(),
-            svc,
-            shutdown: Some(tx),
-            server: Some(server),
-            admin_shutdown: Some(admin_tx),
-            admin_server: Some(admin_server),
-            shutdown_requested,
-            mail,
-            supervisor,
-            egress: Some(egress),
-            sandbox,
-            confiner,
-            stdio,
-            reloader,
-            _lock: lock,
-        })
-    }
-
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -565,7 +174,7 @@ pub async fn serve(
 }
 
 async fn not_found(req: axum::extract::Request) -> axum::response::Response {
-    http_auth::error(
+    agency_http::error(
         StatusCode::NOT_FOUND,
         "not_found",
         &format!(

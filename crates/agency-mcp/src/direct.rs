@@ -1,4 +1,4 @@
-//! The endpoint's direct path (issue 15): a plain `tools/call` of one of
+//! The endpoint's direct path: a plain `tools/call` of one of
 //! Agency's own tools is answered here, on the connection's task, without
 //! rmcp's per-request machinery; everything else goes to rmcp unchanged.
 //!

@@ -82,7 +82,7 @@ pub trait RepoCache: Send + Sync + std::fmt::Debug {
     ) -> Result<Pushed, PushError>;
 }
 
-/// The daemon's registry of warm agents (issue 13 item 6), as `mail_wait`
+/// The daemon's registry of warm agents, as `mail_wait`
 /// sees it: an agent waiting there is parked (warm, idle, holding its
 /// slot), and the daemon may ask it to give the slot back.
 pub trait WarmPool: Send + Sync + std::fmt::Debug {
@@ -215,7 +215,7 @@ pub fn tool_list() -> Vec<ToolInfo> {
 
 /// [`router`] with explicit options (shutdown token, allowed hosts).
 ///
-/// The endpoint is stateless and answers in JSON (issue 15): every POST
+/// The endpoint is stateless and answers in JSON: every POST
 /// carries the agent's token and is served on its own, with no MCP session
 /// to keep, no session worker task and no SSE framing between the request
 /// and its answer. That is the shape of the 2026-07-28 protocol, which has no

@@ -1,4 +1,4 @@
-//! Organisation tools (issue 12 item 4) as Agency's MCP server shows them:
+//! Organisation tools as Agency's MCP server shows them:
 //! each tool whose `tool:NAME` the caller's handler holds is listed after
 //! Agency's own tools (name, description, the interface's schemas), and a
 //! call of such a name goes to the daemon's [`OrgTools`] runner, which

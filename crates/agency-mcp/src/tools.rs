@@ -7,7 +7,7 @@
 //! into an MCP result. Bodies are plain functions of `(&Call, Args)`, so
 //! each tool file reads as a list of service calls.
 //!
-//! Where a body runs (issue 15): a read is a few SQLite pages and at most
+//! Where a body runs: a read is a few SQLite pages and at most
 //! one blob from the page cache, tens of microseconds, so it runs inline on
 //! the async worker that received the request; handing it to the blocking
 //! pool and back cost more than the read itself. Anything that writes

@@ -1,4 +1,4 @@
-//! Declarative organisations (issue 12; seeds 002 and 004): a folder of
+//! Declarative organisations (seeds 002 and 004): a folder of
 //! `.agency`, `.agent` and `.tool` files (or seed 004's `agents.json`)
 //! compiled into the checked, deterministic [`AgencyModel`] that `agency up`
 //! stands up as handlers.

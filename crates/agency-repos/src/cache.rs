@@ -300,7 +300,7 @@ impl RepoCache for GitRepoCache {
         // Cloned where only the daemon writes, then moved into the
         // workspace in one rename beneath it (`place.rs`): git never
         // runs on a path of the agent's, which could change between a
-        // check and the clone (issue 27: a parent swapped for a symlink
+        // check and the clone (a parent swapped for a symlink
         // made git write outside the sandbox), nor in a repository the
         // agent could already have configured.
         let staging = self.dir.join(STAGING);

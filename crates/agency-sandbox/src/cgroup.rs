@@ -3,7 +3,7 @@
 //! sandbox uses — cgroup v2 (for `cgroup.kill`, and for `pids`/`memory`
 //! where those controllers are enabled there) and, on hybrid machines
 //! whose v2 hierarchy has no controllers, the v1 `pids` and `memory`
-//! hierarchies (issue 27: without the v1 `memory` group, `memory_mb`
+//! hierarchies (without the v1 `memory` group, `memory_mb`
 //! bounded each process through `RLIMIT_DATA` but not the tree).
 //!
 //! A process joins its groups itself (`agency sandbox-exec` writes its

@@ -1,5 +1,4 @@
-//! The program a standby sandbox runs, sent to it once it is ready (issue
-//! 15 item 3).
+//! The program a standby sandbox runs, sent to it once it is ready.
 //!
 //! Confining a process costs milliseconds that are mostly waiting on the
 //! kernel: moving it into its cgroups waits for an RCU grace period per

@@ -1,4 +1,4 @@
-//! Agency's sandbox for agent processes (issue 10 item 3).
+//! Agency's sandbox for agent processes.
 //!
 //! The daemon does not confine a child from a `pre_exec` closure (that
 //! would need `unsafe`); it runs `agency sandbox-exec --policy FILE --

@@ -1,4 +1,4 @@
-//! Approval gates (issue 11 item 4): admitting an agent's tool call against
+//! Approval gates: admitting an agent's tool call against
 //! the policy, and the user's durable approval requests.
 //!
 //! [`Service::tool_call_admit`] classifies a call (`agency_core::policy`,
@@ -14,7 +14,7 @@
 //!
 //! Only the user decides ([`Service::approve`], [`Service::deny`]): an
 //! agent's principal is refused, whatever the request. A decision wakes the
-//! handler that asked (issue 28): in the decision's transaction the user
+//! handler that asked: in the decision's transaction the user
 //! mails it a notice (approved: call again with the same arguments; denied:
 //! the tool, the arguments and the user's reason, so that no agent retries
 //! it blindly), whose delivery gives it work, and

@@ -78,7 +78,7 @@ impl Service {
 
 /// One of handler `id`'s own files (state document or audit log), if the
 /// caller may read it: the KB access rule decides, so a boss handed a
-/// retired subtree's records (issue 9 item 3) reads them like its direct
+/// retired subtree's records reads them like its direct
 /// underlings'. Anything else is `NotFound`, like a missing handler.
 pub(crate) fn readable_handler_file(
     tx: &mut dyn Tx,

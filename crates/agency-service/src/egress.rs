@@ -1,11 +1,11 @@
-//! Egress (issue 10 item 4): whether an agent may connect to a host and
+//! Egress: whether an agent may connect to a host and
 //! port through the daemon's forward proxy, and the audit record of every
 //! connection allowed or refused.
 //!
 //! The decision is the handler's live `egress:PATTERN` capabilities
 //! (`agency_core::egress`) and nothing else: no model host is implicitly
 //! reachable, since every agent reaches its model through the daemon's
-//! model gateway (issue 11 item 1). The check is a read;
+//! model gateway. The check is a read;
 //! the record is written when the daemon knows how the connection ends
 //! (a name granted may still resolve to a local address), so that each
 //! connection gets one record and a refused name is never resolved.

@@ -34,8 +34,8 @@ pub enum ServiceError {
     #[error("{0}")]
     Quota(String),
 
-    /// A limit on how much an outside caller may ask at once (issue 27:
-    /// an agency API key's messages not yet answered): the same request
+    /// A limit on how much an outside caller may ask at once
+    /// (an agency API key's messages not yet answered): the same request
     /// may succeed later, after about `retry_after_secs`. The text names
     /// the limit and its value.
     #[error("{message}")]

@@ -64,7 +64,7 @@ pub enum Event {
     BudgetResumed {
         handler: HandlerId,
     },
-    /// The user approved or denied `handler`'s approval request (issue 28):
+    /// The user approved or denied `handler`'s approval request:
     /// its agent may retry the call, or must be told it may not. The
     /// notice is mailed in the same transaction; this event tells the
     /// supervisor to start the handler's agent now, past any backoff.

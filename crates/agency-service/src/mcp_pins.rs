@@ -1,4 +1,4 @@
-//! Pinned tool definitions of extra MCP servers (issue 11 item 5): the
+//! Pinned tool definitions of extra MCP servers: the
 //! defence against a "rug pull", a server that changes what a tool says it
 //! does after it was trusted.
 //!

@@ -1,4 +1,4 @@
-//! The model upstream per handler (issue 11 item 1: "the model per handler
+//! The model upstream per handler ("the model per handler
 //! may differ"). The user gives a handler one of the `[models.NAME]` of
 //! agency.toml (`agency model set`); its agents are started on it and the
 //! model gateway serves them that upstream and no other. A handler without

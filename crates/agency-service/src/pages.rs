@@ -1,4 +1,4 @@
-//! Listings bounded in rows and in bytes (issue 9 item 9): one call never
+//! Listings bounded in rows and in bytes: one call never
 //! allocates in proportion to an inbox, a history or a log.
 //!
 //! Each page holds at most the caller's `limit` rows (clamped to

@@ -33,7 +33,7 @@ impl Service {
         self.grant_for(who, grantee, req, None)
     }
 
-    /// Grant for a named outcome (issue 9 item 4): the grantee's root when
+    /// Grant for a named outcome: the grantee's root when
     /// `outcome` is `None`, else an unfinished outcome at or below it. The
     /// grant, and everything later derived from it, is revoked when that
     /// outcome finishes: a boss escalating for an underling's outcome

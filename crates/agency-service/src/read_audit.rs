@@ -9,7 +9,7 @@
 //! a crash within the linger loses the records of that window whatever the
 //! commit mode; the lazy commit only stretches that to a power cut before
 //! the next durable commit (which fsyncs the WAL, these frames with it),
-//! and saves an fsync per batch (issue 15 item 4). A flushed record is
+//! and saves an fsync per batch. A flushed record is
 //! visible to every reader at once, as before.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,7 +92,7 @@ fn stopped() -> ServiceError {
 
 /// How long the thread lets records gather after the first one of a batch.
 /// It sleeps rather than waits on the channel, so the reads in between do
-/// not wake it one by one (issue 15: a wake-up per read was a thread switch
+/// not wake it one by one (a wake-up per read was a thread switch
 /// per tool call); a `flush` waits at most this long more.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
@@ -102,7 +102,7 @@ const AUDIT_NICE: i32 = 10;
 fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) {
     // Below the threads that answer calls: a batch's inserts took a core
     // for a fraction of a millisecond every `LINGER`, and the calls that
-    // waited for it were the slowest percent (issue 15 item 1: kb_read p99
+    // waited for it were the slowest percent (kb_read p99
     // ×2.5 of the echo with the batches at the same priority, ×2.1–×2.4
     // here, ×1.9 with no audit at all). Not lower: the batch holds the
     // store's writer while it runs, so every writer waits behind it, and at

@@ -2,7 +2,7 @@
 //! rendering and each handler's audit log, a new version on every change.
 //! Blobs are written (durably) before the version row that points at them.
 //!
-//! Each version is bounded (issue 9 item 10): only the newest history
+//! Each version is bounded: only the newest history
 //! events, log entries and children are read and rendered (with counts of
 //! the rest), so the bytes stored per event do not grow with the history.
 

@@ -55,7 +55,7 @@ impl Service {
     /// its branch names is known (from the clone's ref advertisement):
     /// whether the push may go on. A denial, or an "ask" without an
     /// approval of this exact push (the request is then made, and waits
-    /// for the user), refuses it here (issue 27: the fetch came before the
+    /// for the user), refuses it here (the fetch came before the
     /// approval check). An approval found is left for
     /// [`Service::repo_push_record`] to consume with the push's record.
     pub fn repo_push_admit(&self, who: Principal, push: &RepoPush<'_>) -> Result<()> {

@@ -1,4 +1,4 @@
-//! Warm agents (issue 13 item 6, seed 004's option C): how long a
+//! Warm agents (seed 004's option C): how long a
 //! handler's agent stays alive after its work is done, waiting for mail
 //! without a model call, and what the `mail_wait` tool reads.
 //!

@@ -1,5 +1,5 @@
-//! Rows of the pinned tool definitions of extra MCP servers (issue 11 item
-//! 5; migration 15). The rules — what is pinned when, what counts as a
+//! Rows of the pinned tool definitions of extra MCP servers
+//! (migration 15). The rules — what is pinned when, what counts as a
 //! change, who approves — are the service's (`agency-service`'s
 //! `mcp_pins.rs`); these are plain rows.
 

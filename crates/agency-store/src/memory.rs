@@ -1,4 +1,4 @@
-//! Rows of each handler's memory (issue 13; migration 19): memories,
+//! Rows of each handler's memory (migration 19): memories,
 //! their embeddings and the condensations of a handler's memory. What may
 //! be stored, who may read it and how it is ranked are the service's
 //! (`agency-service`'s `memory.rs`); these are plain rows.

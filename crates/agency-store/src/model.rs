@@ -160,7 +160,7 @@ pub enum CapOrigin {
     /// Made by Agency from the handler tree (mail between boss and underling).
     System,
     /// Passed to the boss that retired a subtree: its handlers' work product
-    /// (issue 9 item 3), scoped to the boss's own root.
+    ///, scoped to the boss's own root.
     Handover,
 }
 
@@ -478,7 +478,7 @@ impl UsageTotals {
     }
 }
 
-/// Limits on a handler's subtree (issue 11 item 3); `None`: no limit of
+/// Limits on a handler's subtree; `None`: no limit of
 /// that kind. A limit left out of a JSON body is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -570,7 +570,7 @@ pub struct ReservedTotals {
     pub micro_usd: i64,
 }
 
-/// Where an approval request stands (issue 11 item 4).
+/// Where an approval request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {

@@ -1,5 +1,5 @@
-//! Rows of talking to an agency from outside (issue 12 items 6-7;
-//! migration 17): API keys, the messages outside parties sent and their
+//! Rows of talking to an agency from outside
+//! (migration 17): API keys, the messages outside parties sent and their
 //! replies, and where an agency's messages go. Who may do what, and what a
 //! message says, are the service's (`agency-service`'s `org_messages.rs`
 //! and `org_keys.rs`); these are plain rows.

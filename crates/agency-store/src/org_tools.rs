@@ -1,4 +1,4 @@
-//! Rows of the tools of applied organisations (issue 12 item 4; migration
+//! Rows of the tools of applied organisations (migration
 //! 16). What a tool is and who may call it are the service's
 //! (`agency-service`'s `org_tools.rs`); these are plain rows.
 

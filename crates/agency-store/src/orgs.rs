@@ -1,4 +1,4 @@
-//! Rows of applied organisations (issue 12 item 5; migration 16). What an
+//! Rows of applied organisations (migration 16). What an
 //! organisation means — which handlers, capabilities and instructions an
 //! Agency Model becomes — is the service's (`agency-service`'s
 //! `org_apply.rs`); these are plain rows.

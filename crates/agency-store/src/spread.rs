@@ -9,12 +9,12 @@
 //! freed in the last ~30 s when it allocates one, reading each such inode
 //! in turn from the start of the group: with hundreds of agent runs a
 //! minute creating and removing their run directories, every file creation
-//! in that group scanned thousands of them (issue 15: the largest kernel
+//! in that group scanned thousands of them (the largest kernel
 //! cost per tool call). Marking these directories top directories spreads
 //! their subdirectories over the groups, so each group sees only its own
 //! churn. For the blobs it also spreads concurrent writers: 16 of them
 //! wrote 3,500–3,800 KB writes/s with the fan-out spread and 2,500–2,700
-//! without (`agency-bench` item 2, same build, six runs and two; issue 15).
+//! without (`agency-bench` item 2, same build, six runs and two).
 //! Elsewhere
 //! the flag means nothing, or cannot be set; either way nothing is lost
 //! but the hint.

@@ -96,8 +96,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// each closed after its read. Opening one costs the schema's parse and
 /// every statement's preparation again: with 8 kept, 16 concurrent KB
 /// writers (each write reads first) opened a new reader for two writes in
-/// five and wrote ×0.7–×1.1 of the naive floor, ×1.25–×1.36 with 32 (issue
-/// 15 item 2). An idle reader holds at most its page cache (2 MiB).
+/// five and wrote ×0.7–×1.1 of the naive floor, ×1.25–×1.36 with 32. An idle reader holds at most its page cache (2 MiB).
 const MAX_IDLE_READERS: usize = 32;
 
 /// Prepared statements cached per connection: room for every statement the
@@ -273,7 +272,7 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let conn = self.take_reader()?;
         // BEGIN and ROLLBACK as cached statements: rusqlite's `Transaction`
-        // parses them afresh at every read (issue 15 item 4). A closure
+        // parses them afresh at every read. A closure
         // that panics drops the connection, and its transaction with it.
         group::exec(&conn, "BEGIN").ctx(|| self.op("begin a read transaction"))?;
         let result = f(&mut SqliteTx::new(&conn));
@@ -320,14 +319,14 @@ fn connect(path: &Path, reader: bool) -> Result<Connection, StoreError> {
     // Statement journals (every savepoint of a group commit has one),
     // sorts and transient tables in memory: as files, each was created and
     // unlinked in the system's temporary directory, an inode allocated and
-    // freed per statement that spilled (issue 15 item 4: on ext4 without a
+    // freed per statement that spilled (on ext4 without a
     // journal, freed inodes make every later file creation slower). Our
     // statements are bounded (pages of at most a few thousand rows).
     conn.pragma_update(None, "temp_store", "MEMORY").ctx(op)?;
     // One plan per statement whatever its bound values: without this, a
     // bound `LIMIT ?` (most of our pages) expired the cached statement at
-    // every binding and each run parsed and planned it again (issue 15
-    // item 4). No query of ours relies on a bound value to pick its plan:
+    // every binding and each run parsed and planned it again.
+    // No query of ours relies on a bound value to pick its plan:
     // partial indexes are matched by constants, there is no ANALYZE.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
         .ctx(op)?;

@@ -5,7 +5,7 @@
 //! directory's lock. With every put's temporary file in one `tmp/`
 //! directory, concurrent puts queue on that one lock, and on ext4 the
 //! inode allocation done while holding it can be slow (after many
-//! deletions it scans past recently freed inodes): measured in issue 15,
+//! deletions it scans past recently freed inodes): measured,
 //! 30% of the CPU of 16 concurrent writers went to spinning on that lock
 //! and on the cross-directory rename's. An unnamed file takes no
 //! directory lock to create, needs no rename, and leaves nothing behind

@@ -1,6 +1,6 @@
 //! A deterministic OpenAI-compatible embeddings endpoint (`POST
-//! /v1/embeddings`), so that Agency's semantic memory search (issue 13
-//! item 3) is tested offline. The vector of a text is a hashed bag of its
+//! /v1/embeddings`), so that Agency's semantic memory search
+//! is tested offline. The vector of a text is a hashed bag of its
 //! lowercase words: [`DIMS`] dimensions, each word adding 1 to the
 //! dimension its FNV-1a hash picks, then L2-normalised. Texts sharing words
 //! are similar, texts sharing none are (nearly, collisions aside)

@@ -225,7 +225,7 @@ fn router(shared: Arc<Shared>) -> Router {
         // For OpenAI clients configured with a base URL lacking `/v1`.
         .route("/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
-        // Deterministic embeddings (issue 13 item 3), for both base-URL styles.
+        // Deterministic embeddings, for both base-URL styles.
         .route("/v1/embeddings", post(crate::embeddings::embeddings))
         .route("/embeddings", post(crate::embeddings::embeddings))
         .route("/_agency/requests", get(recorded))

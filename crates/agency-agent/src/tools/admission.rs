@@ -1,4 +1,4 @@
-//! Asking the daemon before a workspace tool runs (issue 11 item 4): every
+//! Asking the daemon before a workspace tool runs: every
 //! call of `bash`, `read_file`, `write_file`, `edit_file`, `glob` and
 //! `grep` is sent to `POST /agent/tool-check` on the daemon's agents'
 //! listener with the agent's token, and runs only if the answer is

@@ -1,5 +1,5 @@
 //! Arguments of the commands that put spending and risky actions under
-//! the user's control (issue 11): approvals, the Claude Code hook, models
+//! the user's control: approvals, the Claude Code hook, models
 //! per handler, extra MCP servers' pins and budgets.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Arguments of `agency memory` (issue 13 item 5): reading and forgetting
+//! Arguments of `agency memory`: reading and forgetting
 //! a handler's memories, and seeing and undoing condensations.
 
 use clap::Subcommand;

@@ -1,4 +1,4 @@
-//! Arguments of the organisation commands (issue 12): `agency up`,
+//! Arguments of the organisation commands: `agency up`,
 //! `agency key`, `agency ask`, `agency conversations` and `agency demo --org`.
 
 use std::path::PathBuf;

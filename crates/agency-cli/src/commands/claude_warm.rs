@@ -1,4 +1,4 @@
-//! `agency claude-warm` (hidden; issue 13 item 6): runs Claude Code warm
+//! `agency claude-warm` (hidden): runs Claude Code warm
 //! for the daemon's `claude-code` runtime. Claude Code runs in its
 //! stream-json input mode (`--input-format stream-json`), a user message a
 //! line on its stdin; this program writes the first message, copies

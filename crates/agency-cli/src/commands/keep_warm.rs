@@ -1,6 +1,6 @@
 //! `agency keep-warm <handler> [<duration>|off|default]`: how long a
-//! handler's agent stays warm after its work is done (issue 13 item 6;
-//! REST `GET`/`POST`/`DELETE /v1/handlers/{id}/keep-warm`).
+//! handler's agent stays warm after its work is done
+//! (REST `GET`/`POST`/`DELETE /v1/handlers/{id}/keep-warm`).
 
 use std::process::ExitCode;
 

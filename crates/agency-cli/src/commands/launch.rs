@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use agency_config::mcp_servers::LaunchSpec;
-use agency_daemon::launch::NONCE_HEADER;
+use agency_tools::launch::NONCE_HEADER;
 use anyhow::{Context, Result, bail};
 use reqwest::header::{HeaderMap, HeaderValue};
 

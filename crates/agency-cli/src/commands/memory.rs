@@ -1,5 +1,5 @@
-//! `agency memory search|show|delete|status|compactions|undo` (issue 13
-//! item 5): a handler's memory as the user sees it, over REST
+//! `agency memory search|show|delete|status|compactions|undo`
+//! a handler's memory as the user sees it, over REST
 //! `/v1/memory/{handler}/…`. Memory texts are agent-written: they reach
 //! the terminal only through the table's and `indent`'s escaping.
 

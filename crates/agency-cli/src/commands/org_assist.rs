@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use agency_config::Home;
 use agency_config::models::Api;
-use agency_daemon::models::Upstream;
+use agency_config::upstreams::Upstream;
 use agency_org::{Assist, AssistRequest};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -82,7 +82,7 @@ pub fn from_args(args: &AssistArgs, home: Option<PathBuf>) -> Result<Option<Mode
     let cfg = home
         .config()
         .context("failed to read agency.toml for --assist")?;
-    let upstream = agency_daemon::models::load_upstream(&cfg, home.dir(), name)
+    let upstream = agency_config::upstreams::load_upstream(&cfg, home.dir(), name)
         .map_err(|e| anyhow::anyhow!("failed to use --assist with [models.{name}]: {e}"))?;
     let Some(upstream) = upstream else {
         bail!(

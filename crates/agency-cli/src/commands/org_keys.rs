@@ -1,4 +1,4 @@
-//! Talking to an agency from outside (issue 12 items 6-7): `agency key
+//! Talking to an agency from outside: `agency key
 //! mint|list|revoke` manage the API keys the user hands to outside
 //! parties (REST `/v1/agency/keys`), and `agency ask` / `agency answer`
 //! are the user's own way to talk to an agency, through the same route

@@ -1,5 +1,5 @@
 //! `agency up PATH [--plan]`, `agency down NAME` and `agency orgs`
-//! (issue 12 item 5; REST `POST /v1/orgs[?plan=true]`, `DELETE
+//! (REST `POST /v1/orgs[?plan=true]`, `DELETE
 //! /v1/orgs/{name}`, `GET /v1/orgs`): stand an organisation's Agency Model
 //! up under the root handler, retire it, list what is applied.
 

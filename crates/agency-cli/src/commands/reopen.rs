@@ -1,5 +1,5 @@
 //! `agency reopen`: the user sets a completed or closed outcome back to open
-//! (issue 9 item 13); the service decides and records it.
+//!; the service decides and records it.
 
 use std::process::ExitCode;
 

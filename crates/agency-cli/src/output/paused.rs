@@ -1,4 +1,4 @@
-//! How a paused budget shows (issue 28): the STATUS cell of a handler it
+//! How a paused budget shows: the STATUS cell of a handler it
 //! holds, the note that says how a paused subtree continues, and the
 //! lines `agency status` prints for each paused budget.
 

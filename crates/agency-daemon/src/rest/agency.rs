@@ -1,4 +1,4 @@
-//! Talking to an agency from outside (seed 002 §7, issue 12 items 6-7):
+//! Talking to an agency from outside (seed 002 §7):
 //! `POST /v1/agency/messages` (`{"agency", "message", "conversation"?,
 //! "wait_ms"?}`), `GET /v1/agency/messages/{id}` and
 //! `GET /v1/agency/messages/{id}/events` (server-sent events). These are
@@ -6,10 +6,10 @@
 //! socket, behind their own guard (`org_only`): an agency API key
 //! (`agk_…`, its own agency's messages only; the service checks it in
 //! each operation) or, on the socket only, the admin token. The admin
-//! token is refused over TCP like every other `/v1` route there (issue 9
-//! item 7: a client must never send it to a port a stranger may hold).
+//! token is refused over TCP like every other `/v1` route there (a
+//! client must never send it to a port a stranger may hold).
 //!
-//! An outside caller is bounded per key (issue 27): how often it may post
+//! An outside caller is bounded per key: how often it may post
 //! (`[agency_api] messages_per_minute` and `burst`, checked here before
 //! anything else) and how many of its messages may wait for an answer
 //! (`max_pending_per_key`, counted by the service in the store's
@@ -44,9 +44,9 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::http_auth::{bearer, error};
-use crate::rest::{Answer, BadRequest, USER, call, parse, service_error};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, BadRequest, bearer, call, error, limited, parse, service_error};
 
 /// The longest a `POST` may wait for the reply.
 pub const MAX_WAIT_MS: u64 = 120_000;
@@ -121,27 +121,6 @@ async fn org_only(State(g): State<Guard>, mut req: Request, next: Next) -> Respo
             "failed to authenticate: the check was cancelled",
         ),
     }
-}
-
-/// 429: a limit on outside callers refused the request; `Retry-After`
-/// and the body say when to try again.
-pub(crate) fn limited(message: &str, limit: &str, value: u64, retry_after_secs: u64) -> Response {
-    let body = serde_json::json!({ "error": {
-        "kind": "rate_limited",
-        "message": message,
-        "limit": limit,
-        "value": value,
-        "retry_after_secs": retry_after_secs,
-    }});
-    (
-        StatusCode::TOO_MANY_REQUESTS,
-        [
-            (header::CONTENT_TYPE, "application/json".to_owned()),
-            (header::RETRY_AFTER, retry_after_secs.to_string()),
-        ],
-        Body::from(body.to_string()),
-    )
-        .into_response()
 }
 
 fn unauthorized(message: &str) -> Response {
@@ -231,7 +210,7 @@ async fn get_message(
     Path(id): Path<String>,
 ) -> Answer {
     let id: OrgMessageId = parse("agency message", &id)?;
-    Ok(call(&st, move |svc| svc.org_message_get(&caller, id)).await)
+    Ok(call(&st.svc, move |svc| svc.org_message_get(&caller, id)).await)
 }
 
 /// 200 with the reply, or 202 and where to look for it.
@@ -364,7 +343,7 @@ async fn key_mint(
     State(st): State<Arc<AppState>>,
     axum::Json(b): axum::Json<KeyMintReq>,
 ) -> Response {
-    call(&st, move |svc| svc.org_key_mint(USER, &b.agency)).await
+    call(&st.svc, move |svc| svc.org_key_mint(USER, &b.agency)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -374,7 +353,10 @@ struct KeyListQuery {
 }
 
 async fn key_list(State(st): State<Arc<AppState>>, Query(q): Query<KeyListQuery>) -> Response {
-    call(&st, move |svc| svc.org_key_list(USER, q.agency.as_deref())).await
+    call(&st.svc, move |svc| {
+        svc.org_key_list(USER, q.agency.as_deref())
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -390,7 +372,7 @@ async fn conversations(
     State(st): State<Arc<AppState>>,
     Query(q): Query<ConversationsQuery>,
 ) -> Response {
-    call(&st, move |svc| {
+    call(&st.svc, move |svc| {
         svc.org_conversations(USER, q.agency.as_deref(), q.limit)
     })
     .await
@@ -398,7 +380,7 @@ async fn conversations(
 
 async fn key_revoke(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: OrgKeyId = parse("API key", &id)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.org_key_revoke(USER, id)
             .map(|revoked| serde_json::json!({ "id": id, "revoked": revoked }))
     })

@@ -12,8 +12,9 @@ use agency_core::FileId;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use crate::rest::{Answer, USER, call, parse};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, call, parse};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,7 +34,7 @@ pub(crate) async fn create(
     State(st): State<Arc<AppState>>,
     axum::Json(b): axum::Json<CreateBody>,
 ) -> Answer {
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let id = svc.kb_create(USER, &b.description, b.content.as_bytes())?;
         Ok(Created { id, version: 1 })
     })
@@ -54,7 +55,7 @@ pub(crate) async fn write(
     axum::Json(b): axum::Json<WriteBody>,
 ) -> Answer {
     let id: FileId = parse("file", &id)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.kb_write(USER, id, b.content.as_bytes(), b.base_version, &b.base_hash)
     })
     .await)

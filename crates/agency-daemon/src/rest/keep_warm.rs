@@ -1,4 +1,4 @@
-//! REST routes for a handler's keep-warm time (issue 13 item 6, `agency
+//! REST routes for a handler's keep-warm time (`agency
 //! keep-warm`): `GET /v1/handlers/{id}/keep-warm` (the user's and the
 //! organisation's settings, the one that holds and where it comes from),
 //! `POST` with `{"keep_warm": "5m" | "off" | "default"}`, and `DELETE`
@@ -13,8 +13,9 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use serde::Deserialize;
 
-use crate::rest::{Answer, BadRequest, USER, call, parse};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, BadRequest, call, parse};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new().route(
@@ -26,7 +27,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 async fn show(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     let d = *st.keep_warm.load();
-    Ok(call(&st, move |svc| svc.keep_warm_show(USER, id, d)).await)
+    Ok(call(&st.svc, move |svc| svc.keep_warm_show(USER, id, d)).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,13 +45,13 @@ async fn set(
     let id: HandlerId = parse("handler", &id)?;
     let setting = KeepWarmSetting::parse(&b.keep_warm).map_err(|e| BadRequest(e.to_string()))?;
     let d = *st.keep_warm.load();
-    Ok(call(&st, move |svc| svc.keep_warm_set(USER, id, setting, d)).await)
+    Ok(call(&st.svc, move |svc| svc.keep_warm_set(USER, id, setting, d)).await)
 }
 
 async fn clear(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
     let d = *st.keep_warm.load();
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.keep_warm_set(USER, id, KeepWarmSetting::Default, d)
     })
     .await)

@@ -1,4 +1,4 @@
-//! REST routes for handlers' memory (issue 13 item 5, `agency memory`):
+//! REST routes for handlers' memory (`agency memory`):
 //! `GET /v1/memory/{handler}/search?q=…&limit=&kind=&tag=&all=`,
 //! `GET`/`DELETE /v1/memory/{handler}/{id}` (read one, in any state; forget
 //! one), `GET /v1/memory/{handler}/status`,
@@ -15,8 +15,9 @@ use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::rest::{Answer, USER, call, parse};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, call, parse};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -55,33 +56,33 @@ async fn search(
         limit: q.limit,
         all_states: q.all,
     };
-    Ok(call(&st, move |svc| svc.memory_search(USER, Some(h), &s)).await)
+    Ok(call(&st.svc, move |svc| svc.memory_search(USER, Some(h), &s)).await)
 }
 
 async fn show(State(st): State<Arc<AppState>>, Path((h, id)): Path<(String, String)>) -> Answer {
     let h: HandlerId = parse("handler", &h)?;
     let id: MemoryId = parse("memory", &id)?;
-    Ok(call(&st, move |svc| svc.memory_show(USER, Some(h), id)).await)
+    Ok(call(&st.svc, move |svc| svc.memory_show(USER, Some(h), id)).await)
 }
 
 async fn forget(State(st): State<Arc<AppState>>, Path((h, id)): Path<(String, String)>) -> Answer {
     let h: HandlerId = parse("handler", &h)?;
     let id: MemoryId = parse("memory", &id)?;
-    Ok(call(&st, move |svc| svc.memory_forget(USER, Some(h), id)).await)
+    Ok(call(&st.svc, move |svc| svc.memory_forget(USER, Some(h), id)).await)
 }
 
 async fn status(State(st): State<Arc<AppState>>, Path(h): Path<String>) -> Answer {
     let h: HandlerId = parse("handler", &h)?;
-    Ok(call(&st, move |svc| svc.memory_status(USER, Some(h))).await)
+    Ok(call(&st.svc, move |svc| svc.memory_status(USER, Some(h))).await)
 }
 
 async fn compactions(State(st): State<Arc<AppState>>, Path(h): Path<String>) -> Answer {
     let h: HandlerId = parse("handler", &h)?;
-    Ok(call(&st, move |svc| svc.memory_compactions(USER, Some(h))).await)
+    Ok(call(&st.svc, move |svc| svc.memory_compactions(USER, Some(h))).await)
 }
 
 async fn undo(State(st): State<Arc<AppState>>, Path((h, id)): Path<(String, String)>) -> Answer {
     let h: HandlerId = parse("handler", &h)?;
     let id: MemoryCompactionId = parse("memory compaction", &id)?;
-    Ok(call(&st, move |svc| svc.memory_undo(USER, h, id)).await)
+    Ok(call(&st.svc, move |svc| svc.memory_undo(USER, h, id)).await)
 }

@@ -11,8 +11,9 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use serde::Deserialize;
 
-use crate::rest::{Answer, USER, call, parse};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, call, parse};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/v1/models/{id}", get(model_show).post(model_set))
@@ -20,7 +21,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 async fn model_show(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.model_show(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.model_show(USER, id)).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -36,7 +37,7 @@ async fn model_set(
     axum::Json(b): axum::Json<ModelBody>,
 ) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.model_set(USER, id, b.upstream.as_deref())
     })
     .await)

@@ -1,4 +1,4 @@
-//! REST routes for applied organisations (issue 12 item 5, `agency up`,
+//! REST routes for applied organisations (`agency up`,
 //! `agency down`, `agency orgs`): `POST /v1/orgs` with the Agency Model
 //! as the body (`?plan=true`: only say what would change), `GET /v1/orgs`,
 //! `DELETE /v1/orgs/{name}`. One service call as the user each; the
@@ -12,9 +12,10 @@ use axum::extract::{Path, Query, State};
 use axum::routing::{delete, get};
 use serde::Deserialize;
 
-use crate::confine::Confiner;
-use crate::rest::{Answer, USER, call};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, call};
+use agency_supervisor::confine::Confiner;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -35,7 +36,7 @@ async fn apply(
     axum::Json(model): axum::Json<AgencyModel>,
 ) -> Answer {
     let confiner = st.confiner.clone();
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let mut plan = svc.org_apply(USER, &model, q.plan)?;
         plan.warnings.extend(toolchain_warnings(&confiner, &model));
         Ok(plan)
@@ -69,9 +70,9 @@ fn toolchain_warnings(confiner: &Confiner, model: &AgencyModel) -> Vec<String> {
 }
 
 async fn orgs(State(st): State<Arc<AppState>>) -> Answer {
-    Ok(call(&st, move |svc| svc.orgs(USER)).await)
+    Ok(call(&st.svc, move |svc| svc.orgs(USER)).await)
 }
 
 async fn down(State(st): State<Arc<AppState>>, Path(name): Path<String>) -> Answer {
-    Ok(call(&st, move |svc| svc.org_down(USER, &name)).await)
+    Ok(call(&st.svc, move |svc| svc.org_down(USER, &name)).await)
 }

@@ -12,8 +12,9 @@ use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::rest::{Answer, USER, call, parse};
+use crate::rest::USER;
 use crate::server::AppState;
+use agency_http::{Answer, call, parse};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -45,7 +46,7 @@ async fn runs(State(st): State<Arc<AppState>>, Query(q): Query<RunsQuery>) -> An
         .as_deref()
         .map(|h| parse("handler", h))
         .transpose()?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         svc.runs(USER, handler, q.before.map(Timestamp), q.limit)
     })
     .await)
@@ -53,7 +54,7 @@ async fn runs(State(st): State<Arc<AppState>>, Query(q): Query<RunsQuery>) -> An
 
 async fn run(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let agent: AgentId = parse("agent", &agent)?;
-    Ok(call(&st, move |svc| svc.run(USER, agent)).await)
+    Ok(call(&st.svc, move |svc| svc.run(USER, agent)).await)
 }
 
 /// The transcript as JSON: `{"agent", "bytes", "events": [...]}`, one
@@ -61,7 +62,7 @@ async fn run(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answ
 /// back as `{"unparsed": "<line>"}`, so nothing is dropped).
 async fn transcript(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let agent: AgentId = parse("agent", &agent)?;
-    Ok(call(&st, move |svc| {
+    Ok(call(&st.svc, move |svc| {
         let bytes = svc.run_transcript(USER, agent)?;
         let events: Vec<serde_json::Value> = String::from_utf8_lossy(&bytes)
             .lines()
@@ -77,7 +78,7 @@ async fn transcript(State(st): State<Arc<AppState>>, Path(agent): Path<String>) 
 
 async fn mail_status(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: MessageId = parse("message", &id)?;
-    Ok(call(&st, move |svc| svc.mail_status(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.mail_status(USER, id)).await)
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,30 +93,30 @@ async fn kb_audit(
     Query(q): Query<LimitQuery>,
 ) -> Answer {
     let id: FileId = parse("KB file", &id)?;
-    Ok(call(&st, move |svc| svc.kb_audit(USER, id, q.limit)).await)
+    Ok(call(&st.svc, move |svc| svc.kb_audit(USER, id, q.limit)).await)
 }
 
 async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.outcomes_of(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.outcomes_of(USER, id)).await)
 }
 
 async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
-    Ok(call(&st, move |svc| svc.cost_tree(USER, None)).await)
+    Ok(call(&st.svc, move |svc| svc.cost_tree(USER, None)).await)
 }
 
 async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.cost_tree(USER, Some(id))).await)
+    Ok(call(&st.svc, move |svc| svc.cost_tree(USER, Some(id))).await)
 }
 
 async fn budgets_all(State(st): State<Arc<AppState>>) -> Answer {
-    Ok(call(&st, move |svc| svc.budget_show(USER, None)).await)
+    Ok(call(&st.svc, move |svc| svc.budget_show(USER, None)).await)
 }
 
 async fn budgets_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.budget_show(USER, Some(id))).await)
+    Ok(call(&st.svc, move |svc| svc.budget_show(USER, Some(id))).await)
 }
 
 /// The limits of `agency budget set`; a limit left out is no limit.
@@ -150,11 +151,11 @@ async fn budget_set(
         depth: b.depth,
         wall_clock_ms: b.wall_clock_ms,
     };
-    Ok(call(&st, move |svc| svc.budget_set(USER, id, limits)).await)
+    Ok(call(&st.svc, move |svc| svc.budget_set(USER, id, limits)).await)
 }
 
 /// `agency resume`: continue a subtree its budget paused.
 async fn budget_resume(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st, move |svc| svc.budget_resume(USER, id)).await)
+    Ok(call(&st.svc, move |svc| svc.budget_resume(USER, id)).await)
 }

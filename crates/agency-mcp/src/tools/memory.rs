@@ -1,4 +1,4 @@
-//! Memory tools (issue 13): the calling agent's own notes for the later
+//! Memory tools: the calling agent's own notes for the later
 //! agents of its handler — store, search, forget, condense. Only the
 //! caller's handler's memory is ever touched; the service enforces it.
 

@@ -1,4 +1,4 @@
-//! `mail_wait` (issue 13 item 6): a warm agent's long poll for mail. It
+//! `mail_wait`: a warm agent's long poll for mail. It
 //! answers at once when the caller's handler has delivered, unacknowledged
 //! mail it does not already know of, else waits — on the service's events,
 //! not a blocked thread — until such mail is delivered, the wait times out,

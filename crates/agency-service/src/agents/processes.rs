@@ -13,7 +13,7 @@ impl System {
     /// Daemon: record the process group of a spawned agent (`started`: its
     /// leader's start time, which guards against a reused pid).
     ///
-    /// Committed without waiting for the disk (`write_lazy`, issue 15): the
+    /// Committed without waiting for the disk (`write_lazy`): the
     /// record lets a restarted daemon stop this group after the daemon
     /// died, which a lazy commit survives (the operating system holds it);
     /// a power loss that could lose it ends the group too. No fsync then

@@ -1,4 +1,4 @@
-//! The preparation of one agent spawn (issue 15 item 3), for the
+//! The preparation of one agent spawn, for the
 //! supervisor: ONE write transaction decides whether the handler may start
 //! an agent now (it has work, is not stalled, no paused budget holds it),
 //! starts it (the spawn charged to its budgets, the live agent row, its
@@ -122,7 +122,7 @@ impl System {
                 .outcome(h.root())?
                 .map(|o| o.title)
                 .unwrap_or_default();
-            // An organisation's agent (issue 12): its standing instructions
+            // An organisation's agent: its standing instructions
             // end the system prompt.
             let standing = op.tx.handler_standing(h)?;
             let system_prompt = agent_prompt(&PromptFacts {

@@ -1,4 +1,4 @@
-//! Budgets on delegation (issue 11 item 3): a delegation is charged to the
+//! Budgets on delegation: a delegation is charged to the
 //! boss's chain (one more handler, one level deeper), and a boss may give
 //! its new underling a budget carved out of its own remaining budget,
 //! never more.

@@ -1,4 +1,4 @@
-//! The budget ledger (issue 11 item 3; DESIGN §6 "budgets are a ledger,
+//! The budget ledger (DESIGN §6 "budgets are a ledger,
 //! not a counter"): every charge — a model call's reservation and its
 //! settlement, a tool call, an agent spawn, a delegation — is checked
 //! against the budget of the acting handler and of every ancestor, and

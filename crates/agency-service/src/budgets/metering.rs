@@ -1,4 +1,4 @@
-//! Metering of model calls (issue 11 item 2): the daemon's model gateway
+//! Metering of model calls: the daemon's model gateway
 //! asks before it forwards a call ([`Service::model_call_reserve`]) and
 //! records what the call used once its answer has ended
 //! ([`Service::model_call_settle`]); `agency cost` reads the sums as a
@@ -9,7 +9,7 @@
 //! against its handler and every ancestor with a budget; the settlement
 //! replaces it by the actual usage, both in one transaction each.
 //!
-//! Both commit lazily (`Service::write_lazy`, issue 15 item 4): they are
+//! Both commit lazily (`Service::write_lazy`): they are
 //! the two store writes of every model call, and with an fsync each they
 //! were a good part of the daemon's CPU per call. A lazy commit survives the
 //! daemon's crash (kill -9) like any other; only a power cut or kernel

@@ -1,4 +1,4 @@
-//! Budgets on handlers (issue 11 item 3): the user sets limits on a
+//! Budgets on handlers: the user sets limits on a
 //! handler's subtree ([`Service::budget_set`]), reads spend against limit
 //! as a tree ([`Service::budget_show`]) and resumes a paused subtree
 //! ([`Service::budget_resume`]); Agency's MCP tools charge each call

@@ -4,8 +4,8 @@
 //! organisation's connections make (`orgs/apply.rs`; lateral mail only
 //! where a connection grants it); deferred messages wait durably in the store
 //! until `deliver_due`, which checks them again. Delivery gives the recipient
-//! Read on the body derived from the sender's delegatable capability (issue
-//! 9 item 2) and makes sure it has an open Process Inbox outcome;
+//! Read on the body derived from the sender's delegatable capability
+//! and makes sure it has an open Process Inbox outcome;
 //! acknowledging the last message completes that outcome. Message bodies
 //! are immutable: their sender keeps Read, not Write.
 
@@ -448,7 +448,7 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
 }
 
 /// The Read capability delivering `file` from `from` to `to` gives the
-/// recipient (issue 9 item 2), `Ok(None)` when it needs none (it can read
+/// recipient, `Ok(None)` when it needs none (it can read
 /// the file already, or it is the user), or why the sender may not pass the
 /// file on. From a handler the capability is derived from the sender's own,
 /// so revoking or finishing that source revokes it; from the user it is

@@ -1,4 +1,4 @@
-//! Condensing a handler's memory (issue 13 item 4). An agent replaces
+//! Condensing a handler's memory. An agent replaces
 //! several of its live memories by one summary (`memory_condense`); the
 //! originals are kept, marked `condensed` with the summary's id, and every
 //! condensation is a `memory_compactions` row the user can list and undo

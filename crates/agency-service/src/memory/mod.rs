@@ -1,4 +1,4 @@
-//! Each handler's memory (issue 13 item 1): notes its agents store for the
+//! Each handler's memory: notes its agents store for the
 //! later agents of the same handler, kept across agent lifetimes and daemon
 //! restarts, apart from the state document.
 //!

@@ -1,4 +1,4 @@
-//! Recall (issue 13 item 2): the memories most relevant to what an agent
+//! Recall: the memories most relevant to what an agent
 //! is about to work on, put in its first message by the supervisor.
 //!
 //! The query is the handler's waiting mail (subjects and the start of each

@@ -1,4 +1,4 @@
-//! `agency up` (issue 12 item 5): stand an Agency Model up under the root
+//! `agency up`: stand an Agency Model up under the root
 //! handler, or bring a changed model's organisation in line with it, in
 //! one write transaction whose plan is computed inside it
 //! (`orgs/plan.rs`). Each agent is a standing handler with a perpetual

@@ -1,4 +1,4 @@
-//! Talking to an agency from outside (issue 12 items 6-7, seed 002 §7):
+//! Talking to an agency from outside (seed 002 §7):
 //! an outside party's message becomes mail from the user to the agency's
 //! executive handler, stored with an `org_messages` row in the same
 //! transaction; the executive's answer is mail to the user with
@@ -15,7 +15,7 @@
 //! transaction, so a revoked key stops at once.
 //!
 //! A key may have at most [`crate::OrgApiLimits::max_pending_per_key`] messages
-//! not yet answered (issue 27), counted in the transaction that would add
+//! not yet answered, counted in the transaction that would add
 //! one: the store serialises write transactions, so parallel requests
 //! cannot pass the cap together (a counter beside the store could). The
 //! user is not bound by it. (How often a key may post is the daemon's

@@ -1,4 +1,4 @@
-//! Applied organisations (issue 12 item 5): listing them with their
+//! Applied organisations: listing them with their
 //! agents' handlers (`agency orgs`), retiring one (`agency down`), and
 //! what the daemon reads — an organisation's executive handler (where the
 //! REST API delivers its messages) and a handler's standing instructions

@@ -1,4 +1,4 @@
-//! What an Agency Model asks for (issue 12 item 5), checked before
+//! What an Agency Model asks for, checked before
 //! anything is written, and the plan of `agency up`: per agent create,
 //! update (which fields), unchanged, reactivate or retire; per capability
 //! added or removed. Computed from the store inside the transaction that

@@ -1,5 +1,5 @@
-//! The standing instructions of an organisation's agent (issue 12 items 5
-//! and 7): who it is, its agency, its static memory, what it does with a
+//! The standing instructions of an organisation's agent:
+//! who it is, its agency, its static memory, what it does with a
 //! message, its volatile-memory guidance, its tools, whom it may message
 //! and how to answer the party that asked. A pure function of the model
 //! and the handler ids, so that every agent of a handler gets the same

@@ -1,4 +1,4 @@
-//! The tools of applied organisations (issue 12 item 4): a `.tool` file
+//! The tools of applied organisations: a `.tool` file
 //! compiles to an [`agency_org::Tool`] — an HTTP call described
 //! declaratively, a command reading JSON on stdin, or an MCP server — with
 //! a strict JSON interface. The store keeps each organisation's tools

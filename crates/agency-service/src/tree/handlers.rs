@@ -443,8 +443,8 @@ pub(crate) fn retire_subtree(
     })
 }
 
-/// Close the open Process Inbox outcomes of retiring handlers (issue 9 item
-/// 3): they are the stopped handler's own chore, not work for the boss that
+/// Close the open Process Inbox outcomes of retiring handlers:
+/// they are the stopped handler's own chore, not work for the boss that
 /// reclaims its outcomes. Unacknowledged mail stays in the inbox; a handler
 /// brought back by delegation gets a new Process Inbox for it.
 fn close_process_inboxes(op: &mut Op<'_>, handlers: &[HandlerId], a: Author) -> Result<()> {

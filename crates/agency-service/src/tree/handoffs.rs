@@ -1,4 +1,4 @@
-//! Bounded loops (issue 11 item 6, seed 003's step budgets): a chain of
+//! Bounded loops (seed 003's step budgets): a chain of
 //! work that hands itself on — mail from one handler to another,
 //! delegations — carries a hop count, and `[limits] max_handoffs` bounds
 //! it, so two agents bouncing work between them, or an organisation that

@@ -1,4 +1,4 @@
-//! Reopening a completed or closed outcome (issue 9 item 13).
+//! Reopening a completed or closed outcome.
 //!
 //! Whoever could complete or close the outcome may reopen it, with a
 //! rationale kept in its history. When the handler responsible for it has

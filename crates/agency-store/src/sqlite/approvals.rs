@@ -1,5 +1,5 @@
 //! Approval requests and `each_use` capability marks (`approvals`,
-//! `capability_approval`, migration 13): the store side of issue 11 item 4.
+//! `capability_approval`, migration 13).
 
 use agency_core::policy::ApprovalId;
 use agency_core::{CapabilityId, HandlerId};

@@ -1,6 +1,6 @@
 //! Budgets on handlers and the ledger of model calls in flight
 //! (`budgets`, `budget_reservations`) and the ledger's running totals
-//! per handler subtree (`budget_spend`): the store side of issue 11 item 3.
+//! per handler subtree (`budget_spend`).
 
 use agency_core::HandlerId;
 use rusqlite::params;

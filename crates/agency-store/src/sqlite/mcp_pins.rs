@@ -1,5 +1,5 @@
 //! Pinned tool definitions of extra MCP servers (`mcp_pin_servers`,
-//! `mcp_pins`, `mcp_pin_changes`): the store side of issue 11 item 5.
+//! `mcp_pins`, `mcp_pin_changes`).
 
 use agency_core::Timestamp;
 use rusqlite::{Row, params};

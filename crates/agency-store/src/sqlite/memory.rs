@@ -1,5 +1,5 @@
 //! Each handler's memory (`memories`, `memories_fts`, `memory_embeddings`,
-//! `memory_compactions`): the store side of issue 13.
+//! `memory_compactions`).
 //!
 //! Every query names one handler in its WHERE clause: there is no query
 //! across handlers, so no caller can widen a search by mistake. The words

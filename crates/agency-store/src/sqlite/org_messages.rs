@@ -1,5 +1,5 @@
 //! Talking to an agency from outside (`org_endpoints`, `org_keys`,
-//! `org_messages`): the store side of issue 12 items 6-7.
+//! `org_messages`).
 
 use agency_core::{ConversationId, MessageId, OrgKeyId, OrgMessageId, Timestamp};
 use rusqlite::{Row, params};

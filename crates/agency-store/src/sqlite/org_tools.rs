@@ -1,5 +1,4 @@
-//! The tools of applied organisations (`org_tools`): the store side of
-//! issue 12 item 4.
+//! The tools of applied organisations (`org_tools`).
 
 use rusqlite::{Row, params};
 

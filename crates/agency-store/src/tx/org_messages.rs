@@ -30,7 +30,7 @@ pub trait OrgMessageTx {
     fn org_messages_recent(&mut self, agency: Option<&str>, n: usize) -> R<Vec<OrgMessageRow>>;
     /// How many messages sent with API key `key` are still pending.
     /// Counted in the transaction that would add one, so that parallel
-    /// requests cannot pass the cap together (issue 27).
+    /// requests cannot pass the cap together.
     fn org_messages_pending_of_key(&mut self, key: agency_core::OrgKeyId) -> R<u64>;
     /// Record the reply to a pending message; whether it was pending.
     fn set_org_message_answered(
