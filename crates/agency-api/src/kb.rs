@@ -1,7 +1,9 @@
 //! `GET /v1/kb/{id}`: a Knowledge Base file's content for display.
 
 use agency_core::access::FileKind;
-use agency_core::{FileId, Timestamp};
+use agency_core::status::KbAction;
+use agency_core::{AgentId, HandlerId};
+use agency_core::{FileId, Level, Timestamp};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
@@ -81,4 +83,38 @@ mod tests {
             assert_eq!(back.binary, std::str::from_utf8(bytes).is_err());
         }
     }
+}
+
+/// A KB file as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub id: FileId,
+    pub kind: FileKind,
+    pub description: String,
+    /// The caller's level.
+    pub level: Level,
+    pub latest_version: i64,
+}
+
+/// One entry of a KB file's access log. `handler == None` is the user (or
+/// Agency itself when `agent` is also `None` and the action is a system write).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KbAuditEntry {
+    pub file: FileId,
+    pub at: Timestamp,
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
+    pub action: KbAction,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    pub file: FileId,
+    pub version: i64,
+    pub hash: String,
+    pub size: i64,
+    pub created_at: Timestamp,
+    pub handler: Option<HandlerId>,
+    pub agent: Option<AgentId>,
 }

@@ -8,9 +8,37 @@
 //! show it.
 
 mod agents;
+mod approvals;
+mod budgets;
 mod kb;
+mod mail;
+mod mcp_pins;
+mod memory;
+mod orgs;
+mod records;
 mod status;
+mod tree;
 
-pub use agents::{Agent, AgentsView};
-pub use kb::{FileMeta, FileText};
+pub use agents::{
+    Agent, AgentsView, HandlerModel, KeepWarmView, MintedToken, PreviousRun, RunLog, RunView,
+};
+pub use approvals::{Approval, ToolCallRequest};
+pub use budgets::{Budget, BudgetNode, CostNode, ResumeReport};
+pub use kb::{FileInfo, FileMeta, FileText, KbAuditEntry, VersionInfo};
+pub use mail::{MailBody, MailHeader, MessageView};
+pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport};
+pub use memory::{
+    Compaction, CompactionView, CondenseReport, MemoryChange, MemoryCounts, MemoryStatus,
+    MemoryView,
+};
+pub use orgs::{
+    AgentAction, AgentChange, CapAction, CapChange, MintedOrgKey, OrgAgentView, OrgDown,
+    OrgKeyView, OrgMessageView, OrgPlan, OrgView,
+};
+pub use records::{FsckProblem, FsckReport, GcReport};
 pub use status::{Counts, LimitResource, LimitScope, LimitView, PausedView, StatusView};
+pub use tree::{
+    AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,
+    LogEntry, NewOutcome, Outcome, OutcomeBrief, OutcomeEvent, OutcomeUpdate, OutcomeView, Page,
+    ReopenReport, StopReport, Subtree,
+};

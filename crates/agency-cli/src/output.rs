@@ -6,11 +6,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
+use agency_api::{AuditEntry, FsckProblem, FsckReport, OutcomeView, VersionInfo};
+use agency_api::{FileInfo, HandlerView, MessageView, OutcomeBrief, StopReport, Subtree};
 use agency_core::{MailTarget, OutcomeAccess, Timestamp};
-use agency_service::{
-    FileInfo, FsckProblem, FsckReport, HandlerView, LogEntryRow, MessageView, OutcomeBrief,
-    OutcomeView, StopReport, Subtree, VersionInfo,
-};
 
 use agency_api::Agent;
 pub use agency_api::{AgentsView, LimitView, StatusView};
@@ -481,7 +479,7 @@ pub fn fsck(r: &FsckReport) -> String {
     out
 }
 
-pub fn capabilities(list: &[agency_service::CapabilityRow]) -> String {
+pub fn capabilities(list: &[agency_api::Capability]) -> String {
     if list.is_empty() {
         return "(no capabilities)\n".to_owned();
     }
@@ -500,11 +498,11 @@ pub fn capabilities(list: &[agency_service::CapabilityRow]) -> String {
     table(&["ID", "RESOURCE", "LEVEL", "DELEGATABLE", "SCOPE"], rows)
 }
 
-pub fn audit(list: &[LogEntryRow]) -> String {
+pub fn audit(list: &[AuditEntry]) -> String {
     if list.is_empty() {
         return "(no entries)\n".to_owned();
     }
-    let mut list: Vec<&LogEntryRow> = list.iter().collect();
+    let mut list: Vec<&AuditEntry> = list.iter().collect();
     list.sort_by_key(|e| e.at);
     let rows = list
         .iter()
@@ -638,7 +636,7 @@ mod tests {
         let h = |id: u128, boss: Option<u128>, title: &str| HandlerView {
             id: agency_core::HandlerId(uuid(id)),
             boss: boss.map(|b| agency_core::HandlerId(uuid(b))),
-            status: agency_service::HandlerStatus::Active,
+            status: agency_core::status::HandlerStatus::Active,
             title: title.into(),
             state_doc: agency_core::FileId(uuid::Uuid::from_u128(100 + id)),
             audit_log: agency_core::FileId(uuid::Uuid::from_u128(200 + id)),

@@ -4,8 +4,9 @@
 //! text an agent wrote (end reasons, subjects, titles) goes through the
 //! CLI's sanitiser (`safe_text::line`).
 
+use agency_api::{KbAuditEntry, RunView};
+use agency_api::{MessageView, OutcomeBrief};
 use agency_core::MailTarget;
-use agency_service::{KbAuditRow, MessageView, OutcomeBrief, RunView};
 
 use crate::output::table;
 use crate::safe_text::line;
@@ -159,7 +160,7 @@ pub fn receipt(m: &MessageView) -> String {
 }
 
 /// A KB file's access log, as the API returns it (newest first).
-pub fn kb_audit(list: &[KbAuditRow]) -> String {
+pub fn kb_audit(list: &[KbAuditEntry]) -> String {
     if list.is_empty() {
         return "(no accesses recorded)\n".to_owned();
     }

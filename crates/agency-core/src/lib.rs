@@ -18,7 +18,9 @@ pub mod policy;
 pub mod principal;
 pub mod prompt;
 pub mod render;
+pub mod status;
 pub mod time;
+pub mod usage;
 pub mod validate;
 
 pub use access::{KbFacts, OutcomeAccess, OutcomeFacts, kb_access, outcome_access};

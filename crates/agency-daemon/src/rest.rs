@@ -146,7 +146,7 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
             pid: std::process::id(),
             root_handler: svc.root_handler()?,
             counts: wire::counts(&svc.counts()?),
-            paused: svc.budget_pauses()?.iter().map(Into::into).collect(),
+            paused: svc.budget_pauses()?,
         })
     })
     .await

@@ -29,26 +29,13 @@ use std::sync::Arc;
 use agency_core::policy::{ApprovalId, Decision, Policy, ToolCall, Verdict, canonical_json};
 use agency_core::{CapabilityId, HandlerId, MailTarget, Principal, Resource};
 use agency_store::{ApprovalRow, ApprovalStatus, HandlerStatus};
-use serde::{Deserialize, Serialize};
 
 use crate::GrantRequest;
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::{Caller, Op, Service, System, authenticate};
-
-/// A tool call an agent is about to make (the body of `/agent/tool-check`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallRequest {
-    /// Namespaced tool name: `bash`, `claude:Bash`, `mcp:SERVER/TOOL`,
-    /// `repo_push`, …
-    pub tool: String,
-    #[serde(default)]
-    pub args: serde_json::Value,
-    /// The tool's read-only annotation, when it has one.
-    #[serde(default)]
-    pub read_only: Option<bool>,
-}
+pub use agency_api::ToolCallRequest;
 
 /// The answer to a tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +69,7 @@ impl Admission {
 }
 
 /// An approval request as the user sees it.
-pub type ApprovalView = ApprovalRow;
+pub type ApprovalView = agency_api::Approval;
 
 /// The `approval` setting of a capability grant.
 pub const EACH_USE: &str = "each_use";
@@ -241,7 +228,11 @@ impl Service {
     pub fn approvals_list(&self, who: Principal, all: bool) -> Result<Vec<ApprovalView>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
-            Ok(tx.approvals_list(all, caller.handler(), MAX_LIST)?)
+            Ok(tx
+                .approvals_list(all, caller.handler(), MAX_LIST)?
+                .into_iter()
+                .map(crate::wire::approval)
+                .collect())
         })
     }
 
@@ -250,7 +241,9 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             match tx.approval(id)? {
-                Some(a) if caller.is_user() || caller.handler() == Some(a.handler) => Ok(a),
+                Some(a) if caller.is_user() || caller.handler() == Some(a.handler) => {
+                    Ok(crate::wire::approval(a))
+                }
                 _ => Err(ServiceError::not_found("approval request", id)),
             }
         })
@@ -316,7 +309,7 @@ impl Service {
                 )));
             }
             tell_decision(op, &caller, &a)?;
-            Ok(a)
+            Ok(crate::wire::approval(a))
         })
     }
 

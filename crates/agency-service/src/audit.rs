@@ -3,7 +3,7 @@
 //! file it may write with compare-and-set).
 
 use agency_core::{FileId, HandlerId, Level, Principal};
-use agency_store::{HandlerRow, LogEntryRow, Tx};
+use agency_store::{HandlerRow, Tx};
 
 use crate::Result;
 use crate::access::kb_level;
@@ -41,7 +41,7 @@ impl Service {
         &self,
         who: Principal,
         handler: Option<HandlerId>,
-    ) -> Result<Vec<LogEntryRow>> {
+    ) -> Result<Vec<agency_api::AuditEntry>> {
         let page = self.audit_read_page(who, handler, None, None)?;
         Ok(page.items.into_iter().map(|e| e.entry).collect())
     }

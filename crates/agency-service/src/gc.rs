@@ -27,37 +27,19 @@ use std::time::SystemTime;
 use agency_core::access::FileKind;
 use agency_core::{FileId, MessageId, Principal, Resource, Timestamp};
 use agency_store::{BlobId, CapOrigin, RevokeSelector, Tx};
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::settings::Retention;
 use crate::service::{Service, System, authenticate};
+pub use agency_api::GcReport;
 
 /// Messages expired per transaction.
 const BATCH: usize = 256;
 /// Blobs checked against the version rows per read transaction.
 const BLOB_CHUNK: usize = 512;
 const DAY_MS: i64 = 24 * 3600 * 1000;
-
-/// What one `gc` run removed (or, for a dry run, would remove).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GcReport {
-    pub dry_run: bool,
-    /// Mail acknowledged before this was expired (`None`: mail is kept).
-    pub mail_acked_before: Option<Timestamp>,
-    pub messages_removed: u64,
-    pub bodies_removed: u64,
-    /// Bodies of expired messages kept because something else needs them
-    /// (a capability granted onward, an unexpired message carrying them).
-    pub bodies_kept: u64,
-    pub capabilities_revoked: u64,
-    /// Unreferenced blobs removed (a dry run counts those unreferenced now;
-    /// bodies it would remove free their blobs only in a real run).
-    pub blobs_removed: u64,
-    pub bytes_freed: u64,
-}
 
 impl Service {
     fn retention(&self) -> Retention {

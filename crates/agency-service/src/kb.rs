@@ -17,7 +17,7 @@ use crate::error::ServiceError;
 use crate::events::Event;
 use crate::render::{Author, append_version, create_file};
 use crate::service::{Caller, Op, Service, authenticate};
-use crate::views::{FileContent, FileInfo, KbAuditRow as AuditRow, Page, VersionInfo};
+use crate::views::{FileContent, FileInfo, Page, VersionInfo};
 
 impl Service {
     /// Create a document; the creating handler gets delegatable Write on it,
@@ -165,13 +165,17 @@ impl Service {
         who: Principal,
         file: FileId,
         limit: Option<usize>,
-    ) -> Result<Vec<AuditRow>> {
+    ) -> Result<Vec<agency_api::KbAuditEntry>> {
         self.read_audit.flush()?;
         let limit = self.cfg.limits.page(limit);
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             file_at_level(tx, &caller, file, Level::Read, "view the access log of")?;
-            Ok(tx.kb_audit(file, limit)?)
+            Ok(tx
+                .kb_audit(file, limit)?
+                .into_iter()
+                .map(crate::wire::kb_audit)
+                .collect())
         })
     }
 
@@ -406,7 +410,7 @@ pub(crate) fn version_info(v: agency_store::VersionRow) -> VersionInfo {
     VersionInfo {
         file: v.file,
         version: v.version,
-        hash: v.hash,
+        hash: v.hash.as_str().to_owned(),
         size: v.size,
         created_at: v.created_at,
         handler: v.handler,

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use crate::Result;
 use crate::error::ServiceError;
 use crate::service::{Caller, Op, Service, authenticate};
+pub use agency_api::{McpPinChange, McpPinView, McpPinsReport};
 
 /// What the listing an agent reported does with one of its tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,41 +46,6 @@ pub enum PinVerdict {
         new: bool,
         reason: String,
     },
-}
-
-/// One change as the user sees it: both definitions, parsed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpPinChange {
-    pub id: String,
-    pub server: String,
-    pub tool: String,
-    pub status: PinChangeStatus,
-    /// The approved definition it would replace (`None`: a new tool).
-    pub old: Option<Value>,
-    pub new: Value,
-    pub seen_at: Timestamp,
-    pub seen_by: Option<HandlerId>,
-    pub decided_at: Option<Timestamp>,
-}
-
-/// One tool's pin as the user sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpPinView {
-    pub server: String,
-    pub tool: String,
-    /// `approved` (usable) or `quarantined`.
-    pub state: String,
-    pub approved_hash: Option<String>,
-    pub approved_at: Option<Timestamp>,
-    pub seen_hash: String,
-    pub seen_at: Timestamp,
-}
-
-/// `agency mcp pins`: every pinned tool and every change still waiting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpPinsReport {
-    pub pins: Vec<McpPinView>,
-    pub pending: Vec<McpPinChange>,
 }
 
 /// How many changes a listing of pending ones shows at most.

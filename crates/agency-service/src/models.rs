@@ -12,25 +12,12 @@ use std::collections::BTreeSet;
 
 use agency_core::{HandlerId, Principal};
 use agency_store::Tx;
-use serde::Serialize;
 
 use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Service, System, authenticate};
 use crate::{Result, ServiceError};
-
-/// A handler's model upstream: its own, and the one its agents get.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HandlerModel {
-    pub handler: HandlerId,
-    /// Set on this handler (`None`: inherited or the runtime's).
-    pub own: Option<String>,
-    /// What its agents use: its own, else its nearest boss's (`None`: the
-    /// runtime's `upstream`).
-    pub effective: Option<String>,
-    /// Where `effective` was set (this handler or a boss).
-    pub set_on: Option<HandlerId>,
-}
+pub use agency_api::HandlerModel;
 
 impl Service {
     /// The user: give `handler` (and, unless they have their own, its

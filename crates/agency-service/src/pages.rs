@@ -216,7 +216,10 @@ impl Service {
             );
             let items = items
                 .into_iter()
-                .map(|(seq, entry)| LogEntry { seq, entry })
+                .map(|(seq, entry)| LogEntry {
+                    seq,
+                    entry: crate::wire::audit_entry(entry),
+                })
                 .collect();
             Ok(Page { items, next })
         })
@@ -247,7 +250,10 @@ impl Service {
             );
             let items = items
                 .into_iter()
-                .map(|(seq, event)| HistoryEvent { seq, event })
+                .map(|(seq, event)| HistoryEvent {
+                    seq,
+                    event: crate::wire::outcome_event(event),
+                })
                 .collect();
             Ok(Page { items, next })
         })

@@ -8,7 +8,7 @@ use agency_core::capability::{GrantScopeFacts, grant_scope};
 use agency_core::{
     CapabilityId, HandlerId, HeldCap, Level, OutcomeId, Principal, Resource, choose_grant_source,
 };
-use agency_store::{CapOrigin, CapabilityRow, HandlerStatus, NewCapability, RevokeSelector, Tx};
+use agency_store::{CapOrigin, HandlerStatus, NewCapability, RevokeSelector, Tx};
 
 use crate::Result;
 use crate::access::{file_at_level, visible_outcome};
@@ -57,7 +57,7 @@ impl Service {
         &self,
         who: Principal,
         holder: Option<HandlerId>,
-    ) -> Result<Vec<CapabilityRow>> {
+    ) -> Result<Vec<agency_api::Capability>> {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let h = match (&caller, holder) {
@@ -75,7 +75,11 @@ impl Service {
                     ));
                 }
             };
-            Ok(tx.capabilities_held(h)?)
+            Ok(tx
+                .capabilities_held(h)?
+                .iter()
+                .map(crate::wire::capability)
+                .collect())
         })
     }
 }

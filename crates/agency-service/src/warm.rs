@@ -10,14 +10,14 @@
 
 use std::time::Duration;
 
-use agency_core::{HandlerId, MailTarget, MessageId, Principal};
+use agency_core::{HandlerId, MessageId, Principal};
 use agency_store::Tx;
-use serde::Serialize;
 
 use crate::render::log;
 use crate::render::{Author, render_audit_log_file};
 use crate::service::{Caller, Op, Service, System, authenticate};
 use crate::{Result, ServiceError};
+pub use agency_api::{KeepWarmView, MailHeader};
 
 /// The longest keep-warm time accepted (24 h): past that a parked agent is
 /// a daemon rather than an agent.
@@ -73,31 +73,6 @@ fn check_ms(s: &str, ms: i64) -> Result<u64> {
             "failed to read the keep-warm time {s:?}: it is longer than the 24 h allowed"
         ))),
     }
-}
-
-/// A handler's keep-warm time: the settings and the one that holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KeepWarmView {
-    pub handler: HandlerId,
-    /// The user's setting (`0`: off).
-    pub user_ms: Option<u64>,
-    /// Its organisation's `memory.keepWarm`.
-    pub org_ms: Option<u64>,
-    /// Whether it is an organisation's executive handler.
-    pub executive: bool,
-    /// What its agents get (`0`: they exit when their work is done).
-    pub effective_ms: u64,
-    /// Where `effective_ms` comes from: `user`, `org`, `executive default`
-    /// or `default`.
-    pub source: String,
-}
-
-/// One message waiting for a warm agent: enough to tell it what came.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MailHeader {
-    pub id: MessageId,
-    pub from: MailTarget,
-    pub subject: String,
 }
 
 impl Service {

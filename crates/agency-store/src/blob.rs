@@ -26,15 +26,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
-
 use crate::dir_sync::DirSyncs;
 use crate::error::StoreError;
 use crate::unnamed;
 
 /// A blob's name: the hash algorithm and the hex digest, `blake3:<64 hex>`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlobId(String);
 
 const PREFIX: &str = "blake3:";

@@ -6,14 +6,12 @@
 use std::collections::BTreeSet;
 
 use agency_core::FileId;
-use serde::{Deserialize, Serialize};
 
 use crate::blob::{BlobCheck, BlobId, BlobStore};
 use crate::error::StoreError;
 use crate::store::{Store, read};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "problem", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FsckProblem {
     MissingBlob {
         file: FileId,
@@ -28,7 +26,7 @@ pub enum FsckProblem {
     },
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FsckReport {
     pub versions_checked: usize,
     pub blobs_checked: usize,

@@ -3,44 +3,11 @@
 //! be stored, who may read it and how it is ranked are the service's
 //! (`agency-service`'s `memory.rs`); these are plain rows.
 
+pub use agency_core::status::{CompactionStatus, MemoryState};
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
-use serde::{Deserialize, Serialize};
-
-/// Where a memory stands. Memories are never deleted by an operation:
-/// forgetting and condensing mark them, so that history stays readable by
-/// the user and a condensation can be undone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryState {
-    /// Searched and recalled.
-    Live,
-    /// Forgotten by its handler's agent or the user.
-    Forgotten,
-    /// Replaced by a summary memory (`condensed_into`); kept as history.
-    Condensed,
-}
-
-impl MemoryState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryState::Live => "live",
-            MemoryState::Forgotten => "forgotten",
-            MemoryState::Condensed => "condensed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<MemoryState> {
-        Some(match s {
-            "live" => MemoryState::Live,
-            "forgotten" => MemoryState::Forgotten,
-            "condensed" => MemoryState::Condensed,
-            _ => return None,
-        })
-    }
-}
 
 /// One memory of one handler.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryRow {
     pub id: MemoryId,
     pub handler: HandlerId,
@@ -89,7 +56,7 @@ impl MemoryFilter {
 
 /// How many memories a handler has in each state, and the bytes of its
 /// live text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryCounts {
     pub live: i64,
     pub condensed: i64,
@@ -99,7 +66,7 @@ pub struct MemoryCounts {
 
 /// One change to a handler's memory, newest first in listings: `stored`
 /// (at `created_at`) or the state it moved to (at `changed_at`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryChangeRow {
     pub memory: MemoryId,
     /// `stored`, `live` (restored by an undo), `forgotten` or `condensed`.
@@ -107,39 +74,8 @@ pub struct MemoryChangeRow {
     pub at: Timestamp,
 }
 
-/// Where a condensation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompactionStatus {
-    /// Agency asked the handler's next agent to condense; not done yet.
-    Requested,
-    /// An agent condensed memories into a summary (`summary`).
-    Done,
-    /// The user undid it: the summary is forgotten, the originals live.
-    Undone,
-}
-
-impl CompactionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompactionStatus::Requested => "requested",
-            CompactionStatus::Done => "done",
-            CompactionStatus::Undone => "undone",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CompactionStatus> {
-        Some(match s {
-            "requested" => CompactionStatus::Requested,
-            "done" => CompactionStatus::Done,
-            "undone" => CompactionStatus::Undone,
-            _ => return None,
-        })
-    }
-}
-
 /// One condensation of a handler's memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryCompactionRow {
     pub id: MemoryCompactionId,
     pub handler: HandlerId,

@@ -6,12 +6,13 @@ use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, Level, MailTarget, MessageId, OutcomeId,
     OutcomeStatus, Resource, Timestamp,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::blob::BlobId;
+pub use agency_core::status::{ApprovalStatus, CapOrigin, HandlerStatus, KbAction};
+pub use agency_core::usage::{BudgetLimits, BudgetPause, BudgetSpend, TokenUsage, UsageTotals};
 
 /// A KB file's identity and metadata.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRow {
     pub id: FileId,
     pub kind: FileKind,
@@ -26,7 +27,7 @@ pub struct FileRow {
 }
 
 /// One version of a KB file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionRow {
     pub file: FileId,
     pub version: i64,
@@ -37,36 +38,9 @@ pub struct VersionRow {
     pub agent: Option<AgentId>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KbAction {
-    Create,
-    Read,
-    Write,
-}
-
-impl KbAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KbAction::Create => "create",
-            KbAction::Read => "read",
-            KbAction::Write => "write",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<KbAction> {
-        match s {
-            "create" => Some(KbAction::Create),
-            "read" => Some(KbAction::Read),
-            "write" => Some(KbAction::Write),
-            _ => None,
-        }
-    }
-}
-
 /// One entry of a KB file's access log. `handler == None` is the user (or
 /// Agency itself when `agent` is also `None` and the action is a system write).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KbAuditRow {
     pub file: FileId,
     pub at: Timestamp,
@@ -76,7 +50,7 @@ pub struct KbAuditRow {
     pub version: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutcomeRow {
     pub id: OutcomeId,
     pub title: String,
@@ -95,7 +69,7 @@ pub struct OutcomeRow {
 }
 
 /// One line of an outcome's audit history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutcomeEventRow {
     pub outcome: OutcomeId,
     pub at: Timestamp,
@@ -106,33 +80,7 @@ pub struct OutcomeEventRow {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HandlerStatus {
-    Active,
-    /// Stopped by force-stop or retired when its root outcome finished; its
-    /// state is kept for review.
-    Deactivated,
-}
-
-impl HandlerStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HandlerStatus::Active => "active",
-            HandlerStatus::Deactivated => "deactivated",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<HandlerStatus> {
-        match s {
-            "active" => Some(HandlerStatus::Active),
-            "deactivated" => Some(HandlerStatus::Deactivated),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerRow {
     /// Equal to the handler's root outcome id.
     pub id: HandlerId,
@@ -145,53 +93,8 @@ pub struct HandlerRow {
     pub updated_at: Timestamp,
 }
 
-/// How a capability came to be; kept for explanation and audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapOrigin {
-    /// Granted by the user (`derived_from` is `None`).
-    User,
-    /// Granted by a boss with `grant` or as part of `delegate`.
-    Grant,
-    /// Held by the handler that created the KB file.
-    Creator,
-    /// Read on a file attached to a delivered message.
-    Mail,
-    /// Made by Agency from the handler tree (mail between boss and underling).
-    System,
-    /// Passed to the boss that retired a subtree: its handlers' work product
-    ///, scoped to the boss's own root.
-    Handover,
-}
-
-impl CapOrigin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapOrigin::User => "user",
-            CapOrigin::Grant => "grant",
-            CapOrigin::Creator => "creator",
-            CapOrigin::Mail => "mail",
-            CapOrigin::System => "system",
-            CapOrigin::Handover => "handover",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CapOrigin> {
-        [
-            CapOrigin::User,
-            CapOrigin::Grant,
-            CapOrigin::Creator,
-            CapOrigin::Mail,
-            CapOrigin::System,
-            CapOrigin::Handover,
-        ]
-        .into_iter()
-        .find(|o| o.as_str() == s)
-    }
-}
-
 /// A capability to insert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewCapability {
     pub holder: HandlerId,
     pub resource: Resource,
@@ -207,7 +110,7 @@ pub struct NewCapability {
     pub created_at: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapabilityRow {
     pub id: CapabilityId,
     pub holder: HandlerId,
@@ -236,7 +139,7 @@ pub enum RevokeSelector {
     Ids(Vec<CapabilityId>),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRow {
     pub id: MessageId,
     /// The KB file holding the body.
@@ -252,18 +155,15 @@ pub struct MessageRow {
     /// Why a deferred message was dropped when it fell due instead of being
     /// delivered (its `delivered_at`/`acked_at` are then the time it was
     /// dropped, which closes it; views show it as not delivered).
-    #[serde(default)]
     pub dropped_reason: Option<String>,
     /// The message this one answers (delivered to its sender; migration 17).
-    #[serde(default)]
     pub in_reply_to: Option<MessageId>,
     /// Written by Agency itself (a notice), in the name of `from`
     /// (migration 23): listings show it as from "agency".
-    #[serde(default)]
     pub notice: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentRow {
     pub id: AgentId,
     pub handler: HandlerId,
@@ -274,7 +174,7 @@ pub struct AgentRow {
 }
 
 /// One entry of a handler's audit log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntryRow {
     pub handler: HandlerId,
     pub at: Timestamp,
@@ -300,7 +200,7 @@ pub struct KbCandidate {
 }
 
 /// Counts for status displays.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreCounts {
     pub handlers_active: i64,
     pub outcomes_open: i64,
@@ -308,12 +208,11 @@ pub struct StoreCounts {
     pub files: i64,
     /// Active handlers marked stalled (no agent is started for them until
     /// new mail arrives).
-    #[serde(default)]
     pub handlers_stalled: i64,
 }
 
 /// An agent's bearer token, stored by hash only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRow {
     /// Hex BLAKE3 hash of the token.
     pub hash: String,
@@ -326,8 +225,7 @@ pub struct TokenRow {
 }
 
 /// The kinds of id the CLI may abbreviate to a unique prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
     Handler,
     Outcome,
@@ -343,7 +241,7 @@ pub enum IdKind {
 }
 
 /// The process group of a spawned agent, as the supervisor recorded it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentProcessRow {
     pub agent: AgentId,
     /// The group's id (the pid of its leader, the runtime's process).
@@ -354,7 +252,7 @@ pub struct AgentProcessRow {
 }
 
 /// What the supervisor records about one agent's run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentRunRow {
     pub agent: AgentId,
     /// `builtin`, `claude-code`, …
@@ -368,12 +266,10 @@ pub struct AgentRunRow {
     /// The transcript, kept in the blob store.
     pub transcript: Option<BlobId>,
     /// `agency_core::prompt::PROMPT_VERSION` of the prompt it got.
-    #[serde(default)]
     pub prompt_version: Option<i64>,
     /// How the run ended when that was not normal (crashed, killed,
     /// stalled, reaped, restarted for new MCP servers); `None` when it
     /// ended normally or has not ended.
-    #[serde(default)]
     pub ended_how: Option<String>,
 }
 
@@ -397,14 +293,14 @@ impl AgentRunRow {
 
 /// An agent with its run record (none for an attached MCP client, or a
 /// run the daemon never got to record).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentWithRun {
     pub agent: AgentRow,
     pub run: Option<AgentRunRow>,
 }
 
 /// One model call forwarded by the daemon's gateway, with its usage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelCallRow {
     pub at: Timestamp,
     pub handler: HandlerId,
@@ -422,136 +318,29 @@ pub struct ModelCallRow {
     /// From the price table at the time of the call.
     pub cost_micro_usd: i64,
     /// No price was known for `model`: `cost_micro_usd` is 0, not free.
-    #[serde(default)]
     pub unpriced: bool,
     /// Charged at its reservation: the answer's final usage was never read.
-    #[serde(default)]
     pub estimated: bool,
 }
 
-/// Tokens of one call or a sum of calls. Input excludes cached input:
-/// cache reads and cache writes are counted apart, as they are priced apart.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
-}
-
-impl TokenUsage {
-    /// Every token of every kind.
-    pub fn total(&self) -> i64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
-    }
-
-    pub fn add(&mut self, other: &TokenUsage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
-}
-
-/// The sum of a handler's own model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UsageTotals {
-    pub calls: i64,
-    pub usage: TokenUsage,
-    /// The priced calls' cost: calls counted in `unpriced_calls` add 0.
-    pub cost_micro_usd: i64,
-    /// Calls of a model without a price: their cost is unknown, not 0.
-    #[serde(default)]
-    pub unpriced_calls: i64,
-    /// Calls charged at their reservation (final usage never read).
-    #[serde(default)]
-    pub estimated_calls: i64,
-}
-
-impl UsageTotals {
-    pub fn add(&mut self, other: &UsageTotals) {
-        self.calls += other.calls;
-        self.usage.add(&other.usage);
-        self.cost_micro_usd += other.cost_micro_usd;
-        self.unpriced_calls += other.unpriced_calls;
-        self.estimated_calls += other.estimated_calls;
-    }
-}
-
-/// Limits on a handler's subtree; `None`: no limit of
-/// that kind. A limit left out of a JSON body is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BudgetLimits {
-    /// Tokens of every kind (input, output, cache reads and writes).
-    pub tokens: Option<i64>,
-    pub micro_usd: Option<i64>,
-    /// Model calls.
-    pub calls: Option<i64>,
-    /// Tool calls (Agency's MCP tools and every tool admitted by the daemon).
-    pub tool_calls: Option<i64>,
-    /// Agents started for handlers of the subtree.
-    pub spawns: Option<i64>,
-    /// Agents live at once in the subtree.
-    pub live_agents: Option<i64>,
-    /// Delegations to handlers below the budget's handler (a handler
-    /// delegated to again counts again).
-    pub handlers: Option<i64>,
-    /// Levels of handlers below the budget's handler.
-    pub depth: Option<i64>,
-    /// Milliseconds of wall-clock time since the budget was set.
-    pub wall_clock_ms: Option<i64>,
-}
-
-impl BudgetLimits {
-    pub fn is_empty(&self) -> bool {
-        self == &BudgetLimits::default()
-    }
-}
-
-/// Why and since when a budget's subtree is paused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BudgetPause {
-    pub at: Timestamp,
-    pub reason: String,
-}
-
 /// The budget set on one handler.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetRow {
     pub handler: HandlerId,
     pub limits: BudgetLimits,
     pub set_at: Timestamp,
     /// The boss that carved it out of its own budget on delegation;
     /// `None`: the user set it.
-    #[serde(default)]
     pub carved_by: Option<HandlerId>,
     /// Set when a limit was reached, until a limit is raised or the user
     /// resumes the subtree.
-    #[serde(default)]
     pub paused: Option<BudgetPause>,
     /// One bit per kind whose 80% notice was shown to an agent.
-    #[serde(default)]
     pub warned: i64,
 }
 
-/// The ledger's running totals of one handler's whole subtree: what was
-/// spent and what model calls in flight hold at their worst case.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BudgetSpend {
-    pub tokens: i64,
-    pub micro_usd: i64,
-    pub calls: i64,
-    pub tool_calls: i64,
-    pub spawns: i64,
-    pub handlers: i64,
-    pub reserved_tokens: i64,
-    pub reserved_micro_usd: i64,
-    pub reserved_calls: i64,
-}
-
 /// The worst case of one model call in flight, held until it settles.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetReservationRow {
     pub at: Timestamp,
     /// The calling agent's handler (the reservation counts against it and
@@ -563,53 +352,17 @@ pub struct BudgetReservationRow {
 }
 
 /// The sum of reservations in flight over some handlers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReservedTotals {
     pub calls: i64,
     pub tokens: i64,
     pub micro_usd: i64,
 }
 
-/// Where an approval request stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalStatus {
-    /// Waiting for the user.
-    Pending,
-    /// Approved and not used yet (or, with `always`, usable every time).
-    Approved,
-    /// Refused by the user.
-    Denied,
-    /// Approved once and used by the call it allowed.
-    Consumed,
-}
-
-impl ApprovalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalStatus::Pending => "pending",
-            ApprovalStatus::Approved => "approved",
-            ApprovalStatus::Denied => "denied",
-            ApprovalStatus::Consumed => "consumed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ApprovalStatus> {
-        [
-            ApprovalStatus::Pending,
-            ApprovalStatus::Approved,
-            ApprovalStatus::Denied,
-            ApprovalStatus::Consumed,
-        ]
-        .into_iter()
-        .find(|o| o.as_str() == s)
-    }
-}
-
 /// One approval request: a tool call of a handler's agent that the policy
 /// (or an `each_use` capability) said to ask about, bound to the handler,
 /// the tool and the BLAKE3 hash of the arguments' canonical JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRow {
     pub id: agency_core::policy::ApprovalId,
     pub handler: HandlerId,

@@ -4,12 +4,12 @@
 //! message says, are the service's (`agency-service`'s `org_messages.rs`
 //! and `org_keys.rs`); these are plain rows.
 
+pub use agency_core::status::OrgMessageStatus;
 use agency_core::{ConversationId, MessageId, OrgKeyId, OrgMessageId, Timestamp};
-use serde::{Deserialize, Serialize};
 
 /// An agency's API key. The secret is never stored: `key_hash` is the
 /// BLAKE3 hex of it, `prefix` its first characters for display.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgKeyRow {
     pub id: OrgKeyId,
     pub agency: String,
@@ -19,40 +19,8 @@ pub struct OrgKeyRow {
     pub revoked_at: Option<Timestamp>,
 }
 
-/// Where a message from outside stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrgMessageStatus {
-    /// Delivered to the executive handler; no reply yet.
-    Pending,
-    /// The executive handler replied (`reply_text`).
-    Answered,
-    /// It will never be answered (kept for the store's format; nothing
-    /// sets it yet).
-    Failed,
-}
-
-impl OrgMessageStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OrgMessageStatus::Pending => "pending",
-            OrgMessageStatus::Answered => "answered",
-            OrgMessageStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OrgMessageStatus> {
-        Some(match s {
-            "pending" => OrgMessageStatus::Pending,
-            "answered" => OrgMessageStatus::Answered,
-            "failed" => OrgMessageStatus::Failed,
-            _ => return None,
-        })
-    }
-}
-
 /// One message an outside party sent to an agency.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgMessageRow {
     pub id: OrgMessageId,
     pub agency: String,

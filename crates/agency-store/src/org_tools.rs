@@ -3,11 +3,10 @@
 //! (`agency-service`'s `org_tools.rs`); these are plain rows.
 
 use agency_core::Timestamp;
-use serde::{Deserialize, Serialize};
 
 /// One tool of one organisation: its definition (the Agency Model's
 /// `Tool`) as JSON text and the BLAKE3 hex of that text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgToolRow {
     /// Unique across every organisation: the MCP tool name and `tool:NAME`.
     pub name: String,

@@ -3,11 +3,11 @@
 //! Agency Model becomes — is the service's (`agency-service`'s
 //! `org_apply.rs`); these are plain rows.
 
+pub use agency_core::status::OrgAgentStatus;
 use agency_core::{CapabilityId, HandlerId, Level, Timestamp};
-use serde::{Deserialize, Serialize};
 
 /// One applied organisation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgRow {
     pub name: String,
     /// The Agency Model last applied, as JSON.
@@ -21,31 +21,8 @@ pub struct OrgRow {
     pub retired_at: Option<Timestamp>,
 }
 
-/// Whether an organisation's agent is stood up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrgAgentStatus {
-    Active,
-    Retired,
-}
-
-impl OrgAgentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OrgAgentStatus::Active => "active",
-            OrgAgentStatus::Retired => "retired",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OrgAgentStatus> {
-        [OrgAgentStatus::Active, OrgAgentStatus::Retired]
-            .into_iter()
-            .find(|v| v.as_str() == s)
-    }
-}
-
 /// One agent of an organisation and the handler it stands as.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgAgentRow {
     pub org: String,
     pub agent: String,
@@ -63,7 +40,7 @@ pub struct OrgAgentRow {
 /// One capability an organisation granted. `holder` is an agent name, or
 /// empty for the root handler; `key` names the resource with agents by
 /// name (`mail:@Name`, `mail:@root`, `tool:NAME`, `egress:HOST`, …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgGrantRow {
     pub org: String,
     pub holder: String,

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_service::ApprovalView;
+use agency_api::Approval;
 use anyhow::Result;
 use serde_json::json;
 
@@ -21,7 +21,7 @@ pub fn list(ctx: &Ctx, all: bool) -> Result<ExitCode> {
         url.set_query(Some("all=true"));
     }
     let v = c.get(url)?;
-    show(ctx, v, "approval requests", |rows: &Vec<ApprovalView>| {
+    show(ctx, v, "approval requests", |rows: &Vec<Approval>| {
         render_list(rows, all)
     })?;
     Ok(ExitCode::SUCCESS)
@@ -33,7 +33,7 @@ pub fn approve(ctx: &Ctx, id: &str, always: bool) -> Result<ExitCode> {
         c.url(&["approvals", id.trim_start_matches('#'), "approve"]),
         &json!({ "always": always }),
     )?;
-    show(ctx, v, "approval request", |a: &ApprovalView| {
+    show(ctx, v, "approval request", |a: &Approval| {
         let how = if a.always {
             "every identical call of this handler may now run"
         } else {
@@ -53,7 +53,7 @@ pub fn deny(ctx: &Ctx, id: &str, reason: &str) -> Result<ExitCode> {
         c.url(&["approvals", id.trim_start_matches('#'), "deny"]),
         &json!({ "reason": reason }),
     )?;
-    show(ctx, v, "approval request", |a: &ApprovalView| {
+    show(ctx, v, "approval request", |a: &Approval| {
         format!(
             "denied request {} ({} for handler {}); the agent is told why when it calls again\n",
             a.id, a.tool, a.handler
@@ -63,7 +63,7 @@ pub fn deny(ctx: &Ctx, id: &str, reason: &str) -> Result<ExitCode> {
 }
 
 /// One block per request: id, status, who, tool, why, the exact arguments.
-pub(crate) fn render_list(rows: &[ApprovalView], all: bool) -> String {
+pub(crate) fn render_list(rows: &[Approval], all: bool) -> String {
     if rows.is_empty() {
         return if all {
             "no approval requests\n".to_owned()
@@ -134,8 +134,8 @@ pub(crate) fn render_list(rows: &[ApprovalView], all: bool) -> String {
 #[cfg(test)]
 mod tests {
     use agency_core::policy::ApprovalId;
+    use agency_core::status::ApprovalStatus;
     use agency_core::{AgentId, HandlerId, Timestamp};
-    use agency_service::ApprovalStatus;
 
     use super::*;
 
@@ -143,7 +143,7 @@ mod tests {
     fn list_rendering() {
         let h: HandlerId = "0b0c0d0e-0000-4000-8000-000000000001".parse().unwrap();
         let agent: AgentId = "1a2b3c4d-0000-4000-8000-000000000002".parse().unwrap();
-        let row = ApprovalView {
+        let row = Approval {
             id: ApprovalId(7),
             handler: h,
             agent,
@@ -168,7 +168,7 @@ mod tests {
         insta::assert_snapshot!(render_list(&[], true), @"no approval requests");
         // Arguments too wide for a line: members on lines of their own,
         // no value broken or cut.
-        let long = ApprovalView {
+        let long = Approval {
             args: format!(
                 r#"{{"command":"rm -rf /tmp/{}","timeout_ms":600000}}"#,
                 "x".repeat(70)

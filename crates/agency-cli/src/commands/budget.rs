@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_service::{BudgetLimits, BudgetNode, ResumeReport};
+use agency_api::{BudgetNode, ResumeReport};
+use agency_core::usage::BudgetLimits;
 use anyhow::{Result, bail};
 use serde_json::json;
 

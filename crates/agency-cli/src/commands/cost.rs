@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_service::{CostNode, UsageTotals};
+use agency_api::CostNode;
+use agency_core::usage::UsageTotals;
 use anyhow::Result;
 
 use super::{Ctx, show};

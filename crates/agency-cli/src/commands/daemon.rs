@@ -65,17 +65,18 @@ pub fn init(ctx: &Ctx, a: &crate::cli::InitArgs) -> Result<ExitCode> {
 
 /// The budget a new root handler gets from `agency init` when no limit is
 /// given (docs/budgets-and-approvals.md): generous for real work, a stop for runaways.
-pub const DEFAULT_ROOT_BUDGET: agency_service::BudgetLimits = agency_service::BudgetLimits {
-    tokens: None,
-    micro_usd: Some(25_000_000),
-    calls: None,
-    tool_calls: None,
-    spawns: Some(1000),
-    live_agents: None,
-    handlers: Some(200),
-    depth: None,
-    wall_clock_ms: None,
-};
+pub const DEFAULT_ROOT_BUDGET: agency_core::usage::BudgetLimits =
+    agency_core::usage::BudgetLimits {
+        tokens: None,
+        micro_usd: Some(25_000_000),
+        calls: None,
+        tool_calls: None,
+        spawns: Some(1000),
+        live_agents: None,
+        handlers: Some(200),
+        depth: None,
+        wall_clock_ms: None,
+    };
 
 /// Set the new root handler's budget (no daemon serves the new home yet,
 /// so the store is opened here).

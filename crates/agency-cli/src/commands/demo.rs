@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use agency_api::MailBody;
 use agency_config::Home;
 use agency_core::{MailTarget, Principal};
 use agency_daemon::Daemon;
-use agency_service::MailBody;
 use anyhow::{Context, Result, bail};
 
 use crate::output;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use agency_config::Home;
 use agency_core::Principal;
+use agency_core::status::OrgMessageStatus;
 use agency_daemon::Daemon;
-use agency_service::{OrgCaller, OrgMessageStatus};
+use agency_service::OrgCaller;
 use anyhow::{Context, Result, bail};
 
 const SCRIPT: &str = include_str!("../demo_org_script.json");

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use agency_service::GcReport;
+use agency_api::GcReport;
 use anyhow::Result;
 
 use super::{Ctx, emit, emit_json};

@@ -3,7 +3,8 @@
 use agency_api::FileText;
 use std::process::ExitCode;
 
-use agency_service::{FileInfo, FsckReport, VersionInfo};
+use agency_api::FileInfo;
+use agency_api::{FsckReport, VersionInfo};
 use anyhow::{Context, Result};
 use serde_json::Value;
 

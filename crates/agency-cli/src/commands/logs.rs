@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use agency_service::RunLog;
+use agency_api::RunLog;
 use anyhow::Result;
 
 use super::{Ctx, emit, emit_json};

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use std::io::Read;
 
-use agency_service::MessageView;
+use agency_api::MessageView;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 

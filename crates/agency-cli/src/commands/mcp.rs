@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_service::{McpPinChange, McpPinsReport};
+use agency_api::{McpPinChange, McpPinsReport};
 use anyhow::Result;
 use serde_json::{Value, json};
 

@@ -4,7 +4,8 @@
 
 use std::process::ExitCode;
 
-use agency_service::{CapabilityRow, HandlerView, LogEntryRow, OutcomeView, StopReport, Subtree};
+use agency_api::{AuditEntry, Capability, OutcomeView};
+use agency_api::{HandlerView, StopReport, Subtree};
 use anyhow::{Result, bail};
 
 use super::{Ctx, show};
@@ -58,7 +59,7 @@ pub fn audit(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::Handler, handler)?;
     let v = c.get(c.url(&["handlers", &id, "audit"]))?;
-    show(ctx, v, "audit log", |l: &Vec<LogEntryRow>| output::audit(l))?;
+    show(ctx, v, "audit log", |l: &Vec<AuditEntry>| output::audit(l))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -108,7 +109,7 @@ pub fn caps(ctx: &Ctx, handler: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::Handler, handler)?;
     let v = c.get(c.url(&["handlers", &id, "capabilities"]))?;
-    show(ctx, v, "capability list", |l: &Vec<CapabilityRow>| {
+    show(ctx, v, "capability list", |l: &Vec<Capability>| {
         output::capabilities(l)
     })?;
     Ok(ExitCode::SUCCESS)

@@ -9,8 +9,9 @@
 
 use std::process::ExitCode;
 
+use agency_api::{MintedOrgKey, OrgKeyView, OrgMessageView};
 use agency_core::ConversationId;
-use agency_service::{MintedOrgKey, OrgKeyView, OrgMessageStatus, OrgMessageView};
+use agency_core::status::OrgMessageStatus;
 use anyhow::Result;
 use serde_json::json;
 

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use agency_api::{AgentAction, CapAction, OrgDown, OrgPlan, OrgView};
 use agency_org::AgencyModel;
-use agency_service::{AgentAction, CapAction, OrgDown, OrgPlan, OrgView};
 use anyhow::{Context, Result, bail};
 
 use super::org_assist::{AssistArgs, ModelAssist};
@@ -133,7 +133,7 @@ fn orgs_text(list: &[OrgView]) -> String {
                         String::new()
                     },
                     match (&a.paused, a.status) {
-                        (Some(_), agency_service::OrgAgentStatus::Active) => {
+                        (Some(_), agency_core::status::OrgAgentStatus::Active) => {
                             "paused (budget)".to_owned()
                         }
                         (_, s) => format!("{s:?}").to_lowercase(),

@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use agency_service::{KbAuditRow, MessageView, OutcomeBrief, RunView};
+use agency_api::{KbAuditEntry, RunView};
+use agency_api::{MessageView, OutcomeBrief};
 use anyhow::Result;
 use serde_json::Value;
 
@@ -83,7 +84,7 @@ pub fn kb_audit(ctx: &Ctx, id: &str, limit: usize) -> Result<ExitCode> {
     url.query_pairs_mut()
         .append_pair("limit", &limit.to_string());
     let v = c.get(url)?;
-    show::<Vec<KbAuditRow>>(ctx, v, "KB access log", |l| records::kb_audit(l))?;
+    show::<Vec<KbAuditEntry>>(ctx, v, "KB access log", |l| records::kb_audit(l))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,9 +1,9 @@
-//! `agency reopen`: the user sets a completed or closed outcome back to open
-//!; the service decides and records it.
+//! `agency reopen`: the user sets a completed or closed outcome back to open;
+//! the service decides and records it.
 
 use std::process::ExitCode;
 
-use agency_service::ReopenReport;
+use agency_api::ReopenReport;
 use anyhow::Result;
 
 use super::{Ctx, show};

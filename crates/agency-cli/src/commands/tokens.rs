@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use agency_service::MintedToken;
+use agency_api::MintedToken;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 

@@ -2,8 +2,8 @@
 //! holds, the note that says how a paused subtree continues, and the
 //! lines `agency status` prints for each paused budget.
 
+use agency_api::HandlerView;
 use agency_api::PausedView;
-use agency_service::HandlerView;
 
 /// How a paused subtree continues (said under tables that show one).
 pub const PAUSED_NOTE: &str = "\npaused (budget): a reached budget holds the handler's subtree; no agent starts for it.\nSee `agency budget show`; continue with `agency budget set <handler> …` or `agency resume <handler>`.\n";
@@ -46,7 +46,7 @@ mod tests {
         HandlerView {
             id: HandlerId(uuid::Uuid::from_u128(1)),
             boss: None,
-            status: agency_service::HandlerStatus::Active,
+            status: agency_core::status::HandlerStatus::Active,
             title: "root".into(),
             state_doc: FileId(uuid::Uuid::from_u128(2)),
             audit_log: FileId(uuid::Uuid::from_u128(3)),
@@ -54,7 +54,7 @@ mod tests {
             live_agent: None,
             has_work: true,
             stalled: stalled.then(|| "no progress".to_owned()),
-            paused: paused.then(|| agency_service::PausedView {
+            paused: paused.then(|| PausedView {
                 by: HandlerId(uuid::Uuid::from_u128(1)),
                 reason: "tool calls limit 0, spent 0".into(),
                 since: Timestamp(0),
@@ -71,7 +71,7 @@ mod tests {
         let p = handler(false, true).paused.unwrap();
         let lines = paused_lines(&[PausedView {
             reason: "calls\u{1b}[2J".into(),
-            ..PausedView::from(&p)
+            ..p
         }]);
         assert!(lines.contains("by its budget (calls\\u{1b}[2J)"), "{lines}");
         assert!(lines.ends_with(PAUSED_NOTE));

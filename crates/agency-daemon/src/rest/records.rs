@@ -15,6 +15,7 @@ use serde::Deserialize;
 use crate::rest::USER;
 use crate::server::AppState;
 use agency_http::{Answer, call, parse};
+use agency_service::wire;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -151,7 +152,10 @@ async fn budget_set(
         depth: b.depth,
         wall_clock_ms: b.wall_clock_ms,
     };
-    Ok(call(&st.svc, move |svc| svc.budget_set(USER, id, limits)).await)
+    Ok(call(&st.svc, move |svc| {
+        svc.budget_set(USER, id, limits).map(|b| wire::budget(&b))
+    })
+    .await)
 }
 
 /// `agency resume`: continue a subtree its budget paused.

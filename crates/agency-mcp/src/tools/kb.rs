@@ -166,7 +166,7 @@ fn kb_create(call: &Call, a: KbCreateArgs) -> ToolResult {
     Ok(json!({
         "file": file,
         "version": 1,
-        "hash": BlobId::of(&content),
+        "hash": BlobId::of(&content).as_str(),
         "size": content.len(),
     }))
 }
@@ -187,10 +187,10 @@ fn kb_write(call: &Call, a: KbWriteArgs) -> ToolResult {
 /// A file's content and metadata: text when the bytes are UTF-8, base64
 /// otherwise (binary content must survive JSON intact).
 pub(super) fn file_content(f: FileContent) -> Value {
-    let mut out = match serde_json::to_value(&f) {
+    let mut out = match serde_json::to_value(agency_api::FileMeta::from(&f)) {
         Ok(Value::Object(m)) => m,
-        // FileContent is a struct of plain fields; serializing it cannot
-        // fail, but a missing map must not lose the content.
+        // FileMeta is a struct of plain fields; serializing it cannot fail,
+        // but a missing map must not lose the content.
         _ => serde_json::Map::new(),
     };
     out.insert("file".into(), json!(f.id));

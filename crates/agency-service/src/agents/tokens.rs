@@ -6,31 +6,13 @@ use std::path::{Path, PathBuf};
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{IdKind, TokenRow};
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::agents::insert_live_agent;
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::{Op, Service, System, authenticate};
-
-/// A freshly minted token: shown once, never stored in clear.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct MintedToken {
-    pub token: String,
-    pub agent: AgentId,
-    pub handler: HandlerId,
-}
-
-impl std::fmt::Debug for MintedToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the secret itself (logs end up in places).
-        f.debug_struct("MintedToken")
-            .field("agent", &self.agent)
-            .field("handler", &self.handler)
-            .finish_non_exhaustive()
-    }
-}
+pub use agency_api::MintedToken;
 
 /// Who a valid token speaks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,15 +23,14 @@
 
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{
-    BudgetReservationRow, BudgetSpend, HandlerRow, HandlerStatus, ModelCallRow, TokenUsage,
-    UsageTotals,
+    BudgetReservationRow, BudgetSpend, HandlerRow, ModelCallRow, TokenUsage, UsageTotals,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::budgets::ledger::{Charge, admit, chain, held, pause_reached, refuse};
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, System, authenticate};
+pub use agency_api::CostNode;
 
 /// What the gateway knows of a call before forwarding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,19 +94,6 @@ pub struct ModelCallResult {
     /// usage was never read (a stream cut, the agent gone, an answer that
     /// could not be read), and the provider may have billed up to it.
     pub estimated: bool,
-}
-
-/// One handler in `agency cost`: its own calls and its subtree's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CostNode {
-    pub handler: HandlerId,
-    pub status: HandlerStatus,
-    /// The calls of the handler's own agents.
-    #[serde(rename = "self")]
-    pub own: UsageTotals,
-    /// Its own and every underling's, transitively.
-    pub subtree: UsageTotals,
-    pub children: Vec<CostNode>,
 }
 
 impl Service {

@@ -16,8 +16,7 @@ pub(crate) mod metering;
 use std::collections::BTreeMap;
 
 use agency_core::{HandlerId, Principal, Timestamp};
-use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerStatus, Tx};
-use serde::{Deserialize, Serialize};
+use agency_store::{BudgetLimits, BudgetRow, BudgetSpend, HandlerStatus, Tx};
 
 use self::ledger::{Kind, charge_tool_call, elapsed, paused_by, tool_call_charge_due};
 use crate::Result;
@@ -25,36 +24,14 @@ use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::{Caller, Service, System, authenticate};
 use crate::views::PausedView;
+pub use agency_api::{BudgetNode, ResumeReport};
 
-/// One handler in `agency budget show`: its limits (if any) against its
-/// subtree's running totals.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BudgetNode {
-    pub handler: HandlerId,
-    pub status: HandlerStatus,
-    /// `None`: no budget set on this handler (an ancestor's may still hold).
-    pub limits: Option<BudgetLimits>,
-    /// The subtree's spend and model calls in flight (at their worst case).
-    pub spent: BudgetSpend,
-    /// Agents live in the subtree now.
-    pub live_agents: i64,
-    /// Milliseconds since the budget was set (with a budget).
-    pub elapsed_ms: Option<i64>,
-    /// Set while a reached limit pauses the subtree.
-    pub paused: Option<BudgetPause>,
-    /// The boss that carved the budget on delegation; `None`: the user.
-    pub carved_by: Option<HandlerId>,
-    pub children: Vec<BudgetNode>,
-}
-
-impl PausedView {
-    fn of(b: &BudgetRow) -> Option<PausedView> {
-        b.paused.as_ref().map(|p| PausedView {
-            by: b.handler,
-            reason: p.reason.clone(),
-            since: p.at,
-        })
-    }
+fn paused_of(b: &BudgetRow) -> Option<PausedView> {
+    b.paused.as_ref().map(|p| PausedView {
+        by: b.handler,
+        reason: p.reason.clone(),
+        since: p.at,
+    })
 }
 
 /// The paused budget nearest above `handler` (its own first), if any;
@@ -64,19 +41,9 @@ pub(crate) fn paused_over(tx: &mut dyn Tx, handler: HandlerId) -> Result<Option<
         return Ok(None);
     }
     Ok(match paused_by(tx, handler)? {
-        Some(by) => tx.budget_of(by)?.as_ref().and_then(PausedView::of),
+        Some(by) => tx.budget_of(by)?.as_ref().and_then(paused_of),
         None => None,
     })
-}
-
-/// What `agency resume` did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResumeReport {
-    /// Budgets in the handler's subtree (itself included) that were paused
-    /// and no longer are.
-    pub resumed: Vec<HandlerId>,
-    /// Budgets above it that still pause it: resume those too.
-    pub paused_above: Vec<HandlerId>,
 }
 
 /// Refuse negative limits, naming the handler and the kind.
@@ -305,13 +272,7 @@ fn node(
 impl System {
     /// Daemon (`agency status`): every paused budget, oldest pause first.
     pub fn budget_pauses(&self) -> Result<Vec<PausedView>> {
-        self.read(|tx| {
-            Ok(tx
-                .paused_budgets()?
-                .iter()
-                .filter_map(PausedView::of)
-                .collect())
-        })
+        self.read(|tx| Ok(tx.paused_budgets()?.iter().filter_map(paused_of).collect()))
     }
 
     /// Daemon: whether a paused budget (on the handler or above it) keeps

@@ -10,22 +10,14 @@
 
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Principal};
 use agency_store::{CompactionStatus, MemoryCompactionRow, MemoryRow, MemoryState};
-use serde::Serialize;
 
 use crate::memory::{
-    CompactionView, MAX_CONDENSE_IDS, MemoryView, check_kind, check_tags, check_text,
-    compaction_view, done, owned, scope,
+    CompactionView, MAX_CONDENSE_IDS, check_kind, check_tags, check_text, compaction_view, done,
+    owned, scope,
 };
 use crate::service::{Caller, Service, authenticate};
 use crate::{Result, ServiceError};
-
-/// What `memory_condense` did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CondenseReport {
-    pub compaction: MemoryCompactionId,
-    pub summary: MemoryView,
-    pub condensed: Vec<MemoryId>,
-}
+pub use agency_api::CondenseReport;
 
 impl Service {
     /// An agent replaces some of its handler's live memories (`ids`) by one
@@ -112,7 +104,7 @@ impl Service {
                 .put_memory_compaction(&done(request, summary.id, op.now))?;
             Ok(CondenseReport {
                 compaction: k,
-                summary: MemoryView::of(summary, None),
+                summary: crate::memory::memory_view(summary, None),
                 condensed: ids.to_vec(),
             })
         })
@@ -182,7 +174,7 @@ impl Service {
             };
             op.tx.put_memory_compaction(&row)?;
             Ok(CompactionView {
-                row,
+                row: crate::wire::compaction(row),
                 condensed: originals.into_iter().map(|m| m.id).collect(),
             })
         })

@@ -28,12 +28,12 @@ pub(crate) mod recall;
 
 use std::collections::HashMap;
 
-use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Principal, Timestamp};
+use agency_core::{HandlerId, MemoryId, Principal, Timestamp};
 use agency_store::{
-    CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryFilter, MemoryRow,
-    MemoryState, Tx,
+    CompactionStatus, MemoryCompactionRow, MemoryFilter, MemoryRow, MemoryState, Tx,
 };
-use serde::Serialize;
+
+pub use agency_api::{CompactionView, MemoryStatus, MemoryView};
 
 use crate::service::settings::MemoryConfig;
 use crate::service::{Caller, Service, System, authenticate};
@@ -59,26 +59,9 @@ const RRF_K: f64 = 60.0;
 /// Most memories one condensation replaces.
 const MAX_CONDENSE: usize = 200;
 
-/// A memory as interfaces show it; `score` only in search results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryView {
-    pub id: MemoryId,
-    pub handler: HandlerId,
-    pub text: String,
-    pub kind: Option<String>,
-    pub tags: Vec<String>,
-    pub created_at: Timestamp,
-    pub state: MemoryState,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub condensed_into: Option<MemoryId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compaction: Option<MemoryCompactionId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub score: Option<f64>,
-}
-
-impl MemoryView {
-    pub(crate) fn of(m: MemoryRow, score: Option<f64>) -> MemoryView {
+/// The view of a memory row (`score` from a search).
+pub(crate) fn memory_view(m: MemoryRow, score: Option<f64>) -> MemoryView {
+    {
         MemoryView {
             id: m.id,
             handler: m.handler,
@@ -109,29 +92,6 @@ pub struct MemorySearch {
     pub limit: Option<usize>,
     /// Forgotten and condensed memories too (history).
     pub all_states: bool,
-}
-
-/// A handler's memory at a glance (`agency memory status`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryStatus {
-    pub handler: HandlerId,
-    pub counts: MemoryCounts,
-    pub last_changes: Vec<MemoryChangeRow>,
-    /// The embeddings model when semantic search is configured.
-    pub embeddings_model: Option<String>,
-    /// Live memories with an embedding by that model.
-    pub embedded_live: i64,
-    pub open_compaction: Option<MemoryCompactionRow>,
-    pub condense_after: usize,
-    pub max_per_handler: usize,
-}
-
-/// One condensation, with the memories it replaced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompactionView {
-    #[serde(flatten)]
-    pub row: MemoryCompactionRow,
-    pub condensed: Vec<MemoryId>,
 }
 
 impl Service {
@@ -176,7 +136,7 @@ impl Service {
             if let Some((model, v)) = &vector {
                 op.tx.put_memory_vector(row.id, model, v)?;
             }
-            Ok(MemoryView::of(row, None))
+            Ok(memory_view(row, None))
         })
     }
 
@@ -224,7 +184,7 @@ impl Service {
             let hits = ranked(tx, &words, query_vec.as_ref(), min_sim, &filter, limit)?;
             Ok(hits
                 .into_iter()
-                .map(|(m, score)| MemoryView::of(m, Some(score)))
+                .map(|(m, score)| memory_view(m, Some(score)))
                 .collect())
         })
     }
@@ -240,7 +200,7 @@ impl Service {
         self.read(|tx| {
             let caller = authenticate(tx, who)?;
             let h = scope(tx, &caller, handler, "read a memory")?;
-            Ok(MemoryView::of(owned(tx, h, id)?, None))
+            Ok(memory_view(owned(tx, h, id)?, None))
         })
     }
 
@@ -265,7 +225,7 @@ impl Service {
             op.tx
                 .set_memory_state(id, MemoryState::Forgotten, None, None, op.now)?;
             let m = owned(op.tx, h, id)?;
-            Ok(MemoryView::of(m, None))
+            Ok(memory_view(m, None))
         })
     }
 
@@ -287,11 +247,15 @@ impl Service {
             };
             Ok(MemoryStatus {
                 handler: h,
-                counts: tx.memory_counts(h)?,
-                last_changes: tx.memory_changes(h, 5)?,
+                counts: crate::wire::memory_counts(tx.memory_counts(h)?),
+                last_changes: tx
+                    .memory_changes(h, 5)?
+                    .into_iter()
+                    .map(crate::wire::memory_change)
+                    .collect(),
                 embeddings_model: model.clone(),
                 embedded_live,
-                open_compaction: tx.open_memory_compaction(h)?,
+                open_compaction: tx.open_memory_compaction(h)?.map(crate::wire::compaction),
                 condense_after: cfg.condense_after,
                 max_per_handler: cfg.max_per_handler,
             })
@@ -506,7 +470,10 @@ pub(crate) fn compaction_view(tx: &mut dyn Tx, row: MemoryCompactionRow) -> Resu
             .collect(),
         None => Vec::new(),
     };
-    Ok(CompactionView { row, condensed })
+    Ok(CompactionView {
+        row: crate::wire::compaction(row),
+        condensed,
+    })
 }
 
 /// The status a finished condensation gets.

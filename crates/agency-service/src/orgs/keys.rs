@@ -9,13 +9,13 @@
 //! Only the BLAKE3 of the secret is stored; the secret (`agk_` + 64 hex
 //! digits, 32 random bytes from the operating system) is shown once.
 
-use agency_core::{OrgKeyId, Principal, Timestamp};
+use agency_core::{OrgKeyId, Principal};
 use agency_store::{OrgKeyRow, Tx};
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::error::ServiceError;
 use crate::service::{Service, System, authenticate};
+pub use agency_api::{MintedOrgKey, OrgKeyView};
 
 const KEY_PREFIX: &str = "agk_";
 /// Characters of the secret kept for display (`agk_` + 8 hex digits).
@@ -40,45 +40,13 @@ impl std::fmt::Debug for OrgCaller {
     }
 }
 
-/// A freshly minted key: the secret is shown once, never stored.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct MintedOrgKey {
-    pub id: OrgKeyId,
-    pub agency: String,
-    pub key: String,
-    pub prefix: String,
-}
-
-impl std::fmt::Debug for MintedOrgKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MintedOrgKey")
-            .field("id", &self.id)
-            .field("agency", &self.agency)
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A key as listed: never its secret nor its hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgKeyView {
-    pub id: OrgKeyId,
-    pub agency: String,
-    pub prefix: String,
-    pub created_at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revoked_at: Option<Timestamp>,
-}
-
-impl From<OrgKeyRow> for OrgKeyView {
-    fn from(r: OrgKeyRow) -> Self {
-        OrgKeyView {
-            id: r.id,
-            agency: r.agency,
-            prefix: r.prefix,
-            created_at: r.created_at,
-            revoked_at: r.revoked_at,
-        }
+pub(crate) fn key_view(r: OrgKeyRow) -> OrgKeyView {
+    OrgKeyView {
+        id: r.id,
+        agency: r.agency,
+        prefix: r.prefix,
+        created_at: r.created_at,
+        revoked_at: r.revoked_at,
     }
 }
 
@@ -194,11 +162,7 @@ impl Service {
         }
         self.read(|tx| {
             require_user(tx, who, "list API keys")?;
-            Ok(tx
-                .org_keys(agency)?
-                .into_iter()
-                .map(OrgKeyView::from)
-                .collect())
+            Ok(tx.org_keys(agency)?.into_iter().map(key_view).collect())
         })
     }
 

@@ -29,11 +29,8 @@
 use std::fmt::Write as _;
 
 use agency_core::access::FileKind;
-use agency_core::{
-    ConversationId, HandlerId, MailTarget, MessageId, OrgKeyId, OrgMessageId, Timestamp,
-};
+use agency_core::{ConversationId, HandlerId, MailTarget, MessageId, OrgKeyId, OrgMessageId};
 use agency_store::{OrgMessageRow, OrgMessageStatus, Tx};
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::error::ServiceError;
@@ -42,6 +39,7 @@ use crate::mail::org_reply::executive_of;
 use crate::mail::{Envelope, check_may_send, enqueue, grant_reply_to_user};
 use crate::orgs::keys::{OrgCaller, authenticate_org, org_scope};
 use crate::service::{Caller, Service};
+pub use agency_api::OrgMessageView;
 
 /// The longest message an outside party may send, in bytes.
 pub const MAX_ORG_MESSAGE_BYTES: usize = 64 * 1024;
@@ -55,44 +53,17 @@ pub const TURN_BYTES: usize = 4 * 1024;
 /// agent's pace, so there is no moment to name; about a minute.
 pub const PENDING_RETRY_AFTER_SECS: u64 = 60;
 
-/// One message to an agency as its sender sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgMessageView {
-    pub id: OrgMessageId,
-    pub agency: String,
-    pub conversation: ConversationId,
-    pub status: OrgMessageStatus,
-    /// What the outside party wrote: in the user's listing
-    /// (`agency conversations`) only; its sender knows it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// The executive handler's answer, once it came.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply: Option<String>,
-    pub created_at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answered_at: Option<Timestamp>,
-    /// Pending while the agency is paused by its budget: no agent answers
-    /// until the user raises the limit or resumes it. Only the fact: which
-    /// budget and how much was spent are the user's business, not an
-    /// outside caller's.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub paused: bool,
-}
-
-impl From<OrgMessageRow> for OrgMessageView {
-    fn from(r: OrgMessageRow) -> Self {
-        OrgMessageView {
-            id: r.id,
-            agency: r.agency,
-            conversation: r.conversation,
-            status: r.status,
-            text: None,
-            reply: r.reply_text,
-            created_at: r.created_at,
-            answered_at: r.answered_at,
-            paused: false,
-        }
+pub(crate) fn message_view(r: OrgMessageRow) -> OrgMessageView {
+    OrgMessageView {
+        id: r.id,
+        agency: r.agency,
+        conversation: r.conversation,
+        status: r.status,
+        text: None,
+        reply: r.reply_text,
+        created_at: r.created_at,
+        answered_at: r.answered_at,
+        paused: false,
     }
 }
 
@@ -105,7 +76,7 @@ fn view(tx: &mut dyn Tx, r: OrgMessageRow) -> Result<OrgMessageView> {
     };
     Ok(OrgMessageView {
         paused,
-        ..OrgMessageView::from(r)
+        ..message_view(r)
     })
 }
 
@@ -370,6 +341,7 @@ fn cut(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agency_core::Timestamp;
 
     fn row(n: u8, text: &str, reply: Option<&str>) -> OrgMessageRow {
         OrgMessageRow {

@@ -13,61 +13,15 @@ pub(crate) mod prompt;
 pub(crate) mod tools;
 pub(crate) mod warnings;
 
-use agency_core::{AgentId, HandlerId, Principal, Timestamp};
-use agency_store::{HandlerStatus, OrgAgentStatus, OrgRow};
-use serde::{Deserialize, Serialize};
+use agency_core::{HandlerId, Principal};
+use agency_store::{OrgAgentStatus, OrgRow};
 
 use crate::Result;
 use crate::budgets::paused_over;
 use crate::error::ServiceError;
 use crate::orgs::apply::{require_user, retire_standing};
 use crate::service::{Service, System, authenticate};
-use crate::views::PausedView;
-
-/// One agent of an applied organisation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgAgentView {
-    pub agent: String,
-    pub agency: String,
-    pub title: String,
-    pub handler: HandlerId,
-    pub executive: bool,
-    pub status: OrgAgentStatus,
-    /// The handler's status (a standing handler may be stopped by hand).
-    pub handler_status: Option<HandlerStatus>,
-    pub runtime: Option<String>,
-    /// The paused budget that holds this agent's handler, if one does.
-    #[serde(default)]
-    pub paused: Option<PausedView>,
-}
-
-/// One applied organisation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgView {
-    pub name: String,
-    /// The top agency's executive agent's handler: the organisation's
-    /// messages go there.
-    pub executive: HandlerId,
-    pub model_hash: String,
-    pub applied_at: Timestamp,
-    /// Set while it is down.
-    pub retired_at: Option<Timestamp>,
-    /// The paused budget that holds its executive handler (so nothing
-    /// answers its messages), if one does.
-    #[serde(default)]
-    pub paused: Option<PausedView>,
-    pub agents: Vec<OrgAgentView>,
-}
-
-/// What `agency down` did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgDown {
-    pub org: String,
-    /// Handlers deactivated (the organisation's and those they delegated to).
-    pub handlers: Vec<HandlerId>,
-    /// Agents ended (the daemon stops their processes).
-    pub agents_to_kill: Vec<AgentId>,
-}
+pub use agency_api::{OrgAgentView, OrgDown, OrgView};
 
 impl Service {
     /// The user: every applied organisation (up or down) with its agents.

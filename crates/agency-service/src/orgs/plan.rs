@@ -12,84 +12,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use agency_core::{Level, Resource};
 use agency_org::{AgencyModel, Agent};
 use agency_store::{BudgetLimits, OrgAgentStatus, Tx};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Result;
 use crate::duration::duration_ms;
 use crate::error::ServiceError;
 use crate::service::settings::Declared;
+pub use agency_api::{AgentAction, AgentChange, CapAction, CapChange, OrgPlan};
 
 /// Most agents one organisation may stand up.
 pub(crate) const MAX_AGENTS: usize = 1000;
 /// The runtimes the daemon knows.
 const RUNTIMES: [&str; 3] = ["builtin", "claude-code", "command"];
-
-/// What `agency up` does (or would do) to one agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentAction {
-    Create,
-    Update,
-    Unchanged,
-    /// Stood up before, retired since (removed, or `agency down`): it comes
-    /// back with its handler, state document and history.
-    Reactivate,
-    Retire,
-}
-
-/// One agent in a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentChange {
-    pub agent: String,
-    pub agency: String,
-    pub title: String,
-    pub action: AgentAction,
-    /// For `update` and `reactivate`: the fields of its definition that
-    /// differ from the last applied one.
-    pub fields: Vec<String>,
-    /// `None` until created.
-    pub handler: Option<agency_core::HandlerId>,
-    /// Its boss agent; `None`: the root handler (or retired).
-    pub boss: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapAction {
-    Added,
-    Removed,
-}
-
-/// One capability in a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CapChange {
-    /// An agent name, or `""` for the root handler.
-    pub holder: String,
-    /// `tool:NAME`, `egress:HOST`, `mcp_server:NAME`, `repo:NAME`, or
-    /// `mail:@Agent` / `mail:@root` (messaging).
-    pub resource: String,
-    pub level: Level,
-    pub change: CapAction,
-    /// `tool`, `tool egress` (a tool's declared egress), `capability`,
-    /// `reporting line` or `connection`.
-    pub why: String,
-}
-
-/// The plan of `agency up` (and, applied, what it did).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrgPlan {
-    pub org: String,
-    /// True when nothing was written (`--plan`).
-    pub plan_only: bool,
-    /// Whether applying changes anything.
-    pub changed: bool,
-    /// The top executive agent's handler (`None` until created).
-    pub executive: Option<agency_core::HandlerId>,
-    pub agents: Vec<AgentChange>,
-    pub capabilities: Vec<CapChange>,
-    pub warnings: Vec<String>,
-}
 
 /// A capability the model wants, by holder and key.
 #[derive(Debug, Clone, PartialEq, Eq)]

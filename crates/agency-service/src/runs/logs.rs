@@ -4,25 +4,12 @@
 //! handler's (its predecessors' crashes are its business, another
 //! handler's output is not).
 
-use agency_core::{AgentId, HandlerId, Principal};
-use serde::{Deserialize, Serialize};
+use agency_core::{AgentId, Principal};
 
 use crate::Result;
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, authenticate};
-
-/// One run's captured output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunLog {
-    pub agent: AgentId,
-    pub handler: HandlerId,
-    /// Whether output was captured (false for runs that ended before the
-    /// daemon kept logs, or were reaped after a daemon restart).
-    pub captured: bool,
-    /// The output as text (invalid UTF-8 replaced). Agent output is
-    /// untrusted: print it with control characters made visible.
-    pub text: String,
-}
+pub use agency_api::RunLog;
 
 impl Service {
     /// The captured stdout/stderr of agent `agent`'s run. The user may read

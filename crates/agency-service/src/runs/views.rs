@@ -8,55 +8,21 @@
 //! the run could read, which a boss (or a later agent of the same handler,
 //! after a capability was revoked) may not.
 
+pub use agency_api::{PreviousRun, RunView};
 use agency_core::{AgentId, HandlerId, Principal, Timestamp};
-use agency_store::{AgentWithRun, BlobId, Tx};
-use serde::{Deserialize, Serialize};
+use agency_store::{AgentWithRun, Tx};
 
 use crate::Result;
 use crate::error::ServiceError;
 use crate::runs::{RunOutcome, RunReport};
 use crate::service::{Caller, Service, System, authenticate};
 
-/// One agent run as the interfaces show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunView {
-    pub agent: AgentId,
-    pub handler: HandlerId,
-    pub started_at: Timestamp,
-    pub ended_at: Option<Timestamp>,
-    /// Why it ended (exited, killed, stalled: …, reaped: …).
-    pub end_reason: Option<String>,
-    /// Wall-clock milliseconds from start to end (to now while live).
-    pub runtime_ms: i64,
-    pub live: bool,
-    /// `Some(true)` ended normally, `Some(false)` not (see `ended_how`),
-    /// `None` still live or unknown (an attached client, an old record).
-    pub normal: Option<bool>,
-    /// How it ended when that was not normal.
-    pub ended_how: Option<String>,
-    /// The runtime (`builtin`, `claude-code`, `command`); `None` for an
-    /// attached MCP client.
-    pub runtime: Option<String>,
-    pub prompt_version: Option<i64>,
-    pub prompt_hash: Option<String>,
-    pub exit_status: Option<i64>,
-    pub tool_calls: Option<i64>,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    /// The transcript's blob (user only: see [`Service::run_transcript`]).
-    pub transcript: Option<BlobId>,
-    /// The branches this run had the daemon push (`repo_push`), as their
-    /// audit-log lines, oldest first; at most `MAX_PUSHES_SHOWN`. Filled
-    /// in by [`Service::run`] only (a listing stays one query).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pushes: Vec<String>,
-}
-
 /// How many pushes one run view lists (the audit log has them all).
 pub const MAX_PUSHES_SHOWN: usize = 100;
 
-impl RunView {
-    fn new(r: AgentWithRun, now: Timestamp) -> RunView {
+/// The view of one agent's run.
+fn run_view(r: AgentWithRun, now: Timestamp) -> RunView {
+    {
         let AgentWithRun { agent: a, run } = r;
         let live = a.ended_at.is_none();
         let end = a.ended_at.unwrap_or(now);
@@ -82,19 +48,10 @@ impl RunView {
             tool_calls: run.and_then(|r| r.tool_calls),
             input_tokens: run.and_then(|r| r.input_tokens),
             output_tokens: run.and_then(|r| r.output_tokens),
-            transcript: run.and_then(|r| r.transcript.clone()),
+            transcript: run.and_then(|r| r.transcript.as_ref().map(|b| b.as_str().to_owned())),
             pushes: Vec::new(),
         }
     }
-}
-
-/// How the previous agent of a handler ended, for the next one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreviousRun {
-    pub agent: AgentId,
-    pub started_at: Timestamp,
-    pub ended_at: Option<Timestamp>,
-    pub ended_how: String,
 }
 
 impl Service {
@@ -120,7 +77,7 @@ impl Service {
                 may_see_runs_of(tx, &caller, h)?;
             }
             let rows = tx.runs(handler.as_ref().map(std::slice::from_ref), before, limit)?;
-            Ok(rows.into_iter().map(|r| RunView::new(r, now)).collect())
+            Ok(rows.into_iter().map(|r| run_view(r, now)).collect())
         })
     }
 
@@ -138,7 +95,7 @@ impl Service {
                 .map_err(|_| ServiceError::not_found("agent run", agent))?;
             let run = tx.agent_run(agent)?;
             let handler = a.handler;
-            let mut view = RunView::new(AgentWithRun { agent: a, run }, now);
+            let mut view = run_view(AgentWithRun { agent: a, run }, now);
             view.pushes = tx
                 .log_entries_of_agent(
                     handler,

@@ -12,7 +12,7 @@ pub use system::System;
 use std::sync::Arc;
 
 use agency_core::{AgentId, HandlerId, Limits, MailTarget, Principal, Timestamp};
-use agency_store::{BlobStore, FsckReport, HandlerRow, HandlerStatus, Store, Tx};
+use agency_store::{BlobStore, HandlerRow, HandlerStatus, Store, Tx};
 use tokio::sync::broadcast;
 
 use self::outbox::{Notice, Post};
@@ -207,8 +207,11 @@ impl System {
 
     /// Re-hash every blob and report rows that point at missing or corrupt
     /// ones.
-    pub fn fsck(&self) -> Result<FsckReport> {
-        Ok(agency_store::fsck(&*self.store, &*self.blobs)?)
+    pub fn fsck(&self) -> Result<agency_api::FsckReport> {
+        Ok(crate::wire::fsck_report(agency_store::fsck(
+            &*self.store,
+            &*self.blobs,
+        )?))
     }
 }
 

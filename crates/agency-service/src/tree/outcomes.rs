@@ -74,7 +74,7 @@ impl Service {
         who: Principal,
         id: OutcomeId,
         upd: &OutcomeUpdate,
-    ) -> Result<OutcomeRow> {
+    ) -> Result<agency_api::Outcome> {
         let l = &self.cfg.limits;
         if let Some(t) = &upd.title {
             l.check_title(t)?;
@@ -181,6 +181,7 @@ impl Service {
             notify_underling_of_root_change(op, &caller, &o, &changes)?;
             Ok(o)
         })
+        .map(|o| crate::wire::outcome(&o))
     }
 
     /// Mark an outcome accomplished. Revokes every capability scoped to it
@@ -231,7 +232,11 @@ impl Service {
 
     /// The caller's handler believes its root outcome is accomplished: mark
     /// it awaiting_verification and ask the boss (or the user) to verify.
-    pub fn outcome_request_completion(&self, who: Principal, summary: &str) -> Result<OutcomeRow> {
+    pub fn outcome_request_completion(
+        &self,
+        who: Principal,
+        summary: &str,
+    ) -> Result<agency_api::Outcome> {
         self.cfg.limits.check_reason("summary", summary)?;
         self.write(|op| {
             let caller = authenticate(op.tx, who)?;
@@ -253,6 +258,7 @@ impl Service {
             op.system_mail(&caller, boss, &format!("Completion requested: {}", o.title), &body);
             Ok(o)
         })
+        .map(|o| crate::wire::outcome(&o))
     }
 
     /// An outcome with its immediate neighbours, responsible handler and
@@ -266,7 +272,7 @@ impl Service {
                 if let Some(row) = tx.outcome(p)?
                     && outcome_access_of(tx, &caller, &row)? != OutcomeAccess::Invisible
                 {
-                    parents.push(OutcomeBrief::from(&row));
+                    parents.push(crate::views::outcome_brief(&row));
                 }
             }
             let mut children = Vec::new();
@@ -274,7 +280,7 @@ impl Service {
                 if let Some(row) = tx.outcome(c)?
                     && outcome_access_of(tx, &caller, &row)? != OutcomeAccess::Invisible
                 {
-                    children.push(OutcomeBrief::from(&row));
+                    children.push(crate::views::outcome_brief(&row));
                 }
             }
             let handler = tx
@@ -295,12 +301,15 @@ impl Service {
             }
             history.reverse();
             Ok(OutcomeView {
-                outcome: o,
+                outcome: crate::wire::outcome(&o),
                 access,
                 parents,
                 children,
                 handler,
-                history,
+                history: history
+                    .into_iter()
+                    .map(crate::wire::outcome_event)
+                    .collect(),
                 history_total,
             })
         })
@@ -354,7 +363,7 @@ impl Service {
                     }
                     _ => chains.push(
                         path.iter()
-                            .filter_map(|n| rows.get(n).map(OutcomeBrief::from))
+                            .filter_map(|n| rows.get(n).map(crate::views::outcome_brief))
                             .collect(),
                     ),
                 }
@@ -377,8 +386,11 @@ impl Service {
             visible_outcome(tx, &caller, id)?;
             let (rows, edges) = visible_subtree(tx, &caller, id, limit + 1)?;
             let truncated = rows.len() > limit;
-            let outcomes: Vec<OutcomeBrief> =
-                rows.iter().take(limit).map(OutcomeBrief::from).collect();
+            let outcomes: Vec<OutcomeBrief> = rows
+                .iter()
+                .take(limit)
+                .map(crate::views::outcome_brief)
+                .collect();
             let kept: BTreeSet<OutcomeId> = outcomes.iter().map(|o| o.id).collect();
             let edges = edges
                 .into_iter()
@@ -406,7 +418,7 @@ impl Service {
             Ok(tx
                 .outcomes_of(handler, limit)?
                 .iter()
-                .map(OutcomeBrief::from)
+                .map(crate::views::outcome_brief)
                 .collect())
         })
     }

@@ -11,9 +11,8 @@
 
 use agency_core::access::{ReopenFacts, may_reopen};
 use agency_core::outcome::check_reopen;
-use agency_core::{HandlerId, MailTarget, OutcomeId, OutcomeStatus, Principal};
+use agency_core::{HandlerId, MailTarget, OutcomeId, Principal};
 use agency_store::{HandlerStatus, Tx};
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::access::visible_outcome;
@@ -23,17 +22,7 @@ use crate::render::log;
 use crate::render::{outcome_event, render_audit_log_file, render_outcome_file};
 use crate::service::{Caller, Service, authenticate};
 use crate::tree::outcomes::author;
-
-/// What reopening an outcome did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReopenReport {
-    pub outcome: OutcomeId,
-    pub status: OutcomeStatus,
-    /// The handler responsible for the outcome now.
-    pub responsible: HandlerId,
-    /// Outcomes moved from retired handlers to `responsible`.
-    pub outcomes_reclaimed: u64,
-}
+pub use agency_api::ReopenReport;
 
 /// Longest boss chain walked looking for an active handler; the handler tree
 /// is far shallower, so reaching it means the rows are corrupt.

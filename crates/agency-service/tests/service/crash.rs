@@ -133,12 +133,12 @@ fn failure_between_blob_and_row_leaves_no_dangling_row() {
     assert!(
         report
             .unreferenced_blobs
-            .contains(&BlobId::of(b"orphan content"))
+            .contains(&BlobId::of(b"orphan content").as_str().to_owned())
     );
     assert!(
         report
             .unreferenced_blobs
-            .contains(&BlobId::of(b"v2 never committed"))
+            .contains(&BlobId::of(b"v2 never committed").as_str().to_owned())
     );
     // And the store works normally afterwards.
     svc.kb_write(r, f, b"v2", v.version, v.hash.as_str())

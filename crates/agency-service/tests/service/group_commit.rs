@@ -41,7 +41,7 @@ fn issue_15_every_acknowledged_kb_write_of_16_concurrent_writers_is_there() {
                         .kb_write(r, file, &content(w, i), version, hash.as_str())
                         .unwrap();
                     assert_eq!(v.version, version + 1, "writer {w} owns its file");
-                    (version, hash) = (v.version, v.hash);
+                    (version, hash) = (v.version, BlobId::parse(&v.hash).unwrap());
                     acked.push((version, content(w, i)));
                 }
                 acked

@@ -249,7 +249,10 @@ fn issue9_item11_gc_removes_expired_mail_and_orphans_and_keeps_what_is_needed() 
 
     let fsck = svc.fsck().unwrap();
     assert!(fsck.is_clean(), "{fsck:?}");
-    assert_eq!(fsck.unreferenced_blobs, vec![w.young_orphan.clone()]);
+    assert_eq!(
+        fsck.unreferenced_blobs,
+        vec![w.young_orphan.as_str().to_owned()]
+    );
 
     // The deferred message is still delivered when due.
     env.clock.advance_millis(300 * DAY_MS);
