@@ -10,12 +10,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use agency_api::MailBody;
+use agency_api::{AgentsView, HandlerView, MessageView, StatusView, Subtree};
 use agency_config::Home;
-use agency_core::{MailTarget, Principal};
 use agency_daemon::Daemon;
 use anyhow::{Context, Result, bail};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
+use crate::client::{Client, decode};
 use crate::output;
 
 const SCRIPT: &str = include_str!("../demo_script.json");
@@ -69,25 +71,27 @@ async fn run(home: &Home) -> Result<()> {
     );
     eprintln!("model server (scripted) at {}", model.base_url());
     let daemon = Daemon::start(home).await?;
-    let svc = daemon.service().clone();
-    let root = svc
-        .root_handler()?
+    // The demo is a client like the CLI's other commands: it talks to the
+    // daemon through its REST API only.
+    let status: StatusView = rest(home, "status", |c| c.get(c.url(&["status"]))).await?;
+    let root = status
+        .root_handler
         .context("failed to find the root handler")?;
     eprintln!(
         "you -> root handler: {}",
         REQUEST.lines().next().unwrap_or("")
     );
-    let body = MailBody::Text {
-        subject: None,
-        text: REQUEST.to_owned(),
-    };
-    svc.mail_send(Principal::User, MailTarget::Handler(root), &body)?;
+    let _: Value = rest(home, "sent message", move |c| {
+        c.post(
+            c.url(&["mail"]),
+            &json!({ "to": root.to_string(), "text": REQUEST }),
+        )
+    })
+    .await?;
 
     let deadline = Instant::now() + Duration::from_secs(120);
     let answered = loop {
-        let s = svc.clone();
-        let inbox =
-            tokio::task::spawn_blocking(move || s.mail_inbox(Principal::User, None)).await??;
+        let inbox: Vec<MessageView> = rest(home, "inbox", |c| c.get(c.url(&["inbox"]))).await?;
         if inbox.iter().any(|m| m.subject == ANSWER_SUBJECT) {
             break true;
         }
@@ -98,13 +102,21 @@ async fn run(home: &Home) -> Result<()> {
     };
     // Let the last agent finish and record its run.
     let settle = Instant::now() + Duration::from_secs(10);
-    while !svc.agents_live(Principal::User)?.is_empty() && Instant::now() < settle {
+    while !agents(home).await?.live.is_empty() && Instant::now() < settle {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let handlers = svc.handlers(Principal::User, None, None)?;
-    let tree = svc.outcome_subtree(Principal::User, root.root(), Some(10_000))?;
-    let inbox = svc.mail_inbox(Principal::User, None)?;
-    let agents = svc.agents_recent(Principal::User, Some(100))?;
+    let handlers: Vec<HandlerView> =
+        rest(home, "handler list", |c| c.get(c.url(&["handlers"]))).await?;
+    let tree: Subtree = rest(home, "outcome tree", move |c| {
+        let mut url = c.url(&["outcomes"]);
+        url.query_pairs_mut()
+            .append_pair("root", &root.root().to_string())
+            .append_pair("limit", "10000");
+        c.get(url)
+    })
+    .await?;
+    let inbox: Vec<MessageView> = rest(home, "inbox", |c| c.get(c.url(&["inbox"]))).await?;
+    let agents = agents(home).await?.recent;
     daemon.stop().await?;
     let calls = model.requests().len();
     model.shutdown().await;
@@ -120,4 +132,30 @@ async fn run(home: &Home) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// One call of the daemon's REST API, off the async runtime (the CLI's
+/// client blocks), decoded as a `what`.
+pub(super) async fn rest<T, F>(home: &Home, what: &'static str, f: F) -> Result<T>
+where
+    T: DeserializeOwned + Send + 'static,
+    F: FnOnce(&Client) -> Result<Value> + Send + 'static,
+{
+    let home = home.clone();
+    tokio::task::spawn_blocking(move || {
+        let c = Client::new(&home)?;
+        decode(f(&c)?, what)
+    })
+    .await
+    .context("failed to call the daemon: the worker stopped")?
+}
+
+/// The live agents and the recent runs (the last hundred).
+pub(super) async fn agents(home: &Home) -> Result<AgentsView> {
+    rest(home, "agent list", |c| {
+        let mut url = c.url(&["agents"]);
+        url.query_pairs_mut().append_pair("limit", "100");
+        c.get(url)
+    })
+    .await
 }

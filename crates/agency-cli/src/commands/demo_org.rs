@@ -10,11 +10,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agency_api::{HandlerView, OrgMessageView, OrgPlan};
 use agency_config::Home;
-use agency_core::Principal;
 use agency_core::status::OrgMessageStatus;
 use agency_daemon::Daemon;
-use agency_service::OrgCaller;
+use serde_json::json;
+
+use super::demo::{agents, rest};
 use anyhow::{Context, Result, bail};
 
 const SCRIPT: &str = include_str!("../demo_org_script.json");
@@ -82,12 +84,12 @@ pub(super) async fn run(home: &Home) -> Result<()> {
         ),
     };
     let daemon = Daemon::start(home).await?;
-    let svc = daemon.service().clone();
-    let s = svc.clone();
+    // Through the REST API only, as `agency up` and an outside party would.
     let model_json = compiled.model.clone();
-    let plan =
-        tokio::task::spawn_blocking(move || s.org_apply(Principal::User, &model_json, false))
-            .await??;
+    let plan: OrgPlan = rest(home, "organisation plan", move |c| {
+        c.post(c.url(&["orgs"]), &model_json)
+    })
+    .await?;
     println!("agency up {}:", src.display());
     for a in &plan.agents {
         println!(
@@ -102,17 +104,20 @@ pub(super) async fn run(home: &Home) -> Result<()> {
         );
     }
     println!("\noutside party -> WeatherAgency: {QUESTION}");
-    let s = svc.clone();
-    let posted = tokio::task::spawn_blocking(move || {
-        s.org_message_post(&OrgCaller::User, "WeatherAgency", QUESTION, None)
+    let posted: OrgMessageView = rest(home, "message to an agency", |c| {
+        c.post(
+            c.url(&["agency", "messages"]),
+            &json!({ "agency": "WeatherAgency", "message": QUESTION }),
+        )
     })
-    .await??;
+    .await?;
     let deadline = Instant::now() + Duration::from_secs(120);
     let answer = loop {
-        let s = svc.clone();
-        let id = posted.id;
-        let v =
-            tokio::task::spawn_blocking(move || s.org_message_get(&OrgCaller::User, id)).await??;
+        let id = posted.id.to_string();
+        let v: OrgMessageView = rest(home, "message to an agency", move |c| {
+            c.get(c.url(&["agency", "messages", &id]))
+        })
+        .await?;
         if v.status == OrgMessageStatus::Answered {
             break v.reply;
         }
@@ -126,17 +131,18 @@ pub(super) async fn run(home: &Home) -> Result<()> {
     // `keep_warm_executive_ms`), and stopping the daemon ends it.
     let settle = Instant::now() + Duration::from_secs(10);
     loop {
-        let live = svc.agents_live(Principal::User)?;
-        let mut busy = false;
-        for a in &live {
-            busy |= svc.has_work(a.handler)?;
-        }
+        let live = agents(home).await?.live;
+        let handlers: Vec<HandlerView> =
+            rest(home, "handler list", |c| c.get(c.url(&["handlers"]))).await?;
+        let busy = live
+            .iter()
+            .any(|a| handlers.iter().any(|h| h.id == a.handler && h.has_work));
         if !busy || Instant::now() >= settle {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let agents = svc.agents_recent(Principal::User, Some(100))?;
+    let agents = agents(home).await?.recent;
     daemon.stop().await?;
     let calls = model.requests().len();
     model.shutdown().await;
