@@ -67,9 +67,8 @@ pub struct KeepWarmView {
     pub executive: bool,
     /// What its agents get (`0`: they exit when their work is done).
     pub effective_ms: u64,
-    /// Where `effective_ms` comes from: `user`, `org`, `executive default`
-    /// or `default`.
-    pub source: String,
+    /// Where `effective_ms` comes from.
+    pub source: KeepWarmSource,
 }
 
 impl std::fmt::Debug for MintedToken {
@@ -124,4 +123,21 @@ pub struct PreviousRun {
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
     pub ended_how: String,
+}
+
+/// Where a handler's keep-warm time comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeepWarmSource {
+    /// `agency keep-warm` set it for this handler.
+    #[serde(rename = "user")]
+    User,
+    /// The organisation's agent declares it (`memory.keepWarm`).
+    #[serde(rename = "org")]
+    Org,
+    /// `agents.keep_warm_executive_ms`: the handler is an executive.
+    #[serde(rename = "executive default")]
+    ExecutiveDefault,
+    /// `agents.keep_warm_ms`.
+    #[serde(rename = "default")]
+    Default,
 }

@@ -20,13 +20,14 @@ mod status;
 mod tree;
 
 pub use agents::{
-    Agent, AgentsView, HandlerModel, KeepWarmView, MintedToken, PreviousRun, RunLog, RunView,
+    Agent, AgentsView, HandlerModel, KeepWarmSource, KeepWarmView, MintedToken, PreviousRun,
+    RunLog, RunView,
 };
 pub use approvals::{Approval, ToolCallRequest};
 pub use budgets::{Budget, BudgetNode, CostNode, ResumeReport};
 pub use kb::{FileInfo, FileMeta, FileText, KbAuditEntry, VersionInfo};
 pub use mail::{MailBody, MailHeader, MessageView};
-pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport};
+pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinState};
 pub use memory::{
     Compaction, CompactionView, CondenseReport, MemoryChange, MemoryCounts, MemoryStatus,
     MemoryView,

@@ -25,8 +25,7 @@ pub struct McpPinChange {
 pub struct McpPinView {
     pub server: String,
     pub tool: String,
-    /// `approved` (usable) or `quarantined`.
-    pub state: String,
+    pub state: PinState,
     pub approved_hash: Option<String>,
     pub approved_at: Option<Timestamp>,
     pub seen_hash: String,
@@ -38,4 +37,23 @@ pub struct McpPinView {
 pub struct McpPinsReport {
     pub pins: Vec<McpPinView>,
     pub pending: Vec<McpPinChange>,
+}
+
+/// Whether a pinned tool is usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinState {
+    /// The definition the server presents is the approved one.
+    Approved,
+    /// It presents another: the tool is hidden until the user decides.
+    Quarantined,
+}
+
+impl std::fmt::Display for PinState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            PinState::Approved => "approved",
+            PinState::Quarantined => "quarantined",
+        })
+    }
 }

@@ -144,11 +144,10 @@ impl Service {
                 .into_iter()
                 .map(|p| McpPinView {
                     state: if p.approved_hash.as_deref() == Some(p.seen_hash.as_str()) {
-                        "approved"
+                        agency_api::PinState::Approved
                     } else {
-                        "quarantined"
-                    }
-                    .to_owned(),
+                        agency_api::PinState::Quarantined
+                    },
                     server: p.server,
                     tool: p.tool,
                     approved_hash: p.approved_hash,

@@ -173,12 +173,13 @@ pub(crate) fn effective(
     org: Option<u64>,
     executive: bool,
     d: KeepWarmDefaults,
-) -> (u64, &'static str) {
+) -> (u64, agency_api::KeepWarmSource) {
+    use agency_api::KeepWarmSource as S;
     match (user, org) {
-        (Some(u), _) => (u, "user"),
-        (None, Some(o)) => (o, "org"),
-        (None, None) if executive => (d.executive_ms, "executive default"),
-        (None, None) => (d.default_ms, "default"),
+        (Some(u), _) => (u, S::User),
+        (None, Some(o)) => (o, S::Org),
+        (None, None) if executive => (d.executive_ms, S::ExecutiveDefault),
+        (None, None) => (d.default_ms, S::Default),
     }
 }
 
@@ -206,7 +207,7 @@ pub(crate) fn keep_warm_view(
         org_ms,
         executive,
         effective_ms,
-        source: source.to_owned(),
+        source,
     })
 }
 
@@ -269,17 +270,18 @@ mod tests {
 
     #[test]
     fn the_user_wins_over_the_organisation_over_the_defaults() {
-        assert_eq!(effective(Some(1), Some(2), true, D), (1, "user"));
+        use agency_api::KeepWarmSource as S;
+        assert_eq!(effective(Some(1), Some(2), true, D), (1, S::User));
         // Off by the user is off, even for an executive with an org value.
-        assert_eq!(effective(Some(0), Some(2), true, D), (0, "user"));
-        assert_eq!(effective(None, Some(2), true, D), (2, "org"));
+        assert_eq!(effective(Some(0), Some(2), true, D), (0, S::User));
+        assert_eq!(effective(None, Some(2), true, D), (2, S::Org));
         assert_eq!(
             effective(None, None, true, D),
-            (300_000, "executive default")
+            (300_000, S::ExecutiveDefault)
         );
-        assert_eq!(effective(None, None, false, D), (0, "default"));
+        assert_eq!(effective(None, None, false, D), (0, S::Default));
         let d = KeepWarmDefaults { default_ms: 7, ..D };
-        assert_eq!(effective(None, None, false, d), (7, "default"));
+        assert_eq!(effective(None, None, false, d), (7, S::Default));
     }
 
     #[test]
