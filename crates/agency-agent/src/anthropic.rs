@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::model::{Message, Reply, Request, ToolCall, Usage, lenient_str, lenient_u64};
-use crate::sse::SseEvent;
+use agency_sse::SseEvent;
+
+use crate::error::ReplyError;
 
 /// The request body (always streaming).
 pub(crate) fn request_body(req: &Request<'_>) -> Value {
@@ -129,12 +131,15 @@ pub(crate) struct StreamAssembler {
 impl StreamAssembler {
     /// Take one event. `Err` is a failure reported by the server in the
     /// stream or an unreadable event: the call is retried.
-    pub fn event(&mut self, ev: &SseEvent) -> Result<(), String> {
+    pub fn event(&mut self, ev: &SseEvent) -> Result<(), ReplyError> {
         if ev.data.trim().is_empty() {
             return Ok(());
         }
-        let data: Value = serde_json::from_str(&ev.data)
-            .map_err(|e| format!("unreadable `{}` event ({e})", ev.event))?;
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|source| ReplyError::UnreadableEvent {
+                event: ev.event.clone(),
+                source,
+            })?;
         // The `type` inside the data is authoritative; the SSE event name
         // is the fallback for servers that omit it.
         let kind = lenient_str(data.get("type")).unwrap_or(&ev.event);
@@ -184,11 +189,12 @@ impl StreamAssembler {
             "message_stop" => self.stopped = true,
             "error" => {
                 let e = data.get("error").unwrap_or(&data);
-                return Err(format!(
-                    "the server reported {}: {}",
-                    lenient_str(e.get("type")).unwrap_or("an error"),
-                    lenient_str(e.get("message")).unwrap_or("(no message)")
-                ));
+                return Err(ReplyError::Reported {
+                    kind: lenient_str(e.get("type")).unwrap_or("an error").to_owned(),
+                    message: lenient_str(e.get("message"))
+                        .unwrap_or("(no message)")
+                        .to_owned(),
+                });
             }
             _ => {}
         }
@@ -222,9 +228,9 @@ impl StreamAssembler {
     /// The assembled reply. A stream that ended without `message_stop`
     /// is accepted only if `message_delta` said why the model stopped;
     /// otherwise it was cut off and the call is retried.
-    pub fn finish(self) -> Result<Reply, String> {
+    pub fn finish(self) -> Result<Reply, ReplyError> {
         if !self.stopped && self.stop_reason.is_none() {
-            return Err("the stream ended before message_stop".into());
+            return Err(ReplyError::Cut("message_stop"));
         }
         let mut reply = Reply {
             stop_reason: self.stop_reason,
@@ -264,12 +270,14 @@ impl StreamAssembler {
 }
 
 /// A non-streamed answer (a server that ignored `stream: true`).
-pub(crate) fn parse_whole(body: &Value) -> Result<Reply, String> {
+pub(crate) fn parse_whole(body: &Value) -> Result<Reply, ReplyError> {
     if let Some(e) = body.get("error").filter(|e| !e.is_null()) {
-        return Err(format!(
-            "the server reported an error: {}",
-            lenient_str(e.get("message")).unwrap_or("(no message)")
-        ));
+        return Err(ReplyError::Reported {
+            kind: "an error".to_owned(),
+            message: lenient_str(e.get("message"))
+                .unwrap_or("(no message)")
+                .to_owned(),
+        });
     }
     let mut a = StreamAssembler {
         stopped: true,
@@ -297,7 +305,7 @@ mod tests {
 
     use super::*;
     use crate::model::{ToolResult, ToolSpec};
-    use crate::sse::SseParser;
+    use agency_sse::SseParser;
 
     /// Run an SSE text through the parser and the assembler, in pieces of
     /// `size` bytes.
@@ -306,13 +314,13 @@ mod tests {
         let mut a = StreamAssembler::default();
         for chunk in sse.as_bytes().chunks(size) {
             for ev in p.push(chunk).unwrap() {
-                a.event(&ev)?;
+                a.event(&ev).map_err(|e| e.to_string())?;
             }
         }
-        for ev in p.finish() {
-            a.event(&ev)?;
+        if let Some(ev) = p.finish() {
+            a.event(&ev).map_err(|e| e.to_string())?;
         }
-        a.finish()
+        a.finish().map_err(|e| e.to_string())
     }
 
     const STREAM: &str = concat!(

@@ -1,6 +1,7 @@
 //! One model call over HTTP with retries: build the body for the configured
 //! API, post it, read the SSE stream through [`SseParser`] into the API's
-//! assembler, and retry transient failures with exponential backoff.
+//! assembler, and retry transient failures with jittered exponential
+//! backoff (`backon`).
 //!
 //! Retried: HTTP 429, 500, 502, 503, 504, 529, connection failures and
 //! timeouts, and any failure once the answer has started streaming (an
@@ -10,16 +11,18 @@
 //! 429 whose JSON error has `"kind": "budget"`): no retry makes room in a
 //! reached or paused budget, only the user does ([`CallError::Budget`]).
 
+use std::cell::Cell;
 use std::time::Duration;
 
+use agency_sse::{SseEvent, SseParser};
+use backon::{ExponentialBuilder, Retryable};
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 
 use crate::config::{AgentConfig, Api, RetryConfig};
-use crate::error::AgentError;
+use crate::error::{AgentError, ReplyError};
 use crate::model::{Reply, Request, Usage};
-use crate::sse::SseParser;
 use crate::{anthropic, openai};
 
 /// How much of an error response body is kept for the message.
@@ -67,6 +70,14 @@ impl AttemptError {
             retry_after: None,
             message: message.into(),
         }
+    }
+}
+
+impl From<ReplyError> for AttemptError {
+    /// A stream that broke, cut or unreadable, or an error the server
+    /// reported in it: worth another attempt.
+    fn from(e: ReplyError) -> AttemptError {
+        AttemptError::transient(e.to_string())
     }
 }
 
@@ -124,36 +135,41 @@ impl ModelClient {
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| CallError::Failed(format!("failed to encode the request: {e}")))?;
-        let mut attempt = 1;
-        loop {
-            match self.attempt(&body).await {
-                Ok(mut reply) => {
-                    if reply.usage.is_none() {
-                        reply.usage = Some(estimate_usage(body.len(), &reply));
-                    }
-                    return Ok(reply);
+        let body = &body;
+        let attempts = Cell::new(0u32);
+        let max_wait = Duration::from_millis(self.retry.max_backoff_ms);
+        let result = (|| {
+            attempts.set(attempts.get() + 1);
+            self.attempt(body)
+        })
+        .retry(schedule(&self.retry))
+        // A budget refusal is not retryable either.
+        .when(|e: &AttemptError| e.retryable)
+        // `None`: the schedule is used up, the call gives up.
+        .adjust(|e, wait| wait.map(|w| e.retry_after.map_or(w, |d| server_wait(d, max_wait))))
+        .notify(|e, wait| {
+            on_retry(&RetryNote {
+                attempt: attempts.get(),
+                status: e.status,
+                error: e.message.clone(),
+                wait,
+            })
+        })
+        .await;
+        let attempts = attempts.get();
+        match result {
+            Ok(mut reply) => {
+                if reply.usage.is_none() {
+                    reply.usage = Some(estimate_usage(body.len(), &reply));
                 }
-                Err(e) if e.budget => return Err(CallError::Budget(e.message)),
-                Err(e) if !e.retryable => return Err(CallError::Failed(e.message)),
-                Err(e) if attempt >= self.retry.max_attempts => {
-                    return Err(CallError::Failed(if attempt > 1 {
-                        format!("{} (gave up after {attempt} attempts)", e.message)
-                    } else {
-                        e.message
-                    }));
-                }
-                Err(e) => {
-                    let wait = backoff(&self.retry, attempt, e.retry_after, jitter_draw());
-                    on_retry(&RetryNote {
-                        attempt,
-                        status: e.status,
-                        error: e.message,
-                        wait,
-                    });
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
+                Ok(reply)
             }
+            Err(e) if e.budget => Err(CallError::Budget(e.message)),
+            Err(e) if e.retryable && attempts > 1 => Err(CallError::Failed(format!(
+                "{} (gave up after {attempts} attempts)",
+                e.message
+            ))),
+            Err(e) => Err(CallError::Failed(e.message)),
         }
     }
 
@@ -232,8 +248,8 @@ impl ModelClient {
             let chunk = chunk.map_err(|e| {
                 AttemptError::transient(format!("the stream broke: {}", error_chain(&e)))
             })?;
-            for ev in parser.push(&chunk).map_err(AttemptError::transient)? {
-                asm.event(&ev).map_err(AttemptError::transient)?;
+            for ev in parser.push(&chunk).map_err(ReplyError::from)? {
+                asm.event(&ev)?;
                 if asm.is_done() {
                     // Anything after the final event is of no use; not
                     // waiting for the server to close saves a round trip.
@@ -241,10 +257,10 @@ impl ModelClient {
                 }
             }
         }
-        for ev in parser.finish() {
-            asm.event(&ev).map_err(AttemptError::transient)?;
+        if let Some(ev) = parser.finish() {
+            asm.event(&ev)?;
         }
-        asm.finish().map_err(AttemptError::transient)
+        asm.finish().map_err(AttemptError::from)
     }
 
     async fn read_whole(&self, resp: reqwest::Response) -> Result<Reply, AttemptError> {
@@ -265,7 +281,7 @@ impl ModelClient {
             Api::Anthropic => anthropic::parse_whole(&v),
             Api::Openai => openai::parse_whole(&v),
         }
-        .map_err(AttemptError::transient)
+        .map_err(AttemptError::from)
     }
 }
 
@@ -281,7 +297,7 @@ impl Assembler {
             Api::Openai => Assembler::Openai(Default::default()),
         }
     }
-    fn event(&mut self, ev: &crate::sse::SseEvent) -> Result<(), String> {
+    fn event(&mut self, ev: &SseEvent) -> Result<(), ReplyError> {
         match self {
             Assembler::Anthropic(a) => a.event(ev),
             Assembler::Openai(a) => a.event(ev),
@@ -293,7 +309,7 @@ impl Assembler {
             Assembler::Openai(a) => a.is_done(),
         }
     }
-    fn finish(self) -> Result<Reply, String> {
+    fn finish(self) -> Result<Reply, ReplyError> {
         match self {
             Assembler::Anthropic(a) => a.finish(),
             Assembler::Openai(a) => a.finish(),
@@ -327,52 +343,28 @@ pub(crate) fn budget_refusal(status: u16, body: &str) -> Option<String> {
     )
 }
 
-/// The wait before retry number `attempt` (1 = after the first failure):
-/// `initial × 2^(attempt-1)` with "equal jitter" (half of it fixed, the
-/// other half scaled by `draw`, a number in [0, 1)), or the server's
-/// `retry-after` when it sent one (plus up to a tenth more, by `draw`), and
-/// never more than `max_backoff_ms`. Without jitter, 500 agents refused
-/// with a 429 at once would all retry at the same instant again.
-pub(crate) fn backoff(
-    retry: &RetryConfig,
-    attempt: u32,
-    retry_after: Option<Duration>,
-    draw: f64,
-) -> Duration {
-    let draw = if draw.is_finite() {
-        draw.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let max = Duration::from_millis(retry.max_backoff_ms);
-    let wait = match retry_after {
-        Some(d) => d.saturating_add(d.mul_f64(draw / 10.0)),
-        None => {
-            let factor = 1u64
-                .checked_shl(attempt.saturating_sub(1))
-                .unwrap_or(u64::MAX);
-            let full =
-                Duration::from_millis(retry.initial_backoff_ms.saturating_mul(factor)).min(max);
-            full / 2 + (full / 2).mul_f64(draw)
-        }
-    };
-    wait.min(max)
+/// The waits between attempts, `max_attempts - 1` of them: retry number
+/// `n` waits `initial × 2^(n-1)`, at most `max_backoff_ms`, with "equal
+/// jitter": half of it fixed, the other half random (backon adds a random
+/// part of up to the wait itself, so it is given half of each wait).
+/// Without jitter, 500 agents refused with a 429 at once would all retry
+/// at the same instant again.
+pub(crate) fn schedule(retry: &RetryConfig) -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(retry.initial_backoff_ms) / 2)
+        .with_max_delay(Duration::from_millis(retry.max_backoff_ms) / 2)
+        .with_factor(2.0)
+        .with_jitter()
+        .with_max_times(retry.max_attempts.saturating_sub(1) as usize)
 }
 
-/// A number in [0, 1) that differs between calls and between processes,
-/// for backoff jitter. The standard library's randomly keyed hasher is
-/// enough: this needs spread, not secrecy.
-fn jitter_draw() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    // The top 53 bits as a fraction of 2^53.
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+/// The wait a server asked for with `retry-after`, plus up to a tenth more
+/// (the same spread as above, for the agents it told the same), at most
+/// `max`.
+pub(crate) fn server_wait(asked: Duration, max: Duration) -> Duration {
+    asked
+        .saturating_add(asked.mul_f64(fastrand::f64() / 10.0))
+        .min(max)
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds; HTTP dates are
@@ -456,41 +448,72 @@ mod tests {
         }
     }
 
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let r = retry(100, 1_000);
-        // The top of the jitter range (draw just under 1): the full wait.
-        let ms = |a, ra| backoff(&r, a, ra, 1.0).as_millis();
-        assert_eq!(
-            [ms(1, None), ms(2, None), ms(3, None), ms(4, None)],
-            [100, 200, 400, 800]
-        );
-        assert_eq!(ms(5, None), 1_000);
-        assert_eq!(ms(64, None), 1_000);
-        assert_eq!(ms(u32::MAX, None), 1_000);
-        // The server's word wins (plus at most a tenth), within the cap.
-        assert_eq!(ms(1, Some(Duration::from_millis(700))), 770);
-        assert_eq!(ms(1, Some(Duration::from_secs(30))), 1_000);
-        assert_eq!(backoff(&retry(0, 0), 3, None, 0.5), Duration::ZERO);
+    /// The waits of a whole schedule, in milliseconds (fractions kept).
+    fn waits(r: &RetryConfig) -> Vec<f64> {
+        use backon::BackoffBuilder;
+        schedule(r).build().map(|d| d.as_secs_f64() * 1e3).collect()
     }
 
-    /// DEBTS "retry backoff has no jitter": the bottom of the range is
-    /// half the exponential wait, the server's retry-after exactly, and
-    /// draws spread agents over the whole range.
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let r = RetryConfig {
+            max_attempts: 70,
+            ..retry(100, 1_000)
+        };
+        for _ in 0..50 {
+            let w = waits(&r);
+            // One wait between two attempts: 69 retries.
+            assert_eq!(w.len(), 69);
+            // Each wait is in the upper half of `100 × 2^(n-1)`, capped.
+            let full = [100.0, 200.0, 400.0, 800.0, 1_000.0, 1_000.0];
+            for (n, (got, full)) in w
+                .iter()
+                .zip(full.iter().chain([1_000.0; 64].iter()))
+                .enumerate()
+            {
+                assert!(
+                    *got >= full / 2.0 - 0.01 && *got <= full + 0.01,
+                    "retry {}: {got} ms not in [{}, {full}]",
+                    n + 1,
+                    full / 2.0
+                );
+            }
+        }
+        assert_eq!(waits(&retry(100, 1_000)).len(), 4);
+        assert!(
+            waits(&RetryConfig {
+                max_attempts: 1,
+                ..retry(100, 1_000)
+            })
+            .is_empty()
+        );
+        assert!(waits(&retry(0, 0)).iter().all(|w| *w == 0.0));
+        // The server's word wins (plus at most a tenth), within the cap.
+        let max = Duration::from_secs(1);
+        for _ in 0..50 {
+            let w = server_wait(Duration::from_millis(700), max).as_millis();
+            assert!((700..=770).contains(&w), "{w}");
+        }
+        assert_eq!(server_wait(Duration::from_secs(30), max), max);
+        assert_eq!(server_wait(Duration::ZERO, max), Duration::ZERO);
+    }
+
+    /// DEBTS "retry backoff has no jitter": draws spread agents over the
+    /// whole range (the bottom half of it is the fixed part).
     #[test]
     fn backoff_is_jittered() {
-        let r = retry(100, 1_000);
-        let ms = |a, ra, d| backoff(&r, a, ra, d).as_millis();
-        assert_eq!([ms(1, None, 0.0), ms(3, None, 0.0)], [50, 200]);
-        assert_eq!(ms(3, None, 0.5), 300);
-        assert_eq!(ms(1, Some(Duration::from_millis(700)), 0.0), 700);
-        // Out-of-range draws are clamped, not trusted.
-        assert_eq!(ms(1, None, f64::NAN), 50);
-        assert_eq!(ms(1, None, 7.0), 100);
-        let draws: std::collections::BTreeSet<u64> =
-            (0..64).map(|_| (jitter_draw() * 1e6) as u64).collect();
-        assert!(draws.len() > 50, "{draws:?}");
-        assert!(draws.iter().all(|d| *d < 1_000_000));
+        let r = retry(100_000, 1_000_000);
+        let firsts: Vec<f64> = (0..64).map(|_| waits(&r)[0]).collect();
+        let distinct: std::collections::BTreeSet<u64> =
+            firsts.iter().map(|w| (w * 1e3) as u64).collect();
+        assert!(distinct.len() > 50, "{distinct:?}");
+        assert!(firsts.iter().all(|w| (50_000.0..=100_000.0).contains(w)));
+        // Both halves of the random part are drawn.
+        assert!(firsts.iter().any(|w| *w < 75_000.0) && firsts.iter().any(|w| *w > 75_000.0));
+        let asked = Duration::from_secs(10);
+        let spread: std::collections::BTreeSet<Duration> =
+            (0..64).map(|_| server_wait(asked, Duration::MAX)).collect();
+        assert!(spread.len() > 50, "{spread:?}");
     }
 
     #[test]

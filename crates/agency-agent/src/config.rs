@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::AgentError;
+use crate::error::{AgentError, ConfigError};
 
 /// Which wire protocol the model server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,9 +187,9 @@ pub fn load_config(path: impl AsRef<Path>) -> Result<AgentConfig, AgentError> {
         path: path.to_owned(),
         message: e.to_string(),
     })?;
-    cfg.validate().map_err(|message| AgentError::ReadConfig {
+    cfg.validate().map_err(|e| AgentError::ReadConfig {
         path: path.to_owned(),
-        message,
+        message: e.to_string(),
     })?;
     Ok(cfg)
 }
@@ -197,52 +197,52 @@ pub fn load_config(path: impl AsRef<Path>) -> Result<AgentConfig, AgentError> {
 impl AgentConfig {
     /// Check the values serde cannot: returns the first problem, naming
     /// the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_url("base_url", &self.base_url)?;
         check_url("mcp_url", &self.mcp_url)?;
         if self.model.trim().is_empty() {
-            return Err("`model` is empty".into());
+            return Err(ConfigError::Empty("model"));
         }
         if let Some(name) = &self.api_key_env {
             check_env_name("api_key_env", name)?;
         }
         check_env_name("mcp_token_env", &self.mcp_token_env)?;
         if self.max_turns == 0 {
-            return Err("`max_turns` must be at least 1".into());
+            return Err(ConfigError::Zero("max_turns"));
         }
         if self.max_total_tokens == 0 {
-            return Err("`max_total_tokens` must be at least 1".into());
+            return Err(ConfigError::Zero("max_total_tokens"));
         }
         if self.max_output_tokens == 0 {
-            return Err("`max_output_tokens` must be at least 1".into());
+            return Err(ConfigError::Zero("max_output_tokens"));
         }
         if self.initial_message.trim().is_empty() {
-            return Err("`initial_message` is empty".into());
+            return Err(ConfigError::Empty("initial_message"));
         }
         if self.retry.max_attempts == 0 {
-            return Err("`retry.max_attempts` must be at least 1".into());
+            return Err(ConfigError::Zero("retry.max_attempts"));
         }
         if self.retry.initial_backoff_ms > self.retry.max_backoff_ms {
-            return Err("`retry.initial_backoff_ms` exceeds `retry.max_backoff_ms`".into());
+            return Err(ConfigError::BackoffOrder);
         }
         if self.request_timeout_secs == 0 {
-            return Err("`request_timeout_secs` must be at least 1".into());
+            return Err(ConfigError::Zero("request_timeout_secs"));
         }
         for (i, t) in self.workspace_tools.iter().enumerate() {
             if !crate::WORKSPACE_TOOLS.contains(&t.as_str()) {
-                return Err(format!(
-                    "`workspace_tools`: {t:?} is not one of {}",
-                    crate::WORKSPACE_TOOLS.join(", ")
-                ));
+                return Err(ConfigError::UnknownTool {
+                    tool: t.clone(),
+                    known: crate::WORKSPACE_TOOLS.join(", "),
+                });
             }
             if self.workspace_tools[..i].contains(t) {
-                return Err(format!("`workspace_tools`: {t:?} appears twice"));
+                return Err(ConfigError::ToolTwice(t.clone()));
             }
         }
         if let Some(w) = &self.workspace
             && !w.is_absolute()
         {
-            return Err("`workspace` must be an absolute path".into());
+            return Err(ConfigError::RelativeWorkspace);
         }
         let mut seen = std::collections::HashSet::new();
         for s in &self.mcp_servers {
@@ -252,23 +252,19 @@ impl AgentConfig {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
             if !ok {
-                return Err(format!(
-                    "`mcp_servers`: name {:?} must be letters, digits, - and _ (without __)",
-                    s.name
-                ));
+                return Err(ConfigError::ServerName(s.name.clone()));
             }
             if !seen.insert(s.name.as_str()) {
-                return Err(format!("`mcp_servers`: name {:?} appears twice", s.name));
+                return Err(ConfigError::ServerTwice(s.name.clone()));
             }
             if s.transport.as_deref().is_some_and(|t| t != "stdio") {
-                return Err(format!(
-                    "`mcp_servers` {}: type {:?} is not \"stdio\"",
-                    s.name,
-                    s.transport.as_deref().unwrap_or_default()
-                ));
+                return Err(ConfigError::ServerType {
+                    name: s.name.clone(),
+                    transport: s.transport.clone().unwrap_or_default(),
+                });
             }
             if s.command.trim().is_empty() {
-                return Err(format!("`mcp_servers` {}: command is empty", s.name));
+                return Err(ConfigError::ServerCommand(s.name.clone()));
             }
         }
         Ok(())
@@ -292,21 +288,21 @@ impl AgentConfig {
     }
 }
 
-fn check_url(field: &str, url: &str) -> Result<(), String> {
+fn check_url(field: &'static str, url: &str) -> Result<(), ConfigError> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("`{field}` must start with http:// or https://"))?;
+        .ok_or(ConfigError::UrlScheme(field))?;
     if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("`{field}` has no host"));
+        return Err(ConfigError::UrlHost(field));
     }
     if url.chars().any(char::is_whitespace) {
-        return Err(format!("`{field}` contains whitespace"));
+        return Err(ConfigError::UrlWhitespace(field));
     }
     Ok(())
 }
 
-fn check_env_name(field: &str, name: &str) -> Result<(), String> {
+fn check_env_name(field: &'static str, name: &str) -> Result<(), ConfigError> {
     // Names, not values: a value pasted here by mistake would end up in
     // files that are not meant to hold secrets, so refuse anything that
     // does not look like a variable name.
@@ -316,9 +312,7 @@ fn check_env_name(field: &str, name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{field}` must be an environment variable name (letters, digits, `_`)"
-        ))
+        Err(ConfigError::EnvName(field))
     }
 }
 
@@ -346,7 +340,7 @@ mod tests {
 
     fn parse(v: Value) -> Result<AgentConfig, String> {
         let cfg: AgentConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        cfg.validate()?;
+        cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)
     }
 

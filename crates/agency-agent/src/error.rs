@@ -10,7 +10,7 @@ pub enum AgentError {
     #[error("failed to read agent configuration {}: {message}", path.display())]
     ReadConfig { path: PathBuf, message: String },
     #[error("failed to validate the agent configuration: {0}")]
-    InvalidConfig(String),
+    InvalidConfig(#[from] ConfigError),
     #[error("failed to read the {what} from environment variable {var}: {reason}")]
     Env {
         what: &'static str,
@@ -35,4 +35,61 @@ pub enum AgentError {
     Transcript { path: PathBuf, message: String },
     #[error("failed to write result {}: {message}", path.display())]
     Result { path: PathBuf, message: String },
+}
+
+/// A configuration value serde accepts but the run cannot use; each names
+/// its field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("`{0}` must start with http:// or https://")]
+    UrlScheme(&'static str),
+    #[error("`{0}` has no host")]
+    UrlHost(&'static str),
+    #[error("`{0}` contains whitespace")]
+    UrlWhitespace(&'static str),
+    #[error("`{0}` must be an environment variable name (letters, digits, `_`)")]
+    EnvName(&'static str),
+    #[error("`{0}` is empty")]
+    Empty(&'static str),
+    #[error("`{0}` must be at least 1")]
+    Zero(&'static str),
+    #[error("`retry.initial_backoff_ms` exceeds `retry.max_backoff_ms`")]
+    BackoffOrder,
+    #[error("`workspace_tools`: {tool:?} is not one of {known}")]
+    UnknownTool { tool: String, known: String },
+    #[error("`workspace_tools`: {0:?} appears twice")]
+    ToolTwice(String),
+    #[error("`workspace` must be an absolute path")]
+    RelativeWorkspace,
+    #[error("`mcp_servers`: name {0:?} must be letters, digits, - and _ (without __)")]
+    ServerName(String),
+    #[error("`mcp_servers`: name {0:?} appears twice")]
+    ServerTwice(String),
+    #[error("`mcp_servers` {name}: type {transport:?} is not \"stdio\"")]
+    ServerType { name: String, transport: String },
+    #[error("`mcp_servers` {0}: command is empty")]
+    ServerCommand(String),
+}
+
+/// Why a model answer could not be assembled: the attempt failed, and is
+/// retried.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReplyError {
+    #[error(transparent)]
+    Stream(#[from] agency_sse::SseError),
+    #[error("unreadable `{event}` event ({source})")]
+    UnreadableEvent {
+        event: String,
+        source: serde_json::Error,
+    },
+    #[error("unreadable chunk ({0})")]
+    UnreadableChunk(#[source] serde_json::Error),
+    /// An error the server put in the answer: `kind` is its type, or
+    /// "an error".
+    #[error("the server reported {kind}: {message}")]
+    Reported { kind: String, message: String },
+    /// The stream ended before the event that says the answer is whole.
+    #[error("the stream ended before {0}")]
+    Cut(&'static str),
 }

@@ -11,8 +11,8 @@
 //!
 //! It speaks the Anthropic Messages API and any OpenAI-compatible
 //! chat-completions API (OpenAI, Ollama, vLLM, llama.cpp server), always
-//! streaming, through its own small SSE parser over reqwest and lenient
-//! JSON reading, and Agency's MCP tools through rmcp's streamable-HTTP
+//! streaming, through Agency's SSE parser (`agency-sse`) over reqwest and
+//! lenient JSON reading, and Agency's MCP tools through rmcp's streamable-HTTP
 //! client with the agent's bearer token.
 //!
 //! ```no_run
@@ -53,11 +53,10 @@
 //! call's reported input tokens are added up, so `max_total_tokens` bounds
 //! what the run is billed, not the size of the context.
 //!
-//! Module map: `config` (the file), `sse` (event-stream parsing),
-//! `anthropic` / `openai` (request bodies and stream assembly), `client`
-//! (HTTP, retries, backoff), `mcp` (MCP tools), `tools` (workspace tools),
-//! `run` (the loop and limits), `transcript` (JSONL events, secret
-//! redaction), `summary` (the result).
+//! Module map: `config` (the file), `anthropic` / `openai` (request
+//! bodies and stream assembly), `client` (HTTP, retries, backoff), `mcp`
+//! (MCP tools), `tools` (workspace tools), `run` (the loop and limits),
+//! `transcript` (JSONL events, secret redaction), `summary` (the result).
 
 mod anthropic;
 mod client;
@@ -67,14 +66,13 @@ mod mcp;
 mod model;
 mod openai;
 mod run;
-mod sse;
 mod summary;
 mod tools;
 mod transcript;
 mod warm;
 
 pub use config::{AgentConfig, Api, RetryConfig, load_config};
-pub use error::AgentError;
+pub use error::{AgentError, ConfigError};
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
 pub use tools::{WORKSPACE_TOOLS, WorkspaceTool, workspace_tool_list};

@@ -11,7 +11,9 @@
 use serde_json::{Value, json};
 
 use crate::model::{Message, Reply, Request, ToolCall, Usage, lenient_str, lenient_u64};
-use crate::sse::SseEvent;
+use agency_sse::SseEvent;
+
+use crate::error::ReplyError;
 
 /// The request body (always streaming, asking for the usage chunk).
 pub(crate) fn request_body(req: &Request<'_>) -> Value {
@@ -98,7 +100,7 @@ pub(crate) struct StreamAssembler {
 impl StreamAssembler {
     /// Take one event. `Err` is an error object in the stream or an
     /// unreadable chunk: the call is retried.
-    pub fn event(&mut self, ev: &SseEvent) -> Result<(), String> {
+    pub fn event(&mut self, ev: &SseEvent) -> Result<(), ReplyError> {
         let data = ev.data.trim();
         if data.is_empty() {
             return Ok(());
@@ -107,17 +109,19 @@ impl StreamAssembler {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value =
-            serde_json::from_str(data).map_err(|e| format!("unreadable chunk ({e})"))?;
+        let chunk: Value = serde_json::from_str(data).map_err(ReplyError::UnreadableChunk)?;
         self.chunk(&chunk)
     }
 
-    fn chunk(&mut self, chunk: &Value) -> Result<(), String> {
+    fn chunk(&mut self, chunk: &Value) -> Result<(), ReplyError> {
         if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
             let msg = lenient_str(e.get("message"))
                 .or_else(|| e.as_str())
                 .unwrap_or("(no message)");
-            return Err(format!("the server reported an error: {msg}"));
+            return Err(ReplyError::Reported {
+                kind: "an error".to_owned(),
+                message: msg.to_owned(),
+            });
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage {
@@ -212,9 +216,9 @@ impl StreamAssembler {
     /// The assembled reply. A stream that ended without `[DONE]` is
     /// accepted once a `finish_reason` was seen; otherwise it was cut off
     /// and the call is retried.
-    pub fn finish(mut self) -> Result<Reply, String> {
+    pub fn finish(mut self) -> Result<Reply, ReplyError> {
         if !self.done && self.finish_reason.is_none() {
-            return Err("the stream ended before a finish_reason or [DONE]".into());
+            return Err(ReplyError::Cut("a finish_reason or [DONE]"));
         }
         self.calls.sort_by_key(|(i, _)| *i);
         let tool_calls = self
@@ -240,7 +244,7 @@ impl StreamAssembler {
 }
 
 /// A non-streamed answer (a server that ignored `stream: true`).
-pub(crate) fn parse_whole(body: &Value) -> Result<Reply, String> {
+pub(crate) fn parse_whole(body: &Value) -> Result<Reply, ReplyError> {
     let mut a = StreamAssembler {
         done: true,
         ..StreamAssembler::default()
@@ -255,20 +259,20 @@ mod tests {
 
     use super::*;
     use crate::model::{ToolResult, ToolSpec};
-    use crate::sse::SseParser;
+    use agency_sse::SseParser;
 
     fn assemble(sse: &str, size: usize) -> Result<Reply, String> {
         let mut p = SseParser::new();
         let mut a = StreamAssembler::default();
         for chunk in sse.as_bytes().chunks(size) {
             for ev in p.push(chunk).unwrap() {
-                a.event(&ev)?;
+                a.event(&ev).map_err(|e| e.to_string())?;
             }
         }
-        for ev in p.finish() {
-            a.event(&ev)?;
+        if let Some(ev) = p.finish() {
+            a.event(&ev).map_err(|e| e.to_string())?;
         }
-        a.finish()
+        a.finish().map_err(|e| e.to_string())
     }
 
     const STREAM: &str = concat!(

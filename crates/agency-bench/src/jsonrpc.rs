@@ -118,7 +118,8 @@ impl Plain {
 }
 
 /// The one JSON-RPC message of an answer, from a JSON body or from the
-/// first `data:` event of an SSE stream that carries a response.
+/// first event of an SSE stream whose data is a response (read by
+/// Agency's SSE parser, as every event stream Agency reads).
 async fn read_answer(resp: reqwest::Response) -> Result<Value> {
     let status = resp.status();
     let sse = resp
@@ -136,17 +137,19 @@ async fn read_answer(resp: reqwest::Response) -> Result<Value> {
     if !sse {
         return serde_json::from_slice(&body).context("failed to parse a JSON answer");
     }
-    let text = std::str::from_utf8(&body).context("failed to read an SSE answer as UTF-8")?;
-    for line in text.lines() {
-        let Some(data) = line.strip_prefix("data:") else {
-            continue;
-        };
-        let Ok(msg) = serde_json::from_str::<Value>(data.trim()) else {
+    let mut parser = agency_sse::SseParser::new();
+    let mut events = parser.push(&body).context("failed to read an SSE answer")?;
+    events.extend(parser.finish_with_unterminated_line());
+    for ev in events {
+        let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
             continue;
         };
         if msg.get("result").is_some() || msg.get("error").is_some() {
             return Ok(msg);
         }
     }
-    bail!("the SSE answer carried no JSON-RPC response: {text}")
+    bail!(
+        "the SSE answer carried no JSON-RPC response: {}",
+        String::from_utf8_lossy(&body)
+    )
 }

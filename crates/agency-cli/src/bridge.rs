@@ -10,12 +10,13 @@
 //! slow tool call (a `mail_wait` holds its request for minutes) does not
 //! hold up the next request.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::process::ExitCode;
 use std::thread::JoinHandle;
 
 use agency_config::Home;
+use agency_sse::{SseEvent, SseParser};
 use anyhow::{Context, Result, bail};
 use reqwest::Url;
 use reqwest::blocking::{Client as Http, RequestBuilder, Response};
@@ -26,53 +27,6 @@ use crate::client::{self, http_client, no_daemon};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// Incremental decoder of a `text/event-stream`: feed it lines, get back
-/// each event's data (the `data:` lines joined by `\n`). Other fields
-/// (`event`, `id`, `retry`) and comments are ignored: every MCP event's
-/// data is one JSON-RPC message. Pure, so it is tested without a server.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    data: Vec<String>,
-}
-
-impl SseDecoder {
-    /// One line without its line ending (a trailing `\r` is stripped too).
-    /// Returns the event's data when this (blank) line ends an event.
-    pub fn line(&mut self, line: &str) -> Option<String> {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() {
-            return self.dispatch();
-        }
-        if line.starts_with(':') {
-            return None;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        if field == "data" {
-            self.data.push(value.to_owned());
-        }
-        None
-    }
-
-    /// At the end of the stream. The SSE spec discards an event without
-    /// its closing blank line; we deliver it, because a server that closes
-    /// right after its last write would otherwise lose the response the
-    /// client is waiting for.
-    pub fn finish(&mut self) -> Option<String> {
-        self.dispatch()
-    }
-
-    fn dispatch(&mut self) -> Option<String> {
-        let data = self.data.join("\n");
-        self.data.clear();
-        // Events without data (e.g. a priming event carrying only an id)
-        // are not messages.
-        (!data.is_empty()).then_some(data)
-    }
-}
 
 /// Write one JSON-RPC message to stdout as one line. Stdout's lock keeps
 /// lines from concurrent answers whole.
@@ -121,25 +75,49 @@ fn forward_payloads(
     Ok(())
 }
 
-/// Read an SSE body to its end, writing each message as it arrives.
-fn pump_sse(body: impl Read, mut seen: impl FnMut(&Value)) -> Result<()> {
-    let mut reader = BufReader::new(body);
-    let mut decoder = SseDecoder::default();
-    let mut buf = Vec::new();
+/// An event's data when it is a message. Other fields (`event`, `id`,
+/// `retry`) are ignored: every MCP event's data is one JSON-RPC message,
+/// and an event without data (e.g. a priming event carrying only an id)
+/// is not one.
+fn message_data(ev: SseEvent) -> Option<String> {
+    (!ev.data.is_empty()).then_some(ev.data)
+}
+
+/// Read an event stream to its end, handing each message's data to
+/// `on_data` as its event ends. The standard discards an event without
+/// its closing blank line at the end of the stream; it is delivered here,
+/// last line included, because a server that closes right after its last
+/// write would otherwise lose the response the client is waiting for.
+fn read_sse(mut body: impl Read, mut on_data: impl FnMut(String) -> Result<()>) -> Result<()> {
+    let mut parser = SseParser::new();
+    let mut buf = vec![0; 16 * 1024];
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .context("failed to read the daemon's event stream")?;
+        let n = match body.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("failed to read the daemon's event stream"),
+        };
         if n == 0 {
-            return forward_payloads(decoder.finish(), &mut seen);
+            return match parser
+                .finish_with_unterminated_line()
+                .and_then(message_data)
+            {
+                Some(data) => on_data(data),
+                None => Ok(()),
+            };
         }
-        let line = String::from_utf8_lossy(&buf);
-        let line = line.strip_suffix('\n').unwrap_or(&line);
-        if let Some(data) = decoder.line(line) {
-            forward_payloads([data], &mut seen)?;
+        let events = parser
+            .push(&buf[..n])
+            .context("failed to read the daemon's event stream")?;
+        for data in events.into_iter().filter_map(message_data) {
+            on_data(data)?;
         }
     }
+}
+
+/// Read an SSE body to its end, writing each message as it arrives.
+fn pump_sse(body: impl Read, mut seen: impl FnMut(&Value)) -> Result<()> {
+    read_sse(body, |data| forward_payloads([data], &mut seen))
 }
 
 /// Write every message of an answer to stdout, and return the
@@ -423,12 +401,43 @@ fn serve(mut bridge: Bridge) -> Result<ExitCode> {
 mod tests {
     use super::*;
 
-    /// Every event's data in a complete SSE text.
+    /// A body that hands out its bytes `size` at a time, as a network
+    /// would, in pieces that split lines, CRLFs and characters.
+    struct Pieces<'a> {
+        rest: &'a [u8],
+        size: usize,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.size.min(self.rest.len()).min(buf.len());
+            buf[..n].copy_from_slice(&self.rest[..n]);
+            self.rest = &self.rest[n..];
+            Ok(n)
+        }
+    }
+
+    /// Every message's data in a complete SSE text, read whole and in
+    /// every piece size (which must all agree).
     fn parse_sse(text: &str) -> Vec<String> {
-        let mut d = SseDecoder::default();
-        let mut out: Vec<String> = text.split('\n').filter_map(|l| d.line(l)).collect();
-        out.extend(d.finish());
-        out
+        let read = |size| {
+            let mut out = Vec::new();
+            let body = Pieces {
+                rest: text.as_bytes(),
+                size,
+            };
+            read_sse(body, |d| {
+                out.push(d);
+                Ok(())
+            })
+            .unwrap();
+            out
+        };
+        let whole = read(usize::MAX);
+        for size in 1..text.len() {
+            assert_eq!(read(size), whole, "pieces of {size}");
+        }
+        whole
     }
 
     #[test]
@@ -447,22 +456,38 @@ mod tests {
     }
 
     #[test]
+    fn sse_accepts_cr_line_ends_a_bom_and_split_characters() {
+        assert_eq!(
+            parse_sse("\u{feff}data: {\"é\":\"→\"}\r\rdata: 2\r\n\n"),
+            ["{\"é\":\"→\"}", "2"]
+        );
+    }
+
+    #[test]
     fn sse_skips_events_without_data_and_keeps_a_final_unterminated_one() {
         // A priming event (id and retry only), an empty data field, then a
         // message whose stream closed before the blank line.
         let text = "id: 0\nretry: 1000\n\ndata:\n\ndata: {\"last\":1}";
         assert_eq!(parse_sse(text), ["{\"last\":1}"]);
         assert!(parse_sse("").is_empty());
+        assert_eq!(parse_sse("data: {\"last\":2}\n"), ["{\"last\":2}"]);
     }
 
     #[test]
-    fn sse_decoder_works_line_by_line() {
-        let mut d = SseDecoder::default();
-        assert_eq!(d.line("data: 1"), None);
-        assert_eq!(d.line("data"), None);
-        assert_eq!(d.line(""), Some("1\n".to_owned()));
-        assert_eq!(d.line(""), None);
-        assert_eq!(d.finish(), None);
+    fn sse_data_without_a_colon_is_an_empty_line_of_it() {
+        assert_eq!(parse_sse("data: 1\ndata\n\n\n"), ["1\n"]);
+    }
+
+    #[test]
+    fn sse_stops_at_a_line_without_end_and_reports_a_failed_write() {
+        let endless = vec![b'x'; agency_sse::DEFAULT_MAX_LINE + 1];
+        let e = read_sse(&endless[..], |_| Ok(())).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("failed to read the daemon's event stream"),
+            "{e:#}"
+        );
+        let e = read_sse(&b"data: 1\n\ndata: 2\n\n"[..], |_| bail!("stdout closed")).unwrap_err();
+        assert_eq!(e.to_string(), "stdout closed");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! or the `usage` of the Server-Sent Events that carry one (Anthropic:
 //! `message_start` and `message_delta`, whose counts are running totals;
 //! OpenAI: the final chunk of a stream asked with
-//! `stream_options.include_usage`). Bounded: an event line over
-//! [`MAX_BUFFERED`] is not parsed, never buffered without end; an
+//! `stream_options.include_usage`). The stream is read by Agency's SSE
+//! parser (`agency-sse`: CR, CRLF or LF line ends, a BOM, split chunks).
+//! Bounded: an event line over [`MAX_BUFFERED`] is skipped, never
+//! buffered without end, and the lines after it still count; an
 //! unstreamed answer of any size is scanned in constant memory
 //! (`gateway/json.rs`).
 //!
@@ -15,6 +17,7 @@
 //! read) the counts seen so far are not what the provider billed, and the
 //! gateway charges the call at its reservation instead.
 
+use agency_sse::{LongLines, SseParser};
 use agency_store::TokenUsage;
 use serde_json::Value;
 
@@ -40,10 +43,8 @@ pub(crate) struct Seen {
 pub(crate) struct UsageTap {
     api: Api,
     sse: bool,
-    /// The current partial event line.
-    buf: Vec<u8>,
-    /// `buf` overflowed: skip to the next line.
-    overflow: bool,
+    /// The streamed answer's events.
+    parser: SseParser,
     /// The unstreamed answer's scan.
     json: TopUsage,
     seen: Seen,
@@ -63,132 +64,117 @@ impl UsageTap {
         UsageTap {
             api,
             sse,
-            buf: Vec::new(),
-            overflow: false,
+            parser: SseParser::new()
+                .with_max_line(MAX_BUFFERED)
+                .with_long_lines(LongLines::Skip),
             json: TopUsage::default(),
             seen: Seen::default(),
         }
     }
 
-    pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         if !self.sse {
             self.json.feed(chunk);
             return;
         }
-        while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
-            if !self.overflow {
-                self.buf.extend_from_slice(&chunk[..nl]);
-                let line = std::mem::take(&mut self.buf);
-                self.line(&line);
+        let (api, seen) = (self.api, &mut self.seen);
+        // Skipping over-long lines, the parser cannot fail.
+        let _ = self.parser.push_with(chunk, |ev| {
+            if may_hold_usage(ev.data.as_bytes()) {
+                event(api, seen, ev.data.as_bytes());
             }
-            self.buf.clear();
-            self.overflow = false;
-            chunk = &chunk[nl + 1..];
-        }
-        if self.buf.len() + chunk.len() > MAX_BUFFERED {
-            self.overflow = true;
-            self.buf = Vec::new();
-        }
-        if !self.overflow {
-            self.buf.extend_from_slice(chunk);
-        }
+        });
     }
 
     /// The usage seen, once the answer has ended (or was cut off).
     pub(crate) fn finish(mut self) -> Seen {
         if self.sse {
-            let line = std::mem::take(&mut self.buf);
-            if !self.overflow {
-                self.line(&line);
+            // A last line the server did not end is read as it is: if it
+            // is cut, it does not parse as JSON and counts nothing.
+            if let Some(ev) = self.parser.finish_with_unterminated_line()
+                && may_hold_usage(ev.data.as_bytes())
+            {
+                event(self.api, &mut self.seen, ev.data.as_bytes());
             }
         } else if let Some(usage) = std::mem::take(&mut self.json).finish()
-            && self.apply(&usage)
+            && apply(self.api, &mut self.seen, &usage)
         {
             self.seen.input_known = true;
             self.seen.complete = true;
         }
         self.seen
     }
+}
 
-    fn line(&mut self, line: &[u8]) {
-        let Some(data) = line.strip_prefix(b"data:") else {
-            return;
-        };
-        if may_hold_usage(data) {
-            self.event(data);
-        }
-    }
-
-    /// Count the usage one event's data carries, if any.
-    fn event(&mut self, data: &[u8]) {
-        let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
-            return; // `[DONE]`, or not JSON: nothing to count
-        };
-        // Anthropic's `message_delta` carries the final (cumulative)
-        // counts, OpenAI's last chunk the only ones.
-        match self.api {
-            Api::Anthropic => match v["type"].as_str() {
-                Some("message_start") => {
-                    let applied = self.apply(&v["message"]["usage"]);
-                    self.seen.input_known |= applied;
-                }
-                Some("message_delta") => {
-                    let applied = self.apply(&v["usage"]);
-                    self.seen.complete |= applied;
-                }
-                _ => {}
-            },
-            Api::OpenAi => {
-                if self.apply(&v["usage"]) {
-                    self.seen.input_known = true;
-                    self.seen.complete = true;
-                }
+/// Count the usage one event's data carries, if any.
+fn event(api: Api, seen: &mut Seen, data: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
+        return; // `[DONE]`, or not JSON: nothing to count
+    };
+    // Anthropic's `message_delta` carries the final (cumulative)
+    // counts, OpenAI's last chunk the only ones.
+    match api {
+        Api::Anthropic => match v["type"].as_str() {
+            Some("message_start") => {
+                let applied = apply(api, seen, &v["message"]["usage"]);
+                seen.input_known |= applied;
+            }
+            Some("message_delta") => {
+                let applied = apply(api, seen, &v["usage"]);
+                seen.complete |= applied;
+            }
+            _ => {}
+        },
+        Api::OpenAi => {
+            if apply(api, seen, &v["usage"]) {
+                seen.input_known = true;
+                seen.complete = true;
             }
         }
     }
+}
 
-    /// Take the counts `usage` holds; absent ones keep their value (an
-    /// Anthropic `message_delta` may carry only `output_tokens`). False
-    /// when it is not an object (e.g. OpenAI's `"usage": null` chunks).
-    fn apply(&mut self, usage: &Value) -> bool {
-        if !usage.is_object() {
-            return false;
-        }
-        let n = |k: &str| usage[k].as_i64().filter(|n| *n >= 0);
-        let u = &mut self.seen.usage;
-        match self.api {
-            Api::Anthropic => {
-                if let Some(x) = n("input_tokens") {
-                    u.input_tokens = x;
-                }
-                if let Some(x) = n("output_tokens") {
-                    u.output_tokens = x;
-                }
-                if let Some(x) = n("cache_read_input_tokens") {
-                    u.cache_read_tokens = x;
-                }
-                if let Some(x) = n("cache_creation_input_tokens") {
-                    u.cache_write_tokens = x;
-                }
-            }
-            Api::OpenAi => {
-                // OpenAI counts cached input inside `prompt_tokens`;
-                // Agency counts it apart, as it is priced apart.
-                let cached = usage["prompt_tokens_details"]["cached_tokens"]
-                    .as_i64()
-                    .filter(|n| *n >= 0)
-                    .unwrap_or(0);
-                if let Some(x) = n("prompt_tokens") {
-                    u.input_tokens = (x - cached).max(0);
-                    u.cache_read_tokens = cached.min(x);
-                }
-                if let Some(x) = n("completion_tokens") {
-                    u.output_tokens = x;
-                }
-            }
-        }
-        true
+/// Take the counts `usage` holds; absent ones keep their value (an
+/// Anthropic `message_delta` may carry only `output_tokens`). False
+/// when it is not an object (e.g. OpenAI's `"usage": null` chunks).
+fn apply(api: Api, seen: &mut Seen, usage: &Value) -> bool {
+    if !usage.is_object() {
+        return false;
     }
+    let n = |k: &str| usage[k].as_i64().filter(|n| *n >= 0);
+    let u = &mut seen.usage;
+    match api {
+        Api::Anthropic => {
+            if let Some(x) = n("input_tokens") {
+                u.input_tokens = x;
+            }
+            if let Some(x) = n("output_tokens") {
+                u.output_tokens = x;
+            }
+            if let Some(x) = n("cache_read_input_tokens") {
+                u.cache_read_tokens = x;
+            }
+            if let Some(x) = n("cache_creation_input_tokens") {
+                u.cache_write_tokens = x;
+            }
+        }
+        Api::OpenAi => {
+            // OpenAI counts cached input inside `prompt_tokens`;
+            // Agency counts it apart, as it is priced apart.
+            let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .unwrap_or(0);
+            if let Some(x) = n("prompt_tokens") {
+                u.input_tokens = (x - cached).max(0);
+                u.cache_read_tokens = cached.min(x);
+            }
+            if let Some(x) = n("completion_tokens") {
+                u.output_tokens = x;
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -273,13 +259,13 @@ mod tests {
     /// The same stream read with every data line parsed, as before the
     /// `may_hold_usage` filter.
     fn unfiltered(api: Api, text: &str) -> Seen {
-        let mut tap = UsageTap::new(api, true);
+        let mut seen = Seen::default();
         for line in text.lines() {
             if let Some(data) = line.as_bytes().strip_prefix(b"data:") {
-                tap.event(data);
+                event(api, &mut seen, data);
             }
         }
-        tap.seen
+        seen
     }
 
     proptest::proptest! {
@@ -349,9 +335,41 @@ mod tests {
         for _ in 0..10 {
             tap.feed(&junk);
         }
-        assert!(tap.buf.len() <= MAX_BUFFERED);
+        assert!(tap.parser.buffered() <= MAX_BUFFERED);
         tap.feed(b"\ndata: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n");
         assert_eq!(tap.finish().usage.output_tokens, 1);
+    }
+
+    /// Every line end the standard allows, a BOM, and a CR and its LF in
+    /// two chunks: the same counts as with LF.
+    #[test]
+    fn cr_crlf_and_bom_streams_count_the_same() {
+        let lf = concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n",
+            ": keep-alive\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
+        );
+        let want = {
+            let mut tap = UsageTap::new(Api::Anthropic, true);
+            tap.feed(lf.as_bytes());
+            tap.finish()
+        };
+        assert!(want.complete && want.usage.output_tokens == 42, "{want:?}");
+        let crlf = lf.replace('\n', "\r\n");
+        let cr = format!("\u{feff}{}", lf.replace('\n', "\r"));
+        for text in [crlf, cr] {
+            for piece in [1, 2, 5, 1000] {
+                let mut tap = UsageTap::new(Api::Anthropic, true);
+                feed_in_pieces(&mut tap, &text, piece);
+                assert_eq!(tap.finish(), want, "pieces of {piece}: {text:?}");
+            }
+        }
+        // A last line the server did not end still counts.
+        let mut tap = UsageTap::new(Api::OpenAi, true);
+        tap.feed(b"data: {\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}");
+        assert!(tap.finish().complete);
     }
 
     /// Issue 27 item 3: a stream cut before its final usage, or an answer

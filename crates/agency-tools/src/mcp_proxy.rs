@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_mcp::AgentIdentity;
+use agency_sse::{SseError, SseEvent, SseParser};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
@@ -360,8 +361,9 @@ async fn read_bounded(mut upstream: reqwest::Response) -> Result<Vec<u8>, String
 }
 
 /// The answer with the response to the inspected request rewritten by the
-/// guard; every other message passes as it came. An SSE body is rebuilt
-/// event by event (an event's `data` lines become one). Fail closed: what
+/// guard; every other message passes as it came. An SSE body is read by
+/// Agency's SSE parser (`agency-sse`) and rebuilt event by event (an
+/// event's `data` lines become one). Fail closed: what
 /// does not parse as JSON is dropped, and if no response to the request
 /// was seen, a JSON-RPC error answers it (the agent never gets an
 /// unchecked listing or result, nor waits forever).
@@ -382,8 +384,8 @@ async fn rewrite(
             "failed to get an answer from MCP server {name} that Agency could check"
         )}})
     };
-    let text = String::from_utf8_lossy(body);
     if !sse {
+        let text = String::from_utf8_lossy(body);
         let msg = match serde_json::from_str::<Value>(&text) {
             Ok(msg) if msg.get("id") == Some(&want) => {
                 guard_response(st, id, name, inspect, msg).await
@@ -394,40 +396,54 @@ async fn rewrite(
     }
     let mut out = String::new();
     let mut answered = false;
-    for event in text.replace("\r\n", "\n").split("\n\n") {
-        if event.trim().is_empty() {
-            continue;
-        }
-        let mut fields = Vec::new();
-        let mut data = Vec::new();
-        for line in event.lines() {
-            match line.strip_prefix("data:") {
-                Some(d) => data.push(d.strip_prefix(' ').unwrap_or(d)),
-                None => fields.push(line),
-            }
-        }
-        let payload = match serde_json::from_str::<Value>(&data.join("\n")) {
+    // It fails only on a line over the cap, which a body bounded to the
+    // same size cannot hold; were it to, nothing unchecked is forwarded
+    // and the request is answered with the error below.
+    for ev in sse_events(body).unwrap_or_default() {
+        let payload = match serde_json::from_str::<Value>(&ev.data) {
             Ok(msg) => {
                 answered |= msg.get("method").is_none() && msg.get("id") == Some(&want);
                 Some(guard_response(st, id, name, inspect, msg).await.to_string())
             }
             Err(_) => None,
         };
-        for f in fields {
-            out.push_str(f);
-            out.push('\n');
-        }
-        if let Some(p) = payload {
-            out.push_str("data: ");
-            out.push_str(&p);
-            out.push('\n');
-        }
-        out.push('\n');
+        write_event(&mut out, &ev, payload.as_deref());
     }
     if !answered {
         out.push_str(&format!("event: message\ndata: {}\n\n", unanswered()));
     }
     out.into_bytes()
+}
+
+/// The events of a whole SSE answer. The last one counts without its
+/// closing blank line (the server closed after writing it).
+fn sse_events(body: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+    let mut parser = SseParser::new().with_max_line(MAX_REQUEST_BYTES);
+    let mut events = parser.push(body)?;
+    events.extend(parser.finish_with_unterminated_line());
+    Ok(events)
+}
+
+/// One event as it is forwarded: its `event`, `id` and `retry` fields as
+/// they came, its data replaced by `payload` (the checked message, on one
+/// line; none when the data was not JSON). Comments are not forwarded.
+fn write_event(out: &mut String, ev: &SseEvent, payload: Option<&str>) {
+    use std::fmt::Write as _;
+    // Each field value is one line: the parser split the text at every
+    // line end, so none holds a CR or LF.
+    if !ev.event.is_empty() {
+        let _ = writeln!(out, "event: {}", ev.event);
+    }
+    if let Some(i) = &ev.id {
+        let _ = writeln!(out, "id: {i}");
+    }
+    if let Some(r) = ev.retry {
+        let _ = writeln!(out, "retry: {r}");
+    }
+    if let Some(p) = payload {
+        let _ = writeln!(out, "data: {p}");
+    }
+    out.push('\n');
 }
 
 /// One JSON-RPC message of the answer, through the guard if it is the
@@ -467,4 +483,54 @@ async fn guard_response(
         },
     };
     msg
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An SSE answer as the proxy forwards it, with every data field's
+    /// message passed as it is.
+    fn forwarded(body: &str) -> String {
+        let mut out = String::new();
+        for ev in sse_events(body.as_bytes()).unwrap() {
+            let payload = serde_json::from_str::<Value>(&ev.data)
+                .ok()
+                .map(|m| m.to_string());
+            write_event(&mut out, &ev, payload.as_deref());
+        }
+        out
+    }
+
+    #[test]
+    fn events_are_rebuilt_with_their_fields_and_one_data_line() {
+        let body = "event: message\nid: 3\ndata: {\"id\":\ndata:  1}\n\n: ping\n\nid: 0\nretry: 500\ndata:\n\n";
+        assert_eq!(
+            forwarded(body),
+            "event: message\nid: 3\ndata: {\"id\":1}\n\nid: 0\nretry: 500\n\n"
+        );
+    }
+
+    #[test]
+    fn every_line_end_a_bom_and_a_last_event_without_its_blank_line() {
+        let lf = "event: message\ndata: {\"id\":1}\n\ndata: {\"id\":2}\n";
+        let want = "event: message\ndata: {\"id\":1}\n\ndata: {\"id\":2}\n\n";
+        assert_eq!(forwarded(lf), want);
+        assert_eq!(forwarded(&lf.replace('\n', "\r\n")), want);
+        assert_eq!(
+            forwarded(&format!("\u{feff}{}", lf.replace('\n', "\r"))),
+            want
+        );
+        // The server closed right after its last write, mid-line.
+        assert_eq!(forwarded(lf.trim_end()), want);
+    }
+
+    #[test]
+    fn data_that_is_not_json_is_dropped_and_its_fields_kept() {
+        assert_eq!(
+            forwarded("event: message\ndata: {not json\n\n"),
+            "event: message\n\n"
+        );
+    }
 }

@@ -10,6 +10,23 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// Why a workspace tool call does not run; its text is what the model
+/// gets instead of the tool's result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refused {
+    /// The daemon could not be asked, or answered something unknown.
+    #[error(
+        "[tool_check] failed to run tool {tool}: the daemon could not be asked whether it may run ({why}); the tool did not run, try again later"
+    )]
+    Unasked { tool: String, why: String },
+    /// It waits for a person's approval (the daemon's message).
+    #[error("[pending_approval] {0}")]
+    Pending(String),
+    /// It was denied (the daemon's message).
+    #[error("[denied] {0}")]
+    Denied(String),
+}
+
 /// How long to wait for the daemon's answer.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -51,13 +68,11 @@ impl ToolCheck {
         }
     }
 
-    /// `Ok(())` if the daemon allows the call; else the text the model
-    /// gets instead of the tool's result.
-    pub async fn admit(&self, tool: &str, args: &Value) -> Result<(), String> {
-        let fail = |why: String| {
-            format!(
-                "[tool_check] failed to run tool {tool}: the daemon could not be asked whether it may run ({why}); the tool did not run, try again later"
-            )
+    /// `Ok(())` if the daemon allows the call; else why not.
+    pub async fn admit(&self, tool: &str, args: &Value) -> Result<(), Refused> {
+        let fail = |why: String| Refused::Unasked {
+            tool: tool.to_owned(),
+            why,
         };
         let resp = self
             .http
@@ -85,8 +100,8 @@ impl ToolCheck {
             .unwrap_or_default();
         match body.get("decision").and_then(Value::as_str) {
             Some("allow") => Ok(()),
-            Some("pending") => Err(format!("[pending_approval] {message}")),
-            Some("deny") => Err(format!("[denied] {message}")),
+            Some("pending") => Err(Refused::Pending(message.to_owned())),
+            Some("deny") => Err(Refused::Denied(message.to_owned())),
             other => Err(fail(format!("unknown decision {other:?}"))),
         }
     }
@@ -121,6 +136,7 @@ mod tests {
             .admit("bash", &json!({"command": "ls"}))
             .await
             .unwrap_err();
-        assert!(e.contains("did not run"), "{e}");
+        assert!(matches!(e, Refused::Unasked { .. }), "{e:?}");
+        assert!(e.to_string().contains("did not run"), "{e}");
     }
 }

@@ -21,6 +21,14 @@ pub(crate) const MAX_VISITED: usize = 200_000;
 /// Characters that make a path component a pattern rather than a name.
 const META: &[char] = &['*', '?', '[', '{', '\\'];
 
+/// A pattern that is not a glob this module can compile.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid glob {pattern:?}: {source}")]
+pub(crate) struct GlobError {
+    pattern: String,
+    source: regex::Error,
+}
+
 /// A compiled glob.
 #[derive(Debug, Clone)]
 pub(crate) struct Glob {
@@ -28,11 +36,14 @@ pub(crate) struct Glob {
 }
 
 impl Glob {
-    pub fn new(pattern: &str) -> Result<Glob, String> {
+    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
         let mut re = String::from("^");
         translate(&pattern.chars().collect::<Vec<_>>(), &mut re);
         re.push('$');
-        let regex = Regex::new(&re).map_err(|e| format!("invalid glob {pattern:?}: {e}"))?;
+        let regex = Regex::new(&re).map_err(|source| GlobError {
+            pattern: pattern.to_owned(),
+            source,
+        })?;
         Ok(Glob { regex })
     }
 

@@ -84,10 +84,10 @@ impl Workspace {
     pub async fn call(&self, name: &str, input: &Value) -> ToolOutcome {
         if let Some(check) = &self.check
             && self.offers(name)
-            && let Err(content) = check.admit(name, input).await
+            && let Err(refused) = check.admit(name, input).await
         {
             return ToolOutcome {
-                content,
+                content: refused.to_string(),
                 is_error: true,
             };
         }

@@ -44,7 +44,7 @@ pub(crate) fn glob(ctx: &Ctx, input: &Value) -> Outcome {
             "failed to search {shown_root}: it is not a directory"
         )));
     }
-    let matcher = Glob::new(&rest).map_err(ToolError::invalid)?;
+    let matcher = Glob::new(&rest).map_err(|e| ToolError::invalid(e.to_string()))?;
     let mut found = Vec::new();
     let stats = walk(&root, |e| {
         if matcher.matches(&e.rel) {
@@ -89,7 +89,10 @@ pub(crate) fn grep(ctx: &Ctx, input: &Value) -> Outcome {
         .map_err(|e| ToolError::invalid(format!("invalid regular expression: {e}")))?;
     // A filter without `/` is matched against file names, like `rg -g`.
     let filter = match filter {
-        Some(g) => Some((Glob::new(g).map_err(ToolError::invalid)?, g.contains('/'))),
+        Some(g) => Some((
+            Glob::new(g).map_err(|e| ToolError::invalid(e.to_string()))?,
+            g.contains('/'),
+        )),
         None => None,
     };
     let shown_root = ctx.show(&root);
