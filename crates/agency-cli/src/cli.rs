@@ -409,9 +409,15 @@ pub struct InitArgs {
 }
 
 /// The limits of `agency budget set` (and of `agency init`'s root budget).
+/// A text that is not a duration `parse_duration_ms` reads (or one too
+/// long to count in milliseconds); holds the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a duration such as 90s, 30m, 2h, 1d or 1h30m")]
+pub struct NotADuration(pub String);
+
 /// "2h", "30m", "90s", "1d", "1h30m", "500ms" as milliseconds.
-pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
-    let bad = || format!("{s:?} is not a duration such as 90s, 30m, 2h, 1d or 1h30m");
+pub fn parse_duration_ms(s: &str) -> Result<i64, NotADuration> {
+    let bad = || NotADuration(s.to_owned());
     let mut total: i64 = 0;
     let mut rest = s.trim();
     if rest.is_empty() {

@@ -58,32 +58,46 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "Write",
 ];
 
+/// A name `agents.claude_code.tools` may not hold; the message names it
+/// and says what to give instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolNameError {
+    #[error(
+        "agents.claude_code.tools: {0:?} is an MCP tool; Agency's tools are always allowed and other servers' come from [mcp_servers]"
+    )]
+    McpTool(String),
+    #[error(
+        "agents.claude_code.tools: {0:?} is not a tool name (give names such as \"Bash\", without rules; known: {known})",
+        known = KNOWN_TOOLS.join(", ")
+    )]
+    NotAName(String),
+    #[error(
+        "agents.claude_code.tools: {given:?} is not a tool name; tool names are case-sensitive: did you mean {meant:?}?"
+    )]
+    WrongCase { given: String, meant: &'static str },
+}
+
 /// Checks `agents.claude_code.tools`: plain tool names only (no permission
 /// rules such as `Bash(git *)`, which `--tools` does not take), no MCP
 /// tools (Agency's are always there, other servers come from
 /// `[mcp_servers]` and their capabilities), and no known name in the wrong
 /// case (`--tools bash` would silently give no tool at all).
-pub fn check_tools(tools: &[String]) -> Result<(), String> {
-    let known = || KNOWN_TOOLS.join(", ");
+pub fn check_tools(tools: &[String]) -> Result<(), ToolNameError> {
     for name in tools {
         if name.starts_with("mcp__") {
-            return Err(format!(
-                "agents.claude_code.tools: {name:?} is an MCP tool; Agency's tools are always allowed and other servers' come from [mcp_servers]"
-            ));
+            return Err(ToolNameError::McpTool(name.clone()));
         }
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "agents.claude_code.tools: {name:?} is not a tool name (give names such as \"Bash\", without rules; known: {})",
-                known()
-            ));
+            return Err(ToolNameError::NotAName(name.clone()));
         }
         if let Some(k) = KNOWN_TOOLS
             .iter()
             .find(|k| k.eq_ignore_ascii_case(name) && **k != name)
         {
-            return Err(format!(
-                "agents.claude_code.tools: {name:?} is not a tool name; tool names are case-sensitive: did you mean {k:?}?"
-            ));
+            return Err(ToolNameError::WrongCase {
+                given: name.clone(),
+                meant: k,
+            });
         }
     }
     Ok(())
@@ -118,7 +132,7 @@ mod tests {
             ("mcp__agency__mail_send", "is an MCP tool"),
             ("mcp__other", "is an MCP tool"),
         ] {
-            let e = check_tools(&names(&["Read", bad])).unwrap_err();
+            let e = check_tools(&names(&["Read", bad])).unwrap_err().to_string();
             assert!(e.starts_with("agents.claude_code.tools: "), "{e}");
             assert!(e.contains(says), "{bad:?}: {e}");
         }

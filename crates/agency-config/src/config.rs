@@ -468,7 +468,8 @@ impl Config {
         .map_err(bad)?;
         crate::models::validate(&cfg.models, &cfg.prices, &cfg.secrets).map_err(bad)?;
         crate::models::check_upstreams(&cfg).map_err(bad)?;
-        crate::claude_tools::check_tools(&cfg.agents.claude_code.tools).map_err(bad)?;
+        crate::claude_tools::check_tools(&cfg.agents.claude_code.tools)
+            .map_err(|e| bad(e.to_string()))?;
         crate::memory::validate(&cfg.memory, &cfg.secrets).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)

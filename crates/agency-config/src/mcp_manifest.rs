@@ -24,7 +24,7 @@
 //! from starting instead of letting calls through unchecked.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,110 +77,195 @@ pub struct Manifest {
     pub egress: Vec<String>,
 }
 
+/// Why a manifest is refused. Each names where it is (`at`: the server,
+/// the file, the tool and the field) and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{at}: {file:?} must end in .json or .toml")]
+    FileKind { at: String, file: String },
+    #[error("{at}: failed to read {}: {cause}; give a path relative to the home, or an inline table", path.display())]
+    Read {
+        at: String,
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// The file is not the JSON or TOML its name says.
+    #[error("{at}: {} is not {format}: {reason}", path.display())]
+    Syntax {
+        at: String,
+        path: PathBuf,
+        format: &'static str,
+        reason: String,
+    },
+    #[error("{at}: give a table, or the path of a .json or .toml file")]
+    NotTableOrPath { at: String },
+    #[error("{at}: the manifest must be a table (object)")]
+    NotTable { at: String },
+    #[error("{at}: tools must be a table of tool names")]
+    ToolsNotTable { at: String },
+    #[error("{at}: a tool name is empty")]
+    EmptyToolName { at: String },
+    /// A field of the manifest or of a tool is unknown or of the wrong type.
+    #[error("{at}: {cause}")]
+    Field {
+        at: String,
+        cause: serde_json::Error,
+    },
+    #[error(
+        "{at}: read_only = true and destructive = true contradict each other; a tool that only reads destroys nothing"
+    )]
+    Contradiction { at: String },
+    #[error("{at} rate_limit: {problem}")]
+    RateLimit { at: String, problem: &'static str },
+    #[error("{at} egress {host:?}: {cause}")]
+    Egress {
+        at: String,
+        host: String,
+        cause: agency_core::InvalidInput,
+    },
+    /// `at` ends with the field, `input_schema` or `output_schema`.
+    #[error("{at}: {cause}")]
+    Schema { at: String, cause: SchemaError },
+}
+
+/// Why a JSON Schema does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("a JSON Schema is an object (or true/false)")]
+    NotASchema,
+    #[error("not a valid JSON Schema: {0}")]
+    Invalid(String),
+}
+
 /// Read the `manifest` value of `[mcp_servers.NAME]`: a path (resolved
 /// against `home`, JSON or TOML by its extension) or an inline table.
 /// Errors name the server, the file, the tool and the field.
-pub fn load(server: &str, value: &Value, home: &Path) -> Result<Manifest, String> {
+pub fn load(server: &str, value: &Value, home: &Path) -> Result<Manifest, ManifestError> {
     let at = format!("[mcp_servers.{server}] manifest");
     let (value, at) = match value {
         Value::String(file) => {
-            if !(file.ends_with(".json") || file.ends_with(".toml")) {
-                return Err(format!("{at}: {file:?} must end in .json or .toml"));
-            }
-            let path = home.join(file);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                format!(
-                    "{at}: failed to read {}: {e}; give a path relative to the home, or an inline table",
-                    path.display()
-                )
-            })?;
-            let parsed: Value = if file.ends_with(".toml") {
-                toml::from_str(&text)
-                    .map_err(|e| format!("{at}: {} is not TOML: {e}", path.display()))?
+            let format = if file.ends_with(".toml") {
+                "TOML"
             } else if file.ends_with(".json") {
-                serde_json::from_str(&text)
-                    .map_err(|e| format!("{at}: {} is not JSON: {e}", path.display()))?
+                "JSON"
             } else {
-                return Err(format!("{at}: {file:?} must end in .json or .toml"));
+                return Err(ManifestError::FileKind {
+                    at,
+                    file: file.clone(),
+                });
             };
-            (parsed, format!("{at} ({})", path.display()))
+            let path = home.join(file);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(cause) => return Err(ManifestError::Read { at, path, cause }),
+            };
+            let parsed: Result<Value, String> = if format == "TOML" {
+                toml::from_str(&text).map_err(|e| e.to_string())
+            } else {
+                serde_json::from_str(&text).map_err(|e| e.to_string())
+            };
+            match parsed {
+                Ok(v) => {
+                    let at = format!("{at} ({})", path.display());
+                    (v, at)
+                }
+                Err(reason) => {
+                    return Err(ManifestError::Syntax {
+                        at,
+                        path,
+                        format,
+                        reason,
+                    });
+                }
+            }
         }
         Value::Object(_) => (value.clone(), at),
-        _ => {
-            return Err(format!(
-                "{at}: give a table, or the path of a .json or .toml file"
-            ));
-        }
+        _ => return Err(ManifestError::NotTableOrPath { at }),
     };
     parse(&value, &at)
 }
 
 /// Parse and check a manifest given as JSON; `at` says where it is.
-pub fn parse(value: &Value, at: &str) -> Result<Manifest, String> {
+pub fn parse(value: &Value, at: &str) -> Result<Manifest, ManifestError> {
+    let at_ = || at.to_owned();
     let Value::Object(top) = value else {
-        return Err(format!("{at}: the manifest must be a table (object)"));
+        return Err(ManifestError::NotTable { at: at_() });
     };
     // Tools one by one, so that an error names its tool.
     let mut rest = top.clone();
     let tools = rest
         .remove("tools")
         .unwrap_or(Value::Object(Default::default()));
-    let mut manifest: Manifest =
-        serde_json::from_value(Value::Object(rest)).map_err(|e| format!("{at}: {e}"))?;
+    let mut manifest: Manifest = serde_json::from_value(Value::Object(rest))
+        .map_err(|cause| ManifestError::Field { at: at_(), cause })?;
     let Value::Object(tools) = tools else {
-        return Err(format!("{at}: tools must be a table of tool names"));
+        return Err(ManifestError::ToolsNotTable { at: at_() });
     };
     for (name, t) in tools {
         let tat = format!("{at} tool {name:?}");
         if name.trim().is_empty() {
-            return Err(format!("{at}: a tool name is empty"));
+            return Err(ManifestError::EmptyToolName { at: at_() });
         }
-        let tool: ToolManifest = serde_json::from_value(t).map_err(|e| format!("{tat}: {e}"))?;
+        let tool: ToolManifest =
+            serde_json::from_value(t).map_err(|cause| ManifestError::Field {
+                at: tat.clone(),
+                cause,
+            })?;
         for (field, schema) in [
             ("input_schema", &tool.input_schema),
             ("output_schema", &tool.output_schema),
         ] {
             if let Some(s) = schema {
-                compile(s).map_err(|e| format!("{tat} {field}: {e}"))?;
+                compile(s).map_err(|cause| ManifestError::Schema {
+                    at: format!("{tat} {field}"),
+                    cause,
+                })?;
             }
         }
         if tool.read_only == Some(true) && tool.destructive == Some(true) {
-            return Err(format!(
-                "{tat}: read_only = true and destructive = true contradict each other; a tool that only reads destroys nothing"
-            ));
+            return Err(ManifestError::Contradiction { at: tat });
         }
         if let Some(r) = &tool.rate_limit {
-            check_rate(r).map_err(|e| format!("{tat} rate_limit: {e}"))?;
+            check_rate(r).map_err(|problem| ManifestError::RateLimit {
+                at: tat.clone(),
+                problem,
+            })?;
         }
         manifest.tools.insert(name, tool);
     }
     if let Some(r) = &manifest.rate_limit {
-        check_rate(r).map_err(|e| format!("{at} rate_limit: {e}"))?;
+        check_rate(r).map_err(|problem| ManifestError::RateLimit { at: at_(), problem })?;
     }
     for host in &manifest.egress {
-        agency_core::egress::EgressPattern::parse(host)
-            .map_err(|e| format!("{at} egress {host:?}: {e}"))?;
+        agency_core::egress::EgressPattern::parse(host).map_err(|cause| ManifestError::Egress {
+            at: at_(),
+            host: host.clone(),
+            cause,
+        })?;
     }
     Ok(manifest)
 }
 
-fn check_rate(r: &RateLimit) -> Result<(), String> {
+/// What is wrong with a rate limit, if anything.
+fn check_rate(r: &RateLimit) -> Result<(), &'static str> {
     if r.per_handler.is_none() && r.per_server.is_none() {
-        return Err("give per_handler or per_server (calls per minute)".to_owned());
+        return Err("give per_handler or per_server (calls per minute)");
     }
     if r.per_handler == Some(0) || r.per_server == Some(0) {
-        return Err("a limit of 0 calls would make the tool useless; remove the tool from the manifest (and leave allow_unlisted off) instead".to_owned());
+        return Err(
+            "a limit of 0 calls would make the tool useless; remove the tool from the manifest (and leave allow_unlisted off) instead",
+        );
     }
     Ok(())
 }
 
 /// Compile a JSON Schema (drafts 4 to 2020-12, by `$schema`; 2020-12 by
 /// default). No remote references are fetched.
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+pub fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
     if !(schema.is_object() || schema.is_boolean()) {
-        return Err("a JSON Schema is an object (or true/false)".to_owned());
+        return Err(SchemaError::NotASchema);
     }
-    jsonschema::validator_for(schema).map_err(|e| format!("not a valid JSON Schema: {e}"))
+    jsonschema::validator_for(schema).map_err(|e| SchemaError::Invalid(e.to_string()))
 }
 
 /// The first few ways `instance` breaks `schema`, as one sentence
@@ -244,17 +329,23 @@ pub struct CompiledTool {
 }
 
 impl Compiled {
-    pub fn new(manifest: Manifest) -> Result<Compiled, String> {
+    pub fn new(manifest: Manifest) -> Result<Compiled, ManifestError> {
         let mut tools = BTreeMap::new();
         for (name, t) in &manifest.tools {
-            let c = |s: &Option<Value>| s.as_ref().map(compile).transpose();
+            let c = |s: &Option<Value>, field: &str| {
+                s.as_ref()
+                    .map(compile)
+                    .transpose()
+                    .map_err(|cause| ManifestError::Schema {
+                        at: format!("tool {name} {field}"),
+                        cause,
+                    })
+            };
             tools.insert(
                 name.clone(),
                 CompiledTool {
-                    input: c(&t.input_schema)
-                        .map_err(|e| format!("tool {name} input_schema: {e}"))?,
-                    output: c(&t.output_schema)
-                        .map_err(|e| format!("tool {name} output_schema: {e}"))?,
+                    input: c(&t.input_schema, "input_schema")?,
+                    output: c(&t.output_schema, "output_schema")?,
                 },
             );
         }
@@ -343,7 +434,7 @@ mod tests {
             (json!([1]), "must be a table"),
         ];
         for (v, want) in cases {
-            let e = parse(&v, "m").unwrap_err();
+            let e = parse(&v, "m").unwrap_err().to_string();
             assert!(e.contains(want), "{v}: {e}");
         }
     }
@@ -363,18 +454,24 @@ mod tests {
         .unwrap();
         let m = load("s", &json!("m.toml"), dir.path()).unwrap();
         assert_eq!(m.tools["x"].read_only, Some(true));
-        let e = load("s", &json!("m.json"), dir.path()).unwrap_err();
+        let e = load("s", &json!("m.json"), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("[mcp_servers.s] manifest (")
                 && e.contains("tool \"y\": unknown field `bogus`"),
             "{e}"
         );
-        let e = load("s", &json!("missing.json"), dir.path()).unwrap_err();
+        let e = load("s", &json!("missing.json"), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("failed to read") && e.contains("missing.json"),
             "{e}"
         );
-        let e = load("s", &json!("m.yaml"), dir.path()).unwrap_err();
+        let e = load("s", &json!("m.yaml"), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(".json or .toml"), "{e}");
     }
 }

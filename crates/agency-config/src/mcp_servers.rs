@@ -18,8 +18,19 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mcp_manifest::Compiled;
-use crate::secrets::{self, SecretSource, Secrets};
+use crate::mcp_manifest::{Compiled, ManifestError};
+use crate::secrets::{self, ExposeSecret, SecretSource, Secrets, TemplateError};
+
+/// Why a declared server's launch specification could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// A `${secret:…}` of its `env`, `url` or `headers`.
+    #[error(transparent)]
+    Secret(#[from] TemplateError),
+    /// Met only by a definition that escaped the checks at start.
+    #[error("MCP server {0} has neither command nor url")]
+    NoCommandNorUrl(String),
+}
 
 /// The name Agency's own server has in agents' MCP configurations.
 pub const AGENCY_SERVER: &str = "agency";
@@ -162,7 +173,7 @@ pub(crate) fn load_manifests(
 ) -> Result<(), String> {
     for (name, s) in servers.iter_mut() {
         if let Some(value) = &s.manifest {
-            let m = crate::mcp_manifest::load(name, value, home)?;
+            let m = crate::mcp_manifest::load(name, value, home).map_err(|e| e.to_string())?;
             s.manifest = Some(
                 serde_json::to_value(&m)
                     .map_err(|e| format!("[mcp_servers.{name}] manifest: {e}"))?,
@@ -187,7 +198,7 @@ struct Defs {
     servers: BTreeMap<String, McpServerConfig>,
     /// Compiled manifests of the servers that declare one (an error only
     /// if a manifest escaped the checks at start: every call is refused).
-    manifests: BTreeMap<String, std::sync::Arc<Result<Compiled, String>>>,
+    manifests: BTreeMap<String, std::sync::Arc<Result<Compiled, ManifestError>>>,
 }
 
 impl Defs {
@@ -220,7 +231,7 @@ impl McpServers {
     }
 
     /// The server's compiled manifest, if it declares one.
-    pub fn manifest(&self, name: &str) -> Option<std::sync::Arc<Result<Compiled, String>>> {
+    pub fn manifest(&self, name: &str) -> Option<std::sync::Arc<Result<Compiled, ManifestError>>> {
         self.defs.load().manifests.get(name).cloned()
     }
 
@@ -230,18 +241,23 @@ impl McpServers {
 
     /// Every secret value, so that tests and redaction can look for them.
     pub fn secret_values(&self) -> impl Iterator<Item = &str> {
-        self.secrets.values().map(|s| s.expose())
+        self.secrets.values().map(|s| s.expose_secret())
     }
 
-    /// The server's launch specification with secrets filled in.
-    pub fn resolve(&self, name: &str) -> Option<Result<LaunchSpec, String>> {
+    /// The server's launch specification with secrets filled in: the
+    /// server's environment or headers, which must hold the values.
+    pub fn resolve(&self, name: &str) -> Option<Result<LaunchSpec, ResolveError>> {
         let defs = self.defs.load();
         let s = defs.servers.get(name)?;
-        let fill = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
-            m.iter()
-                .map(|(k, v)| Ok((k.clone(), secrets::interpolate(v, &self.secrets)?)))
-                .collect()
+        let filled = |v: &str| -> Result<String, ResolveError> {
+            Ok(secrets::interpolate(v, &self.secrets)?
+                .expose_secret()
+                .to_owned())
         };
+        let fill =
+            |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, ResolveError> {
+                m.iter().map(|(k, v)| Ok((k.clone(), filled(v)?))).collect()
+            };
         Some((|| match (&s.command, &s.url) {
             (Some(command), _) => Ok(LaunchSpec::Stdio {
                 command: command.clone(),
@@ -249,10 +265,10 @@ impl McpServers {
                 env: fill(&s.env)?,
             }),
             (None, Some(url)) => Ok(LaunchSpec::Http {
-                url: secrets::interpolate(url, &self.secrets)?,
+                url: filled(url)?,
                 headers: fill(&s.headers)?,
             }),
-            (None, None) => Err(format!("MCP server {name} has neither command nor url")),
+            (None, None) => Err(ResolveError::NoCommandNorUrl(name.to_owned())),
         })())
     }
 }

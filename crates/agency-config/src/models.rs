@@ -261,14 +261,17 @@ impl Api {
     }
 }
 
+/// An `api` that is not one Agency speaks; holds the value given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("api = {0:?} is not \"anthropic\" or \"openai\"")]
+pub struct UnknownApi(pub String);
+
 /// The API named by `[models.NAME] api`.
-pub fn parse_api(api: &str) -> Result<Api, String> {
+pub fn parse_api(api: &str) -> Result<Api, UnknownApi> {
     match api {
         "anthropic" => Ok(Api::Anthropic),
         "openai" => Ok(Api::OpenAi),
-        other => Err(format!(
-            "api = {other:?} is not \"anthropic\" or \"openai\""
-        )),
+        other => Err(UnknownApi(other.to_owned())),
     }
 }
 

@@ -125,14 +125,24 @@ impl SandboxConfig {
     /// one. `RLIMIT_DATA` alone bounds each process, not the tree, so
     /// accepting it would be a limit that is read and then ignored.
     /// Without the key the default is kept where it can be.
-    pub fn check_memory(&self, tree: Option<agency_sandbox::Hierarchy>) -> Result<(), String> {
+    pub fn check_memory(
+        &self,
+        tree: Option<agency_sandbox::Hierarchy>,
+    ) -> Result<(), UnenforceableMemory> {
         match (self.memory_mb, tree) {
-            (Some(mb), None) if mb > 0 => Err(format!(
-                "failed to enforce sandbox.memory_mb = {mb} (MiB per agent, all its processes together): this machine has no memory controller in cgroup v1 or v2 to bound an agent's process tree, and RLIMIT_DATA bounds each process alone; remove memory_mb from [sandbox] (each process is then held to {DEFAULT_MEMORY_MB} MiB, the tree is not), set it to 0 for no limit, or run the daemon where a memory controller is available (cgroup v2 with memory in the parent's cgroup.subtree_control, or the cgroup v1 memory hierarchy mounted)"
-            )),
+            (Some(mb), None) if mb > 0 => Err(UnenforceableMemory { memory_mb: mb }),
             _ => Ok(()),
         }
     }
+}
+
+/// A `sandbox.memory_mb` nothing on this machine can keep per agent tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "failed to enforce sandbox.memory_mb = {memory_mb} (MiB per agent, all its processes together): this machine has no memory controller in cgroup v1 or v2 to bound an agent's process tree, and RLIMIT_DATA bounds each process alone; remove memory_mb from [sandbox] (each process is then held to {DEFAULT_MEMORY_MB} MiB, the tree is not), set it to 0 for no limit, or run the daemon where a memory controller is available (cgroup v2 with memory in the parent's cgroup.subtree_control, or the cgroup v1 memory hierarchy mounted)"
+)]
+pub struct UnenforceableMemory {
+    pub memory_mb: u64,
 }
 
 /// `agents.sandbox`: `"on"` (the default) or `"off"`.
@@ -252,7 +262,7 @@ mod tests {
             memory_mb: Some(4096),
             ..SandboxConfig::default()
         };
-        let e = set.check_memory(None).unwrap_err();
+        let e = set.check_memory(None).unwrap_err().to_string();
         for want in [
             "failed to enforce sandbox.memory_mb = 4096",
             "no memory controller in cgroup v1 or v2",

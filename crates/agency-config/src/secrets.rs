@@ -3,10 +3,13 @@
 //! password manager's CLI), read once at daemon start, kept in memory only.
 //!
 //! Values are referenced from extra MCP servers' environment and headers as
-//! `${secret:NAME}`. Nothing here writes a value anywhere: [`Secret`]'s
-//! `Debug` is redacted, errors name the secret and its source but never
-//! hold the value, and resolution happens only when a launcher asks for the
-//! server a handler holds a capability on (see `mcp_servers.rs`).
+//! `${secret:NAME}`. Nothing here writes a value anywhere: each is held as
+//! a `secrecy` [`SecretString`], whose `Debug` is redacted and whose memory
+//! is zeroed when it is dropped, and is read only through
+//! [`ExposeSecret::expose_secret`] where it must be sent; errors name the
+//! secret and its source but never hold the value, and resolution happens
+//! only when a launcher asks for the server a handler holds a capability on
+//! (see `mcp_servers.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -14,6 +17,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use secrecy::zeroize::Zeroizing;
+pub use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 /// Where one secret is read from. Exactly one of the fields is set.
@@ -55,27 +60,6 @@ impl SecretSource {
     }
 }
 
-/// A secret's value. Its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// A value made from secrets (a template filled in).
-    pub fn new(value: String) -> Secret {
-        Secret(value)
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(…)")
-    }
-}
-
 /// Why a secret could not be read. Never holds the value.
 #[derive(Debug, thiserror::Error)]
 #[error("failed to read secret {name:?} from {source_desc}: {reason}")]
@@ -85,10 +69,23 @@ pub struct SecretError {
     pub reason: String,
 }
 
+/// Why a `${secret:NAME}` template could not be read or filled in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("a ${{secret:… reference is not closed with }}")]
+    Unclosed,
+    #[error("a ${{secret:}} reference names no secret")]
+    NoName,
+    /// Config validation makes sure every name is declared: met only by a
+    /// template that escaped it.
+    #[error("secret {0:?} is not declared in [secrets]")]
+    Undeclared(String),
+}
+
 /// The secrets read at start, by name.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
-    values: BTreeMap<String, Secret>,
+    values: BTreeMap<String, SecretString>,
 }
 
 /// How long a secret command may take (a password manager may prompt a
@@ -108,12 +105,12 @@ impl Secrets {
         Ok(Secrets { values })
     }
 
-    pub fn get(&self, name: &str) -> Option<&Secret> {
+    pub fn get(&self, name: &str) -> Option<&SecretString> {
         self.values.get(name)
     }
 
     /// Every value, for redaction and for tests that look for leaks.
-    pub fn values(&self) -> impl Iterator<Item = &Secret> {
+    pub fn values(&self) -> impl Iterator<Item = &SecretString> {
         self.values.values()
     }
 
@@ -122,13 +119,13 @@ impl Secrets {
         Secrets {
             values: pairs
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), Secret((*v).to_owned())))
+                .map(|(k, v)| ((*k).to_owned(), SecretString::from(*v)))
                 .collect(),
         }
     }
 }
 
-fn read_one(name: &str, source: &SecretSource, home: &Path) -> Result<Secret, SecretError> {
+fn read_one(name: &str, source: &SecretSource, home: &Path) -> Result<SecretString, SecretError> {
     let fail = |desc: String, reason: String| SecretError {
         name: name.to_owned(),
         source_desc: desc,
@@ -159,20 +156,20 @@ fn read_one(name: &str, source: &SecretSource, home: &Path) -> Result<Secret, Se
             "give exactly one of file, env or command".to_owned(),
         ));
     };
-    let mut text =
-        String::from_utf8(value).map_err(|_| fail(desc.clone(), "it is not UTF-8".to_owned()))?;
+    // The bytes read are zeroed when dropped; the value is copied once, into
+    // its `SecretString`.
+    let value = Zeroizing::new(value);
+    let text = std::str::from_utf8(&value)
+        .map_err(|_| fail(desc.clone(), "it is not UTF-8".to_owned()))?;
     // `echo x > file` and password-manager CLIs end the value with a newline
     // that is not part of it.
-    if text.ends_with('\n') {
-        text.pop();
-        if text.ends_with('\r') {
-            text.pop();
-        }
-    }
+    let text = text
+        .strip_suffix('\n')
+        .map_or(text, |t| t.strip_suffix('\r').unwrap_or(t));
     if text.is_empty() {
         return Err(fail(desc, "it is empty".to_owned()));
     }
-    Ok(Secret(text))
+    Ok(SecretString::from(text))
 }
 
 /// Run a secret command: stdout is the value; a failure reports the exit
@@ -234,19 +231,17 @@ fn run_command(argv: &[String]) -> Result<Vec<u8>, String> {
 fn walk<'a>(
     template: &'a str,
     mut text: impl FnMut(&'a str),
-    mut reference: impl FnMut(&'a str) -> Result<(), String>,
-) -> Result<(), String> {
+    mut reference: impl FnMut(&'a str) -> Result<(), TemplateError>,
+) -> Result<(), TemplateError> {
     const OPEN: &str = "${secret:";
     let mut rest = template;
     while let Some(at) = rest.find(OPEN) {
         text(&rest[..at]);
         let after = &rest[at + OPEN.len()..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| "a ${secret:… reference is not closed with }".to_owned())?;
+        let end = after.find('}').ok_or(TemplateError::Unclosed)?;
         let name = &after[..end];
         if name.is_empty() {
-            return Err("a ${secret:} reference names no secret".to_owned());
+            return Err(TemplateError::NoName);
         }
         reference(name)?;
         rest = &after[end + 1..];
@@ -256,7 +251,7 @@ fn walk<'a>(
 }
 
 /// The names of the secrets `template` references (`${secret:NAME}`).
-pub fn references(template: &str) -> Result<Vec<&str>, String> {
+pub fn references(template: &str) -> Result<Vec<&str>, TemplateError> {
     let mut names = Vec::new();
     walk(
         template,
@@ -269,23 +264,30 @@ pub fn references(template: &str) -> Result<Vec<&str>, String> {
     Ok(names)
 }
 
-/// Replace every `${secret:NAME}` in `template` by the secret's value.
-/// Config validation made sure every name is declared; an unknown one here
-/// is an error all the same.
-pub fn interpolate(template: &str, secrets: &Secrets) -> Result<String, String> {
-    let out = std::cell::RefCell::new(String::with_capacity(template.len()));
+/// Replace every `${secret:NAME}` in `template` by the secret's value: a
+/// secret itself. Config validation made sure every name is declared; an
+/// unknown one here is an error all the same.
+pub fn interpolate(template: &str, secrets: &Secrets) -> Result<SecretString, TemplateError> {
+    let pieces = std::cell::RefCell::new(Vec::new());
     walk(
         template,
-        |t| out.borrow_mut().push_str(t),
+        |t| pieces.borrow_mut().push(t),
         |name| {
             let value = secrets
                 .get(name)
-                .ok_or_else(|| format!("secret {name:?} is not declared in [secrets]"))?;
-            out.borrow_mut().push_str(value.expose());
+                .ok_or_else(|| TemplateError::Undeclared(name.to_owned()))?;
+            pieces.borrow_mut().push(value.expose_secret());
             Ok(())
         },
     )?;
-    Ok(out.into_inner())
+    // Sized at once: a growing string would leave copies of the secrets
+    // in the memory it let go of.
+    let pieces = pieces.into_inner();
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for p in pieces {
+        out.push_str(p);
+    }
+    Ok(SecretString::from(out))
 }
 
 #[cfg(test)]
@@ -312,10 +314,13 @@ mod tests {
             source("command = [\"sh\", \"-c\", \"printf 'from-command\\\\r\\\\n'\"]"),
         );
         let s = Secrets::load(&sources, dir.path()).unwrap();
-        assert_eq!(s.get("a").unwrap().expose(), "from-file");
-        assert_eq!(s.get("b").unwrap().expose(), std::env::var(var).unwrap());
-        assert_eq!(s.get("c").unwrap().expose(), "from-command");
-        assert_eq!(format!("{:?}", s.get("a").unwrap()), "Secret(…)");
+        assert_eq!(s.get("a").unwrap().expose_secret(), "from-file");
+        assert_eq!(
+            s.get("b").unwrap().expose_secret(),
+            std::env::var(var).unwrap()
+        );
+        assert_eq!(s.get("c").unwrap().expose_secret(), "from-command");
+        assert!(!format!("{:?}", s.get("a").unwrap()).contains("from-"));
         assert!(!format!("{s:?}").contains("from-"));
     }
 
@@ -351,18 +356,19 @@ mod tests {
             ("${secret:k}${secret:k}-$HOME-${other}", "vv-$HOME-${other}"),
         ];
         for (t, want) in cases {
-            assert_eq!(interpolate(t, &s).unwrap(), want);
+            assert_eq!(interpolate(t, &s).unwrap().expose_secret(), want);
         }
         assert_eq!(
             references("a ${secret:gh} b ${secret:k}").unwrap(),
             ["gh", "k"]
         );
-        assert!(references("${secret:gh").is_err());
-        assert!(references("${secret:}").is_err());
-        assert!(
-            interpolate("${secret:nope}", &s)
-                .unwrap_err()
-                .contains("nope")
+        assert_eq!(references("${secret:gh"), Err(TemplateError::Unclosed));
+        assert_eq!(references("${secret:}"), Err(TemplateError::NoName));
+        let e = interpolate("${secret:nope}", &s).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "secret \"nope\" is not declared in [secrets]"
         );
+        assert!(!format!("{:?}", interpolate("${secret:gh}", &s).unwrap()).contains("ghp_x"));
     }
 }

@@ -5,16 +5,30 @@
 
 use std::collections::BTreeMap;
 
-use crate::models::{Api, ImplicitKey, ModelUpstreamConfig, Price, Prices, parse_api};
-use crate::secrets::{self, Secret, Secrets};
+use crate::models::{Api, ImplicitKey, ModelUpstreamConfig, Price, Prices, UnknownApi, parse_api};
+use crate::secrets::{self, SecretError, SecretString, Secrets, TemplateError};
 
-/// An upstream ready to forward to: the key filled in.
-#[derive(Clone)]
+/// Why an upstream could not be made ready; names `[models.NAME]`.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("[models.{name}] api_key: {cause}")]
+    ApiKey { name: String, cause: TemplateError },
+    #[error("[models.{name}] {cause}")]
+    Api { name: String, cause: UnknownApi },
+    /// A secret its `api_key` references could not be read.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
+/// An upstream ready to forward to: the key filled in (its `Debug`
+/// redacted, as a `SecretString`'s).
+#[derive(Debug, Clone)]
 pub struct Upstream {
     pub api: Api,
     /// The root, without a trailing `/` or `/v1`.
     pub root: String,
-    pub key: Option<Secret>,
+    /// Sent upstream as its API wants it; read only there.
+    pub key: Option<SecretString>,
     /// `[models.NAME] model`: the model every call is sent with.
     pub model: Option<String>,
     /// Output tokens reserved for a call without a cap.
@@ -25,21 +39,6 @@ pub struct Upstream {
     pub request_timeout: std::time::Duration,
     /// Request bytes one agent may have in flight at once.
     pub agent_request_bytes: usize,
-}
-
-impl std::fmt::Debug for Upstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream")
-            .field("api", &self.api)
-            .field("root", &self.root)
-            .field("key", &self.key)
-            .field("model", &self.model)
-            .field("reserve_output_tokens", &self.reserve_output_tokens)
-            .field("default_price", &self.default_price)
-            .field("request_timeout", &self.request_timeout)
-            .field("agent_request_bytes", &self.agent_request_bytes)
-            .finish()
-    }
 }
 
 /// The upstreams by name, with their keys, and the price table.
@@ -59,25 +58,31 @@ impl Models {
         cfg: &BTreeMap<String, ModelUpstreamConfig>,
         prices: &BTreeMap<String, Price>,
         secrets: &Secrets,
-    ) -> Result<Models, String> {
+    ) -> Result<Models, UpstreamError> {
         let mut upstreams = BTreeMap::new();
         for (name, m) in cfg {
             let key = if let Some(k) = &m.implicit_key {
                 match k {
-                    ImplicitKey::Env(var) => std::env::var(var).ok().map(Secret::new),
-                    ImplicitKey::Literal(v) => Some(Secret::new(v.clone())),
+                    ImplicitKey::Env(var) => std::env::var(var).ok().map(SecretString::from),
+                    ImplicitKey::Literal(v) => Some(SecretString::from(v.as_str())),
                 }
             } else if m.api_key.is_empty() {
                 None
             } else {
-                let v = secrets::interpolate(&m.api_key, secrets)
-                    .map_err(|e| format!("[models.{name}] api_key: {e}"))?;
-                Some(Secret::new(v))
+                Some(secrets::interpolate(&m.api_key, secrets).map_err(|cause| {
+                    UpstreamError::ApiKey {
+                        name: name.clone(),
+                        cause,
+                    }
+                })?)
             };
             upstreams.insert(
                 name.clone(),
                 Upstream {
-                    api: parse_api(&m.api).map_err(|e| format!("[models.{name}] {e}"))?,
+                    api: parse_api(&m.api).map_err(|cause| UpstreamError::Api {
+                        name: name.clone(),
+                        cause,
+                    })?,
                     root: root_of(&m.base_url),
                     key,
                     model: (!m.model.is_empty()).then(|| m.model.clone()),
@@ -143,19 +148,21 @@ pub fn load_upstream(
     cfg: &crate::Config,
     home: &std::path::Path,
     name: &str,
-) -> Result<Option<Upstream>, String> {
+) -> Result<Option<Upstream>, UpstreamError> {
     let Some(m) = cfg.models.get(name) else {
         return Ok(None);
     };
-    let wanted =
-        secrets::references(&m.api_key).map_err(|e| format!("[models.{name}] api_key: {e}"))?;
+    let wanted = secrets::references(&m.api_key).map_err(|cause| UpstreamError::ApiKey {
+        name: name.to_owned(),
+        cause,
+    })?;
     let sources: BTreeMap<String, secrets::SecretSource> = cfg
         .secrets
         .iter()
         .filter(|(k, _)| wanted.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let read = Secrets::load(&sources, home).map_err(|e| e.to_string())?;
+    let read = Secrets::load(&sources, home)?;
     let one = BTreeMap::from([(name.to_owned(), m.clone())]);
     let models = Models::new(&one, &BTreeMap::new(), &read)?;
     Ok(models.get(name).cloned())

@@ -16,18 +16,29 @@ use agency_service::Embedder;
 use serde_json::{Value, json};
 
 use agency_config::memory::EmbeddingsConfig;
-use agency_config::secrets::{self, Secret, Secrets};
+use agency_config::secrets::{self, ExposeSecret, SecretString, Secrets, TemplateError};
 
 /// The longest one embeddings request may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest answer read (a batch of large vectors fits easily).
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 
+/// Why the client of `[memory.embeddings]` could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedderError {
+    #[error("[memory.embeddings] api_key: {0}")]
+    ApiKey(#[from] TemplateError),
+    #[error("failed to build the embeddings client: {0}")]
+    Client(reqwest::Error),
+    #[error("failed to find the daemon's runtime for embeddings: {0}")]
+    NoRuntime(tokio::runtime::TryCurrentError),
+}
+
 /// An OpenAI-compatible embeddings endpoint.
 pub struct HttpEmbedder {
     url: String,
     model: String,
-    key: Option<Secret>,
+    key: Option<SecretString>,
     dims: Option<usize>,
     client: reqwest::Client,
     rt: tokio::runtime::Handle,
@@ -47,23 +58,19 @@ impl std::fmt::Debug for HttpEmbedder {
 impl HttpEmbedder {
     /// The client of `[memory.embeddings]`, its key filled in from the
     /// secrets; call from within the daemon's runtime.
-    pub fn new(cfg: &EmbeddingsConfig, secrets: &Secrets) -> Result<HttpEmbedder, String> {
+    pub fn new(cfg: &EmbeddingsConfig, secrets: &Secrets) -> Result<HttpEmbedder, EmbedderError> {
         let key = if cfg.api_key.is_empty() {
             None
         } else {
-            Some(Secret::new(
-                secrets::interpolate(&cfg.api_key, secrets)
-                    .map_err(|e| format!("[memory.embeddings] api_key: {e}"))?,
-            ))
+            Some(secrets::interpolate(&cfg.api_key, secrets)?)
         };
         let client = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()
-            .map_err(|e| format!("failed to build the embeddings client: {e}"))?;
-        let rt = tokio::runtime::Handle::try_current()
-            .map_err(|e| format!("failed to find the daemon's runtime for embeddings: {e}"))?;
+            .map_err(EmbedderError::Client)?;
+        let rt = tokio::runtime::Handle::try_current().map_err(EmbedderError::NoRuntime)?;
         Ok(HttpEmbedder {
             url: endpoint(&cfg.base_url),
             model: cfg.model.clone(),
@@ -80,7 +87,7 @@ impl HttpEmbedder {
             .post(&self.url)
             .json(&json!({ "model": self.model, "input": texts }));
         if let Some(k) = &self.key {
-            req = req.bearer_auth(k.expose());
+            req = req.bearer_auth(k.expose_secret());
         }
         let resp = req
             .send()

@@ -37,7 +37,7 @@ use agency_config::home::Home;
 use agency_config::live::Live;
 use agency_config::mcp_servers::McpServers;
 use agency_config::secrets::Secrets;
-use agency_config::upstreams::Models;
+use agency_config::upstreams::{Models, UpstreamError};
 use agency_supervisor::Reconfigure;
 use agency_supervisor::confine::{Confiner, SharedDirs};
 
@@ -82,7 +82,7 @@ pub(crate) struct Reloader {
 
 /// The model gateway's upstreams and prices for `cfg`, with the keys read
 /// at start and the runtime's own upstream named.
-pub(crate) fn build_models(cfg: &Config, secrets: &Secrets) -> Result<Models, String> {
+pub(crate) fn build_models(cfg: &Config, secrets: &Secrets) -> Result<Models, UpstreamError> {
     let mut models = Models::new(&cfg.models, &cfg.prices, secrets)?;
     let a = &cfg.agents;
     match a.runtime.as_str() {
@@ -160,13 +160,12 @@ impl Reloader {
             )
         })??;
         let effective = live_part(&current.0, &new);
-        let models =
-            build_models(&effective, &self.secrets).map_err(|message| DaemonError::Config {
-                path: self.home.config_path(),
-                message: format!(
-                    "{message} (secrets are read when the daemon starts: a new one needs a restart)"
-                ),
-            })?;
+        let models = build_models(&effective, &self.secrets).map_err(|e| DaemonError::Config {
+            path: self.home.config_path(),
+            message: format!(
+                "{e} (secrets are read when the daemon starts: a new one needs a restart)"
+            ),
+        })?;
         let mut changes = changes(&current.0, &effective, &new);
         if policy_text != current.1 {
             changes.insert(

@@ -46,6 +46,7 @@ use futures_util::StreamExt;
 
 use agency_config::live::Live;
 use agency_config::models::Api;
+use agency_config::secrets::ExposeSecret;
 use agency_config::upstreams::Models;
 use agency_http::{AgentGuard, error};
 use agency_service::System;
@@ -269,18 +270,22 @@ async fn forward(
             return refusal;
         }
     }
+    // The provider's key, read here only; marked sensitive, so that the
+    // HTTP client keeps it out of its logs and header compression.
     match upstream.api {
         Api::Anthropic => {
             if let Some(k) = &upstream.key
-                && let Ok(v) = HeaderValue::from_str(k.expose())
+                && let Ok(mut v) = HeaderValue::from_str(k.expose_secret())
             {
+                v.set_sensitive(true);
                 headers.insert("x-api-key", v);
             }
         }
         Api::OpenAi => {
             if let Some(k) = &upstream.key
-                && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
+                && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose_secret()))
             {
+                v.set_sensitive(true);
                 headers.insert(header::AUTHORIZATION, v);
             }
         }

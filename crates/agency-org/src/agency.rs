@@ -87,7 +87,7 @@ pub fn read(
         }
     }
     if let Err(m) = check_name("agency", &g.name.v) {
-        cx.err(g.name.pos, m);
+        cx.err(g.name.pos, m.to_string());
     }
     g.description
         .extend(doc.preamble.iter().map(|l| l.text.clone()));

@@ -123,7 +123,7 @@ pub fn read(
         (None, None) => S::new(stem.to_owned(), Pos::start()),
     };
     if let Err(m) = check_name("agent", &a.name.v) {
-        cx.err(a.name.pos, m);
+        cx.err(a.name.pos, m.to_string());
     }
     // A bare `# Heading` of a Claude file that has a `name` is prose.
     if claude_mode
@@ -238,7 +238,7 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
                 for c in cx.string_list(v, "capabilities").unwrap_or_default() {
                     match check_capability(&c.v) {
                         Ok(norm) => a.capabilities.push(S::new(norm, c.pos)),
-                        Err(m) => cx.err(c.pos, m),
+                        Err(m) => cx.err(c.pos, m.to_string()),
                     }
                 }
             }
@@ -302,31 +302,52 @@ fn read_memory(cx: &mut Cx, v: &Node, a: &mut RawAgent) {
     }
 }
 
+/// Why a capability is refused; quotes it as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadCapability {
+    #[error("bad capability `{capability}`: level `{level}` is not read or write")]
+    Level { capability: String, level: String },
+    #[error("bad capability `{0}`: expected egress:HOST[:PORT], mcp_server:NAME or repo:NAME")]
+    Shape(String),
+    #[error(
+        "bad capability `{capability}`: kind `{kind}` is not egress, mcp_server or repo{hint}",
+        hint = did_you_mean(kind, ["egress", "mcp_server", "repo"])
+    )]
+    Kind { capability: String, kind: String },
+    /// The resource's key (a host, a server or repo name) is not valid.
+    #[error("bad capability `{capability}`: {cause}")]
+    Key {
+        capability: String,
+        cause: agency_core::InvalidInput,
+    },
+}
+
 /// `egress:HOST[:PORT]`, `mcp_server:NAME` or `repo:NAME`, optionally
 /// `=read`/`=write` (read when omitted); returned normalised.
-pub fn check_capability(c: &str) -> Result<String, String> {
+pub fn check_capability(c: &str) -> Result<String, BadCapability> {
     let (res, level) = match c.rsplit_once('=') {
         Some((r, l)) if l == "read" || l == "write" => (r, l),
         Some((_, l)) => {
-            return Err(format!(
-                "bad capability `{c}`: level `{l}` is not read or write"
-            ));
+            return Err(BadCapability::Level {
+                capability: c.to_owned(),
+                level: l.to_owned(),
+            });
         }
         None => (c, "read"),
     };
     let Some((kind, key)) = res.split_once(':') else {
-        return Err(format!(
-            "bad capability `{c}`: expected egress:HOST[:PORT], mcp_server:NAME or repo:NAME"
-        ));
+        return Err(BadCapability::Shape(c.to_owned()));
     };
     if !matches!(kind, "egress" | "mcp_server" | "repo") {
-        let hint = did_you_mean(kind, ["egress", "mcp_server", "repo"]);
-        return Err(format!(
-            "bad capability `{c}`: kind `{kind}` is not egress, mcp_server or repo{hint}"
-        ));
+        return Err(BadCapability::Kind {
+            capability: c.to_owned(),
+            kind: kind.to_owned(),
+        });
     }
-    let r = agency_core::Resource::from_parts(kind, key)
-        .map_err(|e| format!("bad capability `{c}`: {}", e.0))?;
+    let r = agency_core::Resource::from_parts(kind, key).map_err(|cause| BadCapability::Key {
+        capability: c.to_owned(),
+        cause,
+    })?;
     Ok(format!("{kind}:{}={level}", r.key()))
 }
 

@@ -55,7 +55,7 @@ pub fn read(
     for (k, v) in entries {
         let key = S::new(k.scalar_text().unwrap_or_default().to_owned(), k.pos);
         if let Err(m) = check_name("agent", &key.v) {
-            cx.err(key.pos, m);
+            cx.err(key.pos, m.to_string());
             continue;
         }
         if agents.iter().any(|a| a.name.v == key.v) {

@@ -133,7 +133,7 @@ impl Cx<'_> {
                 continue;
             };
             if let Err(m) = check_type(&ty.v) {
-                self.err(v.pos, m);
+                self.err(v.pos, m.to_string());
                 continue;
             }
             if out.iter().any(|(f, _)| *f == key) {
@@ -199,22 +199,47 @@ impl Cx<'_> {
 /// The interface field types of seed 002 (a trailing `?`: optional).
 pub const FIELD_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array"];
 
-pub fn check_type(ty: &str) -> Result<(), String> {
+/// A field type not in [`FIELD_TYPES`]; holds the type given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown field type `{0}`: expected one of {types}{hint}",
+    types = FIELD_TYPES.join(", "),
+    hint = type_hint(.0)
+)]
+pub struct UnknownType(pub String);
+
+/// The did-you-mean of an unknown type, its `?` aside.
+fn type_hint(ty: &str) -> String {
+    let base = ty.strip_suffix('?').unwrap_or(ty);
+    did_you_mean(base, FIELD_TYPES.iter().copied())
+}
+
+/// A text that is not a duration; holds the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a duration such as 90s, 30m, 2h, 1d or 1h30m")]
+pub struct NotADuration(pub String);
+
+/// A name agents, agencies and tools may not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad {what} name `{name}`: use 1-64 ASCII letters, digits, '_', '-' or '.'")]
+pub struct BadName {
+    /// What is named: `agent`, `agency`, `tool`.
+    pub what: String,
+    pub name: String,
+}
+
+pub fn check_type(ty: &str) -> Result<(), UnknownType> {
     let base = ty.strip_suffix('?').unwrap_or(ty);
     if FIELD_TYPES.contains(&base) {
         Ok(())
     } else {
-        Err(format!(
-            "unknown field type `{ty}`: expected one of {}{}",
-            FIELD_TYPES.join(", "),
-            did_you_mean(base, FIELD_TYPES.iter().copied())
-        ))
+        Err(UnknownType(ty.to_owned()))
     }
 }
 
 /// A duration such as `90s`, `30m`, `2h`, `1d`, `1h30m`, `500ms`.
-pub fn check_duration(s: &str) -> Result<(), String> {
-    let bad = || format!("`{s}` is not a duration such as 90s, 30m, 2h, 1d or 1h30m");
+pub fn check_duration(s: &str) -> Result<(), NotADuration> {
+    let bad = || NotADuration(s.to_owned());
     let mut rest = s;
     if rest.is_empty() {
         return Err(bad());
@@ -238,7 +263,7 @@ pub fn check_duration(s: &str) -> Result<(), String> {
 pub const RUNTIMES: &[&str] = &["builtin", "claude-code", "command"];
 
 /// Agent and tool names: what `tool:NAME` and handler names accept.
-pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+pub fn check_name(what: &str, name: &str) -> Result<(), BadName> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -247,9 +272,10 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "bad {what} name `{name}`: use 1-64 ASCII letters, digits, '_', '-' or '.'"
-        ))
+        Err(BadName {
+            what: what.to_owned(),
+            name: name.to_owned(),
+        })
     }
 }
 

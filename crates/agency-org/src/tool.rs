@@ -7,7 +7,7 @@
 use crate::agent::{chars, strip_name_prefix};
 use crate::assist::{Assist, AssistRequest, EntityKind};
 use crate::diag::{Diags, Pos, closest, did_you_mean};
-use crate::fields::{Cx, check_name, check_type};
+use crate::fields::{Cx, UnknownType, check_name, check_type};
 use crate::markdown::{self, Line, list_item};
 use crate::model::{CommandTool, HttpTool, McpTool, ToolImplementation, default_tool_timeout_ms};
 use crate::node::Node;
@@ -126,7 +126,7 @@ pub fn read(
         }
     }
     if let Err(m) = check_name("tool", &name.v) {
-        cx.err(name.pos, m);
+        cx.err(name.pos, m.to_string());
     }
     bullets(&mut cx, &doc.preamble, &mut spec, &mut description);
     for s in &doc.sections {
@@ -367,7 +367,7 @@ fn bullets(cx: &mut Cx, ls: &[Line], spec: &mut Spec, description: &mut Vec<Stri
             "Returns JSON with fields" | "Accepts JSON with fields" => match fields(value) {
                 Ok(f) if known.starts_with("Returns") => spec.output = Some(f),
                 Ok(f) => spec.input = Some(f),
-                Err(m) => cx.err(vpos, m),
+                Err(m) => cx.err(vpos, m.to_string()),
             },
             "Command" => {
                 spec.command = Some(S::new(
@@ -416,26 +416,41 @@ fn key_value(value: &str, sep: char, vpos: Pos) -> Option<(S<String>, S<String>)
     ))
 }
 
+/// Why a `{ "name": type, … }` list of fields is refused; quotes the part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldsError {
+    #[error("expected fields as `{{ \"name\": type, … }}`, found `{0}`")]
+    NotBraced(String),
+    #[error("field `{0}` is not `\"name\": type`")]
+    NotNameType(String),
+    #[error("field `{0}` has no name")]
+    NoName(String),
+    #[error(transparent)]
+    Type(#[from] UnknownType),
+    #[error("field `{0}` is given twice")]
+    Twice(String),
+}
+
 /// `{ "temp": number, "conditions": string }` → fields with types.
-pub fn fields(text: &str) -> Result<Vec<(String, String)>, String> {
+pub fn fields(text: &str) -> Result<Vec<(String, String)>, FieldsError> {
     let inner = text
         .trim()
         .strip_prefix('{')
         .and_then(|t| t.strip_suffix('}'))
-        .ok_or_else(|| format!("expected fields as `{{ \"name\": type, … }}`, found `{text}`"))?;
+        .ok_or_else(|| FieldsError::NotBraced(text.to_owned()))?;
     let mut out: Vec<(String, String)> = Vec::new();
     for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, t) = part
             .split_once(':')
-            .ok_or_else(|| format!("field `{part}` is not `\"name\": type`"))?;
+            .ok_or_else(|| FieldsError::NotNameType(part.to_owned()))?;
         let k = k.trim().trim_matches('"').trim_matches('\'').to_owned();
         let t = t.trim().trim_matches('"').to_owned();
         if k.is_empty() {
-            return Err(format!("field `{part}` has no name"));
+            return Err(FieldsError::NoName(part.to_owned()));
         }
         check_type(&t)?;
         if out.iter().any(|(f, _)| *f == k) {
-            return Err(format!("field `{k}` is given twice"));
+            return Err(FieldsError::Twice(k));
         }
         out.push((k, t));
     }

@@ -254,7 +254,8 @@ impl GitRepoCache {
             }
         };
         let Some(status) = status else {
-            kill_group(child.id());
+            // git and its helpers (`git-remote-https`, ssh).
+            agency_sandbox::process_group::kill_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             tracing::warn!(
@@ -383,20 +384,6 @@ pub(crate) fn path_str(p: &Path) -> Result<String, String> {
     p.to_str()
         .map(str::to_owned)
         .ok_or_else(|| format!("path {} is not UTF-8", p.display()))
-}
-
-/// SIGKILL the process group `pgid` (a `git` that timed out, with its
-/// helpers). Never group 0 (our own) or 1 (init's): a bug must not become
-/// a kill of the daemon or the machine.
-fn kill_group(pgid: u32) {
-    if let Ok(raw) = i32::try_from(pgid)
-        && raw > 1
-    {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(raw),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 /// The clone staging directory, private to the daemon's user.

@@ -1,4 +1,5 @@
-//! The one error type of the crate. Applying the sandbox reports the step
+//! The error type of the crate (besides the standby command's encoding,
+//! [`crate::ExecRequestError`]). Applying the sandbox reports the step
 //! that failed and why (`agency sandbox-exec` prints it after "failed to
 //! apply the sandbox: "); the cgroup operations name the file or
 //! directory they failed on.

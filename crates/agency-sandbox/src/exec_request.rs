@@ -23,6 +23,41 @@ pub const MAX_EXEC_REQUEST: usize = 8 << 20;
 
 const TAG: &[u8] = b"agency-exec-1";
 
+/// Why a command could not be encoded (the daemon's side) or decoded (the
+/// standby sandbox's). Names the field, never shows an argument or a
+/// variable's value, which may be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecRequestError {
+    #[error("failed to encode the command: the program {} is not an absolute path", .0.display())]
+    RelativeProgram(PathBuf),
+    #[error(
+        "failed to encode the command: the environment name {0:?} is empty or holds '=' or NUL"
+    )]
+    EnvName(String),
+    /// Holds the field's name (`argument 2`, `the environment variable X`).
+    #[error("failed to encode the command: {0} holds a NUL byte")]
+    Nul(String),
+    #[error(
+        "failed to encode the command: it is {0} bytes, over the {MAX_EXEC_REQUEST} a standby sandbox reads"
+    )]
+    TooLarge(usize),
+    #[error("the command is {0} bytes, over {MAX_EXEC_REQUEST}")]
+    ReadTooLarge(usize),
+    #[error(
+        "the command does not start with {:?}: the daemon and this agency binary differ",
+        String::from_utf8_lossy(TAG)
+    )]
+    Tag,
+    #[error("the command ends before its {0}")]
+    Truncated(&'static str),
+    #[error("the program {} is not an absolute path", .0.display())]
+    ReadRelativeProgram(PathBuf),
+    #[error("the argument count is not a number")]
+    ArgumentCount,
+    #[error("the environment entry {0:?} is not NAME=VALUE")]
+    EnvEntry(String),
+}
+
 /// One program to exec: absolute path, arguments (without `argv[0]`), the
 /// whole environment and the working directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,12 +71,9 @@ pub struct ExecRequest {
 impl ExecRequest {
     /// The bytes to send; fails (naming the field) on a NUL, a relative
     /// program, or an environment name that is empty or holds `=`.
-    pub fn encode(&self) -> Result<Vec<u8>, String> {
+    pub fn encode(&self) -> Result<Vec<u8>, ExecRequestError> {
         if !self.program.is_absolute() {
-            return Err(format!(
-                "failed to encode the command: the program {} is not an absolute path",
-                self.program.display()
-            ));
+            return Err(ExecRequestError::RelativeProgram(self.program.clone()));
         }
         // Named, never shown: an argument or a variable may be a secret.
         let mut fields: Vec<(String, Vec<u8>)> = vec![
@@ -66,18 +98,13 @@ impl ExecRequest {
         }
         for (k, v) in &self.env {
             if k.is_empty() || k.as_bytes().contains(&b'=') || k.as_bytes().contains(&0) {
-                return Err(format!(
-                    "failed to encode the command: the environment name {:?} is empty or holds '=' or NUL",
-                    k.to_string_lossy()
-                ));
+                return Err(ExecRequestError::EnvName(k.to_string_lossy().into_owned()));
             }
             let name = format!("the environment variable {}", k.to_string_lossy());
             fields.push((name, [k.as_bytes(), b"=", v.as_bytes()].concat()));
         }
         if let Some((name, _)) = fields.iter().find(|(_, f)| f.contains(&0)) {
-            return Err(format!(
-                "failed to encode the command: {name} holds a NUL byte"
-            ));
+            return Err(ExecRequestError::Nul(name.clone()));
         }
         let out = fields
             .into_iter()
@@ -85,48 +112,32 @@ impl ExecRequest {
             .collect::<Vec<_>>()
             .join(&0u8);
         if out.len() > MAX_EXEC_REQUEST {
-            return Err(format!(
-                "failed to encode the command: it is {} bytes, over the {MAX_EXEC_REQUEST} a standby sandbox reads",
-                out.len()
-            ));
+            return Err(ExecRequestError::TooLarge(out.len()));
         }
         Ok(out)
     }
 
     /// Read back what [`ExecRequest::encode`] wrote; the error says what
     /// is wrong with it.
-    pub fn decode(bytes: &[u8]) -> Result<ExecRequest, String> {
+    pub fn decode(bytes: &[u8]) -> Result<ExecRequest, ExecRequestError> {
         if bytes.len() > MAX_EXEC_REQUEST {
-            return Err(format!(
-                "the command is {} bytes, over {MAX_EXEC_REQUEST}",
-                bytes.len()
-            ));
+            return Err(ExecRequestError::ReadTooLarge(bytes.len()));
         }
         let mut fields = bytes.split(|b| *b == 0);
         if fields.next() != Some(TAG) {
-            return Err(format!(
-                "the command does not start with {:?}: the daemon and this agency binary differ",
-                String::from_utf8_lossy(TAG)
-            ));
+            return Err(ExecRequestError::Tag);
         }
-        let mut next = |what: &str| {
-            fields
-                .next()
-                .ok_or_else(|| format!("the command ends before its {what}"))
-        };
+        let mut next = |what: &'static str| fields.next().ok_or(ExecRequestError::Truncated(what));
         let cwd = next("working directory")?;
         let cwd = (!cwd.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(cwd)));
         let program = PathBuf::from(OsStr::from_bytes(next("program")?));
         if !program.is_absolute() {
-            return Err(format!(
-                "the program {} is not an absolute path",
-                program.display()
-            ));
+            return Err(ExecRequestError::ReadRelativeProgram(program));
         }
         let nargs: usize = std::str::from_utf8(next("argument count")?)
             .ok()
             .and_then(|n| n.parse().ok())
-            .ok_or("the argument count is not a number")?;
+            .ok_or(ExecRequestError::ArgumentCount)?;
         let mut args = Vec::new();
         for _ in 0..nargs {
             args.push(OsString::from_vec(next("arguments")?.to_vec()));
@@ -138,10 +149,7 @@ impl ExecRequest {
                 .position(|b| *b == b'=')
                 .filter(|i| *i > 0)
                 .ok_or_else(|| {
-                    format!(
-                        "the environment entry {:?} is not NAME=VALUE",
-                        String::from_utf8_lossy(entry)
-                    )
+                    ExecRequestError::EnvEntry(String::from_utf8_lossy(entry).into_owned())
                 })?;
             env.push((
                 OsString::from_vec(entry[..eq].to_vec()),
@@ -227,7 +235,7 @@ mod tests {
             "variable TOKEN holds a NUL",
         ));
         for (r, want) in cases {
-            let e = r.encode().unwrap_err();
+            let e = r.encode().unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
             assert!(!e.contains("secret"), "a value was shown: {e}");
         }
@@ -257,7 +265,7 @@ mod tests {
             (vec![b'a'; MAX_EXEC_REQUEST + 1], "over"),
         ];
         for (bytes, want) in cases {
-            let e = ExecRequest::decode(&bytes).unwrap_err();
+            let e = ExecRequest::decode(&bytes).unwrap_err().to_string();
             assert!(e.contains(want), "{e} (wanted {want})");
         }
     }

@@ -24,6 +24,9 @@
 //!   to the host's loopback by a separate, confined process ([`forward`]),
 //!   so that a TCP port of the daemon's is reachable on loopback only.
 //!
+//! Stopping what an agent (or any child of the daemon) started by its
+//! process group is [`process_group`]'s, the one implementation of it.
+//!
 //! The crate does no terminal I/O: it returns [`SandboxError`]s.
 
 mod apply;
@@ -36,13 +39,14 @@ mod netlink;
 mod netns;
 mod policy;
 mod probe;
+pub mod process_group;
 mod seccomp;
 mod system;
 
 pub use apply::apply;
 pub use cgroup::{AgentCgroup, Cgroups, Hierarchy};
 pub use error::SandboxError;
-pub use exec_request::{ExecRequest, MAX_EXEC_REQUEST};
+pub use exec_request::{ExecRequest, ExecRequestError, MAX_EXEC_REQUEST};
 pub use forward::{MAX_CONNECTIONS, forward};
 pub use netns::FORWARD_COMMAND;
 pub use policy::{Limits, Policy};

@@ -171,7 +171,8 @@ impl Confiner {
             // than when a runtime is configured later.
             if let Ok(p) = agency_sandbox::probe() {
                 cfg.sandbox
-                    .check_memory(p.memory.as_ref().map(agency_sandbox::Controller::hierarchy))?;
+                    .check_memory(p.memory.as_ref().map(agency_sandbox::Controller::hierarchy))
+                    .map_err(|e| e.to_string())?;
             }
             Mode::Idle
         } else {
@@ -588,7 +589,7 @@ fn open_cgroups(home: &Path, sandbox: &SandboxConfig) -> Result<Mode, String> {
         if let Err(e) = cgroups.remove() {
             tracing::warn!(error = %e, "failed to remove the daemon's cgroups");
         }
-        return Err(refused);
+        return Err(refused.to_string());
     }
     match cgroups.reap_all() {
         Ok(0) => {}

@@ -1,48 +1,20 @@
 //! Agent processes: each starts in a process group of its own, so that
 //! stopping it reaches every process it started; stopping is SIGTERM to the
-//! group, a grace period, then SIGKILL. Killing an already-gone group is not
-//! an error, so a stop can be repeated safely.
+//! group, a grace period, then SIGKILL ([`agency_sandbox::process_group`],
+//! the one implementation of it). Killing an already-gone group is not an
+//! error, so a stop can be repeated safely. What is the supervisor's own:
+//! telling a recorded group from a reused id ([`still_ours`]) and stopping
+//! the groups a previous daemon left running ([`reap_left_over`]).
 
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-
-/// Send `signal` to process group `pgid`; true if the group still existed.
-pub fn signal_group(pgid: u32, signal: Signal) -> bool {
-    let Ok(raw) = i32::try_from(pgid) else {
-        return false;
-    };
-    if raw <= 1 {
-        // Never signal group 0 (our own) or 1 (init's): a bug must not
-        // become a kill of the daemon or the machine.
-        return false;
-    }
-    !matches!(killpg(Pid::from_raw(raw), signal), Err(Errno::ESRCH))
-}
-
-/// Whether any process of the group is still alive.
-pub fn group_alive(pgid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pgid) else {
-        return false;
-    };
-    raw > 1 && !matches!(killpg(Pid::from_raw(raw), None), Err(Errno::ESRCH))
-}
+use agency_sandbox::process_group::stop_groups;
 
 /// SIGTERM the group, wait up to `grace` for it to empty, then SIGKILL.
 pub async fn stop_group(pgid: u32, grace: Duration) {
-    if !signal_group(pgid, Signal::SIGTERM) {
-        return;
-    }
-    let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    signal_group(pgid, Signal::SIGKILL);
+    // The wait is a poll of the group: on a blocking thread, so that a
+    // long grace holds no async worker.
+    let _ = tokio::task::spawn_blocking(move || stop_groups(&[pgid], grace)).await;
 }
 
 /// The `/proc/PID/stat` fields after the command name: `(pgrp, starttime)`.
@@ -119,16 +91,7 @@ pub fn reap_left_over(svc: &agency_service::System, grace: Duration) {
     groups.extend(unrecorded_groups(svc, &rows));
     groups.sort_unstable();
     groups.dedup();
-    for g in &groups {
-        signal_group(*g, Signal::SIGTERM);
-    }
-    let deadline = std::time::Instant::now() + grace;
-    while std::time::Instant::now() < deadline && groups.iter().any(|g| group_alive(*g)) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for g in groups {
-        signal_group(g, Signal::SIGKILL);
-    }
+    stop_groups(&groups, grace);
 }
 
 /// The groups of processes carrying the mark of a live agent whose group

@@ -39,7 +39,9 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::Tools;
-use agency_config::mcp_manifest::{Compiled, RateLimit, violation_places, violations};
+use agency_config::mcp_manifest::{
+    Compiled, ManifestError, RateLimit, violation_places, violations,
+};
 use agency_http::call as rest_call;
 use agency_http::error;
 
@@ -288,7 +290,7 @@ pub(crate) async fn filter_tools(
 /// The pin is of the server's own definition, taken before this.
 fn with_manifest_hints(
     mut tool: Value,
-    manifest: Option<&Result<Compiled, String>>,
+    manifest: Option<&Result<Compiled, ManifestError>>,
     name: &str,
 ) -> Value {
     let Some(Ok(m)) = manifest else { return tool };

@@ -372,7 +372,7 @@ impl Server {
         let mut child = self.child.lock().await;
         if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
             if let Some(pid) = child.id() {
-                agency_supervisor::process::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                agency_sandbox::process_group::kill_group(pid);
             }
             let _ = child.kill().await;
         }

@@ -174,10 +174,8 @@ pub(crate) fn fill_secrets(
     what: &str,
     template: &str,
     secrets: &Secrets,
-) -> Result<agency_config::secrets::Secret, OrgToolFailure> {
-    agency_config::secrets::interpolate(template, secrets)
-        .map(agency_config::secrets::Secret::new)
-        .map_err(|e| {
+) -> Result<agency_config::secrets::SecretString, OrgToolFailure> {
+    agency_config::secrets::interpolate(template, secrets).map_err(|e| {
             OrgToolFailure::new(
                 "failed",
                 format!(

@@ -21,7 +21,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
+use agency_sandbox::process_group::kill_group;
+use nix::sys::signal::Signal;
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -80,9 +81,10 @@ pub(crate) async fn bash(ctx: &Ctx, input: &Value) -> Result<(String, bool), Too
     // The command holds the only write ends now; dropping ours lets the
     // reader see the end of the output.
     drop(cmd);
-    let pid = Pid::from_raw(child.id() as i32);
+    let pgid = child.id();
+    let pid = Pid::from_raw(pgid as i32);
     let group = Arc::new(Group {
-        pgid: pid,
+        pgid,
         reaped: Mutex::new(false),
     });
     let _kill_on_drop = KillOnDrop(group.clone());
@@ -116,7 +118,7 @@ pub(crate) async fn bash(ctx: &Ctx, input: &Value) -> Result<(String, bool), Too
             {}
             let status = {
                 let mut reaped = lock(&group.reaped);
-                let _ = killpg(group.pgid, Signal::SIGKILL);
+                kill_group(group.pgid);
                 let status = child.wait();
                 *reaped = true;
                 status
@@ -188,7 +190,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The command's process group; killed only while its leader is unreaped.
 #[derive(Debug)]
 struct Group {
-    pgid: Pid,
+    pgid: u32,
     reaped: Mutex<bool>,
 }
 
@@ -196,7 +198,7 @@ impl Group {
     fn kill(&self) {
         let reaped = lock(&self.reaped);
         if !*reaped {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            kill_group(self.pgid);
         }
     }
 }

@@ -50,7 +50,7 @@ pub struct AskArgs {
 /// `--wait` of `agency ask`: a duration up to the daemon's maximum (a
 /// longer one is a usage error, worded as `--help` says it).
 fn parse_wait(s: &str) -> Result<i64, String> {
-    let ms = parse_duration_ms(s)?;
+    let ms = parse_duration_ms(s).map_err(|e| e.to_string())?;
     let max = i64::try_from(agency_daemon::rest::agency::MAX_WAIT_MS).unwrap_or(i64::MAX);
     if ms > max {
         return Err(format!(

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use agency_config::Home;
 use agency_config::models::Api;
+use agency_config::secrets::ExposeSecret;
 use agency_config::upstreams::Upstream;
 use agency_org::{Assist, AssistRequest};
 use anyhow::{Context, Result, bail};
@@ -157,8 +158,8 @@ impl ModelAssist {
         let mut req = self.http.post(&url).json(&body);
         if let Some(k) = &self.upstream.key {
             req = match self.upstream.api {
-                Api::Anthropic => req.header("x-api-key", k.expose()),
-                Api::OpenAi => req.bearer_auth(k.expose()),
+                Api::Anthropic => req.header("x-api-key", k.expose_secret()),
+                Api::OpenAi => req.bearer_auth(k.expose_secret()),
             };
         }
         if self.upstream.api == Api::Anthropic {
@@ -213,9 +214,18 @@ impl Assist for ModelAssist {
     }
 }
 
+/// Why a model's answer gives no object; holds the start of the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoObject {
+    #[error("is JSON but not an object: {0}")]
+    NotAnObject(String),
+    #[error("holds no JSON object: {0}")]
+    NoJson(String),
+}
+
 /// The one JSON object in a model's answer: the whole text, else inside a
 /// ```json fence, else from the first `{` to the last `}`.
-pub fn extract_object(text: &str) -> Result<Value, String> {
+pub fn extract_object(text: &str) -> Result<Value, NoObject> {
     let t = text.trim();
     let fenced = t.find("```").and_then(|start| {
         let after = &t[start + 3..];
@@ -231,14 +241,11 @@ pub fn extract_object(text: &str) -> Result<Value, String> {
             return if v.is_object() {
                 Ok(v)
             } else {
-                Err(format!(
-                    "is JSON but not an object: {}",
-                    clip(candidate, 200)
-                ))
+                Err(NoObject::NotAnObject(clip(candidate, 200)))
             };
         }
     }
-    Err(format!("holds no JSON object: {}", clip(t, 200)))
+    Err(NoObject::NoJson(clip(t, 200)))
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -114,7 +114,9 @@ fn read_command() -> Result<Option<agency_sandbox::ExecRequest>, String> {
     if bytes.is_empty() {
         return Ok(None);
     }
-    agency_sandbox::ExecRequest::decode(&bytes).map(Some)
+    agency_sandbox::ExecRequest::decode(&bytes)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// The forwarder of an isolated agent. Its setup errors reach the agent's

@@ -44,7 +44,7 @@ impl Daemon {
         let lock = lock_home(home)?;
         let secrets = read_secrets(home, &cfg).await?;
         let models =
-            reload::build_models(&cfg, &secrets).map_err(|message| invalid(home, message))?;
+            reload::build_models(&cfg, &secrets).map_err(|e| invalid(home, e.to_string()))?;
         let svc = open_system(home, &cfg, &secrets, &models).await?;
         let listener = bind_agents_listener(home, &cfg).await?;
         let addr = listener.local_addr().map_err(|cause| DaemonError::Listen {
@@ -153,7 +153,7 @@ async fn open_system(
     let embedder = match &cfg.memory.embeddings {
         Some(e) => Some(
             crate::memory_embed::HttpEmbedder::new(e, secrets)
-                .map_err(|message| invalid(home, message))?,
+                .map_err(|e| invalid(home, e.to_string()))?,
         ),
         None => None,
     };

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use agency_config::secrets::ExposeSecret;
 use agency_core::Principal;
 use agency_mcp::OrgToolFailure;
 use agency_org::{CommandTool, Tool};
-use nix::sys::signal::Signal;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -128,7 +128,7 @@ async fn run_in(
     // outlives it, its group (its children) and its cgroup (what left the
     // group, a `setsid` child holding stdout included) are killed, which
     // also closes every pipe they held.
-    agency_supervisor::process::signal_group(pgid, Signal::SIGKILL);
+    agency_sandbox::process_group::kill_group(pgid);
     if status.is_err() {
         // Reaped before the call answers, so a timed-out program is gone,
         // not merely signalled, when its caller hears of it (SIGKILL is
@@ -214,7 +214,7 @@ pub(crate) async fn confined(
     dir: &Path,
     key: &str,
     source_dir: Option<PathBuf>,
-    env: &[(String, agency_config::secrets::Secret)],
+    env: &[(String, agency_config::secrets::SecretString)],
 ) -> Result<(Command, Option<AgentCgroup>), OrgToolFailure> {
     let fail = |kind: &'static str, why: String| {
         OrgToolFailure::new(kind, format!("failed to run tool {}: {why}", tool.name))
@@ -270,7 +270,7 @@ pub(crate) async fn confined(
     // Before the daemon's own variables, which win (the service refuses a
     // tool naming one; this keeps it so).
     for (k, v) in env {
-        cmd.env(k, v.expose());
+        cmd.env(k, v.expose_secret());
     }
     cmd.env("HOME", &home).env("TMPDIR", &tmp);
     let proxy = format!(

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use agency_config::secrets::ExposeSecret;
 use agency_core::Principal;
 use agency_core::egress::{EgressTarget, Host};
 use agency_mcp::OrgToolFailure;
@@ -91,7 +92,7 @@ pub(crate) async fn call(
     for (name, template) in &h.headers {
         let what = format!("header {name}");
         let value = crate::org_tools::fill_secrets(tool, &what, template, &ctx.secrets)?;
-        let mut v = reqwest::header::HeaderValue::from_str(value.expose()).map_err(|_| {
+        let mut v = reqwest::header::HeaderValue::from_str(value.expose_secret()).map_err(|_| {
             internal(
                 tool,
                 &format!("its {what} is not a valid header value once its secrets are filled in (a secret holding a line break?)"),

@@ -30,7 +30,6 @@ use agency_core::Principal;
 use agency_core::egress::{EgressTarget, Host};
 use agency_mcp::OrgToolFailure;
 use agency_org::{McpTool, Tool};
-use nix::sys::signal::Signal;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::IntoTransport;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -186,7 +185,7 @@ async fn stdio_in(
         .map_err(|e| fail("failed", format!("starting {:?} failed: {e}", command[0])))?;
     let pgid = child.id().unwrap_or(0);
     let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        agency_supervisor::process::signal_group(pgid, Signal::SIGKILL);
+        agency_sandbox::process_group::kill_group(pgid);
         return Err(fail(
             "internal",
             "its server's pipes are missing".to_owned(),
@@ -225,7 +224,7 @@ async fn stdio_in(
     .await;
     // Whatever happened, nothing of the server outlives the call: its
     // group (its children included) and its cgroup (what left the group).
-    agency_supervisor::process::signal_group(pgid, Signal::SIGKILL);
+    agency_sandbox::process_group::kill_group(pgid);
     let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
     pump.abort();
     if let Some(cg) = cgroup {
