@@ -9,6 +9,14 @@
 //! order; every other request is sent and answered on its own thread, so a
 //! slow tool call (a `mail_wait` holds its request for minutes) does not
 //! hold up the next request.
+//!
+//! Why not rmcp's stdio and streamable-HTTP transports: they are the two
+//! ends of a typed client or server, which answer `initialize` themselves
+//! and parse every message into the protocol version rmcp knows. A bridge
+//! must pass the client's messages through unchanged (its capabilities,
+//! its protocol version, methods newer than rmcp) and turn the daemon's
+//! HTTP refusals into JSON-RPC errors that name the cause; so it forwards
+//! bytes and reads the answers with `agency-sse`.
 
 use std::io::{BufRead, Read};
 use std::path::Path;

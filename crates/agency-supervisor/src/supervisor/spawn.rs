@@ -28,8 +28,23 @@ use crate::runtime::SpawnSpec;
 pub(super) enum SpawnError {
     #[error(transparent)]
     Service(ServiceError),
-    #[error("{0}")]
-    Io(String),
+    #[error("failed to create {}: {cause}", path.display())]
+    Dir {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    /// The runtime could not build the agent's command.
+    #[error(transparent)]
+    Command(agency_config::ConfigError),
+    #[error(transparent)]
+    Confine(crate::confine::ConfineError),
+    #[error("failed to make the pipe for the agent's output: {0}")]
+    Pipe(std::io::Error),
+    #[error("failed to run the {runtime} runtime: {cause}")]
+    Run {
+        runtime: String,
+        cause: std::io::Error,
+    },
 }
 
 impl State {
@@ -117,14 +132,14 @@ impl State {
         let command = [&spec.workspace, &spec.run_dir]
             .into_iter()
             .try_for_each(|d| {
-                std::fs::create_dir_all(d)
-                    .map_err(|e| SpawnError::Io(format!("failed to create {}: {e}", d.display())))
+                std::fs::create_dir_all(d).map_err(|cause| SpawnError::Dir {
+                    path: d.clone(),
+                    cause,
+                })
             })
             .and_then(|()| {
                 dirs_at = began.elapsed();
-                self.runtime
-                    .command(&spec)
-                    .map_err(|e| SpawnError::Io(e.to_string()))
+                self.runtime.command(&spec).map_err(SpawnError::Command)
             });
         let command_at = began.elapsed();
         // The standby, if it fits: the command goes down its stdin.
@@ -164,7 +179,7 @@ impl State {
                             &self.runtime.programs(),
                             &self.extra_connect_ports,
                         )
-                        .map_err(|e| SpawnError::Io(e.to_string()))?;
+                        .map_err(SpawnError::Confine)?;
                     if cg.is_some() {
                         self.confine_upload_pack(&spec);
                     }
@@ -172,11 +187,7 @@ impl State {
                     Ok(cmd)
                 })
                 .and_then(|mut cmd| {
-                    let (reader, out, err) = crate::agent_log::pipe().map_err(|e| {
-                        SpawnError::Io(format!(
-                            "failed to make the pipe for the agent's output: {e}"
-                        ))
-                    })?;
+                    let (reader, out, err) = crate::agent_log::pipe().map_err(SpawnError::Pipe)?;
                     log_reader = Some(reader);
                     // A group of its own: stopping the agent reaches every process
                     // it started. (process_group(0), not setsid in pre_exec, which
@@ -188,11 +199,9 @@ impl State {
                         .stderr(err)
                         .kill_on_drop(false);
                     launched_at = began.elapsed();
-                    cmd.spawn().map_err(|e| {
-                        SpawnError::Io(format!(
-                            "failed to run the {} runtime: {e}",
-                            self.runtime.name()
-                        ))
+                    cmd.spawn().map_err(|cause| SpawnError::Run {
+                        runtime: self.runtime.name().to_owned(),
+                        cause,
                     })
                 }),
         };
