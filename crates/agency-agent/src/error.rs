@@ -19,10 +19,12 @@ pub enum AgentError {
     },
     #[error("failed to build the HTTP client: {0}")]
     HttpClient(String),
-    #[error("failed to connect to the MCP server at {url}: {message}")]
-    McpConnect { url: String, message: String },
-    #[error("failed to list the tools of the MCP server at {url}: {message}")]
-    McpListTools { url: String, message: String },
+    /// The cause is in the message, not a `#[source]`: printed once,
+    /// however the error is printed (`{e}` or the chain with `{e:#}`).
+    #[error("failed to connect to the MCP server at {url}: {cause}")]
+    McpConnect { url: String, cause: McpError },
+    #[error("failed to list the tools of the MCP server at {url}: {cause}")]
+    McpListTools { url: String, cause: McpError },
     #[error("failed to find the workspace directory: {0}")]
     Workspace(String),
     #[error("failed to offer workspace tool {0}: an MCP server offers a tool of the same name")]
@@ -35,6 +37,40 @@ pub enum AgentError {
     Transcript { path: PathBuf, message: String },
     #[error("failed to write result {}: {message}", path.display())]
     Result { path: PathBuf, message: String },
+}
+
+/// Why an MCP session could not be started, initialized or asked for its
+/// tools (Agency's own or an extra server's).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// An extra server's command could not be run.
+    #[error("failed to start {command}: {cause}")]
+    Start {
+        command: String,
+        cause: std::io::Error,
+    },
+    /// The server did not answer within the request timeout.
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(std::time::Duration),
+    // Boxed: rmcp's errors can hold a whole message, and every
+    // `Result<_, AgentError>` would carry that size.
+    #[error(transparent)]
+    Initialize(Box<rmcp::service::ClientInitializeError>),
+    #[error(transparent)]
+    Request(Box<rmcp::ServiceError>),
+}
+
+impl From<rmcp::service::ClientInitializeError> for McpError {
+    fn from(e: rmcp::service::ClientInitializeError) -> McpError {
+        McpError::Initialize(Box::new(e))
+    }
+}
+
+impl From<rmcp::ServiceError> for McpError {
+    fn from(e: rmcp::ServiceError) -> McpError {
+        McpError::Request(Box::new(e))
+    }
 }
 
 /// A configuration value serde accepts but the run cannot use; each names

@@ -72,7 +72,7 @@ mod transcript;
 mod warm;
 
 pub use config::{AgentConfig, Api, RetryConfig, load_config};
-pub use error::{AgentError, ConfigError};
+pub use error::{AgentError, ConfigError, McpError};
 pub use run::{CALLS_AFTER_LIMIT, LIMIT_NOTICE, Secrets, run, run_with, run_with_secrets};
 pub use summary::{Ended, RunSummary};
 pub use tools::{WORKSPACE_TOOLS, WorkspaceTool, workspace_tool_list};

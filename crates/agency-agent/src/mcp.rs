@@ -18,7 +18,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
 use crate::config::StdioServer;
-use crate::error::AgentError;
+use crate::error::{AgentError, McpError};
 use crate::model::ToolSpec;
 
 /// What a tool call produced, as text for the model.
@@ -41,16 +41,16 @@ impl Mcp {
     pub async fn spawn_stdio(
         server: &StdioServer,
         timeout: Duration,
-    ) -> Result<(Mcp, Vec<ToolSpec>), String> {
+    ) -> Result<(Mcp, Vec<ToolSpec>), McpError> {
         let mut cmd = tokio::process::Command::new(&server.command);
         cmd.args(&server.args).envs(&server.env);
-        let transport = TokioChildProcess::new(cmd)
-            .map_err(|e| format!("failed to start {}: {e}", server.command))?;
-        let client = match tokio::time::timeout(timeout, ().serve(transport)).await {
-            Err(_) => return Err(format!("no answer within {} s", timeout.as_secs())),
-            Ok(Err(e)) => return Err(e.to_string()),
-            Ok(Ok(c)) => c,
-        };
+        let transport = TokioChildProcess::new(cmd).map_err(|cause| McpError::Start {
+            command: server.command.clone(),
+            cause,
+        })?;
+        let client = tokio::time::timeout(timeout, ().serve(transport))
+            .await
+            .map_err(|_| McpError::NoAnswer(timeout))??;
         Mcp::list(client, timeout).await
     }
 
@@ -67,25 +67,18 @@ impl Mcp {
             .reinit_on_expired_session(true);
         let transport = StreamableHttpClientTransport::from_config(config);
         let client = match tokio::time::timeout(timeout, ().serve(transport)).await {
-            Err(_) => {
-                return Err(AgentError::McpConnect {
-                    url: url.to_owned(),
-                    message: format!("no answer within {} s", timeout.as_secs()),
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(AgentError::McpConnect {
-                    url: url.to_owned(),
-                    message: e.to_string(),
-                });
-            }
-            Ok(Ok(c)) => c,
-        };
+            Err(_) => Err(McpError::NoAnswer(timeout)),
+            Ok(started) => started.map_err(McpError::from),
+        }
+        .map_err(|cause| AgentError::McpConnect {
+            url: url.to_owned(),
+            cause,
+        })?;
         Mcp::list(client, timeout)
             .await
-            .map_err(|message| AgentError::McpListTools {
+            .map_err(|cause| AgentError::McpListTools {
                 url: url.to_owned(),
-                message,
+                cause,
             })
     }
 
@@ -93,17 +86,16 @@ impl Mcp {
     async fn list(
         client: RunningService<RoleClient, ()>,
         timeout: Duration,
-    ) -> Result<(Mcp, Vec<ToolSpec>), String> {
+    ) -> Result<(Mcp, Vec<ToolSpec>), McpError> {
         let tools = match tokio::time::timeout(timeout, client.list_all_tools()).await {
-            Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
-            Ok(Err(e)) => Err(e.to_string()),
-            Ok(Ok(t)) => Ok(t),
+            Err(_) => Err(McpError::NoAnswer(timeout)),
+            Ok(listed) => listed.map_err(McpError::from),
         };
         let tools = match tools {
             Ok(t) => t,
-            Err(message) => {
+            Err(e) => {
                 let _ = client.cancel().await;
-                return Err(message);
+                return Err(e);
             }
         };
         let specs = tools

@@ -239,11 +239,11 @@ async fn drive(
                 );
                 tools.extend(specs);
             }
-            Err(message) => {
-                tracing::warn!(server = %server.name, error = %message, "failed to start an MCP server");
+            Err(e) => {
+                tracing::warn!(server = %server.name, error = %e, "failed to start an MCP server");
                 t.event(
                     "mcp_server_failed",
-                    json!({ "name": server.name, "error": message }),
+                    json!({ "name": server.name, "error": e.to_string() }),
                 );
             }
         }

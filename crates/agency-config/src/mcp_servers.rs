@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp_manifest::{Compiled, ManifestError};
-use crate::secrets::{self, ExposeSecret, SecretSource, Secrets, TemplateError};
+use crate::secrets::{self, SecretSource, SecretString, Secrets, TemplateError};
 
 /// Why a declared server's launch specification could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -57,20 +57,28 @@ pub struct McpServerConfig {
     pub manifest: Option<serde_json::Value>,
 }
 
-/// What the launcher runs: the server's configuration with its secrets
-/// filled in. Sent only to a launcher whose agent's handler holds the
-/// capability, never logged.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A server's launch: what the daemon runs or reaches, with its secrets
+/// filled in, or what `/launch` tells the launcher.
+///
+/// The filled-in values (a stdio server's `env`, an HTTP server's URL and
+/// headers) are [`SecretString`]s, exposed only where a variable is passed
+/// or a header set; they are never logged. Only [`LaunchSpec::Proxy`] goes
+/// over the wire: the other two are skipped by serde, so a secret cannot
+/// be serialized by mistake (serializing one is an error).
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(tag = "transport", rename_all = "snake_case")]
 pub enum LaunchSpec {
+    #[serde(skip)]
     Stdio {
         command: String,
         args: Vec<String>,
-        env: BTreeMap<String, String>,
+        env: BTreeMap<String, SecretString>,
     },
+    /// The URL may hold a secret too (`${secret:…}` is allowed there).
+    #[serde(skip)]
     Http {
-        url: String,
-        headers: BTreeMap<String, String>,
+        url: SecretString,
+        headers: BTreeMap<String, SecretString>,
     },
     /// An HTTP server reached through the daemon's `/mcp-proxy/NAME`, with
     /// the agent's token: its URL and headers (its secrets) stay in the
@@ -239,9 +247,10 @@ impl McpServers {
         self.defs.load().servers.contains_key(name)
     }
 
-    /// Every secret value, so that tests and redaction can look for them.
-    pub fn secret_values(&self) -> impl Iterator<Item = &str> {
-        self.secrets.values().map(|s| s.expose_secret())
+    /// Every secret value, so that redaction (and tests) can look for
+    /// them; borrowed, so that no copy outlives the registry.
+    pub fn secret_values(&self) -> impl Iterator<Item = &SecretString> {
+        self.secrets.values()
     }
 
     /// The server's launch specification with secrets filled in: the
@@ -249,13 +258,11 @@ impl McpServers {
     pub fn resolve(&self, name: &str) -> Option<Result<LaunchSpec, ResolveError>> {
         let defs = self.defs.load();
         let s = defs.servers.get(name)?;
-        let filled = |v: &str| -> Result<String, ResolveError> {
-            Ok(secrets::interpolate(v, &self.secrets)?
-                .expose_secret()
-                .to_owned())
+        let filled = |v: &str| -> Result<SecretString, ResolveError> {
+            Ok(secrets::interpolate(v, &self.secrets)?)
         };
         let fill =
-            |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, ResolveError> {
+            |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, SecretString>, ResolveError> {
                 m.iter().map(|(k, v)| Ok((k.clone(), filled(v)?))).collect()
             };
         Some((|| match (&s.command, &s.url) {
@@ -277,6 +284,7 @@ impl McpServers {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::secrets::ExposeSecret;
 
     fn parse(
         text: &str,
@@ -317,15 +325,35 @@ mod tests {
             panic!("stdio expected")
         };
         assert_eq!((command.as_str(), args.len()), ("mcp-files", 2));
-        assert_eq!(env["TOKEN"], "ghp_secret");
-        assert_eq!(env["MODE"], "ro");
+        assert_eq!(env["TOKEN"].expose_secret(), "ghp_secret");
+        assert_eq!(env["MODE"].expose_secret(), "ro");
         let spec = reg.resolve("github").unwrap().unwrap();
         assert!(!format!("{spec:?}").contains("ghp_secret"));
-        let LaunchSpec::Http { headers, .. } = spec else {
+        // Only the proxy's answer can be serialized: no secret on the wire.
+        assert!(serde_json::to_string(&spec).is_err());
+        let LaunchSpec::Http { url, headers } = spec else {
             panic!("http expected")
         };
-        assert_eq!(headers["Authorization"], "Bearer ghp_secret");
+        assert_eq!(url.expose_secret(), "https://example.test/mcp");
+        assert_eq!(
+            headers["Authorization"].expose_secret(),
+            "Bearer ghp_secret"
+        );
         assert!(reg.resolve("nope").is_none());
+        let proxy = LaunchSpec::Proxy {
+            url: "http://127.0.0.1:1/mcp-proxy/github".to_owned(),
+        };
+        let wire = serde_json::to_string(&proxy).unwrap();
+        assert_eq!(
+            wire,
+            r#"{"transport":"proxy","url":"http://127.0.0.1:1/mcp-proxy/github"}"#
+        );
+        assert!(matches!(
+            serde_json::from_str::<LaunchSpec>(&wire).unwrap(),
+            LaunchSpec::Proxy { .. }
+        ));
+        let stdio = r#"{"transport":"stdio","command":"x","args":[],"env":{}}"#;
+        assert!(serde_json::from_str::<LaunchSpec>(stdio).is_err());
     }
 
     #[test]

@@ -36,7 +36,40 @@ pub struct AssistRequest {
 /// Places free text into the schema. An `Err` is reported as a warning and
 /// the text is handled as without `--assist`.
 pub trait Assist {
-    fn place(&self, request: &AssistRequest) -> Result<Value, String>;
+    fn place(&self, request: &AssistRequest) -> Result<Value, AssistError>;
+}
+
+/// Why an [`Assist`] placed nothing: the implementation's own error (an
+/// unreachable model, an answer with no object, …), kept whole. The
+/// compiler only shows it, in the warning; the caller that chose the
+/// implementation can downcast it.
+#[derive(Debug)]
+pub struct AssistError(Box<dyn std::error::Error + Send + Sync>);
+
+impl AssistError {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> AssistError {
+        AssistError(Box::new(error))
+    }
+
+    /// The implementation's error, if it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for AssistError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+// Transparent: the implementation's message is this error's, so its
+// source is the implementation's source (not the implementation itself,
+// which would print the message twice in a chain).
+impl std::error::Error for AssistError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 /// The instruction a model-backed [`Assist`] sends with a request.

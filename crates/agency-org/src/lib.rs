@@ -28,7 +28,7 @@ pub mod tool_access;
 pub mod walk;
 pub mod yaml;
 
-pub use assist::{Assist, AssistRequest, EntityKind};
+pub use assist::{Assist, AssistError, AssistRequest, EntityKind};
 pub use claude::export_claude;
 pub use compile::{CompileError, Compiled, compile, compile_with, to_json};
 pub use diag::{Diagnostic, Severity};

@@ -14,7 +14,7 @@ use crate::node::Node;
 use crate::raw::{RawTool, S};
 use crate::yaml;
 
-pub use crate::tool_access::{RESERVED_ENV, RESERVED_HEADERS, secret_references};
+pub use crate::tool_access::{RESERVED_ENV, RESERVED_HEADERS, SecretRefError, secret_references};
 
 pub const TOOL_KEYS: &[&str] = &[
     "name",

@@ -140,27 +140,33 @@ pub const RESERVED_ENV: &[&str] = &[
     "no_proxy",
 ];
 
+/// What is wrong with a `${secret:NAME}` reference in a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretRefError {
+    #[error("a ${{secret:… reference is not closed with }}")]
+    Unclosed,
+    /// The text between `${secret:` and `}`, which is no secret's name.
+    #[error("`${{secret:{0}}}` does not name a secret (a name of [secrets] in agency.toml)")]
+    NotAName(String),
+}
+
 /// The names of the secrets `value` references as `${secret:NAME}`, or
 /// what is wrong with a reference. The daemon fills them in
-/// (`agency-daemon`'s `secrets::interpolate`, the same syntax).
-pub fn secret_references(value: &str) -> Result<Vec<&str>, String> {
+/// (`agency-config`'s `secrets::interpolate`, the same syntax).
+pub fn secret_references(value: &str) -> Result<Vec<&str>, SecretRefError> {
     const OPEN: &str = "${secret:";
     let mut out = Vec::new();
     let mut rest = value;
     while let Some(at) = rest.find(OPEN) {
         let after = &rest[at + OPEN.len()..];
-        let end = after
-            .find('}')
-            .ok_or("a ${secret:… reference is not closed with }")?;
+        let end = after.find('}').ok_or(SecretRefError::Unclosed)?;
         let name = &after[..end];
         if name.is_empty()
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
         {
-            return Err(format!(
-                "`${{secret:{name}}}` does not name a secret (a name of [secrets] in agency.toml)"
-            ));
+            return Err(SecretRefError::NotAName(name.to_owned()));
         }
         out.push(name);
         rest = &after[end + 1..];

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use agency_org::{Assist, AssistRequest, compile, compile_with};
+use agency_org::{Assist, AssistError, AssistRequest, compile, compile_with};
 use serde_json::{Value, json};
 
 struct Fake {
@@ -12,7 +12,7 @@ struct Fake {
 }
 
 impl Assist for Fake {
-    fn place(&self, r: &AssistRequest) -> Result<Value, String> {
+    fn place(&self, r: &AssistRequest) -> Result<Value, AssistError> {
         self.asked
             .borrow_mut()
             .push(format!("{}:{}", r.file, r.heading));
@@ -78,4 +78,35 @@ fn an_answer_outside_the_schema_is_an_error() {
             "Boss.agent:2:4: error: unknown key `behaviour` in the --assist answer for section `How I work`; did you mean `behavior`?",
         ]
     );
+}
+
+/// An assistant's own error, as a model-backed one returns.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to reach the model: {0}")]
+struct Unreachable(&'static str);
+
+struct Failing;
+
+impl Assist for Failing {
+    fn place(&self, _: &AssistRequest) -> Result<Value, AssistError> {
+        Err(AssistError::new(Unreachable("connection refused")))
+    }
+}
+
+#[test]
+fn a_failed_assistant_is_a_warning_with_its_message_and_the_text_stays() {
+    let tmp = folder();
+    let c = compile_with(tmp.path(), Some(&Failing)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        c.warnings.iter().any(|w| w.message
+            == "--assist could not place section `How I work`: failed to reach the model: connection refused"),
+        "{:?}",
+        c.warnings
+    );
+    // Handled as without --assist: static memory.
+    assert!(c.model.agents[0].behavior.on_message.is_empty());
+    // The caller that chose the implementation gets its error back.
+    let e = AssistError::new(Unreachable("x"));
+    assert!(e.downcast_ref::<Unreachable>().is_some());
+    assert_eq!(e.to_string(), "failed to reach the model: x");
 }

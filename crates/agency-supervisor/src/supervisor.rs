@@ -677,8 +677,6 @@ impl State {
             }
             None => Some(run.pgid),
         };
-        let mut redact: Vec<String> = self.servers.secret_values().map(str::to_owned).collect();
-        redact.push(run.spec.token.clone());
         let finish = Finish {
             handler: h,
             agent,
@@ -689,7 +687,7 @@ impl State {
             stop_reason: run.stop_reason,
             config_restart: run.config_restart,
             unconfined,
-            redact,
+            servers: self.servers.clone(),
         };
         let (svc, runtime, tx) = (self.svc.clone(), self.runtime.clone(), self.tx.clone());
         let grace = Duration::from_millis(self.cfg.kill_grace_ms);

@@ -35,6 +35,7 @@ use crate::mcp_guard::{Refusal, admit_call, check_result, filter_tools, refusal_
 use crate::mcp_stdio::StdioSpec;
 use agency_config::ConfigError;
 use agency_config::mcp_servers::LaunchSpec;
+use agency_config::secrets::ExposeSecret;
 use agency_http::error;
 
 /// Request headers an MCP client needs the server to see (streamable HTTP).
@@ -123,9 +124,9 @@ async fn proxy(
         }
     }
     for (k, v) in &configured {
-        let (Ok(key), Ok(value)) = (
+        let (Ok(key), Ok(mut value)) = (
             HeaderName::from_bytes(k.as_bytes()),
-            HeaderValue::from_str(v),
+            HeaderValue::from_str(v.expose_secret()),
         ) else {
             // The value may be a secret: not in the message.
             return error(
@@ -136,6 +137,8 @@ async fn proxy(
                 ),
             );
         };
+        // Kept out of the HTTP client's debug output and HPACK tables.
+        value.set_sensitive(true);
         headers.insert(key, value);
     }
     let method = req.method().clone();
@@ -157,7 +160,7 @@ async fn proxy(
     };
     let sent = st
         .proxy_client
-        .request(method, &url)
+        .request(method, url.expose_secret())
         .headers(headers)
         .body(body)
         .send()
@@ -249,9 +252,9 @@ async fn stdio(
         Err(why) => match rpc_id {
             // A request is always answered, with the failure as its error.
             Some(rpc_id) => rpc_answer(&json!({"jsonrpc": "2.0", "id": rpc_id, "error": {
-                "code": -32603, "message": why
+                "code": -32603, "message": why.to_string()
             }})),
-            None => error(StatusCode::BAD_GATEWAY, "unavailable", &why),
+            None => error(StatusCode::BAD_GATEWAY, "unavailable", &why.to_string()),
         },
     }
 }

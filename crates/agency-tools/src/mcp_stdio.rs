@@ -32,6 +32,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agency_config::mcp_servers::McpServers;
+use agency_config::secrets::{ExposeSecret, SecretString};
 use agency_core::{AgentId, Principal};
 use agency_mcp::AgentIdentity;
 use agency_sandbox::AgentCgroup;
@@ -55,14 +57,67 @@ const NO_PROXY: &str = "127.0.0.1,localhost,::1";
 /// How much of a server's stderr reaches the daemon's log.
 const MAX_LOG: usize = 64 << 10;
 
-/// What the daemon runs for one server: its command with secrets filled in.
+/// What the daemon runs for one server: its command with secrets filled in
+/// (exposed only when passed to the process; `Debug` shows no value).
 #[derive(Clone, Debug)]
 pub struct StdioSpec {
     pub command: String,
     pub args: Vec<String>,
-    pub env: std::collections::BTreeMap<String, String>,
+    pub env: std::collections::BTreeMap<String, SecretString>,
     /// The manifest declares `egress`: the server gets the egress proxy.
     pub egress: bool,
+}
+
+/// Why a message to a stdio server was not delivered or not answered;
+/// each names the server. The agent reads it as the request's error.
+/// Causes are in the message, not `#[source]`s: printed once.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    #[error("failed to start MCP server {name}: {why}")]
+    Start { name: String, why: StartFailure },
+    #[error("failed to write to MCP server {name}: it was stopped")]
+    Stopped { name: String },
+    #[error("failed to write to MCP server {name}: {cause} (the server exited?)")]
+    Write { name: String, cause: std::io::Error },
+    #[error("failed to write to MCP server {name}: it read nothing for {} s", REQUEST_TIMEOUT.as_secs())]
+    WriteTimeout { name: String },
+    #[error(
+        "failed to get an answer from MCP server {name}: the server exited; the daemon's log has its last output"
+    )]
+    Exited { name: String },
+    #[error("failed to get an answer from MCP server {name} within {} s", REQUEST_TIMEOUT.as_secs())]
+    AnswerTimeout { name: String },
+}
+
+/// The step of starting a server that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartFailure {
+    #[error("failed to create {}: {cause}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// The blocking task that confines it ended without an answer.
+    #[error("{0}")]
+    Task(tokio::task::JoinError),
+    #[error("{0}")]
+    Confine(agency_supervisor::confine::ConfineError),
+    #[error("failed to run {command}: {cause}")]
+    Run {
+        command: String,
+        cause: std::io::Error,
+    },
+    #[error("its pipes could not be opened")]
+    Pipes,
+}
+
+/// A line the server wrote that is not relayed.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("a message over {MAX_LINE} bytes")]
+    TooLong,
 }
 
 /// The daemon's stdio servers, by agent and server name.
@@ -72,8 +127,9 @@ pub struct StdioServers {
     runs: PathBuf,
     egress_proxy: Option<SocketAddr>,
     keys: Arc<EgressKeys>,
-    /// Secret values, kept out of the log of a server's stderr.
-    redact: Vec<String>,
+    /// The declared servers, whose secret values are kept out of the log
+    /// of a server's stderr (borrowed from there, not copied).
+    servers: Arc<McpServers>,
     running: tokio::sync::Mutex<HashMap<(AgentId, String), Arc<Server>>>,
 }
 
@@ -103,14 +159,14 @@ impl StdioServers {
         runs: PathBuf,
         egress_proxy: Option<SocketAddr>,
         keys: Arc<EgressKeys>,
-        redact: Vec<String>,
+        servers: Arc<McpServers>,
     ) -> StdioServers {
         StdioServers {
             confiner,
             runs,
             egress_proxy,
             keys,
-            redact,
+            servers,
             running: tokio::sync::Mutex::default(),
         }
     }
@@ -124,7 +180,7 @@ impl StdioServers {
         name: &str,
         spec: &StdioSpec,
         mut msg: Value,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Option<Value>, StdioError> {
         // A new session (a launcher started again) gets a new server: an
         // MCP server takes one `initialize` in its life.
         if msg.get("method").and_then(Value::as_str) == Some("initialize") {
@@ -161,16 +217,15 @@ impl StdioServers {
             Ok(Err(_)) => {
                 // The reader dropped the sender: the server's output ended.
                 self.drop_server(caller.agent, name).await;
-                return Err(format!(
-                    "failed to get an answer from MCP server {name}: the server exited; the daemon's log has its last output"
-                ));
+                return Err(StdioError::Exited {
+                    name: name.to_owned(),
+                });
             }
             Err(_) => {
                 server.pending().remove(&ours);
-                return Err(format!(
-                    "failed to get an answer from MCP server {name} within {} s",
-                    REQUEST_TIMEOUT.as_secs()
-                ));
+                return Err(StdioError::AnswerTimeout {
+                    name: name.to_owned(),
+                });
             }
         };
         let mut answer = answer;
@@ -214,7 +269,7 @@ impl StdioServers {
         caller: &AgentIdentity,
         name: &str,
         spec: &StdioSpec,
-    ) -> Result<Arc<Server>, String> {
+    ) -> Result<Arc<Server>, StdioError> {
         let key = (caller.agent, name.to_owned());
         let mut running = self.running.lock().await;
         if let Some(s) = running.get(&key) {
@@ -230,15 +285,22 @@ impl StdioServers {
         caller: &AgentIdentity,
         name: &str,
         spec: &StdioSpec,
-    ) -> Result<Arc<Server>, String> {
-        let fail = |why: String| format!("failed to start MCP server {name}: {why}");
+    ) -> Result<Arc<Server>, StdioError> {
+        let fail = |why: StartFailure| StdioError::Start {
+            name: name.to_owned(),
+            why,
+        };
         let id = uuid::Uuid::new_v4().simple().to_string();
         let dir = self.runs.join(format!("mcp-{id}"));
         let (work, run) = (dir.join("work"), dir.join("run"));
         let (home, tmp) = (run.join("home"), run.join("tmp"));
         for d in [&dir, &work, &run, &home, &tmp] {
-            crate::org_tools::command::create_private(d)
-                .map_err(|e| fail(format!("failed to create {}: {e}", d.display())))?;
+            crate::org_tools::command::create_private(d).map_err(|cause| {
+                fail(StartFailure::CreateDir {
+                    path: d.clone(),
+                    cause,
+                })
+            })?;
         }
         let mut cmd = Command::new(&spec.command);
         cmd.args(&spec.args).env_clear().current_dir(&work);
@@ -251,7 +313,7 @@ impl StdioServers {
             cmd.env("PATH", DEFAULT_PATH);
         }
         cmd.env("HOME", &home).env("TMPDIR", &tmp);
-        cmd.envs(&spec.env);
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v.expose_secret())));
         let mut ports = Vec::new();
         if let (true, Some(addr)) = (spec.egress, self.egress_proxy) {
             // The server's own key, bound to this agent and server: the
@@ -285,13 +347,13 @@ impl StdioServers {
                 )
             })
             .await
-            .map_err(|e| fail(e.to_string()))?
+            .map_err(|e| fail(StartFailure::Task(e)))?
         };
         let (mut cmd, cgroup) = match confined {
             Ok(c) => c,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(fail(e.to_string()));
+                return Err(fail(StartFailure::Confine(e)));
             }
         };
         cmd.process_group(0)
@@ -306,13 +368,16 @@ impl StdioServers {
                     let _ = cg.remove();
                 }
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(fail(format!("failed to run {}: {e}", spec.command)));
+                return Err(fail(StartFailure::Run {
+                    command: spec.command.clone(),
+                    cause: e,
+                }));
             }
         };
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(fail("its pipes could not be opened".to_owned()));
+            return Err(fail(StartFailure::Pipes));
         };
         let server = Arc::new(Server {
             name: name.to_owned(),
@@ -324,7 +389,7 @@ impl StdioServers {
             dir,
         });
         tokio::spawn(read_answers(server.clone(), stdout));
-        tokio::spawn(log_stderr(name.to_owned(), stderr, self.redact.clone()));
+        tokio::spawn(log_stderr(name.to_owned(), stderr, self.servers.clone()));
         tracing::info!(server = name, agent = %caller.agent, "started an MCP server for the agent");
         Ok(server)
     }
@@ -337,15 +402,13 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn write(&self, msg: &Value) -> Result<(), String> {
+    async fn write(&self, msg: &Value) -> Result<(), StdioError> {
         let mut line = msg.to_string();
         line.push('\n');
         let mut stdin = self.stdin.lock().await;
+        let name = || self.name.clone();
         let Some(pipe) = stdin.as_mut() else {
-            return Err(format!(
-                "failed to write to MCP server {}: it was stopped",
-                self.name
-            ));
+            return Err(StdioError::Stopped { name: name() });
         };
         let written = async {
             pipe.write_all(line.as_bytes()).await?;
@@ -353,15 +416,11 @@ impl Server {
         };
         match tokio::time::timeout(REQUEST_TIMEOUT, written).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(format!(
-                "failed to write to MCP server {}: {e} (the server exited?)",
-                self.name
-            )),
-            Err(_) => Err(format!(
-                "failed to write to MCP server {}: it read nothing for {} s",
-                self.name,
-                REQUEST_TIMEOUT.as_secs()
-            )),
+            Ok(Err(cause)) => Err(StdioError::Write {
+                name: name(),
+                cause,
+            }),
+            Err(_) => Err(StdioError::WriteTimeout { name: name() }),
         }
     }
 
@@ -431,11 +490,11 @@ async fn read_answers(server: Arc<Server>, stdout: impl AsyncRead + Unpin) {
 /// and reported. `None` at the end of output.
 async fn read_line(
     reader: &mut BufReader<impl AsyncRead + Unpin>,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, LineError> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
-        let buf = reader.fill_buf().await.map_err(|e| e.to_string())?;
+        let buf = reader.fill_buf().await.map_err(LineError::Read)?;
         if buf.is_empty() {
             return Ok((!line.is_empty() && !too_long).then_some(line));
         }
@@ -453,7 +512,7 @@ async fn read_line(
         reader.consume(used);
         if done.is_some() {
             if too_long {
-                return Err(format!("a message over {MAX_LINE} bytes"));
+                return Err(LineError::TooLong);
             }
             return Ok(Some(line));
         }
@@ -462,7 +521,7 @@ async fn read_line(
 
 /// The server's stderr, into the daemon's log (bounded, secrets removed):
 /// the user's way to see why a server failed. The agent never sees it.
-async fn log_stderr(name: String, stderr: impl AsyncRead + Unpin, redact: Vec<String>) {
+async fn log_stderr(name: String, stderr: impl AsyncRead + Unpin, servers: Arc<McpServers>) {
     let mut lines = BufReader::new(stderr).lines();
     let mut logged = 0usize;
     while let Ok(Some(mut line)) = lines.next_line().await {
@@ -470,8 +529,12 @@ async fn log_stderr(name: String, stderr: impl AsyncRead + Unpin, redact: Vec<St
             continue;
         }
         logged += line.len();
-        for secret in redact.iter().filter(|s| !s.is_empty()) {
-            line = line.replace(secret.as_str(), "[secret]");
+        for secret in servers
+            .secret_values()
+            .map(ExposeSecret::expose_secret)
+            .filter(|s| !s.is_empty())
+        {
+            line = line.replace(secret, "[secret]");
         }
         tracing::info!(server = %name, "mcp server: {line}");
     }

@@ -19,7 +19,7 @@ use agency_config::Home;
 use agency_config::models::Api;
 use agency_config::secrets::ExposeSecret;
 use agency_config::upstreams::Upstream;
-use agency_org::{Assist, AssistRequest};
+use agency_org::{Assist, AssistError, AssistRequest};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
@@ -141,8 +141,8 @@ impl ModelAssist {
         format!("[models.{}] ({})", self.name, self.model)
     }
 
-    fn ask(&self, prompt: &str) -> Result<String, String> {
-        let who = format!("[models.{}]", self.name);
+    fn ask(&self, prompt: &str) -> Result<String, ModelAssistError> {
+        let name = || self.name.clone();
         let (url, body) = match self.upstream.api {
             Api::Anthropic => (
                 format!("{}/v1/messages", self.upstream.root),
@@ -166,22 +166,30 @@ impl ModelAssist {
             req = req.header("anthropic-version", "2023-06-01");
         }
         // reqwest's error text names the URL, never a header: no key in it.
-        let resp = req
-            .send()
-            .map_err(|e| format!("failed to reach {who} at {url}: {e}"))?;
+        let resp = req.send().map_err(|cause| ModelAssistError::Reach {
+            name: name(),
+            url: url.clone(),
+            cause,
+        })?;
         let status = resp.status();
         let mut text = String::new();
         resp.take(MAX_ANSWER_BYTES)
             .read_to_string(&mut text)
-            .map_err(|e| format!("failed to read the answer of {who}: {e}"))?;
+            .map_err(|cause| ModelAssistError::Read {
+                name: name(),
+                cause,
+            })?;
         if !status.is_success() {
-            return Err(format!(
-                "{who} answered HTTP {status}: {}",
-                clip(&text, 300)
-            ));
+            return Err(ModelAssistError::Status {
+                name: name(),
+                status,
+                body: clip(&text, 300),
+            });
         }
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("the answer of {who} is not JSON ({e})"))?;
+        let v: Value = serde_json::from_str(&text).map_err(|cause| ModelAssistError::NotJson {
+            name: name(),
+            cause,
+        })?;
         let content = match self.upstream.api {
             Api::Anthropic => v["content"].as_array().map(|blocks| {
                 blocks
@@ -195,23 +203,66 @@ impl ModelAssist {
                 .as_str()
                 .map(str::to_owned),
         };
-        content.ok_or_else(|| format!("the answer of {who} holds no text"))
+        content.ok_or_else(|| ModelAssistError::NoText { name: name() })
+    }
+
+    /// One request: the bound checked, the model asked, its object found.
+    fn try_place(&self, request: &AssistRequest) -> Result<Value, ModelAssistError> {
+        if self.sent.get() >= MAX_REQUESTS {
+            self.over_limit.set(true);
+            return Err(ModelAssistError::OverLimit {
+                name: self.name.clone(),
+            });
+        }
+        self.sent.set(self.sent.get() + 1);
+        let text = self.ask(&agency_org::assist::prompt(request))?;
+        extract_object(&text).map_err(|cause| ModelAssistError::NoObject {
+            name: self.name.clone(),
+            cause,
+        })
     }
 }
 
 impl Assist for ModelAssist {
-    fn place(&self, request: &AssistRequest) -> Result<Value, String> {
-        if self.sent.get() >= MAX_REQUESTS {
-            self.over_limit.set(true);
-            return Err(format!(
-                "not asked: this run already sent {MAX_REQUESTS} requests to [models.{}], the most one run sends",
-                self.name
-            ));
-        }
-        self.sent.set(self.sent.get() + 1);
-        let text = self.ask(&agency_org::assist::prompt(request))?;
-        extract_object(&text).map_err(|e| format!("the answer of [models.{}] {e}", self.name))
+    fn place(&self, request: &AssistRequest) -> Result<Value, AssistError> {
+        self.try_place(request).map_err(AssistError::new)
     }
+}
+
+/// Why the model upstream `[models.NAME]` placed nothing; reported by the
+/// compiler as a warning. Causes are in the message, not `#[source]`s:
+/// printed once, however the error is printed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelAssistError {
+    #[error(
+        "not asked: this run already sent {max} requests to [models.{name}], the most one run sends",
+        max = MAX_REQUESTS
+    )]
+    OverLimit { name: String },
+    #[error("failed to reach [models.{name}] at {url}: {cause}")]
+    Reach {
+        name: String,
+        url: String,
+        cause: reqwest::Error,
+    },
+    #[error("failed to read the answer of [models.{name}]: {cause}")]
+    Read { name: String, cause: std::io::Error },
+    /// `body` is the start of the answer.
+    #[error("[models.{name}] answered HTTP {status}: {body}")]
+    Status {
+        name: String,
+        status: reqwest::StatusCode,
+        body: String,
+    },
+    #[error("the answer of [models.{name}] is not JSON ({cause})")]
+    NotJson {
+        name: String,
+        cause: serde_json::Error,
+    },
+    #[error("the answer of [models.{name}] holds no text")]
+    NoText { name: String },
+    #[error("the answer of [models.{name}] {cause}")]
+    NoObject { name: String, cause: NoObject },
 }
 
 /// Why a model's answer gives no object; holds the start of the text.

@@ -308,7 +308,7 @@ impl Parts {
             agency_tools::org_tools::run_root(home.dir()),
             Some(egress.addr()),
             keys.clone(),
-            servers.secret_values().map(str::to_owned).collect(),
+            servers.clone(),
         ));
         let tools = Arc::new(Tools {
             svc: svc.clone(),

@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agency_config::mcp_servers::McpServers;
+use agency_config::secrets::ExposeSecret;
 use agency_core::{AgentId, HandlerId};
 use agency_service::{RunOutcome, System};
 
@@ -28,8 +30,9 @@ pub(super) struct Finish {
     pub config_restart: bool,
     /// The process group to stop (an unconfined agent's).
     pub unconfined: Option<u32>,
-    /// Secrets to cut from its output.
-    pub redact: Vec<String>,
+    /// The declared servers: their secrets, and the agent's token, are
+    /// cut from its output (borrowed for that, not copied).
+    pub servers: Arc<McpServers>,
 }
 
 impl Finish {
@@ -51,7 +54,7 @@ impl Finish {
             stop_reason,
             config_restart,
             unconfined,
-            redact,
+            servers,
         } = self;
         let began = std::time::Instant::now();
         if let Some(pgid) = unconfined {
@@ -59,7 +62,11 @@ impl Finish {
         }
         let log = match log {
             Some(log) => {
-                let redact: Vec<&str> = redact.iter().map(String::as_str).collect();
+                let redact: Vec<&str> = servers
+                    .secret_values()
+                    .map(ExposeSecret::expose_secret)
+                    .chain([spec.token.as_str()])
+                    .collect();
                 Some(log.finish(Duration::from_secs(2), &redact).await)
             }
             None => None,
