@@ -12,8 +12,10 @@ mod approvals;
 mod budgets;
 mod kb;
 mod mail;
+mod mcp;
 mod mcp_pins;
 mod memory;
+mod open_enum;
 mod orgs;
 mod records;
 mod status;
@@ -27,10 +29,16 @@ pub use approvals::{Approval, ToolCallRequest};
 pub use budgets::{Budget, BudgetNode, CostNode, ResumeReport};
 pub use kb::{FileInfo, FileMeta, FileText, KbAuditEntry, VersionInfo};
 pub use mail::{MailBody, MailHeader, MessageView};
+pub use mcp::{
+    AuditPage, AuditSubmitted, CapabilityList, ContentEncoding, Granted, HandlerOutcomes,
+    InboxPage, KbAuditLog, KbCreated, KbFileContent, KbFilesPage, KbHistoryPage, MailAcked,
+    MailScheduled, MailSent, MailWait, MemoryForgotten, MemoryHit, MemoryHits, MemoryStored,
+    OutcomeChains, OutcomeCreated, OutcomeHistoryPage, RepoCloned, RepoPushed, RunsPage,
+};
 pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinState};
 pub use memory::{
-    Compaction, CompactionView, CondenseReport, MemoryChange, MemoryCounts, MemoryStatus,
-    MemoryView,
+    Compaction, CompactionView, CondenseReport, MemoryChange, MemoryChangeKind, MemoryCounts,
+    MemoryStatus, MemoryView,
 };
 pub use orgs::{
     AgentAction, AgentChange, CapAction, CapChange, MintedOrgKey, OrgAgentView, OrgDown,
@@ -40,6 +48,6 @@ pub use records::{FsckProblem, FsckReport, GcReport};
 pub use status::{Counts, LimitResource, LimitScope, LimitView, PausedView, StatusView};
 pub use tree::{
     AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,
-    LogEntry, NewOutcome, Outcome, OutcomeBrief, OutcomeEvent, OutcomeUpdate, OutcomeView, Page,
-    ReopenReport, StopReport, Subtree,
+    LogEntry, NewOutcome, Outcome, OutcomeAction, OutcomeBrief, OutcomeEvent, OutcomeUpdate,
+    OutcomeView, Page, ReopenReport, StopReport, Subtree,
 };

@@ -53,7 +53,7 @@ pub struct MessageView {
 }
 
 /// One message waiting for a warm agent: enough to tell it what came.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MailHeader {
     pub id: MessageId,
     pub from: MailTarget,

@@ -5,6 +5,8 @@ use agency_core::status::MemoryState;
 use agency_core::{HandlerId, MemoryCompactionId, MemoryId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::open_enum::open_enum;
+
 /// What `memory_condense` did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CondenseReport {
@@ -46,9 +48,21 @@ pub struct MemoryCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryChange {
     pub memory: MemoryId,
-    /// `stored`, `live` (restored by an undo), `forgotten` or `condensed`.
-    pub change: String,
+    pub change: MemoryChangeKind,
     pub at: Timestamp,
+}
+
+open_enum! {
+    /// What happened to a memory in one [`MemoryChange`]: it was stored, or
+    /// the state it moved to.
+    pub enum MemoryChangeKind {
+        /// Stored (at its `created_at`).
+        Stored = "stored",
+        /// Live again: a condensation of it was undone.
+        Live = "live",
+        Forgotten = "forgotten",
+        Condensed = "condensed",
+    }
 }
 
 /// One condensation of a handler's memory.

@@ -8,6 +8,7 @@ use agency_core::{OutcomeAccess, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::PausedView;
+use crate::open_enum::open_enum;
 use agency_core::FileId;
 use agency_core::status::HandlerStatus;
 
@@ -165,8 +166,35 @@ pub struct OutcomeEvent {
     /// `None` for the user or Agency.
     pub handler: Option<HandlerId>,
     pub agent: Option<AgentId>,
-    pub action: String,
+    pub action: OutcomeAction,
     pub detail: String,
+}
+
+open_enum! {
+    /// What an outcome history event records ([`OutcomeEvent::action`]);
+    /// the detail says more (what changed, the rationale, to whom).
+    pub enum OutcomeAction {
+        /// Made by an agent or the user, or stood up by `agency up`.
+        Created = "created",
+        /// Made by Agency itself: the root outcome at bootstrap, a Process
+        /// Inbox outcome when mail arrives.
+        SystemCreated = "system:created",
+        /// Title, description, priority, status or parents changed.
+        Updated = "updated",
+        /// Its handler asked its boss to verify and complete it.
+        CompletionRequested = "completion_requested",
+        Completed = "completed",
+        Closed = "closed",
+        /// Set back to open after it was completed or closed.
+        Reopened = "reopened",
+        /// Given to a new underling handler.
+        Delegated = "delegated",
+        /// Taken back by the boss when the handler it was delegated to was
+        /// force-stopped.
+        Reclaimed = "reclaimed",
+        /// A standing agent's root moved under its new boss by `agency up`.
+        Moved = "moved",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -343,7 +343,7 @@ pub fn outcome(v: &OutcomeView) -> String {
             vec![
                 ago(e.at),
                 by(e.handler, e.agent),
-                e.action.clone(),
+                e.action.as_str().to_owned(),
                 e.detail.clone(),
             ]
         })

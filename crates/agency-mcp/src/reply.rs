@@ -1,5 +1,6 @@
-//! How tool outcomes become MCP results: a success is the JSON of what the
-//! service returned; a failure is a result with `isError: true` whose text
+//! How tool outcomes become MCP results: a success is the JSON of an
+//! `agency-api` type (the service's view, or a tool's own result type in
+//! `agency_api`'s `mcp` module); a failure is a result with `isError: true` whose text
 //! is `[kind] message`, so an agent can both branch on the kind and act on
 //! the message.
 
@@ -74,7 +75,8 @@ impl From<PathError> for ToolError {
 /// What a tool body returns.
 pub(crate) type ToolResult = Result<Value, ToolError>;
 
-/// Serialize a service view for the agent.
+/// Serialize a service view or another `agency-api` type for the agent:
+/// every successful tool result is made here.
 pub(crate) fn json<T: Serialize>(value: &T) -> ToolResult {
     serde_json::to_value(value)
         .map_err(|e| ToolError::internal(format!("failed to serialize the result: {e}")))

@@ -357,4 +357,31 @@ mod tests {
             }
         }
     }
+
+    /// Every success is an `agency-api` type serialized by `reply::json`:
+    /// JSON built by hand in a tool body would be a wire format no type
+    /// states and no golden test of the types would catch.
+    #[test]
+    fn tool_results_are_wire_types_not_ad_hoc_json() {
+        let sources = [
+            ("audit.rs", include_str!("tools/audit.rs")),
+            ("kb.rs", include_str!("tools/kb.rs")),
+            ("mail.rs", include_str!("tools/mail.rs")),
+            ("memory.rs", include_str!("tools/memory.rs")),
+            ("outcomes.rs", include_str!("tools/outcomes.rs")),
+            ("permissions.rs", include_str!("tools/permissions.rs")),
+            ("records.rs", include_str!("tools/records.rs")),
+            ("repos.rs", include_str!("tools/repos.rs")),
+            ("runs.rs", include_str!("tools/runs.rs")),
+            ("wait.rs", include_str!("tools/wait.rs")),
+        ];
+        for (file, src) in sources {
+            for bad in ["json!(", "serde_json::Value", "Map::new("] {
+                assert!(
+                    !src.contains(bad),
+                    "tools/{file} builds a result with {bad}: return an agency-api type through reply::json"
+                );
+            }
+        }
+    }
 }

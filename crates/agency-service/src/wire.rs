@@ -73,7 +73,7 @@ pub fn outcome_event(e: agency_store::OutcomeEventRow) -> api::OutcomeEvent {
         at: e.at,
         handler: e.handler,
         agent: e.agent,
-        action: e.action,
+        action: e.action.into(),
         detail: e.detail,
     }
 }
@@ -190,7 +190,7 @@ pub fn memory_counts(c: agency_store::MemoryCounts) -> api::MemoryCounts {
 pub fn memory_change(c: agency_store::MemoryChangeRow) -> api::MemoryChange {
     api::MemoryChange {
         memory: c.memory,
-        change: c.change,
+        change: c.change.into(),
         at: c.at,
     }
 }

@@ -4,7 +4,6 @@
 use agency_core::HandlerId;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args;
 use crate::reply::{ToolResult, json};
@@ -64,7 +63,7 @@ pub(super) struct SubmitArgs {
 
 fn state_read(call: &Call, a: OptionalHandlerArgs) -> ToolResult {
     let handler: Option<HandlerId> = args::opt_id("handler", a.handler.as_deref())?;
-    Ok(file_content(call.svc.state_read(call.who(), handler)?))
+    file_content(call.svc.state_read(call.who(), handler)?)
 }
 
 fn state_write(call: &Call, a: StateWriteArgs) -> ToolResult {
@@ -78,7 +77,7 @@ fn state_write(call: &Call, a: StateWriteArgs) -> ToolResult {
 
 fn audit_submit(call: &Call, a: SubmitArgs) -> ToolResult {
     call.svc.audit_submit(call.who(), &a.summary)?;
-    Ok(json!({ "submitted": true }))
+    json(&agency_api::AuditSubmitted { submitted: true })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -97,12 +96,9 @@ fn audit_read_paged(call: &Call, a: AuditReadArgs) -> ToolResult {
     let page = call
         .svc
         .audit_read_page(call.who(), handler, a.after, args::limit(a.limit))?;
-    let mut out = json!({
-        "handler": handler.unwrap_or(call.identity.handler),
-        "entries": page.items,
-    });
-    if let Some(next) = page.next {
-        out["next_after"] = json!(next);
-    }
-    Ok(out)
+    json(&agency_api::AuditPage {
+        handler: handler.unwrap_or(call.identity.handler),
+        entries: page.items,
+        next_after: page.next,
+    })
 }

@@ -1,12 +1,12 @@
 //! Knowledge Base tools: list, browse, read (latest or a version), history,
 //! create and compare-and-set write.
 
+use agency_api::{ContentEncoding, KbCreated, KbFileContent, KbFilesPage, KbHistoryPage};
 use agency_core::FileId;
 use agency_service::{BlobId, FileContent};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::args;
 use crate::reply::{ToolResult, json};
@@ -139,36 +139,31 @@ fn kb_browse(call: &Call, a: KbBrowseArgs) -> ToolResult {
 /// A page of files, with the cursor for the next page when this one is
 /// full in rows or bytes (more may follow).
 fn page(files: agency_service::Page<agency_service::FileInfo, FileId>) -> ToolResult {
-    let mut out = json!({ "files": files.items });
-    if let Some(next) = files.next {
-        out["next_after"] = json!(next);
-    }
-    Ok(out)
+    json(&KbFilesPage {
+        files: files.items,
+        next_after: files.next,
+    })
 }
 
 fn kb_read(call: &Call, a: KbReadArgs) -> ToolResult {
     let file: FileId = args::id("file", &a.file)?;
-    Ok(file_content(call.svc.kb_read(call.who(), file)?))
+    file_content(call.svc.kb_read(call.who(), file)?)
 }
 
 fn kb_read_version(call: &Call, a: KbReadVersionArgs) -> ToolResult {
     let file: FileId = args::id("file", &a.file)?;
-    Ok(file_content(call.svc.kb_read_version(
-        call.who(),
-        file,
-        a.version,
-    )?))
+    file_content(call.svc.kb_read_version(call.who(), file, a.version)?)
 }
 
 fn kb_create(call: &Call, a: KbCreateArgs) -> ToolResult {
     let content = args::content(call, a.content, a.path.as_deref())?;
     let file = call.svc.kb_create(call.who(), &a.description, &content)?;
-    Ok(json!({
-        "file": file,
-        "version": 1,
-        "hash": BlobId::of(&content).as_str(),
-        "size": content.len(),
-    }))
+    json(&KbCreated {
+        file,
+        version: 1,
+        hash: BlobId::of(&content).as_str().to_owned(),
+        size: content.len() as u64,
+    })
 }
 
 fn kb_write(call: &Call, a: KbWriteArgs) -> ToolResult {
@@ -186,25 +181,25 @@ fn kb_write(call: &Call, a: KbWriteArgs) -> ToolResult {
 
 /// A file's content and metadata: text when the bytes are UTF-8, base64
 /// otherwise (binary content must survive JSON intact).
-pub(super) fn file_content(f: FileContent) -> Value {
-    let mut out = match serde_json::to_value(agency_api::FileMeta::from(&f)) {
-        Ok(Value::Object(m)) => m,
-        // FileMeta is a struct of plain fields; serializing it cannot fail,
-        // but a missing map must not lose the content.
-        _ => serde_json::Map::new(),
-    };
-    out.insert("file".into(), json!(f.id));
-    out.remove("id");
+pub(super) fn file_content(f: FileContent) -> ToolResult {
+    let meta = agency_api::FileMeta::from(&f);
     let (encoding, content) = match String::from_utf8(f.content) {
-        Ok(text) => ("utf-8", text),
+        Ok(text) => (ContentEncoding::Utf8, text),
         Err(e) => (
-            "base64",
+            ContentEncoding::Base64,
             base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
         ),
     };
-    out.insert("encoding".into(), json!(encoding));
-    out.insert("content".into(), json!(content));
-    Value::Object(out)
+    json(&KbFileContent {
+        file: meta.id,
+        kind: meta.kind,
+        description: meta.description,
+        version: meta.version,
+        hash: meta.hash,
+        created_at: meta.created_at,
+        encoding,
+        content,
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -223,9 +218,9 @@ fn kb_history_paged(call: &Call, a: KbHistoryArgs) -> ToolResult {
     let page = call
         .svc
         .kb_history_page(call.who(), file, a.after, args::limit(a.limit))?;
-    let mut out = json!({ "file": file, "versions": page.items });
-    if let Some(next) = page.next {
-        out["next_after"] = json!(next);
-    }
-    Ok(out)
+    json(&KbHistoryPage {
+        file,
+        versions: page.items,
+        next_after: page.next,
+    })
 }

@@ -1,15 +1,15 @@
 //! Mail tools: send now or later, read the inbox, acknowledge.
 
+use agency_api::{InboxPage, MailAcked, MailScheduled, MailSent};
 use agency_core::{FileId, MailTarget, MessageId, Timestamp};
 use agency_service::MailBody;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::args;
-use crate::reply::{ToolError, ToolResult};
+use crate::reply::{ToolError, ToolResult, json};
 use crate::tools::{Call, Effect, tool};
 
 pub(super) fn routes() -> Vec<super::Declared> {
@@ -102,7 +102,7 @@ fn mail_send(call: &Call, a: SendArgs) -> ToolResult {
     let id = call
         .svc
         .mail_send_replying(call.who(), to, &body, in_reply_to)?;
-    Ok(json!({ "message": id, "to": to }))
+    json(&MailSent { message: id, to })
 }
 
 fn mail_send_deferred(call: &Call, a: SendDeferredArgs) -> ToolResult {
@@ -124,7 +124,12 @@ fn mail_send_deferred(call: &Call, a: SendDeferredArgs) -> ToolResult {
     let id = call
         .svc
         .mail_send_deferred_replying(call.who(), to, &body, at, in_reply_to)?;
-    Ok(json!({ "message": id, "to": to, "deliver_at": at, "deliver_at_rfc3339": at.to_rfc3339() }))
+    json(&MailScheduled {
+        message: id,
+        to,
+        deliver_at: at,
+        deliver_at_rfc3339: at.to_rfc3339(),
+    })
 }
 
 fn mail_inbox(call: &Call, a: InboxArgs) -> ToolResult {
@@ -132,17 +137,18 @@ fn mail_inbox(call: &Call, a: InboxArgs) -> ToolResult {
     let page = call
         .svc
         .mail_inbox_page(call.who(), after, args::limit(a.limit))?;
-    let mut out = json!({ "messages": page.items });
-    if let Some(next) = page.next {
-        out["next_after"] = json!(next);
-    }
-    Ok(out)
+    json(&InboxPage {
+        messages: page.items,
+        next_after: page.next,
+    })
 }
 
 fn mail_ack(call: &Call, a: AckArgs) -> ToolResult {
     let ids: Vec<MessageId> = args::ids("messages", &a.messages)?;
     let n = call.svc.mail_ack(call.who(), &ids)?;
-    Ok(json!({ "acknowledged": n }))
+    json(&MailAcked {
+        acknowledged: n as u64,
+    })
 }
 
 /// Resolve `to`: the keywords name the caller's relations; anything else

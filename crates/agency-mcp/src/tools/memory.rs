@@ -2,11 +2,11 @@
 //! agents of its handler — store, search, forget, condense. Only the
 //! caller's handler's memory is ever touched; the service enforces it.
 
+use agency_api::{MemoryForgotten, MemoryHit, MemoryHits, MemoryStored};
 use agency_core::{MemoryId, Timestamp};
 use agency_service::MemorySearch;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -96,7 +96,12 @@ fn memory_store(call: &Call, a: StoreArgs) -> ToolResult {
     let m = call
         .svc
         .memory_store(call.who(), &a.text, &tags, a.kind.as_deref())?;
-    Ok(json!({ "id": m.id, "kind": m.kind, "tags": m.tags, "created_at": m.created_at }))
+    json(&MemoryStored {
+        id: m.id,
+        kind: m.kind,
+        tags: m.tags,
+        created_at: m.created_at,
+    })
 }
 
 fn memory_search(call: &Call, a: SearchArgs) -> ToolResult {
@@ -118,26 +123,27 @@ fn memory_search(call: &Call, a: SearchArgs) -> ToolResult {
         all_states: false,
     };
     let hits = call.svc.memory_search(call.who(), None, &s)?;
-    let memories: Vec<_> = hits
+    let memories = hits
         .into_iter()
-        .map(|m| {
-            json!({
-                "id": m.id,
-                "text": m.text,
-                "tags": m.tags,
-                "kind": m.kind,
-                "created_at": m.created_at.to_rfc3339(),
-                "score": m.score,
-            })
+        .map(|m| MemoryHit {
+            id: m.id,
+            text: m.text,
+            tags: m.tags,
+            kind: m.kind,
+            created_at: m.created_at.to_rfc3339(),
+            score: m.score,
         })
         .collect();
-    Ok(json!({ "memories": memories }))
+    json(&MemoryHits { memories })
 }
 
 fn memory_forget(call: &Call, a: ForgetArgs) -> ToolResult {
     let id: MemoryId = args::id("id", &a.id)?;
     let m = call.svc.memory_forget(call.who(), None, id)?;
-    Ok(json!({ "id": m.id, "state": m.state }))
+    json(&MemoryForgotten {
+        id: m.id,
+        state: m.state,
+    })
 }
 
 fn memory_condense(call: &Call, a: CondenseArgs) -> ToolResult {

@@ -2,11 +2,11 @@
 //! outcomes, finish and reopen them, and request completion of one's own
 //! root.
 
+use agency_api::{OutcomeChains, OutcomeCreated, OutcomeHistoryPage};
 use agency_core::{OutcomeId, OutcomeStatus};
 use agency_service::{NewOutcome, OutcomeUpdate};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args;
 use crate::reply::{ToolError, ToolResult, json};
@@ -199,7 +199,10 @@ fn outcome_view(call: &Call, a: OutcomeArgs) -> ToolResult {
 fn outcome_ancestors(call: &Call, a: OutcomeArgs) -> ToolResult {
     let id: OutcomeId = args::id("outcome", &a.outcome)?;
     let chains = call.svc.outcome_ancestors(call.who(), id)?;
-    Ok(json!({ "outcome": id, "chains": chains }))
+    json(&OutcomeChains {
+        outcome: id,
+        chains,
+    })
 }
 
 fn outcome_subtree(call: &Call, a: SubtreeArgs) -> ToolResult {
@@ -224,7 +227,7 @@ fn outcome_create(call: &Call, a: CreateArgs) -> ToolResult {
         priority: a.priority.unwrap_or(0),
     };
     let id = call.svc.outcome_create(call.who(), &new)?;
-    Ok(json!({ "outcome": id }))
+    json(&OutcomeCreated { outcome: id })
 }
 
 fn outcome_update(call: &Call, a: UpdateArgs) -> ToolResult {
@@ -282,11 +285,11 @@ fn outcome_history(call: &Call, a: HistoryArgs) -> ToolResult {
     let page = call
         .svc
         .outcome_history(call.who(), id, a.after, args::limit(a.limit))?;
-    let mut out = json!({ "outcome": id, "events": page.items });
-    if let Some(next) = page.next {
-        out["next_after"] = json!(next);
-    }
-    Ok(out)
+    json(&OutcomeHistoryPage {
+        outcome: id,
+        events: page.items,
+        next_after: page.next,
+    })
 }
 
 fn outcome_reopen(call: &Call, a: ReopenArgs) -> ToolResult {

@@ -1,11 +1,11 @@
 //! Permission and handler-tree tools: list and grant capabilities, delegate
 //! an outcome to a new underling, force-stop an underling.
 
+use agency_api::{CapabilityList, Granted};
 use agency_core::{HandlerId, OutcomeId};
 use agency_service::{BudgetLimits, GrantRequest};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args::{self, LevelArg, ResourceKindArg};
 use crate::reply::{ToolError, ToolResult, json};
@@ -154,8 +154,8 @@ pub(super) struct HandlerArgs {
 }
 
 fn permissions_list(call: &Call, _: NoArgs) -> ToolResult {
-    let caps = call.svc.permissions_list(call.who(), None)?;
-    Ok(json!({ "capabilities": caps }))
+    let capabilities = call.svc.permissions_list(call.who(), None)?;
+    json(&CapabilityList { capabilities })
 }
 
 fn permissions_grant(call: &Call, a: GrantArgs) -> ToolResult {
@@ -167,7 +167,10 @@ fn permissions_grant(call: &Call, a: GrantArgs) -> ToolResult {
     };
     let outcome: Option<OutcomeId> = args::opt_id("outcome", a.outcome.as_deref())?;
     let cap = call.svc.grant_for(call.who(), grantee, &req, outcome)?;
-    Ok(json!({ "capability": cap, "handler": grantee }))
+    json(&Granted {
+        capability: cap,
+        handler: grantee,
+    })
 }
 
 fn delegate(call: &Call, a: DelegateArgs) -> ToolResult {

@@ -3,13 +3,13 @@
 //! and the outcomes it (or a direct underling) is responsible for
 //! (`outcome_list`).
 
+use agency_api::{HandlerOutcomes, KbAuditLog};
 use agency_core::{FileId, HandlerId, MessageId, OutcomeStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args;
-use crate::reply::ToolResult;
+use crate::reply::{ToolResult, json};
 use crate::tools::{Call, Effect, tool};
 
 pub(super) fn routes() -> Vec<super::Declared> {
@@ -57,13 +57,13 @@ pub(super) struct OutcomeListArgs {
 
 fn mail_status(call: &Call, a: MailStatusArgs) -> ToolResult {
     let id: MessageId = args::id("message", &a.message)?;
-    Ok(json!(call.svc.mail_status(call.who(), id)?))
+    json(&call.svc.mail_status(call.who(), id)?)
 }
 
 fn kb_audit(call: &Call, a: KbAuditArgs) -> ToolResult {
     let file: FileId = args::id("file", &a.file)?;
     let entries = call.svc.kb_audit(call.who(), file, args::limit(a.limit))?;
-    Ok(json!({ "file": file, "entries": entries }))
+    json(&KbAuditLog { file, entries })
 }
 
 fn outcome_list(call: &Call, a: OutcomeListArgs) -> ToolResult {
@@ -78,5 +78,5 @@ fn outcome_list(call: &Call, a: OutcomeListArgs) -> ToolResult {
                 || !matches!(o.status, OutcomeStatus::Completed | OutcomeStatus::Closed)
         })
         .collect();
-    Ok(json!({ "handler": handler, "outcomes": outcomes }))
+    json(&HandlerOutcomes { handler, outcomes })
 }

@@ -6,13 +6,13 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use agency_api::{RepoCloned, RepoPushed};
 use agency_core::git_ref::check_branch;
 use agency_service::{RepoPush, ServiceError};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::reply::{ToolError, ToolResult};
+use crate::reply::{ToolError, ToolResult, json};
 use crate::tools::{Call, Effect, tool};
 use crate::workspace::resolve_dir_in_workspace;
 use crate::{CloneError, PushError, PushRequest, Pushed};
@@ -71,7 +71,11 @@ fn repo_clone(call: &Call, a: RepoCloneArgs) -> ToolResult {
                 ToolError::internal(format!("failed to clone repo {}: {why}", a.name))
             }
         })?;
-    Ok(json!({ "repo": a.name, "dest": a.dest, "source": source }))
+    json(&RepoCloned {
+        repo: a.name,
+        dest: a.dest,
+        source,
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -189,14 +193,15 @@ fn repo_push(call: &Call, a: RepoPushArgs) -> ToolResult {
     let remote_branch = pushed
         .remote_ref
         .strip_prefix("refs/heads/")
-        .unwrap_or(&pushed.remote_ref);
-    Ok(json!({
-        "repo": a.repo,
-        "branch": a.branch,
-        "remote_branch": remote_branch,
-        "ref": pushed.remote_ref,
-        "commit": pushed.commit,
-    }))
+        .unwrap_or(&pushed.remote_ref)
+        .to_owned();
+    json(&RepoPushed {
+        repo: a.repo,
+        branch: a.branch,
+        remote_branch,
+        remote_ref: pushed.remote_ref,
+        commit: pushed.commit,
+    })
 }
 
 /// A directory that does not exist yet, inside the workspace: relative, no

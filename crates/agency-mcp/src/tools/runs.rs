@@ -2,13 +2,13 @@
 //! underlings (how each ended, usage, prompt version). Transcripts are the
 //! user's alone and are not offered here.
 
+use agency_api::RunsPage;
 use agency_core::{AgentId, HandlerId, Timestamp};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args;
-use crate::reply::ToolResult;
+use crate::reply::{ToolResult, json};
 use crate::tools::{Call, Effect, tool};
 
 pub(super) fn routes() -> Vec<super::Declared> {
@@ -52,10 +52,10 @@ fn run_list(call: &Call, a: RunListArgs) -> ToolResult {
         .runs(call.who(), handler, a.before.map(Timestamp), limit)?;
     let full = runs.len() == call.svc.limits().page(limit);
     let next_before = runs.last().filter(|_| full).map(|r| r.started_at);
-    Ok(json!({ "runs": runs, "next_before": next_before }))
+    json(&RunsPage { runs, next_before })
 }
 
 fn run_view(call: &Call, a: RunViewArgs) -> ToolResult {
     let agent: AgentId = args::id("agent", &a.agent)?;
-    Ok(json!(call.svc.run(call.who(), agent)?))
+    json(&call.svc.run(call.who(), agent)?)
 }

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agency_api::MailWait;
 use agency_core::{MailTarget, MessageId, Principal};
 use agency_service::{Event, Service};
 use rmcp::ErrorData;
@@ -22,10 +23,9 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{CallToolResponse, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::broadcast;
 
-use crate::reply::{ToolError, ToolResult, into_call_result};
+use crate::reply::{ToolError, ToolResult, into_call_result, json};
 use crate::server::AgencyMcp;
 use crate::{AgentIdentity, WarmPool, args};
 
@@ -124,20 +124,20 @@ async fn wait(
         // Giving the slot back comes first: new mail then goes to the next
         // agent of the handler, started when a slot is free.
         if released.is_cancelled() {
-            return Ok(json!({ "status": "released" }));
+            return json(&MailWait::Released);
         }
         let (s, k) = (svc.clone(), known.clone());
         let waiting = tokio::task::spawn_blocking(move || s.mail_waiting(who, &k, MAX_LISTED))
             .await
             .map_err(|e| ToolError::internal(format!("failed to read the inbox: {e}")))??;
         if !waiting.is_empty() {
-            return Ok(json!({ "status": "mail", "messages": waiting }));
+            return json(&MailWait::Mail { messages: waiting });
         }
         // Sleep until something that concerns this agent happens.
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {
-                    return Ok(json!({ "status": "timeout" }));
+                    return json(&MailWait::Timeout);
                 }
                 () = released.cancelled() => break,
                 ev = events.recv() => match ev {
@@ -150,7 +150,7 @@ async fn wait(
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => break,
                     Err(broadcast::error::RecvError::Closed) => {
-                        return Ok(json!({ "status": "timeout" }));
+                        return json(&MailWait::Timeout);
                     }
                 },
             }
