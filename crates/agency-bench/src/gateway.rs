@@ -208,7 +208,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         ("direct p99, same request", dlf.p99),
     ));
     s.shows = format!(
-        "what reaching the model through Agency costs per call: token check, reservation, a second HTTP hop and the usage tap add {} to the first byte and {} to the whole answer at p50; a real model's own latency (hundreds of ms) dwarfs both. With a {} KiB request the first byte comes {} later than direct at p50 (reading and forwarding the request, and finding its metered fields: `crates/agency-daemon/src/gateway/head.rs`).",
+        "what reaching the model through Agency costs per call: token check, reservation, a second HTTP hop and the usage tap add {} to the first byte and {} to the whole answer at p50; a real model's own latency (hundreds of ms) dwarfs both. With a {} KiB request the first byte comes {} later than direct at p50 (reading and forwarding the request, and finding its metered fields: `crates/agency-gateway/src/head.rs`).",
         fmt_dur(gf.p50.saturating_sub(df.p50)),
         fmt_dur(gt.p50.saturating_sub(dt.p50)),
         large.len() >> 10,
