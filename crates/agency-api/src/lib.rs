@@ -18,6 +18,7 @@ mod memory;
 mod open_enum;
 mod orgs;
 mod records;
+mod replies;
 mod status;
 mod tree;
 
@@ -50,4 +51,8 @@ pub use tree::{
     AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,
     LogEntry, NewOutcome, Outcome, OutcomeAction, OutcomeBrief, OutcomeEvent, OutcomeUpdate,
     OutcomeView, Page, ReopenReport, StopReport, Subtree,
+};
+pub use replies::{
+    Acked, CapabilitiesRevoked, FileCreated, Granted, KeyRevoked, ReloadChange, ReloadStatus,
+    ReloadView, Resolved, Sent, ShuttingDown, TokenRevoked, ToolCheck, ToolDecision, Transcript,
 };

@@ -15,6 +15,7 @@ mod config;
 mod error;
 pub mod home;
 pub mod live;
+mod live_part;
 pub mod mcp_manifest;
 pub mod mcp_servers;
 pub mod memory;

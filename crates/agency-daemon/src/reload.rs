@@ -11,7 +11,7 @@
 //! setting that needs a restart is therefore reported at every reload
 //! until the daemon restarts, and nothing runs on a half-applied value.
 //!
-//! Which settings apply live is `live_part`'s decision, documented in
+//! Which settings apply live is `Config::live_part`'s decision, documented in
 //! `docs/configuration.md`; each reaches the running daemon through one
 //! seam: the service's setters (policy, retention, memory), `Live`
 //! handles read per request (model upstreams and prices, keep-warm
@@ -41,26 +41,8 @@ use agency_config::upstreams::{Models, UpstreamError};
 use agency_supervisor::Reconfigure;
 use agency_supervisor::confine::{Confiner, SharedDirs};
 
-/// The answer of a reload: each setting whose value in the files differs
-/// from the one in force, and what became of it. Empty: nothing changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReloadView {
-    pub changes: Vec<ReloadChange>,
-}
-
-/// One changed setting (`sandbox.toolchains`, `models.main`,
-/// `policy.toml`, …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReloadChange {
-    pub setting: String,
-    /// `applied` or `needs a restart`.
-    pub status: String,
-    /// From when it holds (applied) or why it waits (restart).
-    pub note: String,
-}
-
-const APPLIED: &str = "applied";
-const RESTART: &str = "needs a restart";
+pub use agency_api::{ReloadChange, ReloadView};
+use agency_api::ReloadStatus;
 
 /// What a reload needs of the running daemon.
 #[derive(Debug)]
@@ -159,7 +141,7 @@ impl Reloader {
                 std::io::Error::other(e),
             )
         })??;
-        let effective = live_part(&current.0, &new);
+        let effective = current.0.live_part(&new);
         let models = build_models(&effective, &self.secrets).map_err(|e| DaemonError::Config {
             path: self.home.config_path(),
             message: format!(
@@ -172,7 +154,7 @@ impl Reloader {
                 0,
                 ReloadChange {
                     setting: "policy.toml".to_owned(),
-                    status: APPLIED.to_owned(),
+                    status: ReloadStatus::Applied,
                     note: "tool calls from now are classified by it".to_owned(),
                 },
             );
@@ -206,50 +188,6 @@ fn read_policy_text(home: &Home) -> Option<String> {
     std::fs::read_to_string(home.dir().join(agency_tools::tool_check::POLICY_FILE)).ok()
 }
 
-/// The settings in force after a reload from `old` to `new`: `new`'s
-/// values of the settings that apply live, `old`'s of the others.
-///
-/// Live, and why each is safe: the sandbox's shared directories, the
-/// extra MCP servers and the `[agents]` timings and slots are read at each
-/// spawn, launch or timer; prices
-/// and an existing upstream's fields (its API aside, which decides what
-/// agents were started with) at each model call; retention at each
-/// collection; memory's numbers at each recall. Everything else is read
-/// once, to build what runs (listeners, runtimes, secrets, the store).
-pub(crate) fn live_part(old: &Config, new: &Config) -> Config {
-    let mut cfg = old.clone();
-    cfg.sandbox.toolchains.clone_from(&new.sandbox.toolchains);
-    cfg.sandbox.read_write.clone_from(&new.sandbox.read_write);
-    cfg.prices.clone_from(&new.prices);
-    // Extra MCP servers' definitions, for agents started from now, unless
-    // they could name a secret the daemon has not read (read at start).
-    if new.secrets == old.secrets {
-        cfg.mcp_servers.clone_from(&new.mcp_servers);
-    }
-    for (name, upstream) in &new.models {
-        if let Some(mine) = cfg.models.get_mut(name)
-            && mine.api == upstream.api
-        {
-            mine.clone_from(upstream);
-        }
-    }
-    let (a, n) = (&mut cfg.agents, &new.agents);
-    a.max_concurrent = n.max_concurrent;
-    a.stall_after_exits = n.stall_after_exits;
-    a.respawn_backoff_ms = n.respawn_backoff_ms;
-    a.max_backoff_ms = n.max_backoff_ms;
-    a.kill_grace_ms = n.kill_grace_ms;
-    a.idle_timeout_ms = n.idle_timeout_ms;
-    a.config_restart_grace_ms = n.config_restart_grace_ms;
-    a.keep_warm_ms = n.keep_warm_ms;
-    a.keep_warm_executive_ms = n.keep_warm_executive_ms;
-    cfg.retention.acked_mail_days = new.retention.acked_mail_days;
-    cfg.retention.blob_grace_minutes = new.retention.blob_grace_minutes;
-    cfg.memory.recall_tokens = new.memory.recall_tokens;
-    cfg.memory.condense_after = new.memory.condense_after;
-    cfg.memory.max_per_handler = new.memory.max_per_handler;
-    cfg
-}
 
 /// Every setting whose value differs between `old` and `new`: applied
 /// when the settings in force (`effective`) now hold `new`'s value.
@@ -262,7 +200,7 @@ fn changes(old: &Config, effective: &Config, new: &Config) -> Vec<ReloadChange> 
             let applied = effective.get(k) == new.get(k);
             ReloadChange {
                 setting: k.clone(),
-                status: if applied { APPLIED } else { RESTART }.to_owned(),
+                status: if applied { ReloadStatus::Applied } else { ReloadStatus::NeedsRestart },
                 note: if applied {
                     applied_note(k)
                 } else {
@@ -352,7 +290,7 @@ mod tests {
         let new = parse(
             "[server]\nport = 4100\n[agents]\nkeep_warm_ms = 5000\n[retention]\nacked_mail_days = 3\n",
         );
-        let effective = live_part(&old, &new);
+        let effective = old.live_part(&new);
         let got: Vec<(String, String)> = changes(&old, &effective, &new)
             .into_iter()
             .map(|c| (c.setting, c.status))
@@ -360,14 +298,14 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("agents.keep_warm_ms".to_owned(), APPLIED.to_owned()),
-                ("retention.acked_mail_days".to_owned(), APPLIED.to_owned()),
-                ("server.port".to_owned(), RESTART.to_owned()),
+                ("agents.keep_warm_ms".to_owned(), ReloadStatus::Applied),
+                ("retention.acked_mail_days".to_owned(), ReloadStatus::Applied),
+                ("server.port".to_owned(), ReloadStatus::NeedsRestart),
             ]
         );
         assert_eq!(effective.server.port, 0);
         // Reloading the same file again: the port still waits.
-        let again = changes(&effective, &live_part(&effective, &new), &new);
+        let again = changes(&effective, &effective.live_part(&new), &new);
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].setting, "server.port");
     }

@@ -126,8 +126,11 @@ async fn plain_errors_as_json(
 /// supervisor's grace, in-flight requests finish). The answer comes first.
 async fn shutdown(State(st): State<Arc<AppState>>) -> Response {
     st.shutdown_requested.notify_one();
-    axum::Json(serde_json::json!({ "shutting_down": true, "pid": std::process::id() }))
-        .into_response()
+    axum::Json(agency_api::ShuttingDown {
+        shutting_down: true,
+        pid: std::process::id(),
+    })
+    .into_response()
 }
 
 async fn status(State(st): State<Arc<AppState>>) -> Response {
@@ -161,12 +164,6 @@ struct SendReq {
     subject: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-struct Sent {
-    message: MessageId,
-    to: HandlerId,
-}
-
 async fn send(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<SendReq>) -> Answer {
     let to: Option<HandlerId> = if req.to == "root" {
         None
@@ -186,7 +183,7 @@ async fn send(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<SendR
             subject: req.subject,
             text: req.text,
         };
-        Ok(Sent {
+        Ok(agency_api::Sent {
             message: svc.mail_send(USER, MailTarget::Handler(to), &body)?,
             to,
         })
@@ -239,7 +236,7 @@ async fn ack(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<AckReq
         } else {
             svc.mail_ack(USER, &ids)?
         };
-        Ok(serde_json::json!({ "acked": acked }))
+        Ok(agency_api::Acked { acked })
     })
     .await
 }
@@ -318,7 +315,7 @@ async fn grant(
         .transpose()?;
     Ok(call(&st.svc, move |svc| {
         svc.grant_with_approval(USER, id, &req, outcome, body.approval.as_deref())
-            .map(|capability| serde_json::json!({ "capability": capability }))
+            .map(|capability| agency_api::Granted { capability })
     })
     .await)
 }
@@ -336,7 +333,7 @@ async fn revoke_capability(State(st): State<Arc<AppState>>, Path(id): Path<Strin
         })?;
     Ok(call(&st.svc, move |svc| {
         svc.revoke(USER, id)
-            .map(|revoked| serde_json::json!({ "revoked": revoked }))
+            .map(|revoked| agency_api::CapabilitiesRevoked { revoked })
     })
     .await)
 }
@@ -496,7 +493,9 @@ async fn run_log(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> 
 async fn revoke(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let a: AgentId = parse("agent", &agent)?;
     Ok(call(&st.svc, move |svc| {
-        Ok(serde_json::json!({ "revoked": svc.token_revoke(USER, a)? }))
+        Ok(agency_api::TokenRevoked {
+            revoked: svc.token_revoke(USER, a)?,
+        })
     })
     .await)
 }
@@ -522,7 +521,9 @@ async fn resolve(
         }
     };
     Ok(call(&st.svc, move |svc| {
-        Ok(serde_json::json!({ "id": svc.resolve_prefix(USER, kind, &prefix)? }))
+        Ok(agency_api::Resolved {
+            id: svc.resolve_prefix(USER, kind, &prefix)?.to_string(),
+        })
     })
     .await)
 }

@@ -92,18 +92,21 @@ pub(crate) fn rest_routes() -> Router<Arc<Tools>> {
 }
 
 /// The JSON answer of `/agent/tool-check`.
-pub fn admission_json(a: &Admission) -> serde_json::Value {
+pub fn admission_answer(a: &Admission) -> agency_api::ToolCheck {
+    use agency_api::ToolDecision;
     let (decision, approval, reason) = match a {
-        Admission::Allow { approval } => ("allow", *approval, String::new()),
-        Admission::Pending { approval, reason } => ("pending", Some(*approval), reason.clone()),
-        Admission::Denied { reason } => ("deny", None, reason.clone()),
+        Admission::Allow { approval } => (ToolDecision::Allow, *approval, String::new()),
+        Admission::Pending { approval, reason } => {
+            (ToolDecision::Pending, Some(*approval), reason.clone())
+        }
+        Admission::Denied { reason } => (ToolDecision::Deny, None, reason.clone()),
     };
-    serde_json::json!({
-        "decision": decision,
-        "approval": approval,
-        "reason": reason,
-        "message": a.message(),
-    })
+    agency_api::ToolCheck {
+        decision,
+        approval,
+        reason,
+        message: a.message(),
+    }
 }
 
 async fn tool_check(
@@ -132,7 +135,7 @@ async fn tool_check(
     })
     .await
     {
-        Ok(Ok(a)) => axum::Json(admission_json(&a)).into_response(),
+        Ok(Ok(a)) => axum::Json(admission_answer(&a)).into_response(),
         Ok(Err(e)) => service_error(&e),
         Err(_) => error(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -231,7 +231,7 @@ pub fn reload(ctx: &Ctx) -> Result<ExitCode> {
     if ctx.json {
         emit_json(&answer)?;
     } else {
-        let view: agency_daemon::reload::ReloadView = decode(answer, "reload")?;
+        let view: agency_api::ReloadView = decode(answer, "reload")?;
         emit(&reload_report(&view, "agency reload"))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -239,7 +239,7 @@ pub fn reload(ctx: &Ctx) -> Result<ExitCode> {
 
 /// One line per changed setting: its name, what became of it, and from
 /// when it holds or why it waits.
-fn reload_report(view: &agency_daemon::reload::ReloadView, how: &str) -> String {
+fn reload_report(view: &agency_api::ReloadView, how: &str) -> String {
     if view.changes.is_empty() {
         return format!("{how}: nothing changed in agency.toml or policy.toml\n");
     }

@@ -382,7 +382,7 @@ async fn key_revoke(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> 
     let id: OrgKeyId = parse("API key", &id)?;
     Ok(call(&st.svc, move |svc| {
         svc.org_key_revoke(USER, id)
-            .map(|revoked| serde_json::json!({ "id": id, "revoked": revoked }))
+            .map(|revoked| agency_api::KeyRevoked { id, revoked })
     })
     .await)
 }

@@ -23,20 +23,13 @@ pub(crate) struct CreateBody {
     content: String,
 }
 
-/// The id and first version of the new file.
-#[derive(Debug, serde::Serialize)]
-struct Created {
-    id: FileId,
-    version: i64,
-}
-
 pub(crate) async fn create(
     State(st): State<Arc<AppState>>,
     axum::Json(b): axum::Json<CreateBody>,
 ) -> Answer {
     Ok(call(&st.svc, move |svc| {
         let id = svc.kb_create(USER, &b.description, b.content.as_bytes())?;
-        Ok(Created { id, version: 1 })
+        Ok(agency_api::FileCreated { id, version: 1 })
     })
     .await)
 }

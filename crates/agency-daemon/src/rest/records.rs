@@ -72,7 +72,11 @@ async fn transcript(State(st): State<Arc<AppState>>, Path(agent): Path<String>) 
                 serde_json::from_str(l).unwrap_or_else(|_| serde_json::json!({ "unparsed": l }))
             })
             .collect();
-        Ok(serde_json::json!({ "agent": agent, "bytes": bytes.len(), "events": events }))
+        Ok(agency_api::Transcript {
+            agent,
+            bytes: bytes.len(),
+            events,
+        })
     })
     .await)
 }
