@@ -46,13 +46,14 @@ pub use orgs::{
     OrgKeyView, OrgMessageView, OrgPlan, OrgView,
 };
 pub use records::{FsckProblem, FsckReport, GcReport};
+pub use replies::{
+    Acked, CapabilitiesRevoked, CapabilityGranted, FileCreated, KeyRevoked, ReloadChange,
+    ReloadStatus, ReloadView, Resolved, Sent, ShuttingDown, TokenRevoked, ToolCheck, ToolDecision,
+    Transcript,
+};
 pub use status::{Counts, LimitResource, LimitScope, LimitView, PausedView, StatusView};
 pub use tree::{
     AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,
     LogEntry, NewOutcome, Outcome, OutcomeAction, OutcomeBrief, OutcomeEvent, OutcomeUpdate,
     OutcomeView, Page, ReopenReport, StopReport, Subtree,
-};
-pub use replies::{
-    Acked, CapabilitiesRevoked, FileCreated, Granted, KeyRevoked, ReloadChange, ReloadStatus,
-    ReloadView, Resolved, Sent, ShuttingDown, TokenRevoked, ToolCheck, ToolDecision, Transcript,
 };

@@ -1,5 +1,7 @@
 //! The small answers of the REST API's actions: what a send, an
 //! acknowledgement, a grant, a revocation or a prefix resolution did.
+//! Fields are in the order clients have always read them (several of
+//! these were JSON objects with sorted keys before they had a type).
 
 use agency_core::{AgentId, CapabilityId, FileId, HandlerId, MessageId, OrgKeyId};
 use serde::{Deserialize, Serialize};
@@ -8,8 +10,8 @@ use serde_json::Value;
 /// `POST /v1/shutdown`: the daemon is stopping.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShuttingDown {
-    pub shutting_down: bool,
     pub pid: u32,
+    pub shutting_down: bool,
 }
 
 /// `POST /v1/mail`: the message sent and the handler it went to.
@@ -27,7 +29,7 @@ pub struct Acked {
 
 /// `POST /v1/handlers/{id}/capabilities`: the capability granted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Granted {
+pub struct CapabilityGranted {
     pub capability: CapabilityId,
 }
 
@@ -114,12 +116,12 @@ impl std::fmt::Display for ReloadStatus {
 /// `POST /agent/tool-check`: whether a tool call may run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCheck {
-    pub decision: ToolDecision,
     /// The approval request it made or used, if any.
     pub approval: Option<agency_core::policy::ApprovalId>,
-    pub reason: String,
+    pub decision: ToolDecision,
     /// The text for the agent.
     pub message: String,
+    pub reason: String,
 }
 
 /// A tool-check's decision.

@@ -27,7 +27,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::DaemonError;
@@ -41,8 +40,8 @@ use agency_config::upstreams::{Models, UpstreamError};
 use agency_supervisor::Reconfigure;
 use agency_supervisor::confine::{Confiner, SharedDirs};
 
-pub use agency_api::{ReloadChange, ReloadView};
 use agency_api::ReloadStatus;
+pub use agency_api::{ReloadChange, ReloadView};
 
 /// What a reload needs of the running daemon.
 #[derive(Debug)]
@@ -188,7 +187,6 @@ fn read_policy_text(home: &Home) -> Option<String> {
     std::fs::read_to_string(home.dir().join(agency_tools::tool_check::POLICY_FILE)).ok()
 }
 
-
 /// Every setting whose value differs between `old` and `new`: applied
 /// when the settings in force (`effective`) now hold `new`'s value.
 fn changes(old: &Config, effective: &Config, new: &Config) -> Vec<ReloadChange> {
@@ -291,7 +289,7 @@ mod tests {
             "[server]\nport = 4100\n[agents]\nkeep_warm_ms = 5000\n[retention]\nacked_mail_days = 3\n",
         );
         let effective = old.live_part(&new);
-        let got: Vec<(String, String)> = changes(&old, &effective, &new)
+        let got: Vec<(String, ReloadStatus)> = changes(&old, &effective, &new)
             .into_iter()
             .map(|c| (c.setting, c.status))
             .collect();
@@ -299,7 +297,10 @@ mod tests {
             got,
             [
                 ("agents.keep_warm_ms".to_owned(), ReloadStatus::Applied),
-                ("retention.acked_mail_days".to_owned(), ReloadStatus::Applied),
+                (
+                    "retention.acked_mail_days".to_owned(),
+                    ReloadStatus::Applied
+                ),
                 ("server.port".to_owned(), ReloadStatus::NeedsRestart),
             ]
         );

@@ -24,7 +24,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::server::AppState;
 use agency_api::{AgentsView, StatusView};
@@ -315,7 +315,7 @@ async fn grant(
         .transpose()?;
     Ok(call(&st.svc, move |svc| {
         svc.grant_with_approval(USER, id, &req, outcome, body.approval.as_deref())
-            .map(|capability| agency_api::Granted { capability })
+            .map(|capability| agency_api::CapabilityGranted { capability })
     })
     .await)
 }
