@@ -55,10 +55,15 @@ impl From<Ended> for String {
     }
 }
 
-impl TryFrom<String> for Ended {
-    type Error = String;
+/// A run ending this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown run ending {0:?}")]
+pub struct UnknownEnding(pub String);
 
-    fn try_from(s: String) -> Result<Ended, String> {
+impl TryFrom<String> for Ended {
+    type Error = UnknownEnding;
+
+    fn try_from(s: String) -> Result<Ended, UnknownEnding> {
         match s.as_str() {
             "completed" => Ok(Ended::Completed),
             "turn_limit" => Ok(Ended::TurnLimit),
@@ -66,7 +71,7 @@ impl TryFrom<String> for Ended {
             _ => match (s.strip_prefix("error:"), s.strip_prefix("budget:")) {
                 (Some(m), _) => Ok(Ended::Error(m.trim_start().to_owned())),
                 (None, Some(m)) => Ok(Ended::Budget(m.trim_start().to_owned())),
-                (None, None) => Err(format!("unknown run ending {s:?}")),
+                (None, None) => Err(UnknownEnding(s)),
             },
         }
     }

@@ -435,17 +435,33 @@ pub async fn authorize_agent(
     svc: &Arc<System>,
     who: Principal,
     t: &EgressTarget,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<SocketAddr>, EgressRefused> {
     authorize(svc, who, &Via::Agent, t)
         .await
-        .map_err(|f| match f.reason {
-            Some(way_out) => format!(
-                "{}; {}",
-                f.message,
-                way_out.trim_start_matches("Forbidden: ")
-            ),
-            None => f.message,
+        .map_err(|f| EgressRefused {
+            message: f.message,
+            way_out: f
+                .reason
+                .map(|r| r.trim_start_matches("Forbidden: ").to_owned()),
         })
+}
+
+/// Why a connection the daemon would make for an agent is refused: the
+/// host and the grant to ask for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct EgressRefused {
+    pub message: String,
+    /// What would allow it (`grant egress:HOST`, …), when something would.
+    pub way_out: Option<String>,
+}
+
+impl std::fmt::Display for EgressRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.way_out {
+            Some(w) => write!(f, "{}; {w}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 /// Check, resolve and record: the addresses a connection may go to.

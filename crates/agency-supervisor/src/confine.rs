@@ -161,7 +161,7 @@ impl Confiner {
         home: &Path,
         agency: PathBuf,
         mcp_port: u16,
-    ) -> Result<Confiner, String> {
+    ) -> Result<Confiner, agency_config::sandbox::UnenforceableMemory> {
         let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
         let ports = vec![mcp_port];
         let mode = if cfg.agents.sandbox == "off" {
@@ -171,8 +171,7 @@ impl Confiner {
             // than when a runtime is configured later.
             if let Ok(p) = agency_sandbox::probe() {
                 cfg.sandbox
-                    .check_memory(p.memory.as_ref().map(agency_sandbox::Controller::hierarchy))
-                    .map_err(|e| e.to_string())?;
+                    .check_memory(p.memory.as_ref().map(agency_sandbox::Controller::hierarchy))?;
             }
             Mode::Idle
         } else {
@@ -567,7 +566,10 @@ fn writable_dirs(spawn_dir: &Path, names: &[&str]) -> Result<Vec<PathBuf>, Confi
 /// home>`), killing whatever a crashed daemon left in them. Refused: a
 /// configured memory limit no controller keeps (the groups just made are
 /// removed again).
-fn open_cgroups(home: &Path, sandbox: &SandboxConfig) -> Result<Mode, String> {
+fn open_cgroups(
+    home: &Path,
+    sandbox: &SandboxConfig,
+) -> Result<Mode, agency_config::sandbox::UnenforceableMemory> {
     match agency_sandbox::probe() {
         Err(e) => return Ok(Mode::Unavailable(e.to_string())),
         Ok(p) if !p.problems().is_empty() => {
@@ -589,7 +591,7 @@ fn open_cgroups(home: &Path, sandbox: &SandboxConfig) -> Result<Mode, String> {
         if let Err(e) = cgroups.remove() {
             tracing::warn!(error = %e, "failed to remove the daemon's cgroups");
         }
-        return Err(refused.to_string());
+        return Err(refused);
     }
     match cgroups.reap_all() {
         Ok(0) => {}

@@ -233,7 +233,7 @@ async fn start_sandbox(
             .map_err(|e| {
                 DaemonError::io("open the cgroups of", home.dir(), std::io::Error::other(e))
             })?
-            .map_err(|message| invalid(home, message))?
+            .map_err(|refused| invalid(home, refused.to_string()))?
     };
     let limits = confiner.limits();
     match confiner.status().as_str() {

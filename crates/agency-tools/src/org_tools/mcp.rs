@@ -295,7 +295,7 @@ async fn http(
         .map_err(|e| fail("failed", format!("its url's host is not usable: {e}")))?;
     let addrs = agency_egress::authorize_agent(&ctx.svc, who, &target)
         .await
-        .map_err(|msg| fail("permission_denied", msg))?;
+        .map_err(|refused| fail("permission_denied", refused.to_string()))?;
     let timeout = Duration::from_millis(m.timeout_ms);
     let mut client = reqwest::Client::builder()
         .no_proxy()
