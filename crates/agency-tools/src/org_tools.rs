@@ -34,8 +34,9 @@ use agency_config::secrets::Secrets;
 use agency_egress::EgressKeys;
 use agency_supervisor::confine::Confiner;
 
-/// What the runner needs of the daemon.
-#[derive(Debug)]
+/// What the runner needs of the daemon. Each call's future owns a copy
+/// (every part is shared or small), so a call outlives nothing it borrows.
+#[derive(Debug, Clone)]
 pub struct OrgToolRunner {
     pub svc: Arc<System>,
     /// Confines command tools (and stdio MCP servers) as agents are confined.
@@ -58,28 +59,13 @@ impl OrgTools for OrgToolRunner {
         name: String,
         args: Value,
     ) -> Pin<Box<dyn Future<Output = OrgToolResult> + Send + 'static>> {
-        let ctx = Arc::new(CallCtx {
-            svc: self.svc.clone(),
-            confiner: self.confiner.clone(),
-            keys: self.keys.clone(),
-            egress_proxy: self.egress_proxy,
-            run_root: self.run_root.clone(),
-            secrets: self.secrets.clone(),
-        });
+        let ctx = Arc::new(self.clone());
         Box::pin(async move { run(ctx, caller, name, args).await })
     }
 }
 
 /// The runner's parts, owned by one call's future.
-#[derive(Debug)]
-pub(crate) struct CallCtx {
-    pub svc: Arc<System>,
-    pub confiner: Arc<Confiner>,
-    pub keys: Arc<EgressKeys>,
-    pub egress_proxy: std::net::SocketAddr,
-    pub run_root: std::path::PathBuf,
-    pub secrets: Arc<Secrets>,
-}
+pub(crate) type CallCtx = OrgToolRunner;
 
 async fn run(ctx: Arc<CallCtx>, caller: AgentIdentity, name: String, args: Value) -> OrgToolResult {
     let who = Principal::agent(caller.handler, caller.agent);

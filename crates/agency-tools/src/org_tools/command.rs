@@ -94,11 +94,6 @@ async fn run_in(
         ));
     }
     let (mut cmd, cgroup) = confined(ctx, tool, &c.command, dir, key, source_dir, &env).await?;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
     let mut child = cmd
         .spawn()
         .map_err(|e| fail("failed", format!("starting {:?} failed: {e}", c.command[0])))?;
@@ -206,7 +201,7 @@ async fn run_in(
 /// this process only, never written to a file), the egress proxy with the
 /// per-run `key`, confined (`Confiner::confine_in`) unless the sandbox is
 /// off. Shared by command tools and the stdio servers of MCP tools
-/// (`org_tools/mcp.rs`).
+/// (`org_tools/mcp.rs`), piped and in a process group of its own.
 pub(crate) async fn confined(
     ctx: &CallCtx,
     tool: &Tool,
@@ -305,7 +300,15 @@ pub(crate) async fn confined(
         .map_err(|e| fail("internal", e.to_string()))?
         .map_err(|e| fail("failed", e.to_string()))?
     };
-    Ok(confined)
+    let (mut cmd, cgroup) = confined;
+    // Both callers talk to the program over pipes and stop its whole
+    // group when the run ends.
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    Ok((cmd, cgroup))
 }
 
 pub(crate) fn create_private(d: &Path) -> std::io::Result<()> {

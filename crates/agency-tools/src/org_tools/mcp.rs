@@ -36,7 +36,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
-use std::process::Stdio;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::org_tools::CallCtx;
@@ -175,11 +174,6 @@ async fn stdio_in(
         OrgToolFailure::new(kind, format!("failed to call tool {}: {why}", tool.name))
     };
     let (mut cmd, cgroup) = confined(ctx, tool, command, dir, key, None, &[]).await?;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
     let mut child = cmd
         .spawn()
         .map_err(|e| fail("failed", format!("starting {:?} failed: {e}", command[0])))?;
