@@ -212,19 +212,6 @@ pub fn kb_audit_is_oldest_first_and_limited(new: &New) {
         rd(&store, |tx| tx.kb_audit(f, 1)),
         [entry(1, KbAction::Create)]
     );
-    // Reads are recorded in batches, after the writes of their millisecond:
-    // a read of version 1 inserted after the write of version 2 at the same
-    // time still comes first.
-    let write_v2 = KbAuditRow {
-        version: 2,
-        ..entry(9, KbAction::Write)
-    };
-    wr(&store, |tx| {
-        tx.insert_kb_audit(std::slice::from_ref(&write_v2))?;
-        tx.insert_kb_audit(&[entry(9, KbAction::Read)])
-    });
-    let log = rd(&store, |tx| tx.kb_audit(f, 10));
-    assert_eq!(log[3..], [entry(9, KbAction::Read), write_v2]);
 }
 
 pub fn pages_of_versions_and_bounded_counts_of_files(new: &New) {

@@ -239,15 +239,12 @@ impl KbTx for SqliteTx<'_> {
 
     fn kb_audit(&mut self, file: FileId, n: usize) -> R<Vec<KbAuditRow>> {
         let c = self.conn;
-        // Reads are recorded in batches, after the writes of the same
-        // millisecond: within one, the version orders what happened (a
-        // read of version 1 came before the write of version 2), not the id.
         query_rows(
             c,
             concat!(
                 "SELECT ",
                 kb_audit_cols!(),
-                " FROM kb_audit WHERE file = ?1 ORDER BY at, version, id LIMIT ?2"
+                " FROM kb_audit WHERE file = ?1 ORDER BY at, id LIMIT ?2"
             ),
             params![file.to_string(), limit(n)],
             || format!("read the access log of file {file}"),

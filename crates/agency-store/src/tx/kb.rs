@@ -31,8 +31,7 @@ pub trait KbTx {
     /// Every version row of every file, ordered by (file, version). For fsck.
     fn all_versions(&mut self) -> R<Vec<VersionRow>>;
     fn insert_kb_audit(&mut self, rows: &[KbAuditRow]) -> R<()>;
-    /// A file's access log, oldest first (by time, then version, then
-    /// insertion), at most `limit` rows.
+    /// A file's access log, oldest first, at most `limit` rows.
     fn kb_audit(&mut self, file: FileId, limit: usize) -> R<Vec<KbAuditRow>>;
     /// Files possibly visible to `handler` (`None`: the user, who sees all),
     /// whose description contains every term (already lowercased; matched
