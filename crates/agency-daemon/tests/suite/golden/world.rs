@@ -362,6 +362,23 @@ impl World {
         items.sort_by_cached_key(|i| blank_uuids(&self.named(&i.to_text())));
     }
 
+    /// Sort a list of log entries by what they say, their times left out:
+    /// entries recorded within one millisecond (reads are recorded in
+    /// batches, after the writes of their millisecond) have no reliable
+    /// order, and the snapshot pins their content, not that order.
+    pub fn sort_log_entries(&self, v: &mut Json) {
+        let Json::Arr(items) = v else {
+            panic!("the log is not a list")
+        };
+        items.sort_by_cached_key(|i| {
+            let mut i = i.clone();
+            if let Json::Obj(fields) = &mut i {
+                fields.retain(|(k, _)| k != "at");
+            }
+            blank_uuids(&self.named(&i.to_text()))
+        });
+    }
+
     /// The insta settings of every golden snapshot: known ids by name, then
     /// whatever still differs between runs.
     pub fn settings(&self) -> insta::Settings {
