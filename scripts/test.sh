@@ -22,6 +22,18 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
+# The dashboard's browser test drives Debian's Chromium through
+# chromedriver (tests/python/test_dashboard_browser.py); installed once.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "failed to find chromium and chromedriver: install them (apt-get install chromium chromium-driver) as root first" >&2
+    exit 1
+  fi
+fi
+
 # The real Claude Code CLI, run offline against our scripted model server by
 # crates/agency-cli/tests/suite/claude_code.rs (pinned: this release works with
 # node 20). The test fails, rather than skips, without it.

@@ -55,6 +55,25 @@ pub struct RunLog {
     pub text: String,
 }
 
+/// `GET /v1/runs/{agent}/log/stream`: one piece of a followed run's output
+/// (the data of one Server-Sent Event; `agency logs RUN --follow --json`
+/// prints one a line). Redacted like the stored log; untrusted text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLogChunk {
+    pub agent: AgentId,
+    pub text: String,
+}
+
+/// The last event (`event: end`) of a followed run's stream: the run has
+/// ended and everything it wrote was sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FollowEnd {
+    pub agent: AgentId,
+    /// What the follower should know, e.g. that no transcript was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// A handler's keep-warm time: the settings and the one that holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeepWarmView {

@@ -16,6 +16,18 @@ pub struct ResumeReport {
     pub paused_above: Vec<HandlerId>,
 }
 
+/// What `agency pause` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseReport {
+    pub handler: HandlerId,
+    /// False when the handler's own budget was already paused (by hand or
+    /// by a reached limit): nothing changed.
+    pub paused: bool,
+    /// Agents live in the subtree now: each finishes its model call in
+    /// flight and gets no other.
+    pub live_agents: i64,
+}
+
 /// One handler in `agency budget show`: its limits (if any) against its
 /// subtree's running totals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +60,21 @@ pub struct CostNode {
     /// Its own and every underling's, transitively.
     pub subtree: UsageTotals,
     pub children: Vec<CostNode>,
+}
+
+/// One handler's costs as a card shows them, read without walking its
+/// subtree: its own metered calls and the subtree's running totals that
+/// the budget ledger keeps with every charge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerCost {
+    pub handler: HandlerId,
+    /// The calls of the handler's own agents.
+    pub own: UsageTotals,
+    /// The subtree's settled spend (`tokens` of every kind, `micro_usd`,
+    /// `calls`, `tool_calls`…) and what is reserved by calls in flight.
+    pub subtree: BudgetSpend,
+    /// The budget set on this handler, if any.
+    pub limits: Option<BudgetLimits>,
 }
 
 /// The budget set on one handler.

@@ -10,6 +10,9 @@
 mod agents;
 mod approvals;
 mod budgets;
+mod calls;
+mod dashboard;
+mod events;
 mod kb;
 mod mail;
 mod mcp;
@@ -17,17 +20,25 @@ mod mcp_pins;
 mod memory;
 mod open_enum;
 mod orgs;
+mod pipelines;
+mod problems;
 mod records;
 mod replies;
 mod status;
 mod tree;
 
 pub use agents::{
-    Agent, AgentsView, HandlerModel, KeepWarmSource, KeepWarmView, MintedToken, PreviousRun,
-    RunLog, RunView,
+    Agent, AgentsView, FollowEnd, HandlerModel, KeepWarmSource, KeepWarmView, MintedToken,
+    PreviousRun, RunLog, RunLogChunk, RunView,
 };
 pub use approvals::{Approval, ToolCallRequest};
-pub use budgets::{Budget, BudgetNode, CostNode, ResumeReport};
+pub use budgets::{Budget, BudgetNode, CostNode, HandlerCost, PauseReport, ResumeReport};
+pub use calls::{CallReplied, CallSent, CallView, SchemaIssue};
+pub use dashboard::{
+    CostBreakdown, CostRow, DashboardLogin, DashboardSession, HandlerTitle, NeedsYou, OrgCard,
+    OrgPage, PausedSubtree, RunDetail, StalledHandler,
+};
+pub use events::{Event, EventKind, EventsPage};
 pub use kb::{FileInfo, FileMeta, FileText, KbAuditEntry, VersionInfo};
 pub use mail::{MailBody, MailHeader, MessageView};
 pub use mcp::{
@@ -45,13 +56,17 @@ pub use orgs::{
     AgentAction, AgentChange, CapAction, CapChange, MintedOrgKey, OrgAgentView, OrgDown,
     OrgKeyView, OrgMessageView, OrgPlan, OrgView,
 };
+pub use pipelines::{PipelineRunSummary, PipelineRunView, PipelineStageView};
+pub use problems::{Problem, ProblemKind};
 pub use records::{FsckProblem, FsckReport, GcReport};
 pub use replies::{
     Acked, CapabilitiesRevoked, CapabilityGranted, FileCreated, KeyRevoked, ReloadChange,
-    ReloadStatus, ReloadView, Resolved, Sent, ShuttingDown, TokenRevoked, ToolCheck, ToolDecision,
-    Transcript,
+    ReloadStatus, ReloadView, Resolved, RunPrompt, Sent, ShuttingDown, TokenRevoked, ToolCheck,
+    ToolDecision, ToolDone, Transcript,
 };
-pub use status::{Counts, LimitResource, LimitScope, LimitView, PausedView, StatusView};
+pub use status::{
+    Counts, LimitResource, LimitScope, LimitView, PAUSED_BY_USER, PausedView, StatusView,
+};
 pub use tree::{
     AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,
     LogEntry, NewOutcome, Outcome, OutcomeAction, OutcomeBrief, OutcomeEvent, OutcomeUpdate,

@@ -16,6 +16,12 @@ pub struct GcReport {
     /// (a capability granted onward, an unexpired message carrying them).
     pub bodies_kept: u64,
     pub capabilities_revoked: u64,
+    /// Events that happened before this were removed (`None`: events
+    /// are kept).
+    #[serde(default)]
+    pub events_before: Option<Timestamp>,
+    #[serde(default)]
+    pub events_removed: u64,
     /// Unreferenced blobs removed (a dry run counts those unreferenced now;
     /// bodies it would remove free their blobs only in a real run).
     pub blobs_removed: u64,

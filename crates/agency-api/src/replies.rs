@@ -76,6 +76,16 @@ pub struct Transcript {
     pub events: Vec<Value>,
 }
 
+/// `GET /v1/runs/{agent}/prompt`: what a run was told when it started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunPrompt {
+    pub agent: AgentId,
+    /// The system prompt, exactly as the runtime got it.
+    pub system_prompt: String,
+    /// The first user message.
+    pub first_message: String,
+}
+
 /// `POST /v1/reload` (and SIGHUP): each setting whose value in the files
 /// differs from the one in force, and what became of it. Empty: nothing
 /// changed.
@@ -122,6 +132,30 @@ pub struct ToolCheck {
     /// The text for the agent.
     pub message: String,
     pub reason: String,
+}
+
+/// `POST /agent/tool-done`: how a runtime's own tool call ended, as the
+/// runtime reports it (Claude Code's `PostToolUse` hook, the built-in
+/// loop after a workspace tool). Logged as `tool.ended`: the agent's own
+/// word, next to the `tool.called` Agency saw at the call's admission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDone {
+    /// The name the call was admitted under (`bash`, `claude:Bash`).
+    pub tool: String,
+    /// The call's arguments, digested as at admission (not kept).
+    #[serde(default)]
+    pub args: Value,
+    pub ok: bool,
+    /// What went wrong, if it failed (cut to a few hundred characters).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// How long it ran, if the runtime measured it.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    /// The runtime's id of the call, if it has one.
+    #[serde(default)]
+    pub call_id: Option<String>,
 }
 
 /// A tool-check's decision.

@@ -49,9 +49,21 @@ pub struct PausedView {
     /// The handler whose budget is paused (the handler itself or an
     /// ancestor): what `agency resume` and `agency budget set` name.
     pub by: HandlerId,
-    /// Which limit was reached.
+    /// Which limit was reached, or [`PAUSED_BY_USER`] (and the user's
+    /// note) for `agency pause`.
     pub reason: String,
     pub since: Timestamp,
+}
+
+/// The reason of a pause made by hand (`agency pause`) starts with this; a
+/// note may follow after `: `.
+pub const PAUSED_BY_USER: &str = "paused by the user";
+
+impl PausedView {
+    /// Whether the user paused it by hand (rather than a reached limit).
+    pub fn by_hand(&self) -> bool {
+        self.reason.starts_with(PAUSED_BY_USER)
+    }
 }
 
 /// One resource limit of every confined agent (`StatusView::limits`):

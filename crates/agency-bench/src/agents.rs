@@ -24,22 +24,43 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use agency_core::Principal;
-use agency_service::NewOutcome;
+use agency_service::{EventQuery, NewOutcome, System};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use crate::Cfg;
 use crate::report::{Row, Section, ratio};
 use crate::util::{agency_bin, fmt_dur, new_home, self_cpu};
+use crate::watching::{Watched, Watcher};
 
-const CALLS: usize = 20;
-const MAX_CONCURRENT: usize = 16;
+pub(crate) const CALLS: usize = 20;
+pub(crate) const MAX_CONCURRENT: usize = 16;
+
+/// How a run is set up beyond its agents (item 13 varies it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setup {
+    pub max_concurrent: usize,
+    /// A live SSE subscriber of the event log for the whole run
+    /// ([`crate::watching::Watcher`]); its CPU time is not the daemon's.
+    pub watch: bool,
+    /// Whether tool calls' steps are logged (off only for a baseline).
+    pub tool_steps: bool,
+}
+
+/// Item 6's setup.
+pub(crate) const PLAIN: Setup = Setup {
+    max_concurrent: MAX_CONCURRENT,
+    watch: false,
+    tool_steps: true,
+};
 
 /// What the agents of one run do; their outcome's title picks their
 /// scenario in the model script.
 #[derive(Debug, Clone, Copy)]
-struct Shape {
+pub(crate) struct Shape {
     title: &'static str,
     /// `state_read` calls before the completion request.
     reads: usize,
@@ -55,7 +76,7 @@ impl Shape {
 
 /// The item's own run: 19 `state_read` and the completion request, one per
 /// model turn.
-const SERIAL: Shape = Shape {
+pub(crate) const SERIAL: Shape = Shape {
     title: "Bench agent task",
     reads: CALLS - 1,
     batched: false,
@@ -74,7 +95,7 @@ const SINGLE: Shape = Shape {
 };
 
 /// The model's side of every agent run, one scenario per shape.
-fn script() -> String {
+pub(crate) fn script() -> String {
     let scenario = |shape: Shape| {
         let mut calls: Vec<serde_json::Value> = (0..shape.reads)
             .map(|_| json!({"name": "state_read", "input": {}}))
@@ -100,13 +121,13 @@ fn script() -> String {
 }
 
 /// `agency model-server` as its own process; killed on drop.
-struct ModelServer {
+pub(crate) struct ModelServer {
     child: Child,
-    url: String,
+    pub url: String,
 }
 
 impl ModelServer {
-    fn start(bin: &Path, script: &Path) -> Result<ModelServer> {
+    pub fn start(bin: &Path, script: &Path) -> Result<ModelServer> {
         let mut child = Command::new(bin)
             .arg("model-server")
             .arg("--script")
@@ -141,28 +162,42 @@ impl Drop for ModelServer {
 }
 
 /// What one run of `n` agents did.
-#[derive(Debug, Clone, Copy)]
-struct RunStats {
-    n: usize,
-    wall: Duration,
-    cpu: Duration,
+#[derive(Debug)]
+pub(crate) struct RunStats {
+    pub n: usize,
+    pub wall: Duration,
+    /// The daemon's: the process's minus the bench's polls and watcher.
+    pub cpu: Duration,
     /// CPU time of the bench's polls, taken out of `cpu`.
-    polls_cpu: Duration,
-    ok: usize,
-    tool_calls: i64,
+    pub polls_cpu: Duration,
+    pub ok: usize,
+    pub tool_calls: i64,
+    /// Events the log gained from the daemon's start to the run's end.
+    pub logged: i64,
+    /// Of them, `tool.called` steps.
+    pub logged_steps: usize,
+    /// What the live subscriber saw, with `Setup::watch`.
+    pub watched: Option<Watched>,
 }
 
-async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<RunStats> {
+pub(crate) async fn one_run(
+    bin: &Path,
+    model_url: &str,
+    n: usize,
+    shape: Shape,
+    setup: Setup,
+) -> Result<RunStats> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let config = format!(
-        "[agents]\nruntime = \"builtin\"\nmax_concurrent = {MAX_CONCURRENT}\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {model_url:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
+        "[agents]\nruntime = \"builtin\"\nmax_concurrent = {}\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {model_url:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
+        setup.max_concurrent,
         bin.display().to_string()
     );
     let home = new_home(&dir.path().join("home"), &config)?;
     // The handlers, made by the root handler's agent through the service
     // (outcome_create + delegate, as an agent would), before the daemon runs.
     let h2 = home.clone();
-    tokio::task::spawn_blocking(move || {
+    let log_start = tokio::task::spawn_blocking(move || {
         let svc = h2.open_service().context("failed to open the service")?;
         let root = svc
             .root_handler()?
@@ -188,7 +223,7 @@ async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<
                 .context("failed to delegate an outcome")?;
         }
         svc.flush_read_audit()?;
-        anyhow::Ok(())
+        anyhow::Ok(svc.events_end(Principal::User)?)
     })
     .await
     .context("failed to join the populating task")??;
@@ -198,6 +233,14 @@ async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<
         .await
         .context("failed to start the daemon")?;
     let svc = daemon.service().clone();
+    // Before the first agent's first tool call: an agent is spawned, opens
+    // its MCP session and asks the model first.
+    svc.bench_log_tool_steps(setup.tool_steps);
+    let watcher = if setup.watch {
+        Some(Watcher::start(&home, &svc, log_start).await?)
+    } else {
+        None
+    };
     // The root handler gets mail from every finishing agent; an attached
     // client as its live agent keeps the supervisor from running one for it.
     let s = svc.clone();
@@ -237,7 +280,16 @@ async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<
         }
     }
     let wall = t0.elapsed();
-    let cpu = self_cpu()?.saturating_sub(cpu0).saturating_sub(polls_cpu);
+    let watched = match watcher {
+        Some(w) => Some(w.finish(&svc).await?),
+        None => None,
+    };
+    let watch_cpu = watched.as_ref().map_or(Duration::ZERO, |w| w.cpu);
+    let cpu = self_cpu()?
+        .saturating_sub(cpu0)
+        .saturating_sub(polls_cpu)
+        .saturating_sub(watch_cpu);
+    let (logged, logged_steps) = log_count(&svc, log_start).await?;
     let s = svc.clone();
     let (ok, tool_calls) = tokio::task::spawn_blocking(move || {
         let agents = s.agents_recent(Principal::User, Some(n + 10))?;
@@ -264,11 +316,39 @@ async fn one_run(bin: &Path, model_url: &str, n: usize, shape: Shape) -> Result<
         polls_cpu,
         ok,
         tool_calls,
+        logged,
+        logged_steps,
+        watched,
     })
 }
 
+/// Events logged after `after`, and how many of them are `tool.called`.
+async fn log_count(svc: &Arc<System>, after: i64) -> Result<(i64, usize)> {
+    let s = svc.clone();
+    tokio::task::spawn_blocking(move || {
+        let end = s.events_end(Principal::User)?;
+        let mut q = EventQuery {
+            after,
+            kinds: vec!["tool.called".to_owned()],
+            limit: Some(1000),
+            ..EventQuery::default()
+        };
+        let mut steps = 0;
+        loop {
+            let page = s.events_read(Principal::User, &q)?;
+            steps += page.events.len();
+            if page.events.is_empty() {
+                return anyhow::Ok((end - after, steps));
+            }
+            q.after = page.next;
+        }
+    })
+    .await
+    .context("failed to join a task")?
+}
+
 /// CPU time of the calling thread so far.
-fn thread_cpu() -> Duration {
+pub(crate) fn thread_cpu() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         t.tv_sec.max(0) as u64,
@@ -285,10 +365,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script()).context("failed to write the model script")?;
     let model = ModelServer::start(&bin, &script_path)?;
-    let base = one_run(&bin, &model.url, few, SERIAL).await?;
-    let many = one_run(&bin, &model.url, n, SERIAL).await?;
-    let batched = one_run(&bin, &model.url, n, BATCHED).await?;
-    let single = one_run(&bin, &model.url, n, SINGLE).await?;
+    let base = one_run(&bin, &model.url, few, SERIAL, PLAIN).await?;
+    let many = one_run(&bin, &model.url, n, SERIAL, PLAIN).await?;
+    let batched = one_run(&bin, &model.url, n, BATCHED, PLAIN).await?;
+    let single = one_run(&bin, &model.url, n, SINGLE, PLAIN).await?;
     drop(model);
     let per_agent = |r: &RunStats| r.wall / r.n.max(1) as u32;
     let per_call = |r: &RunStats| r.cpu / r.tool_calls.max(1) as u32;

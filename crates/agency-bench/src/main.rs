@@ -19,11 +19,13 @@
 
 mod agents;
 mod budget;
+mod dashboard;
 mod gateway;
 mod growth;
 mod jsonrpc;
 mod latency;
 mod memory;
+mod pipelines;
 mod populate;
 mod report;
 mod sandbox;
@@ -31,6 +33,7 @@ mod scale;
 mod sched;
 mod util;
 mod warm;
+mod watching;
 mod writes;
 
 use std::path::PathBuf;
@@ -50,7 +53,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-12); the others are listed as
+    /// Run only these items (comma separated, 1-14); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -92,7 +95,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 12] = [
+    let items: [Item; 14] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -119,6 +122,10 @@ fn main() -> Result<()> {
             |c| util::block(warm::run(c)),
         ),
         (12, "12. Memory search", memory::run),
+        (13, "13. Watching live runs", |c| {
+            util::block(watching::run(c))
+        }),
+        (14, "14. Pipelines", |c| util::block(pipelines::run(c))),
     ];
     let _guard = rt.enter();
     for (n, title, f) in items {

@@ -6,9 +6,9 @@
 //! service would write for the queries measured — outcome rows and DAG
 //! edges, handler rows with their state document and audit log files (one
 //! shared blob, as content addressing would store it), and delivered mail
-//! to the user with body files. Outcome Markdown files and outcome events
-//! are not rendered for populated rows (Agency creates a missing rendering
-//! on the next change).
+//! to the user with body files, and on request one logged event per
+//! filler outcome. Outcome Markdown files are not rendered for populated
+//! rows (Agency creates a missing rendering on the next change).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,8 +17,8 @@ use agency_config::Home;
 use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus, Timestamp};
 use agency_store::{
-    BlobId, BlobStore, FileRow, FsBlobStore, HandlerRow, HandlerStatus, MessageRow, OutcomeRow,
-    SqliteStore, Store, StoreError, Tx, VersionRow,
+    BlobId, BlobStore, FileRow, FsBlobStore, HandlerRow, HandlerStatus, MessageRow, NewEventRow,
+    OutcomeRow, SqliteStore, Store, StoreError, Tx, VersionRow,
 };
 use anyhow::{Context, Result};
 
@@ -41,6 +41,10 @@ pub struct Plan {
     pub subtree: usize,
     /// Delivered, unacknowledged messages from handlers to the user.
     pub user_messages: usize,
+    /// Log an `outcome.created` event for each filler outcome (dated a day
+    /// back), so the event log holds as many events as the store has
+    /// outcomes: what the dashboard reads at scale.
+    pub events: bool,
 }
 
 /// What was put there.
@@ -52,6 +56,9 @@ pub struct Built {
     pub outcomes: usize,
     pub took: Duration,
 }
+
+/// A day in milliseconds (how far back populated events are dated).
+const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// Rows per write transaction.
 const BATCH: usize = 100_000;
@@ -260,6 +267,17 @@ pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
                     );
                     tx.insert_outcome(&o)?;
                     tx.insert_edge(h.root(), o.id)?;
+                    if plan.events {
+                        tx.append_event(&NewEventRow {
+                            at: Timestamp(at.0 - DAY_MS),
+                            kind: "outcome.created".to_owned(),
+                            handler: Some(h),
+                            agent: None,
+                            outcome: Some(o.id),
+                            summary: format!("outcome {} created: {}", o.id, o.title),
+                            data: "{}".to_owned(),
+                        })?;
+                    }
                 }
                 Ok::<_, StoreError>(())
             })

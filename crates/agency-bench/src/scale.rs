@@ -7,10 +7,10 @@
 //! structures plus 1,000 outcomes, so the ratio shows how the cost scales
 //! with the store. The daemon's resident memory on the big store (a
 //! separate `agency serve` process, after answering a few REST requests) is
-//! compared with an idle daemon on an empty store.
+//! compared with an idle daemon on an empty store; the same daemon then
+//! serves the dashboard's pages for item 5b (`dashboard.rs`).
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ use agency_service::System;
 use anyhow::{Context, Result, bail};
 
 use crate::Cfg;
+use crate::dashboard::{self, Served};
 use crate::populate::{Built, Plan, populate};
 use crate::report::{Row, Section, ratio};
 use crate::util::{Pct, agency_bin, fmt_dur, new_home, rss_kib};
@@ -137,36 +138,9 @@ fn store(dir: &Path, plan: Plan, quick: bool) -> Result<(Home, Built, Times, u64
     Ok((home, built, times, size))
 }
 
-/// Start `agency serve` on `home`, answer a few REST requests, read VmRSS.
-async fn daemon_rss(bin: &Path, home: &Home) -> Result<u64> {
-    let mut child = tokio::process::Command::new(bin)
-        .arg("serve")
-        .env("AGENCY_HOME", home.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("failed to start agency serve")?;
-    let pid = child.id().context("failed to read the daemon's pid")?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Ok(Some(_)) = home.daemon_info() {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("agency serve did not start within 120 s");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let token = home
-        .admin_token()
-        .context("failed to read the admin token")?;
-    // The admin API is served on the home's Unix socket only.
-    let client = reqwest::Client::builder()
-        .unix_socket(home.admin_socket_path())
-        .build()
-        .context("failed to build the REST client")?;
+/// Answer a few REST requests on the daemon `d`, then read its VmRSS.
+async fn daemon_rss(d: &Served) -> Result<u64> {
+    let (client, token) = d.admin()?;
     for _ in 0..20 {
         for path in ["status", "handlers", "outcomes", "inbox", "agents"] {
             let r = client
@@ -182,9 +156,7 @@ async fn daemon_rss(bin: &Path, home: &Home) -> Result<u64> {
         }
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss = rss_kib(pid)?;
-    let _ = child.kill().await;
-    Ok(rss)
+    rss_kib(d.pid)
 }
 
 /// Item 5.
@@ -198,6 +170,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         chain: CHAIN,
         subtree: SUBTREE,
         user_messages: 100,
+        events: true,
     };
     let big_handlers = cfg.pick(100_000, 10_000);
     let big_plan = Plan {
@@ -207,10 +180,11 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         chain: CHAIN,
         subtree: SUBTREE,
         user_messages: big_handlers,
+        events: true,
     };
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let d = dir.path().to_owned();
-    let (_small_home, small_built, small, small_size) =
+    let (small_home, small_built, small, small_size) =
         tokio::task::spawn_blocking(move || store(&d.join("small"), small_plan, quick))
             .await
             .context("failed to join the small store's task")??;
@@ -221,8 +195,18 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
             .context("failed to join the big store's task")??;
     let bin = agency_bin()?;
     let empty = new_home(&dir.path().join("empty"), "")?;
-    let idle_rss = daemon_rss(&bin, &empty).await?;
-    let big_rss = daemon_rss(&bin, &big_home).await?;
+    let idle = Served::start(&bin, &empty).await?;
+    let idle_rss = daemon_rss(&idle).await?;
+    idle.stop().await;
+    let big_daemon = Served::start(&bin, &big_home).await?;
+    let big_rss = daemon_rss(&big_daemon).await?;
+    // Item 5b on the same daemon, after its memory was read.
+    let big_pages = dashboard::time_pages(&big_daemon, quick).await?;
+    let rss_after_pages = rss_kib(big_daemon.pid)?;
+    big_daemon.stop().await;
+    let small_daemon = Served::start(&bin, &small_home).await?;
+    let small_pages = dashboard::time_pages(&small_daemon, quick).await?;
+    small_daemon.stop().await;
 
     let (bo, bh) = (big_built.outcomes, big_built.handlers.len());
     let small_name = format!("{} outcomes", small_built.outcomes);
@@ -288,7 +272,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         }
     );
     s.notes.push(format!(
-        "big store populated in {:.0} s through the store's `Tx` (batches of ~14,000 handlers or 50,000 outcomes per transaction): {bh} handlers under the root, each with a root outcome ({WORK_HANDLERS} open, the rest blocked), state document and audit log; a chain of {CHAIN} outcomes; a {SUBTREE}-node subtree (fan-out 10); the remaining outcomes as completed children of handler roots; one delivered message per handler to the user. Small store: the same fixed structures, 100 handlers, 100 messages.",
+        "big store populated in {:.0} s through the store's `Tx` (batches of ~14,000 handlers or 50,000 outcomes per transaction): {bh} handlers under the root, each with a root outcome ({WORK_HANDLERS} open, the rest blocked), state document and audit log; a chain of {CHAIN} outcomes; a {SUBTREE}-node subtree (fan-out 10); the remaining outcomes as completed children of handler roots, each with an `outcome.created` event in the log (dated a day back); one delivered message per handler to the user. Small store: the same fixed structures, 100 handlers, 100 messages.",
         big_built.took.as_secs_f64()
     ));
     s.notes.push(format!(
@@ -302,10 +286,21 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         fmt_dur(big.inbox.p99),
         fmt_dur(small.inbox.p99)
     ));
+    s.notes.push(format!(
+        "the big store's daemon after item 5b's dashboard loads below: {:.1} MiB resident.",
+        rss_after_pages as f64 / 1024.0
+    ));
     if quick {
         s.notes.push(
             "quick mode: a tenth of the full sizes (100,000 outcomes, 10,000 handlers).".to_owned(),
         );
     }
-    Ok(vec![s])
+    let pages = dashboard::section(
+        &big_pages,
+        &small_pages,
+        &format!("{bo} outcomes, {bh} handlers"),
+        &small_name,
+        quick,
+    );
+    Ok(vec![s, pages])
 }

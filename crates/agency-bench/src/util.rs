@@ -15,10 +15,11 @@ pub fn block<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::runtime::Handle::current().block_on(f)
 }
 
-/// p50 and p99 of a set of samples.
+/// p50, p95 and p99 of a set of samples.
 #[derive(Debug, Clone, Copy)]
 pub struct Pct {
     pub p50: Duration,
+    pub p95: Duration,
     pub p99: Duration,
     pub n: usize,
 }
@@ -38,6 +39,7 @@ impl Pct {
         };
         Pct {
             p50: at(0.50),
+            p95: at(0.95),
             p99: at(0.99),
             n: s.len(),
         }

@@ -11,11 +11,13 @@ mod groups;
 mod kb;
 mod memory;
 mod org;
+mod pipeline;
 
 pub use control::*;
 pub use kb::*;
 pub use memory::*;
 pub use org::*;
+pub use pipeline::*;
 
 const AFTER_HELP: &str = "\
 Ids of handlers, outcomes, KB files and agents may be abbreviated to any
@@ -98,8 +100,15 @@ pub enum Command {
     Compile(crate::commands::org_compile::CompileArgs),
 
     /// The JSON Schema of the Agency Model (`--sources`: of the sources'
-    /// frontmatter). Needs no daemon.
+    /// frontmatter; `agency schema pipeline [--sources]`: of the Pipeline
+    /// Model, or of a .pipeline file's frontmatter).
+    /// Needs no daemon.
     Schema(crate::commands::org_compile::SchemaArgs),
+
+    /// Pipelines of checked stages (`.pipeline` files): compile one, or
+    /// write a built-in one (AgencyCore) as editable sources.
+    #[command(subcommand)]
+    Pipeline(PipelineCommand),
 
     /// An agent's effective definition after inheritance, and the file
     /// and line each field came from. Needs no daemon.
@@ -181,13 +190,15 @@ pub enum Command {
     /// ended (abnormal ends are named), exit status, tool calls, tokens.
     Runs(RunsArgs),
 
-    /// One agent run in full (runtime, prompt version and hash, usage).
-    Run(RunArg),
+    /// One agent run in full (runtime, prompt version and hash, usage);
+    /// `--prompt`: the system prompt and first message it was given.
+    Run(RunShowArgs),
 
     /// A readable replay of a run's transcript: turns, the model's text,
     /// tool calls with their arguments, results cut short. With `--json`,
-    /// the raw events, one JSON object per line.
-    Transcript(RunArg),
+    /// the raw events, one JSON object per line. `--follow`: a live run's,
+    /// as it is written, until the run ends (exit 0).
+    Transcript(RunFollowArgs),
 
     /// Bearer tokens for external MCP clients.
     #[command(subcommand)]
@@ -196,8 +207,30 @@ pub enum Command {
     /// The captured stdout/stderr of an agent run (the agent's id, or a
     /// prefix of it, from `agency agents`), kept bounded: the first and
     /// the last part, the cut marked. Control characters are shown
-    /// escaped, never sent to the terminal.
-    Logs(LogsArgs),
+    /// escaped, never sent to the terminal. `--follow`: a live run's, as
+    /// it is printed, until the run ends (exit 0).
+    Logs(RunFollowArgs),
+
+    /// Follow the organisation live: one line per event of the event log
+    /// (time, handler, what happened), coloured on a terminal. With
+    /// `--json`, one event per line as JSON (schema: docs/events.md).
+    /// Runs until Ctrl-C (exit 0); reconnects if the daemon restarts,
+    /// resuming after the last event shown.
+    Watch(WatchArgs),
+
+    /// What needs you: stuck signals Agency found (a handler with work and
+    /// no progress, a tool called in a loop, a retry storm, a budget at
+    /// 80%, an approval left waiting, a run whose process is gone, mail
+    /// refused for lack of a connection), each with what to do. Open ones
+    /// by default; `--all`: the latest episodes, cleared ones too.
+    Problems {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Open the web dashboard: prints a one-time login URL (it works once,
+    /// for two minutes) for the page the daemon serves on 127.0.0.1; with
+    /// `--open`, opens it in the browser too.
+    Dashboard(DashboardArgs),
 
     /// Bridge stdio to the daemon's MCP endpoint, for MCP clients that only
     /// speak stdio: newline-delimited JSON-RPC on stdin and stdout.
@@ -269,9 +302,20 @@ pub enum Command {
     #[command(subcommand)]
     Budget(BudgetCommand),
 
-    /// Continue a handler's subtree that a reached budget paused, with the
-    /// limits as they are (raising a limit with `agency budget set` also
-    /// continues it).
+    /// Pause a handler's subtree by hand: no new model calls, agent starts
+    /// or delegations (calls in flight finish) until `agency resume`.
+    Pause {
+        /// Handler id or unique prefix.
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
+        handler: String,
+        /// Why, for the event log and the listings (one line).
+        #[arg(long)]
+        note: Option<String>,
+    },
+
+    /// Continue a handler's subtree that a reached budget or `agency pause`
+    /// paused, with the limits as they are (raising a limit with `agency
+    /// budget set` also continues a reached budget).
     Resume {
         /// Handler id or unique prefix.
         #[arg(value_parser = NonEmptyStringValueParser::new())]
@@ -595,9 +639,22 @@ pub struct RunsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArg {
+pub struct RunFollowArgs {
     /// The run's agent id or unique prefix.
     pub run: String,
+    /// Follow a live run as it goes, until it ends (exit 0; Ctrl-C also
+    /// exits 0); a run that has ended is printed whole.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunShowArgs {
+    /// The run's agent id or unique prefix.
+    pub run: String,
+    /// Show the system prompt and the first message the agent received.
+    #[arg(long)]
+    pub prompt: bool,
 }
 
 #[derive(Debug, Args)]
@@ -653,9 +710,32 @@ pub struct GrantArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct LogsArgs {
-    /// The run's agent id (or a unique prefix).
-    pub run: String,
+pub struct DashboardArgs {
+    /// Open the URL in the default browser (xdg-open, or open on macOS).
+    #[arg(long)]
+    pub open: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Only events about this handler (id or unique prefix).
+    #[arg(long)]
+    pub handler: Option<String>,
+    /// With --handler: also the handlers below it.
+    #[arg(long, requires = "handler")]
+    pub subtree: bool,
+    /// Only these kinds (`mail.sent`) or families (`mail`, `agent`,
+    /// `tool`, `model_call`, …); repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub kind: Vec<String>,
+    /// Start with the events of this long ago (`10m`, `2h`, `1d`);
+    /// without it, only what happens from now on.
+    #[arg(long, value_parser = parse_duration_ms)]
+    pub since: Option<i64>,
+    /// Print the events recorded so far (with --since, or the latest 100)
+    /// and exit instead of following.
+    #[arg(long)]
+    pub no_follow: bool,
 }
 
 #[derive(Debug, Args)]

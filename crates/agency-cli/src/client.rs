@@ -174,28 +174,7 @@ impl Client {
     /// `body_len`: the request body's size, for the error when the daemon
     /// refuses a body too large before reading all of it.
     fn send(&self, req: RequestBuilder, body_len: usize) -> Result<Value> {
-        let resp = match req.bearer_auth(&self.token).send() {
-            Ok(r) => r,
-            // A socket left by a crashed daemon: nothing listens there.
-            Err(e) if e.is_connect() => return Err(no_daemon(&self.home)),
-            // The daemon answers a body over its limit before reading it
-            // all and closes the connection; the answer may be lost in the
-            // race with our write, so say what it almost certainly was.
-            Err(e) if body_len > 0 && closed_while_sending(&e) => {
-                anyhow::bail!(
-                    "failed to send the request to the Agency daemon at {}: it closed the connection before reading the whole body ({body_len} bytes), which it does when a body is larger than the limit that follows from limits.max_file_bytes in agency.toml; send less, or raise that limit",
-                    self.home.admin_socket_path().display()
-                );
-            }
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "failed to reach the Agency daemon at {}",
-                        self.home.admin_socket_path().display()
-                    )
-                });
-            }
-        };
+        let resp = self.dispatch(req, body_len)?;
         let status = resp.status();
         let text = resp
             .text()
@@ -208,6 +187,55 @@ impl Client {
                 )
             });
         }
+        Err(api_error(status.as_u16(), &text).into())
+    }
+
+    /// Send `req` with the admin token; the daemon's response, whatever its
+    /// status, or the error of not reaching it.
+    fn dispatch(
+        &self,
+        req: RequestBuilder,
+        body_len: usize,
+    ) -> Result<reqwest::blocking::Response> {
+        match req.bearer_auth(&self.token).send() {
+            Ok(r) => Ok(r),
+            // A socket left by a crashed daemon: nothing listens there.
+            Err(e) if e.is_connect() => Err(no_daemon(&self.home)),
+            // The daemon answers a body over its limit before reading it
+            // all and closes the connection; the answer may be lost in the
+            // race with our write, so say what it almost certainly was.
+            Err(e) if body_len > 0 && closed_while_sending(&e) => {
+                anyhow::bail!(
+                    "failed to send the request to the Agency daemon at {}: it closed the connection before reading the whole body ({body_len} bytes), which it does when a body is larger than the limit that follows from limits.max_file_bytes in agency.toml; send less, or raise that limit",
+                    self.home.admin_socket_path().display()
+                );
+            }
+            Err(e) => Err(e).with_context(|| {
+                format!(
+                    "failed to reach the Agency daemon at {}",
+                    self.home.admin_socket_path().display()
+                )
+            }),
+        }
+    }
+
+    /// Open a stream (`GET`, e.g. Server-Sent Events): the response once
+    /// the daemon answered with success, its body unread.
+    pub fn open_stream(
+        &self,
+        url: Url,
+        last_event_id: Option<i64>,
+    ) -> Result<reqwest::blocking::Response> {
+        let mut req = self.http.get(url);
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        let resp = self.dispatch(req, 0)?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().unwrap_or_default();
         Err(api_error(status.as_u16(), &text).into())
     }
 

@@ -8,8 +8,11 @@ mod claude_warm;
 mod completions;
 mod cost;
 mod daemon;
+mod dashboard;
 mod demo;
 mod demo_org;
+mod demo_pipeline;
+mod follow;
 mod gc;
 mod hook;
 mod kb;
@@ -25,6 +28,8 @@ pub(crate) mod org_assist;
 pub(crate) mod org_compile;
 mod org_keys;
 mod org_up;
+mod pipeline;
+mod problems;
 mod quickstart;
 mod records;
 mod reopen;
@@ -32,6 +37,7 @@ mod runtime;
 mod sandbox_exec;
 mod tokens;
 mod tools;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,7 +50,7 @@ use serde_json::Value;
 
 use crate::cli::{
     BudgetCommand, Cli, Command, HookCommand, KbCommand, KeyCommand, MailCommand, McpCommand,
-    MemoryCommand, ModelCommand, OutcomeCommand, TokenCommand,
+    MemoryCommand, ModelCommand, OutcomeCommand, PipelineCommand, TokenCommand,
 };
 use crate::client::{Client, decode};
 
@@ -70,7 +76,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     crate::output::layout::set(cli.wide || wide_env);
     // The demo must never use the usual home: only an explicit --home.
     if let Command::Demo(a) = &cli.command {
-        return demo::demo(cli.home.clone(), a.org);
+        return demo::demo(cli.home.clone(), a.org, a.pipeline);
     }
     // The launcher needs no home: everything comes from its environment.
     if let Command::McpLaunch(a) = &cli.command {
@@ -82,6 +88,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compile(a) => return org_compile::compile(a, cli.home.clone()),
         Command::Schema(a) => return org_compile::schema(a),
         Command::Explain(a) => return org_compile::explain(a, cli.home.clone(), cli.json),
+        Command::Pipeline(PipelineCommand::Compile(a)) => return pipeline::compile(a, cli.json),
+        Command::Pipeline(PipelineCommand::Init(a)) => return pipeline::init(a),
         _ => {}
     }
     // Nor completions and the manual page.
@@ -100,6 +108,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     // Claude Code's hook: everything comes from the agent's environment.
     if let Command::Hook(HookCommand::PreToolUse { config }) = &cli.command {
         return hook::pre_tool_use(config.as_deref());
+    }
+    if let Command::Hook(HookCommand::PostToolUse { config }) = &cli.command {
+        return Ok(hook::post_tool_use(config.as_deref()));
     }
     // Nor the sandbox, which must run before anything starts a thread.
     if let Command::SandboxExec(a) = &cli.command {
@@ -151,7 +162,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Kb(KbCommand::Audit { id, limit }) => records::kb_audit(&ctx, &id, limit),
         Command::Mail(MailCommand::Status { id }) => records::mail_status(&ctx, &id),
         Command::Runs(a) => records::runs(&ctx, a.handler.as_deref(), a.limit),
+        Command::Run(a) if a.prompt => records::run_prompt(&ctx, &a.run),
         Command::Run(a) => records::run(&ctx, &a.run),
+        Command::Transcript(a) if a.follow => follow::transcript(&ctx, &a.run),
         Command::Transcript(a) => records::transcript(&ctx, &a.run),
         Command::Fsck => kb::fsck(&ctx),
         Command::Gc(a) => gc::run(&ctx, a.dry_run),
@@ -159,7 +172,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             tokens::mint(&ctx, &handler, workspace.as_deref())
         }
         Command::Token(TokenCommand::Revoke { agent }) => tokens::revoke(&ctx, &agent),
+        Command::Logs(a) if a.follow => follow::logs(&ctx, &a.run),
         Command::Logs(a) => logs::logs(&ctx, &a.run),
+        Command::Watch(a) => watch::watch(&ctx, &a),
+        Command::Problems { all } => problems::problems(&ctx, all),
+        Command::Dashboard(a) => dashboard::run(&ctx, a.open),
         Command::McpStdio(a) => crate::bridge::run(&ctx.home, &a.token_file),
         Command::Agent(a) => runtime::agent(&a.config),
         Command::ClaudeWarm(a) => claude_warm::run(&a),
@@ -168,15 +185,23 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             unreachable!("handled before the home is resolved")
         }
         Command::Demo(_) => unreachable!("handled before the home is resolved"),
-        Command::Compile(_) | Command::Schema(_) | Command::Explain(_) => {
+        Command::Compile(_)
+        | Command::Schema(_)
+        | Command::Explain(_)
+        | Command::Pipeline(PipelineCommand::Compile(_) | PipelineCommand::Init(_)) => {
             unreachable!("handled before the home is resolved")
         }
         Command::SandboxExec(_) => unreachable!("handled before the home is resolved"),
         Command::SandboxForward(_) => unreachable!("handled before the home is resolved"),
+        Command::Pipeline(PipelineCommand::Run(a)) => pipeline::run(&ctx, &a),
+        Command::Pipeline(PipelineCommand::Runs(a)) => pipeline::runs(&ctx, &a),
+        Command::Pipeline(PipelineCommand::Show(a)) => pipeline::show_run(&ctx, &a.run),
+        Command::Pipeline(PipelineCommand::Stop(a)) => pipeline::stop_run(&ctx, &a.run),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
         Command::Budget(BudgetCommand::Set { handler, limits }) => {
             budget::set(&ctx, &handler, &limits)
         }
+        Command::Pause { handler, note } => budget::pause(&ctx, &handler, note.as_deref()),
         Command::Resume { handler } => budget::resume(&ctx, &handler),
         Command::Budget(BudgetCommand::Show { handler }) => budget::show(&ctx, handler.as_deref()),
         Command::Model(ModelCommand::Set { handler, upstream }) => {

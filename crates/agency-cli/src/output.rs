@@ -15,7 +15,7 @@ pub use agency_api::{AgentsView, LimitView, StatusView};
 
 mod hints;
 pub mod layout;
-mod paused;
+pub(crate) mod paused;
 mod table;
 pub use hints::{no_runtime_hint, sandbox_warning, tools};
 pub use layout::ago;

@@ -62,24 +62,44 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 pub fn replay(events: &[Value]) -> String {
     let mut out = String::new();
     for ev in events {
-        if ev.get("event").is_some() {
-            builtin_event(&mut out, ev);
-        } else if ev.get("type").is_some() {
-            claude_event(&mut out, ev);
-        } else if let Some(raw) = ev.get("unparsed").and_then(Value::as_str) {
-            let _ = writeln!(out, "(not JSON) {}", line(&cut(raw, RESULT_CHARS)));
-        } else {
-            let _ = writeln!(
-                out,
-                "(unknown event) {}",
-                line(&cut(&ev.to_string(), RESULT_CHARS))
-            );
-        }
+        event_into(&mut out, ev);
     }
     if out.is_empty() {
         out.push_str("(empty transcript)\n");
     }
     out
+}
+
+/// The replay of one event, as a followed transcript prints it (each
+/// event stands alone: the replay keeps no state between them).
+pub fn replay_event(ev: &Value) -> String {
+    let mut out = String::new();
+    event_into(&mut out, ev);
+    out
+}
+
+fn event_into(out: &mut String, ev: &Value) {
+    // Agency's own marker where it left part of the transcript out.
+    if str_of(ev, "type") == "agency_omitted" {
+        let _ = writeln!(
+            out,
+            "({} bytes left out here: {})",
+            ev.get("bytes").map(compact).unwrap_or_default(),
+            line(str_of(ev, "why"))
+        );
+    } else if ev.get("event").is_some() {
+        builtin_event(out, ev);
+    } else if ev.get("type").is_some() {
+        claude_event(out, ev);
+    } else if let Some(raw) = ev.get("unparsed").and_then(Value::as_str) {
+        let _ = writeln!(out, "(not JSON) {}", line(&cut(raw, RESULT_CHARS)));
+    } else {
+        let _ = writeln!(
+            out,
+            "(unknown event) {}",
+            line(&cut(&ev.to_string(), RESULT_CHARS))
+        );
+    }
 }
 
 fn tool_call_line(out: &mut String, name: &str, input: &Value) {

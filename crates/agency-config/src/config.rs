@@ -46,6 +46,10 @@ pub struct Config {
     /// Each handler's memory: recall, condensation, limits and
     /// the optional embeddings endpoint.
     pub memory: crate::memory::MemorySettings,
+    /// When a stuck signal is a problem, and how often the daemon looks.
+    pub watch: crate::watch::WatchConfig,
+    /// OpenTelemetry export of the event log (off by default).
+    pub telemetry: crate::telemetry::TelemetrySettings,
     /// What the daemon warns about at start: deprecated settings it has
     /// rewritten (`models::route_direct_settings`). Not a key of the file.
     #[serde(skip)]
@@ -179,6 +183,9 @@ pub struct RetentionConfig {
     /// A blob no row points at is removed only this long after it was last
     /// written.
     pub blob_grace_minutes: u32,
+    /// Events of the event log are removed this many days after they
+    /// happened (0: kept forever).
+    pub event_days: u32,
     /// The daemon collects garbage after start and then every this many
     /// hours (0: only `agency gc`).
     pub gc_interval_hours: u32,
@@ -189,6 +196,7 @@ impl Default for RetentionConfig {
         RetentionConfig {
             acked_mail_days: 30,
             blob_grace_minutes: 60,
+            event_days: 30,
             gc_interval_hours: 24,
         }
     }
@@ -471,6 +479,8 @@ impl Config {
         crate::claude_tools::check_tools(&cfg.agents.claude_code.tools)
             .map_err(|e| bad(e.to_string()))?;
         crate::memory::validate(&cfg.memory, &cfg.secrets).map_err(bad)?;
+        crate::watch::validate(&cfg.watch).map_err(bad)?;
+        crate::telemetry::validate(&cfg.telemetry).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;
@@ -543,6 +553,7 @@ impl Config {
     pub fn retention(&self) -> agency_service::Retention {
         agency_service::Retention {
             acked_mail_days: self.retention.acked_mail_days,
+            event_days: self.retention.event_days,
             blob_grace: std::time::Duration::from_secs(
                 u64::from(self.retention.blob_grace_minutes) * 60,
             ),

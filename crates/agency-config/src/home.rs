@@ -253,6 +253,7 @@ impl Home {
                     limits: cfg.limits(),
                     retention: cfg.retention(),
                     org_api: cfg.agency_api.service_limits(),
+                    watch: cfg.watch.service(),
                 },
             ),
         )

@@ -22,8 +22,10 @@ pub mod memory;
 pub mod models;
 pub mod sandbox;
 pub mod secrets;
+pub mod telemetry;
 pub mod template;
 pub mod upstreams;
+pub mod watch;
 
 pub use config::{
     AgentsConfig, BuiltinConfig, ClaudeCodeConfig, CommandConfig, Config, LimitsConfig, LogConfig,

@@ -44,6 +44,7 @@ impl Config {
         a.keep_warm_executive_ms = n.keep_warm_executive_ms;
         cfg.retention.acked_mail_days = new.retention.acked_mail_days;
         cfg.retention.blob_grace_minutes = new.retention.blob_grace_minutes;
+        cfg.retention.event_days = new.retention.event_days;
         cfg.memory.recall_tokens = new.memory.recall_tokens;
         cfg.memory.condense_after = new.memory.condense_after;
         cfg.memory.max_per_handler = new.memory.max_per_handler;

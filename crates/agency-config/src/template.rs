@@ -42,6 +42,9 @@ max_handoffs = 500
 acked_mail_days = 30
 # An unreferenced blob is removed only this long after it was written.
 blob_grace_minutes = 60
+# Events of the event log (`agency watch`, the dashboard) are removed this
+# many days after they happened (0: keep them forever).
+event_days = 30
 # Collect after the daemon starts and then every this many hours (0: only
 # when `agency gc` is run).
 gc_interval_hours = 24
@@ -248,4 +251,23 @@ max_pending_per_key = 20
 # model = "nomic-embed-text"
 # api_key = ""                                       # or "${secret:NAME}"
 # dims = 768                                         # optional check
+
+# Problems (`agency problems`, the dashboard's "needs you"): when a signal
+# counts, and how often the daemon looks.
+# [watch]
+# stuck_after_minutes = 15            # a handler with work and no progress
+# approval_stale_after_minutes = 30   # an approval left waiting
+# tick_seconds = 30
+
+# OpenTelemetry: traces and metrics of the event log over OTLP/HTTP
+# (docs/telemetry.md). Off unless enabled; the OTEL_EXPORTER_OTLP_* and
+# OTEL_SERVICE_NAME variables win over these keys, OTEL_SDK_DISABLED=true
+# switches export off.
+# [telemetry]
+# enabled = true
+# endpoint = "http://localhost:4318"   # the collector's OTLP/HTTP base URL
+# headers = { "x-team" = "garden" }     # keys are better in OTEL_EXPORTER_OTLP_HEADERS
+# service_name = "agency"
+# capture_content = false               # the event log holds no prompt or answer text
+# metrics_interval_secs = 60
 "#;

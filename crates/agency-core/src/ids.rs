@@ -83,6 +83,11 @@ uuid_id!(
     ConversationId
 );
 uuid_id!(
+    /// One typed call of an agent's verb (`agent_call`): the request and
+    /// its one reply name it (issue 31).
+    CallId
+);
+uuid_id!(
     /// An agency's API key (its row; the secret itself is never stored).
     OrgKeyId
 );

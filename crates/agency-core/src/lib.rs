@@ -29,7 +29,7 @@ pub use capability::{
 };
 pub use egress::{EgressPattern, EgressTarget};
 pub use ids::{
-    AgentId, CapabilityId, ConversationId, FileId, HandlerId, MemoryCompactionId, MemoryId,
+    AgentId, CallId, CapabilityId, ConversationId, FileId, HandlerId, MemoryCompactionId, MemoryId,
     MessageId, OrgKeyId, OrgMessageId, OutcomeId,
 };
 pub use level::Level;

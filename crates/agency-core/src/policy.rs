@@ -41,6 +41,7 @@
 
 mod defaults;
 mod names;
+pub mod plan;
 pub mod shell;
 
 pub use names::ToolNames;

@@ -14,7 +14,7 @@
 use crate::ids::{FileId, HandlerId};
 
 /// Bump when the seed copy or the additions change.
-pub const PROMPT_VERSION: u32 = 4;
+pub const PROMPT_VERSION: u32 = 5;
 
 /// Seed 000's "Agent Prompt", verbatim, with `{HANDLER_OUTCOME_UUID}` and
 /// `{BOSS_OUTCOME_UUID}` placeholders.
@@ -94,7 +94,7 @@ Your state document is KB file {state} (state_read / state_write). Your audit lo
 - **Repo Cache MCP Tool**: repo_clone (clone a repo into your workspace), repo_push (push a branch of your clone, committed first, to the repo's origin as agency/<your handler id>/<branch>; needs write on the repo; Agency holds the credentials).
 - **State Document and Audit Log**: state_read, state_write, audit_read, audit_submit.
 - **Long listings come in pages**: mail_inbox, kb_list, kb_browse, kb_history, audit_read and outcome_history return at most a page (bounded in entries and bytes); pass the returned `next_after` as `after` for the next page. A large message body comes back as a KB file to read with kb_read.
-- **Runs**: run_list and run_view show the agent runs of your handler and of your direct underlings (start, end, how it ended, exit status, tokens, tool calls).
+- **Runs**: run_list and run_view show the agent runs of your handler and of your direct underlings (start, end, how it ended, exit status, tokens, tool calls); events_read shows what happened in your subtree, oldest first (mail, outcomes, delegations, agents, model and tool calls, flagged calls, budgets, stalls), page by page.
 
 ### How Agency treats you
 

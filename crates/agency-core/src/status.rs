@@ -293,3 +293,118 @@ impl CompactionStatus {
         })
     }
 }
+
+/// Where a pipeline run is (issue 31). `Running`, `Waiting` and `Paused`
+/// are unfinished: the daemon's engine carries them on, also after a
+/// restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineRunStatus {
+    /// A stage runs or is next.
+    Running,
+    /// A stage waits for the user (an approval).
+    Waiting,
+    /// A budget of the run's subtree was reached; it goes on when raised.
+    Paused,
+    /// Every stage ended `ok` or `repaired`.
+    Done,
+    /// A stage ended in a failure; the run stopped there.
+    Failed,
+    /// The user stopped it.
+    Stopped,
+}
+
+impl PipelineRunStatus {
+    pub const ALL: [PipelineRunStatus; 6] = [
+        PipelineRunStatus::Running,
+        PipelineRunStatus::Waiting,
+        PipelineRunStatus::Paused,
+        PipelineRunStatus::Done,
+        PipelineRunStatus::Failed,
+        PipelineRunStatus::Stopped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineRunStatus::Running => "running",
+            PipelineRunStatus::Waiting => "waiting",
+            PipelineRunStatus::Paused => "paused",
+            PipelineRunStatus::Done => "done",
+            PipelineRunStatus::Failed => "failed",
+            PipelineRunStatus::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PipelineRunStatus> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether the engine still has something to do for it.
+    pub fn is_unfinished(self) -> bool {
+        matches!(
+            self,
+            PipelineRunStatus::Running | PipelineRunStatus::Waiting | PipelineRunStatus::Paused
+        )
+    }
+}
+
+/// Where one stage of a pipeline run is: `pending` and `running`, then one
+/// of the terminal states of issue 31 item 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageStatus {
+    Pending,
+    Running,
+    /// The first answer validated.
+    Ok,
+    /// An answer validated after a repair parse, a re-ask or escalation.
+    Repaired,
+    /// No answer validated within the ladder.
+    FailedValidation,
+    /// The model could not be reached (5xx, 429, timeouts) after backoff.
+    FailedInfra,
+    /// The policy or SafetyGuard refused.
+    BlockedPolicy,
+    /// A budget was reached.
+    BudgetExhausted,
+}
+
+impl StageStatus {
+    pub const ALL: [StageStatus; 8] = [
+        StageStatus::Pending,
+        StageStatus::Running,
+        StageStatus::Ok,
+        StageStatus::Repaired,
+        StageStatus::FailedValidation,
+        StageStatus::FailedInfra,
+        StageStatus::BlockedPolicy,
+        StageStatus::BudgetExhausted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageStatus::Pending => "pending",
+            StageStatus::Running => "running",
+            StageStatus::Ok => "ok",
+            StageStatus::Repaired => "repaired",
+            StageStatus::FailedValidation => "failed_validation",
+            StageStatus::FailedInfra => "failed_infra",
+            StageStatus::BlockedPolicy => "blocked_policy",
+            StageStatus::BudgetExhausted => "budget_exhausted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StageStatus> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether the stage produced its artifact.
+    pub fn succeeded(self) -> bool {
+        matches!(self, StageStatus::Ok | StageStatus::Repaired)
+    }
+
+    /// Whether the stage ended (successfully or not).
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, StageStatus::Pending | StageStatus::Running)
+    }
+}

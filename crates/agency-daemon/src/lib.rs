@@ -13,6 +13,7 @@ mod error;
 mod hooks;
 pub mod logging;
 pub mod memory_embed;
+mod problems;
 mod rate_limit;
 pub mod reload;
 pub mod rest;

@@ -6,11 +6,13 @@
 //! that does not parse).
 
 pub mod agency;
+pub(crate) mod follow;
 pub(crate) mod kb;
 pub(crate) mod keep_warm;
 pub(crate) mod memory;
 pub(crate) mod models;
 pub(crate) mod orgs;
+pub(crate) mod pipelines;
 pub(crate) mod records;
 
 use std::path::PathBuf;
@@ -63,16 +65,21 @@ pub(crate) fn routes(max_file_bytes: usize, tools: &Arc<Tools>) -> Router<Arc<Ap
         .route("/v1/kb/{id}/history", get(kb_history))
         .route("/v1/fsck", post(fsck))
         .route("/v1/gc", post(gc))
+        .route("/v1/events", get(events_page))
+        .route("/v1/events/stream", get(events_stream))
+        .route("/v1/problems", get(problems))
         .route("/v1/tokens", post(mint))
         .route("/v1/tokens/{agent}", delete(revoke))
         .route("/v1/resolve/{kind}/{prefix}", get(resolve))
         .route("/v1/runs/{agent}/log", get(run_log))
         .merge(records::routes())
+        .merge(follow::routes())
         .merge(models::routes())
         .merge(memory::routes())
         .merge(keep_warm::routes())
         .merge(crate::reload::routes())
         .merge(orgs::routes())
+        .merge(pipelines::routes())
         .merge(agency::key_routes())
         .merge(agency_tools::admin_routes(tools.clone()))
         .layer(axum::middleware::from_fn(
@@ -461,6 +468,47 @@ async fn fsck(State(st): State<Arc<AppState>>) -> Response {
 struct GcReq {
     #[serde(default)]
     dry_run: bool,
+}
+
+/// A page of the event log (`agency watch --no-follow`, scripts).
+async fn events_page(
+    State(st): State<Arc<AppState>>,
+    Query(p): Query<agency_http::events::EventParams>,
+) -> Answer {
+    let q = p.query(None)?;
+    Ok(agency_http::events::page(st.svc.service(), USER, q).await)
+}
+
+/// The event log, live (`agency watch`): from `after`, `since` or
+/// `Last-Event-ID`, else from now on.
+async fn events_stream(
+    State(st): State<Arc<AppState>>,
+    headers: http::HeaderMap,
+    Query(p): Query<agency_http::events::EventParams>,
+) -> Answer {
+    if p.limit.is_some() {
+        return Err(BadRequest(
+            "failed to follow events: `limit` applies to pages (GET /v1/events), not to the stream"
+                .into(),
+        ));
+    }
+    let resume = agency_http::events::last_event_id(&headers)?;
+    let from_end = resume.is_none() && p.after.is_none() && p.since.is_none();
+    let q = p.query(resume)?;
+    Ok(agency_http::events::stream(st.svc.service().clone(), USER, q, from_end).await)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProblemsQuery {
+    #[serde(default)]
+    all: bool,
+}
+
+/// The open problems, or with `all=true` the latest episodes
+/// (`agency problems`).
+async fn problems(State(st): State<Arc<AppState>>, Query(q): Query<ProblemsQuery>) -> Response {
+    call(&st.svc, move |svc| svc.problems(USER, q.all)).await
 }
 
 /// Apply the retention policy now (`agency gc`).

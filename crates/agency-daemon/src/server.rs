@@ -50,6 +50,8 @@ pub(crate) struct AppState {
     /// The sandbox's grants, for `agency up`'s report of a tool program
     /// whose toolchain it does not grant.
     pub confiner: Arc<Confiner>,
+    /// The runs live now (`rest/follow.rs` streams them).
+    pub live: Arc<agency_supervisor::LiveRuns>,
 }
 
 /// A running daemon (in this process).
@@ -66,7 +68,13 @@ pub struct Daemon {
     mail: JoinHandle<()>,
     /// The periodic garbage collection (`None`: `gc_interval_hours = 0`).
     gc: Option<JoinHandle<()>>,
+    /// The problem detector's ticks (`problems.rs`).
+    problems: JoinHandle<()>,
     supervisor: Option<Supervisor>,
+    /// Drives pipeline runs (`agency-pipeline`'s runner).
+    pipelines: agency_pipeline::runner::RunnerHandle,
+    /// The OpenTelemetry exporter (`None`: `[telemetry]` off).
+    telemetry: Option<agency_telemetry::Exporter>,
     /// The forward proxy agents reach the network through (`egress.rs`).
     egress: Option<EgressProxy>,
     /// `on`, `off` or `unavailable: CAUSE` (see [`Daemon::sandbox`]).
@@ -127,6 +135,13 @@ impl Daemon {
         if let Some(sup) = self.supervisor.take() {
             sup.shutdown().await;
         }
+        // A stage in flight is handed out again at the next start.
+        self.pipelines.stop();
+        // After the agents, so their runs' ends are exported; a collector
+        // that is down holds the stop 5 s at most.
+        if let Some(t) = self.telemetry.take() {
+            t.shutdown(Duration::from_secs(5)).await;
+        }
         // The MCP servers of attached clients (agents' went with them).
         self.stdio.stop_all().await;
         if let Some(egress) = self.egress.take() {
@@ -145,6 +160,7 @@ impl Daemon {
         if let Some(gc) = self.gc.take() {
             gc.abort();
         }
+        self.problems.abort();
         if let Some(server) = self.server.take() {
             // In-flight requests get a grace period; long-lived SSE streams
             // would otherwise hold shutdown open.

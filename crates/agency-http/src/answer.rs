@@ -66,6 +66,7 @@ pub fn service_error(e: &ServiceError) -> Response {
         ServiceError::Quota(_) => StatusCode::FORBIDDEN,
         ServiceError::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
         ServiceError::InvalidInput(_) => StatusCode::BAD_REQUEST,
+        ServiceError::SchemaViolation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         ServiceError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error(status, e.kind(), &e.to_string())

@@ -9,6 +9,7 @@
 
 mod activity;
 pub mod answer;
+pub mod events;
 pub mod guard;
 
 pub use activity::Activity;

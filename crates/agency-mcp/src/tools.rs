@@ -15,6 +15,7 @@
 //! pool, so it never stalls the workers that serve every other agent.
 
 mod audit;
+mod calls;
 mod kb;
 mod mail;
 mod memory;
@@ -186,9 +187,21 @@ where
         repos,
         arguments,
     } = invocation;
+    let started = std::time::Instant::now();
+    let digest = agency_service::args_digest(&arguments);
+    let step = Step {
+        svc: svc.clone(),
+        who: Principal::agent(identity.handler, identity.agent),
+        name,
+        digest,
+        started,
+    };
     let args: A = match args::parse(name, arguments) {
         Ok(a) => a,
-        Err(e) => return into_call_result(Err(e)),
+        Err(e) => {
+            step.done(Some(&e));
+            return into_call_result(Err(e));
+        }
     };
     // One span per tool call, with who called (ids only: never a token),
     // carried onto the blocking thread so the service's operation spans
@@ -239,6 +252,7 @@ where
             ),
         },
     };
+    step.done(outcome.as_ref().err());
     span.in_scope(|| match &outcome {
         Ok(_) => tracing::debug!("tool call succeeded"),
         Err(e) if e.kind == "internal" => tracing::warn!(error = %e.message, "tool call failed"),
@@ -249,6 +263,33 @@ where
         result.content.push(ContentBlock::text(n));
     }
     result
+}
+
+/// A tool call being made, for the event log: logged once it ended.
+struct Step {
+    svc: Arc<Service>,
+    who: Principal,
+    name: &'static str,
+    digest: String,
+    started: std::time::Instant,
+}
+
+impl Step {
+    fn done(self, error: Option<&ToolError>) {
+        let step = agency_service::ToolStep {
+            tool: self.name.to_owned(),
+            args_digest: self.digest,
+            error_kind: error.map(|e| e.kind.to_owned()),
+            error: error.map(|e| e.message.clone()),
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            call_id: None,
+            at_admission: false,
+        };
+        // Logging never fails the call it describes.
+        if let Err(e) = self.svc.record_tool_call(self.who, step) {
+            tracing::debug!(error = %e, "failed to log a tool call");
+        }
+    }
 }
 
 /// The JSON Schema of a tool's arguments, with every subschema inlined (no
@@ -282,6 +323,7 @@ pub(crate) fn build() -> (ToolRouter<AgencyMcp>, HashMap<&'static str, DirectFn>
         .chain(records::routes())
         .chain(runs::routes())
         .chain(memory::routes())
+        .chain(calls::routes())
         .chain([Declared {
             route: wait::route(),
             direct: None,

@@ -29,6 +29,7 @@ pub const AGENT_KEYS: &[&str] = &[
     "replace",
     "static_memory",
     "behavior",
+    "verbs",
 ];
 
 /// Claude Code's subagent fields (others are kept too; these are only
@@ -270,6 +271,7 @@ pub fn apply_fields(cx: &mut Cx, node: &Node, a: &mut RawAgent, namespace: &str)
             "static_memory" => a
                 .static_memory
                 .extend(cx.string_list_lines(v, "static_memory")),
+            "verbs" => crate::verbs::read_verbs(cx, v, a),
             _ => a.behavior.extend(cx.string_list_lines(v, "behavior")),
         }
     }

@@ -211,6 +211,7 @@ pub fn finish(a: &RawAgent, e: &Eff, role: Option<&str>) -> Explanation {
             guidance: values(&e.guidance),
             keep_warm: e.keep_warm.as_ref().map(|k| k.0.clone()),
         },
+        verbs: a.verbs.iter().map(|v| v.v.clone()).collect(),
         claude: a.claude.clone(),
         source: name_src.clone(),
     };
@@ -237,6 +238,13 @@ pub fn finish(a: &RawAgent, e: &Eff, role: Option<&str>) -> Explanation {
             field: "inherits".into(),
             value: json!(p.v),
             from: at(f, p),
+        });
+    }
+    for v in &a.verbs {
+        fields.push(FieldOrigin {
+            field: "verbs".into(),
+            value: json!(v.v.name),
+            from: at(f, v),
         });
     }
     let lists: [(&str, &Items); 6] = [

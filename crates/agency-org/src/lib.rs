@@ -20,11 +20,13 @@ pub mod json;
 pub mod markdown;
 pub mod model;
 pub mod node;
+pub mod pipeline;
 pub mod raw;
 pub mod resolve;
 pub mod schema;
 pub mod tool;
 pub mod tool_access;
+pub mod verbs;
 pub mod walk;
 pub mod yaml;
 

@@ -127,11 +127,32 @@ pub struct Agent {
     pub connections: Vec<String>,
     #[serde(default)]
     pub memory: MemorySettings,
+    /// What other agents may call this agent for with `agent_call`: typed
+    /// contracts (issue 31). The agent's own, not inherited; in source
+    /// order. Omitted from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verbs: Vec<Verb>,
     /// The Claude Code subagent frontmatter this agent was read from, kept
     /// for a lossless export back to `.claude/agents/*.md`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claude: Option<ClaudeSubagent>,
     pub source: SourceRef,
+}
+
+/// One typed contract of an agent: `agent_call {target, verb, input}` is
+/// checked against `input` before it is sent, and the callee's
+/// `agent_reply` against `output` before it is delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Verb {
+    /// `[a-z][a-z0-9_]*`, unique among the agent's verbs.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// JSON Schema (draft 2020-12) of the call's input; it compiles.
+    pub input: serde_json::Value,
+    /// JSON Schema (draft 2020-12) of the answer; it compiles.
+    pub output: serde_json::Value,
 }
 
 /// What the agent does with a message (seed 002: `behavior.onMessage`).

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::diag::Pos;
-use crate::model::{Budget, ClaudeSubagent, ToolImplementation};
+use crate::model::{Budget, ClaudeSubagent, ToolImplementation, Verb};
 
 /// A value and where it was written.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -43,6 +43,8 @@ pub struct RawAgent {
     pub keep_warm: Option<S<String>>,
     /// Fields whose inherited values are dropped (`staticMemory`, …).
     pub replace: BTreeSet<String>,
+    /// `agency.verbs`, already checked; at the verb's name.
+    pub verbs: Vec<S<Verb>>,
     pub claude: Option<ClaudeSubagent>,
 }
 

@@ -50,7 +50,14 @@ pub fn agent_fields() -> Value {
             "tools_add": strings(),
             "replace": { "type": "array", "items": { "enum": crate::agent::REPLACEABLE } },
             "static_memory": lines(),
-            "behavior": lines()
+            "behavior": lines(),
+            "verbs": { "type": "array", "items": { "type": "object", "additionalProperties": false,
+                "required": ["name", "input", "output"],
+                "properties": {
+                    "name": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$", "maxLength": 64 },
+                    "description": { "type": "string" },
+                    "input": { "type": ["object", "boolean"], "description": "JSON Schema 2020-12 of the call's input" },
+                    "output": { "type": ["object", "boolean"], "description": "JSON Schema 2020-12 of the answer" } } } }
         }
     })
 }

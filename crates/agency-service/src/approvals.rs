@@ -23,6 +23,8 @@
 //! has usually ended, nothing would start another, and the approved call
 //! would wait for unrelated mail.
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -409,7 +411,7 @@ fn admit_use(
     }
 }
 
-fn ask(
+pub(crate) fn ask(
     op: &mut Op<'_>,
     caller: &Caller,
     h: HandlerId,
@@ -443,6 +445,15 @@ fn ask(
         used.status = ApprovalStatus::Consumed;
         used.consumed_at = Some(op.now);
         if op.tx.update_approval(&used, ApprovalStatus::Approved)? {
+            op.record(
+                Record::new(
+                    EventKind::ApprovalConsumed,
+                    Some(a.handler),
+                    format!("approval {} used by a call of {}", a.id, a.tool),
+                )
+                .agent(Some(a.agent))
+                .data(serde_json::json!({ "approval": a.id, "tool": a.tool, "args_hash": a.args_hash })),
+            );
             return Ok(Admission::Allow {
                 approval: Some(a.id),
             });
@@ -492,6 +503,15 @@ fn ask(
         consumed_at: None,
     };
     let id = op.tx.insert_approval(&row)?;
+    op.record(
+        Record::new(
+            EventKind::ApprovalRequested,
+            Some(h),
+            format!("approval {id} needed: {tool} ({})", d.reason),
+        )
+        .agent(Some(agent))
+        .data(serde_json::json!({ "approval": id, "tool": tool, "args_hash": hash, "reason": d.reason })),
+    );
     let subject = format!("Approval needed: {tool} for handler {h} (request {id})");
     let body = format!(
         "Agent {agent} of handler {h} wants to call tool `{tool}`.\n\n\
@@ -517,11 +537,16 @@ fn ask(
 /// in the decision's transaction: a decision is never recorded without its
 /// notice. A handler stopped or retired meanwhile has no agent to tell.
 fn tell_decision(op: &mut Op<'_>, caller: &Caller, a: &ApprovalRow) -> Result<()> {
-    op.events.push(Event::ApprovalDecided {
+    op.emit(Event::ApprovalDecided {
         approval: a.id,
         handler: a.handler,
         approved: a.status == ApprovalStatus::Approved,
     });
+    // A pipeline run waiting for this decision goes on (its engine reads
+    // the decision when it runs the stage again); it has no agent to mail.
+    if crate::pipelines::approval_decided(op, a.handler)? {
+        return Ok(());
+    }
     let active = op
         .tx
         .handler(a.handler)?

@@ -86,16 +86,20 @@ impl ServiceBuilder {
     /// The service, inside its system handle (see [`System::service`]).
     pub fn build(self) -> System {
         let (events, _) = broadcast::channel(4096);
-        let read_audit = ReadAudit::start(self.store.clone());
+        let event_seq = Arc::new(tokio::sync::watch::Sender::new(0));
+        let read_audit = ReadAudit::start(self.store.clone(), event_seq.clone());
         System::new(Arc::new(Service {
             read_audit,
             events,
+            event_seq,
             declared: std::sync::RwLock::new(self.declared.map(Arc::new)),
             policy: std::sync::RwLock::new(Arc::new(self.policy)),
             memory_cfg: std::sync::RwLock::new(self.memory),
             retention: std::sync::RwLock::new(self.cfg.retention.clone()),
             embedder: self.embedder,
             post: crate::mail::post,
+            problems: std::sync::Mutex::default(),
+            tool_steps_off: std::sync::atomic::AtomicBool::new(false),
             store: self.store,
             blobs: self.blobs,
             clock: self.clock,

@@ -50,6 +50,18 @@ pub enum ServiceError {
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
 
+    /// A value broke a verb's JSON Schema (`agent_call`'s input,
+    /// `agent_reply`'s output): nothing was sent. `issues` are the
+    /// machine-readable reasons, also listed (as JSON) in the text.
+    #[error(
+        "{message}; issues (instancePath, keyword, message): {}",
+        issues_json(issues)
+    )]
+    SchemaViolation {
+        message: String,
+        issues: Vec<agency_api::SchemaIssue>,
+    },
+
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -80,7 +92,12 @@ impl ServiceError {
             ServiceError::Quota(_) => "quota",
             ServiceError::Limited { .. } => "rate_limited",
             ServiceError::InvalidInput(_) => "invalid_input",
+            ServiceError::SchemaViolation { .. } => "schema_violation",
             ServiceError::Store(_) => "internal",
         }
     }
+}
+
+fn issues_json(issues: &[agency_api::SchemaIssue]) -> String {
+    serde_json::to_string(issues).unwrap_or_default()
 }

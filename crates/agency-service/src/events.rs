@@ -85,4 +85,9 @@ pub enum Event {
         message: OrgMessageId,
         agency: String,
     },
+    /// A pipeline run has a stage to run: started, or resumed by the user.
+    /// The daemon's engine drives it.
+    PipelineRunReady {
+        run: HandlerId,
+    },
 }

@@ -37,6 +37,8 @@ pub use agency_api::GcReport;
 
 /// Messages expired per transaction.
 const BATCH: usize = 256;
+/// Events removed per transaction.
+const EVENT_BATCH: usize = 4096;
 /// Blobs checked against the version rows per read transaction.
 const BLOB_CHUNK: usize = 512;
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -75,8 +77,35 @@ impl Service {
             self.read_audit.flush()?;
             self.expire_mail(before, dry_run, &mut report)?;
         }
+        let days = self.retention().event_days;
+        if days > 0 {
+            let before = Timestamp(
+                self.now()
+                    .0
+                    .saturating_sub(i64::from(days).saturating_mul(DAY_MS)),
+            );
+            report.events_before = Some(before);
+            self.expire_events(before, dry_run, &mut report)?;
+        }
         self.sweep_blobs(dry_run, &mut report)?;
         Ok(report)
+    }
+
+    /// Remove events that happened before `before`, [`EVENT_BATCH`] per
+    /// transaction (a dry run counts them).
+    fn expire_events(&self, before: Timestamp, dry_run: bool, report: &mut GcReport) -> Result<()> {
+        if dry_run {
+            let n = self.read(|tx| Ok(tx.count_events_before(before, usize::MAX)?))?;
+            report.events_removed = n as u64;
+            return Ok(());
+        }
+        loop {
+            let n = self.write(|op| Ok(op.tx.delete_events_before(before, EVENT_BATCH)?))?;
+            report.events_removed += n as u64;
+            if n < EVENT_BATCH {
+                return Ok(());
+            }
+        }
     }
 
     fn expire_mail(&self, before: Timestamp, dry_run: bool, report: &mut GcReport) -> Result<()> {
@@ -117,7 +146,9 @@ impl Service {
                 self.write(|op| {
                     let mut events = Vec::new();
                     let out = step(op.tx, op.now, &mut events)?;
-                    op.events.extend(events);
+                    for e in events {
+                        op.emit(e);
+                    }
                     Ok(out)
                 })?
             };

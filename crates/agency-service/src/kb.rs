@@ -94,7 +94,7 @@ impl Service {
                 agent: caller.agent(),
             };
             let v = append_version(op, f.id, f.latest_version, content, author)?;
-            op.events.push(Event::KbWritten {
+            op.emit(Event::KbWritten {
                 file,
                 by: caller.handler(),
             });
@@ -376,13 +376,13 @@ pub(crate) fn create_document(
             created_at: op.now,
         };
         let cap_id = op.tx.insert_capability(&cap)?;
-        op.events.push(Event::CapabilityGranted {
+        op.emit(Event::CapabilityGranted {
             capability: cap_id,
             holder: h.id,
             resource: cap.resource,
         });
     }
-    op.events.push(Event::KbWritten {
+    op.emit(Event::KbWritten {
         file: id,
         by: caller.handler(),
     });

@@ -22,11 +22,13 @@ mod approvals;
 mod audit;
 mod budgets;
 mod builder;
+mod calls;
 mod clock;
 mod declared;
 mod duration;
 mod egress;
 mod error;
+mod event_log;
 mod events;
 mod gc;
 mod kb;
@@ -37,6 +39,8 @@ mod models;
 mod orgs;
 mod pages;
 mod permissions;
+pub mod pipelines;
+mod problems;
 mod quotas;
 mod read_audit;
 mod render;
@@ -60,12 +64,17 @@ pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
 pub use agents::spawn::{FIRST_MESSAGE_SUBJECTS, PreparedSpawn, SpawnRequest};
 pub use agents::tokens::{MintedToken, TokenIdentity};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
-pub use budgets::metering::{CostNode, ModelCallRequest, ModelCallResult, ModelReservation};
-pub use budgets::{BudgetNode, ResumeReport};
+pub use budgets::metering::{
+    CostNode, MAX_COST_HANDLERS, ModelCallRequest, ModelCallResult, ModelReservation,
+};
+pub use budgets::{BudgetNode, PauseReport, ResumeReport};
 pub use builder::ServiceBuilder;
+pub use calls::{CallAnswer, CallRequest, DEFAULT_STEPS, MAX_STEPS};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use egress::EgressDecision;
 pub use error::ServiceError;
+pub use event_log::EventQuery;
+pub use event_log::steps::{ToolStep, args_digest};
 pub use events::Event;
 pub use gc::GcReport;
 pub use mcp_pins::{McpPinChange, McpPinView, McpPinsReport, PinVerdict, PinnedTool};
@@ -83,12 +92,14 @@ pub use orgs::messages::{
 pub use orgs::plan::{AgentAction, AgentChange, CapAction, CapChange, OrgPlan};
 pub use orgs::tools::{AGENCY_MCP_TOOL_NAMES, MAX_TOOL_TIMEOUT_MS};
 pub use orgs::{OrgAgentView, OrgDown, OrgView};
+pub use problems::TickReport;
 pub use repo_push::RepoPush;
+pub use runs::follow::{RunFollow, transcript_event};
 pub use runs::logs::RunLog;
 pub use runs::views::{PreviousRun, RunView};
 pub use runs::{RunOutcome, RunReport};
 pub use service::settings::{
-    Declared, Embedder, MemoryConfig, OrgApiLimits, Retention, ServiceConfig,
+    Declared, Embedder, MemoryConfig, OrgApiLimits, Retention, ServiceConfig, Watch,
 };
 pub use service::{Service, System};
 pub use tree::reopen::ReopenReport;

@@ -21,6 +21,7 @@
 //! tool may be called, and only for servers their handler holds a
 //! capability on.
 
+use agency_api::EventKind;
 use agency_core::{HandlerId, Level, MailTarget, Principal, Resource, Timestamp};
 use agency_store::{McpPinChangeRow, McpPinRow, PinChangeStatus, Tx};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::Result;
 use crate::error::ServiceError;
+use crate::event_log::Record;
 use crate::service::{Caller, Op, Service, authenticate};
 pub use agency_api::{McpPinChange, McpPinView, McpPinsReport};
 
@@ -267,6 +269,24 @@ impl Service {
                 }
             }
             op.tx.set_mcp_pin_change_status(id, decision, op.now)?;
+            op.record(
+                Record::new(
+                    EventKind::McpDecided,
+                    None,
+                    format!(
+                        "MCP tool change {id} ({} of server {}) {}",
+                        row.tool,
+                        row.server,
+                        decision.as_str()
+                    ),
+                )
+                .data(serde_json::json!({
+                    "change": id,
+                    "server": row.server,
+                    "tool": row.tool,
+                    "approved": decision == PinChangeStatus::Approved,
+                })),
+            );
             let mut row = row;
             row.status = decision;
             row.decided_at = Some(op.now);
@@ -361,6 +381,14 @@ fn quarantine_mail(
     tool: &str,
     id: &str,
 ) -> Result<()> {
+    op.record(
+        Record::new(
+            EventKind::McpQuarantined,
+            caller.handler(),
+            format!("MCP tool {tool} of server {server} quarantined: its definition changed (change {id})"),
+        )
+        .data(serde_json::json!({ "change": id, "server": server, "tool": tool })),
+    );
     let subject = format!("MCP tool quarantined: {tool} of server {server} (change {id})");
     let body = format!(
         "The definition of tool `{tool}` of MCP server `{server}` is not the one pinned at \

@@ -134,7 +134,7 @@ impl Service {
                     None,
                     format!("capability {} ({} {}) revoked by the user", c.id, c.level, c.resource),
                 )?;
-                op.events.push(Event::CapabilityRevoked {
+                op.emit(Event::CapabilityRevoked {
                     capability: c.id,
                     holder: c.holder,
                     resource: c.resource.clone(),
@@ -244,7 +244,7 @@ pub(crate) fn grant_in(
     {
         op.tx.set_capability_approval(id, &mode)?;
     }
-    op.events.push(Event::CapabilityGranted {
+    op.emit(Event::CapabilityGranted {
         capability: id,
         holder: grantee,
         resource: cap.resource,

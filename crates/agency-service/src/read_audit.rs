@@ -1,7 +1,9 @@
-//! Group commit of read-audit records. Logging every KB read is a write; an
-//! fsync per read would make reads as slow as writes. Reads queue their
-//! record here and a background thread commits whatever has accumulated in
-//! one transaction. A read's success does not depend on its record (nothing
+//! Group commit of records that change nothing else: read-audit records
+//! and the steps of live runs for the event log (a tool call that only
+//! read). Logging every KB read is a write; an fsync per read would make
+//! reads as slow as writes. Reads queue their record here and a background
+//! thread commits whatever has accumulated in one transaction, then tells
+//! the event log's readers that events were committed. A read's success does not depend on its record (nothing
 //! the caller was told depends on it), and `flush` waits for the queue.
 //!
 //! The batches commit lazily (`write_lazy`: the WAL is written, not
@@ -16,13 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
-use agency_store::{KbAuditRow, Store, StoreError};
+use agency_store::{KbAuditRow, NewEventRow, Store, StoreError};
+use tokio::sync::watch;
 
 use crate::Result;
 use crate::error::ServiceError;
 
 enum Msg {
     Record(KbAuditRow),
+    Step(NewEventRow),
     Flush(mpsc::Sender<()>),
 }
 
@@ -36,13 +40,13 @@ pub(crate) struct ReadAudit {
 const MAX_BATCH: usize = 4096;
 
 impl ReadAudit {
-    pub fn start(store: Arc<dyn Store>) -> ReadAudit {
+    pub fn start(store: Arc<dyn Store>, committed: Arc<watch::Sender<i64>>) -> ReadAudit {
         let (sender, receiver) = mpsc::channel::<Msg>();
         let failures = Arc::new(AtomicU64::new(0));
         let fail_count = failures.clone();
         let thread = std::thread::Builder::new()
             .name("agency-read-audit".into())
-            .spawn(move || run(&*store, &receiver, &fail_count))
+            .spawn(move || run(&*store, &receiver, &fail_count, &committed))
             .expect("failed to spawn the read-audit thread");
         ReadAudit {
             sender: Mutex::new(Some(sender)),
@@ -52,13 +56,22 @@ impl ReadAudit {
     }
 
     pub fn record(&self, row: KbAuditRow) {
+        self.send(Msg::Record(row));
+    }
+
+    /// Queue an event of the log that records no change of its own.
+    pub fn step(&self, row: NewEventRow) {
+        self.send(Msg::Step(row));
+    }
+
+    fn send(&self, m: Msg) {
         if let Some(s) = self
             .sender
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
         {
-            let _ = s.send(Msg::Record(row));
+            let _ = s.send(m);
         }
     }
 
@@ -99,7 +112,12 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 /// The read-audit thread's nice value (see `run`).
 const AUDIT_NICE: i32 = 10;
 
-fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) {
+fn run(
+    store: &dyn Store,
+    receiver: &mpsc::Receiver<Msg>,
+    failures: &AtomicU64,
+    committed: &watch::Sender<i64>,
+) {
     // Below the threads that answer calls: a batch's inserts took a core
     // for a fraction of a millisecond every `LINGER`, and the calls that
     // waited for it were the slowest percent (kb_read p99
@@ -112,23 +130,31 @@ fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) 
         tracing::debug!(error = %e, "failed to lower the read-audit thread's priority");
     }
     while let Ok(first) = receiver.recv() {
-        if matches!(first, Msg::Record(_)) {
+        if !matches!(first, Msg::Flush(_)) {
             std::thread::sleep(LINGER);
         }
         let mut batch = Vec::new();
+        let mut steps = Vec::new();
         let mut waiters = Vec::new();
         let mut next = Some(first);
         while let Some(m) = next.take() {
             match m {
                 Msg::Record(r) => batch.push(r),
+                Msg::Step(e) => steps.push(e),
                 Msg::Flush(w) => waiters.push(w),
             }
-            if batch.len() < MAX_BATCH {
+            if batch.len() + steps.len() < MAX_BATCH {
                 next = receiver.try_recv().ok();
             }
         }
-        if !batch.is_empty() {
+        if !steps.is_empty() || !batch.is_empty() {
+            // One lazy commit for both kinds: a tool call that read the KB
+            // leaves a step and an audit row, and they share the batch.
             let res = agency_store::write_lazy(store, |tx| {
+                let mut last = None;
+                for e in &steps {
+                    last = Some(tx.append_event(e)?);
+                }
                 // `gc` may have removed a file (an expired message body)
                 // between a read and this commit: its record has nothing
                 // left to describe, and must not fail the whole batch.
@@ -147,10 +173,19 @@ fn run(store: &dyn Store, receiver: &mpsc::Receiver<Msg>, failures: &AtomicU64) 
                         rows.push(r.clone());
                     }
                 }
-                tx.insert_kb_audit(&rows)
+                if !rows.is_empty() {
+                    tx.insert_kb_audit(&rows)?;
+                }
+                Ok::<_, StoreError>(last)
             });
-            if res.is_err() {
-                failures.fetch_add(1, Ordering::SeqCst);
+            match res {
+                Ok(Some(last)) => {
+                    committed.send_replace(last);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    failures.fetch_add(1, Ordering::SeqCst);
+                }
             }
         }
         for w in waiters {

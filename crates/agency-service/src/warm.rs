@@ -108,7 +108,7 @@ impl Service {
             };
             op.tx.set_handler_keep_warm(handler, "user", ms, op.now)?;
             log(op, handler, None, summary)?;
-            op.events.push(crate::Event::KeepWarmChanged { handler });
+            op.emit(crate::Event::KeepWarmChanged { handler });
             render_audit_log_file(op, handler, Author::default())?;
             keep_warm_view(op.tx, handler, defaults)
         })

@@ -158,7 +158,9 @@ impl SseParser {
         mut on_event: impl FnMut(&SseEvent),
     ) -> Result<(), SseError> {
         let mut rest = chunk;
-        if self.after_cr {
+        // An empty chunk (a network read of nothing) must not end the
+        // wait for the LF of a CRLF split across chunks.
+        if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
             if let Some(tail) = rest.strip_prefix(b"\n") {
                 rest = tail;
@@ -503,6 +505,21 @@ mod tests {
             .with_long_lines(LongLines::Skip);
         p.push(b"data:a\ndata: long").unwrap();
         assert_eq!(p.finish_with_unterminated_line(), Some(ev("", "a")));
+    }
+
+    /// Found by `chunking_never_changes_the_events` in CI: a CR ending one
+    /// chunk, then an empty chunk, then the LF made a second line end (a
+    /// blank line that dispatched an extra empty event).
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_keeps_one_line_end() {
+        let mut p = SseParser::new();
+        let mut got = p.push(b"data: a\r").unwrap();
+        got.extend(p.push(b"").unwrap());
+        got.extend(p.push(b"\n").unwrap());
+        assert!(got.is_empty(), "{got:?}");
+        got.extend(p.push(b"\n").unwrap());
+        assert_eq!(got, vec![ev("", "a")]);
+        assert_eq!(p.finish(), None);
     }
 
     proptest::proptest! {

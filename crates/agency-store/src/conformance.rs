@@ -29,7 +29,9 @@ pub mod agents;
 pub mod approvals;
 pub mod audit_log;
 pub mod budgets;
+pub mod calls;
 pub mod caps;
+pub mod events;
 pub mod fixtures;
 pub mod handler_settings;
 pub mod handlers;
@@ -41,6 +43,8 @@ pub mod memory;
 pub mod org_messages;
 pub mod orgs;
 pub mod outcomes;
+pub mod pipelines;
+pub mod problems;
 pub mod runs;
 pub mod transactions;
 pub mod usage;
@@ -79,6 +83,10 @@ macro_rules! store_conformance {
             mail::mail_scheduling_inbox_and_outbox,
             mail::mail_pages_quotas_and_retention,
             usage::model_calls_are_summed_per_handler,
+            events::event_log_cursor_scopes_kinds_and_retention,
+            problems::problems_open_once_per_key_and_close,
+            pipelines::pipeline_runs_and_stages_round_trip,
+            calls::calls_are_recorded_listed_and_answered_once,
             budgets::budgets_spend_reservations_and_hops,
             approvals::approvals_are_bound_and_decided_once,
             mcp_pins::pins_seal_and_changes,

@@ -8,10 +8,12 @@
 //! and applies changes, the service decides.
 
 pub mod blob;
+pub mod calls;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod dir_sync;
 pub mod error;
+pub mod events;
 pub mod fsck;
 pub mod mcp_pins;
 pub mod memory;
@@ -19,6 +21,8 @@ pub mod model;
 pub mod org_messages;
 pub mod org_tools;
 pub mod orgs;
+pub mod pipelines;
+pub mod problems;
 mod spread;
 pub mod sqlite;
 pub mod store;
@@ -28,7 +32,9 @@ mod unnamed;
 #[cfg(feature = "fault-injection")]
 pub use blob::FaultHook;
 pub use blob::{BlobCheck, BlobId, BlobStore, FsBlobStore, PutStep};
+pub use calls::{CallRow, CallStatus};
 pub use error::{Cause, StoreError};
+pub use events::{EventFilter, EventRow, EventScope, NewEventRow};
 pub use fsck::{FsckProblem, FsckReport, fsck};
 pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 pub use memory::{
@@ -39,6 +45,8 @@ pub use model::*;
 pub use org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
 pub use org_tools::OrgToolRow;
 pub use orgs::{OrgAgentRow, OrgAgentStatus, OrgGrantRow, OrgRow};
+pub use pipelines::{PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus};
+pub use problems::ProblemRow;
 pub use spread::spread_subdirectories;
 pub use sqlite::SqliteStore;
 pub use store::{Store, read, write, write_lazy};

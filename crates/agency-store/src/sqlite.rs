@@ -26,8 +26,10 @@ mod agents;
 mod approvals;
 mod audit_log;
 mod budgets;
+mod calls;
 mod caps;
 mod convert;
+mod events;
 mod group;
 mod handler_settings;
 mod handlers;
@@ -40,6 +42,8 @@ mod org_messages;
 mod org_tools;
 mod orgs;
 mod outcomes;
+mod pipelines;
+mod problems;
 mod runs;
 mod usage;
 
@@ -86,6 +90,11 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v21.sql"),
     include_str!("sqlite/schema_v22.sql"),
     include_str!("sqlite/schema_v23.sql"),
+    include_str!("sqlite/schema_v24.sql"),
+    include_str!("sqlite/schema_v25.sql"),
+    include_str!("sqlite/schema_v26.sql"),
+    include_str!("sqlite/schema_v27.sql"),
+    include_str!("sqlite/schema_v28.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

@@ -33,7 +33,9 @@ mod agents;
 mod approvals;
 mod audit_log;
 mod budgets;
+mod calls;
 mod caps;
+mod events;
 mod handler_settings;
 mod handlers;
 mod kb;
@@ -45,6 +47,8 @@ mod org_messages;
 mod org_tools;
 mod orgs;
 mod outcomes;
+mod pipelines;
+mod problems;
 mod runs;
 mod usage;
 
@@ -52,7 +56,9 @@ pub use agents::AgentTx;
 pub use approvals::ApprovalTx;
 pub use audit_log::AuditLogTx;
 pub use budgets::BudgetTx;
+pub use calls::CallTx;
 pub use caps::CapabilityTx;
+pub use events::EventTx;
 pub use handler_settings::HandlerSettingsTx;
 pub use handlers::HandlerTx;
 pub use kb::KbTx;
@@ -64,6 +70,8 @@ pub use org_messages::OrgMessageTx;
 pub use org_tools::OrgToolTx;
 pub use orgs::OrgTx;
 pub use outcomes::{OutcomeTx, SubtreeRows};
+pub use pipelines::PipelineTx;
+pub use problems::ProblemTx;
 pub use runs::RunTx;
 pub use usage::UsageTx;
 
@@ -92,6 +100,10 @@ pub trait Tx:
     + OrgMessageTx
     + MemoryTx
     + MaintenanceTx
+    + EventTx
+    + ProblemTx
+    + PipelineTx
+    + CallTx
 {
 }
 
@@ -114,6 +126,10 @@ impl<T> Tx for T where
         + OrgMessageTx
         + MemoryTx
         + MaintenanceTx
+        + EventTx
+        + ProblemTx
+        + PipelineTx
+        + CallTx
         + ?Sized
 {
 }
@@ -122,8 +138,8 @@ impl<T> Tx for T where
 /// into scope, so that methods can be called on a `&mut dyn Tx`.
 pub mod prelude {
     pub use super::{
-        AgentTx, ApprovalTx, AuditLogTx, BudgetTx, CapabilityTx, HandlerSettingsTx, HandlerTx,
-        KbTx, MailTx, MaintenanceTx, McpPinTx, MemoryTx, OrgMessageTx, OrgToolTx, OrgTx, OutcomeTx,
-        RunTx, Tx, UsageTx,
+        AgentTx, ApprovalTx, AuditLogTx, BudgetTx, CallTx, CapabilityTx, EventTx,
+        HandlerSettingsTx, HandlerTx, KbTx, MailTx, MaintenanceTx, McpPinTx, MemoryTx,
+        OrgMessageTx, OrgToolTx, OrgTx, OutcomeTx, PipelineTx, ProblemTx, RunTx, Tx, UsageTx,
     };
 }

@@ -39,37 +39,63 @@ pub(crate) enum AgentFile {
 /// start and `tail` from its end, cut at line ends, with
 /// [`omitted_line`] between. Blocking (a bounded amount of file I/O).
 pub(crate) fn read_bounded(path: &Path, head: usize, tail: usize) -> AgentFile {
+    let (file, len) = match open_agent_file(path) {
+        Ok(opened) => opened,
+        Err(other) => return other,
+    };
+    match read_head_tail(file, len, head, tail) {
+        Ok(bytes) => AgentFile::Bytes(bytes),
+        Err(e) => AgentFile::Refused(format!("failed to read {}: {e}", path.display())),
+    }
+}
+
+/// Open `path`, written by an agent, as [`read_bounded`] does: the file
+/// and its length, or why not (`Missing`, `Refused`). Never blocks.
+pub(crate) fn open_agent_file(path: &Path) -> Result<(std::fs::File, u64), AgentFile> {
     let file = match rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
     ) {
         Ok(fd) => std::fs::File::from(fd),
-        Err(rustix::io::Errno::NOENT) => return AgentFile::Missing,
+        Err(rustix::io::Errno::NOENT) => return Err(AgentFile::Missing),
         Err(rustix::io::Errno::LOOP) => {
-            return AgentFile::Refused(format!("{} is a symbolic link", path.display()));
+            return Err(AgentFile::Refused(format!(
+                "{} is a symbolic link",
+                path.display()
+            )));
         }
-        Err(e) => return AgentFile::Refused(format!("failed to open {}: {e}", path.display())),
+        Err(e) => {
+            return Err(AgentFile::Refused(format!(
+                "failed to open {}: {e}",
+                path.display()
+            )));
+        }
     };
-    let meta = match file.metadata() {
-        Ok(m) => m,
-        Err(e) => return AgentFile::Refused(format!("failed to stat {}: {e}", path.display())),
-    };
+    let meta = file
+        .metadata()
+        .map_err(|e| AgentFile::Refused(format!("failed to stat {}: {e}", path.display())))?;
+    one_regular_file(path, &meta)?;
+    Ok((file, meta.len()))
+}
+
+/// Refuse anything but a regular file with one link.
+pub(crate) fn one_regular_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), AgentFile> {
     use std::os::unix::fs::MetadataExt;
     if !meta.file_type().is_file() {
-        return AgentFile::Refused(format!("{} is not a regular file", path.display()));
+        return Err(AgentFile::Refused(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
     }
     if meta.nlink() != 1 {
-        return AgentFile::Refused(format!(
+        return Err(AgentFile::Refused(format!(
             "{} has {} hard links (a link to another file)",
             path.display(),
             meta.nlink()
-        ));
+        )));
     }
-    match read_head_tail(file, meta.len(), head, tail) {
-        Ok(bytes) => AgentFile::Bytes(bytes),
-        Err(e) => AgentFile::Refused(format!("failed to read {}: {e}", path.display())),
-    }
+    Ok(())
 }
 
 fn read_head_tail(

@@ -220,6 +220,15 @@ pub fn hook_settings(agency: &Path, hook_cfg: &Path) -> serde_json::Value {
                     "command": format!("{quoted} hook pre-tool-use --config {cfg} || exit 2"),
                     "timeout": 60
                 }]
+            }],
+            // How each call ended, for the event log; it never blocks.
+            "PostToolUse": [{
+                "matcher": "*",
+                "hooks": [{
+                    "type": "command",
+                    "command": format!("{quoted} hook post-tool-use --config {cfg}"),
+                    "timeout": 10
+                }]
             }]
         }
     })
@@ -514,6 +523,16 @@ mod tests {
             )
         );
         assert!(!command.contains("agt_secret_token"));
+        let post = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            post,
+            format!(
+                "'/opt/agency' hook post-tool-use --config '{}'",
+                cfg.display()
+            )
+        );
         assert!(args.iter().all(|a| !a.contains("agt_secret_token")));
         let hook_cfg: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();

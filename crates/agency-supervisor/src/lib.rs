@@ -2,7 +2,8 @@
 //! that owns all run state and reacts to messages), the runtimes that build
 //! an agent's command ([`runtime`], [`claude`]), the sandbox policy each
 //! spawn runs under ([`confine`]), process groups ([`process`]), captured
-//! output ([`agent_log`]) and warm agents ([`warm`]).
+//! output ([`agent_log`]), the live runs their followers read ([`live`],
+//! [`tail`]) and warm agents ([`warm`]).
 //!
 //! Invariant: every agent process runs in a process group of its own,
 //! under the policy [`confine::Confiner`] wrote outside the agent's
@@ -15,9 +16,12 @@ pub mod agent_log;
 mod beneath;
 pub mod claude;
 pub mod confine;
+pub mod live;
 pub mod process;
 pub mod runtime;
 mod supervisor;
+pub mod tail;
 pub mod warm;
 
+pub use live::{LiveRun, LiveRuns};
 pub use supervisor::{AgentHooks, Reconfigure, Supervisor, SupervisorSetup};

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use crate::agent_log::LogCapture;
 use crate::confine::Confiner;
+use crate::live::{LiveGuard, LiveRuns};
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 use crate::warm::WarmRegistry;
@@ -102,6 +103,8 @@ struct Running {
     config_restart: bool,
     /// Its stdout and stderr, captured (bounded) for the run record.
     log: Option<LogCapture>,
+    /// Its entry among the live runs, for followers.
+    live: Option<LiveGuard>,
     /// Its cgroup (sandbox on): killed with the group, removed after exit.
     cgroup: Option<Arc<agency_sandbox::AgentCgroup>>,
 }
@@ -149,6 +152,8 @@ pub struct SupervisorSetup {
     pub extra_connect_ports: Vec<u16>,
     /// Agents parked in `mail_wait` (warm), shared with the MCP tool.
     pub warm: Arc<WarmRegistry>,
+    /// The runs live now, for their followers (the daemon's routes).
+    pub live: Arc<LiveRuns>,
 }
 
 /// What the supervisor tells the parts that keep state per agent which it
@@ -207,6 +212,7 @@ impl Supervisor {
             upload_packs: setup.upload_packs,
             extra_connect_ports: setup.extra_connect_ports,
             warm: setup.warm,
+            live: setup.live,
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -305,6 +311,7 @@ struct State {
     upload_packs: Arc<agency_repos::UploadPacks>,
     extra_connect_ports: Vec<u16>,
     warm: Arc<WarmRegistry>,
+    live: Arc<LiveRuns>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -687,7 +694,7 @@ impl State {
             stop_reason: run.stop_reason,
             config_restart: run.config_restart,
             unconfined,
-            servers: self.servers.clone(),
+            live: run.live,
         };
         let (svc, runtime, tx) = (self.svc.clone(), self.runtime.clone(), self.tx.clone());
         let grace = Duration::from_millis(self.cfg.kill_grace_ms);
@@ -719,7 +726,10 @@ impl State {
             self.not_before.remove(&h);
         } else if self.note_failure(h) {
             let k = self.cfg.stall_after_exits;
-            let reason = format!("{k} agents in a row exited without progress while work remains");
+            let reason = match k {
+                1 => "its agent exited without progress while work remains".to_owned(),
+                k => format!("{k} agents in a row exited without progress while work remains"),
+            };
             let _ = self
                 .blocking(move |s| s.handler_mark_stalled(h, &reason))
                 .await;

@@ -72,6 +72,10 @@ pub struct RecordedRequest {
     /// model (e.g. the provider key a gateway added).
     #[serde(default)]
     pub credential: Option<String>,
+    /// The request body as sent (lossy UTF-8), so that a test can tell
+    /// what reached the model's context.
+    #[serde(default)]
+    pub body: String,
 }
 
 /// A tool call the server answered.
@@ -318,6 +322,7 @@ fn read_body(body: &[u8]) -> Result<Value, String> {
 /// Reads, decides, records and renders one model request.
 fn answer(shared: &Shared, api: Api, body: &[u8], credential: Option<String>) -> Response {
     let mut record = RecordedRequest {
+        body: String::from_utf8_lossy(body).into_owned(),
         credential,
         api,
         model: String::new(),

@@ -7,6 +7,8 @@
 //!   `{"decision": "allow"|"pending"|"deny", "approval": ID|null,
 //!   "reason": "…", "message": "text for the agent"}`. The caller's
 //!   identity and workspace come from its token only.
+//! - `POST /agent/tool-done` (agent token): the same runtimes report how
+//!   the call ended ([`agency_api::ToolDone`]), logged as `tool.ended`.
 //! - `/v1/approvals` (admin socket): the user lists, approves and denies.
 //! - [`load_policy`]: `policy.toml` in the home, read once at start; a bad
 //!   file stops the start naming `file:line`.
@@ -79,7 +81,9 @@ pub fn policy_tool_names(cfg: &agency_config::Config) -> ToolNames {
 
 /// The agents' route (goes behind the agent-token guard).
 pub(crate) fn agent_routes() -> Router<Arc<Tools>> {
-    Router::new().route("/agent/tool-check", post(tool_check))
+    Router::new()
+        .route("/agent/tool-check", post(tool_check))
+        .route("/agent/tool-done", post(tool_done))
 }
 
 /// The user's routes (go behind the admin-token guard).
@@ -109,6 +113,15 @@ pub fn admission_answer(a: &Admission) -> agency_api::ToolCheck {
     }
 }
 
+/// The 400 answer to a body that is not the route's JSON.
+fn bad_body(what: &str, e: &axum::extract::rejection::JsonRejection, shape: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+        &format!("failed to read {what}: {e}; send {shape}"),
+    )
+}
+
 async fn tool_check(
     State(st): State<Arc<Tools>>,
     Extension(id): Extension<AgentIdentity>,
@@ -116,22 +129,38 @@ async fn tool_check(
 ) -> Response {
     let axum::Json(req) = match body {
         Ok(b) => b,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                &format!(
-                    "failed to read the tool call: {e}; send {{\"tool\": NAME, \"args\": {{…}}}}"
-                ),
-            );
-        }
+        Err(e) => return bad_body("the tool call", &e, r#"{"tool": NAME, "args": {…}}"#),
     };
     let who = Principal::agent(id.handler, id.agent);
     let svc = st.svc.clone();
     let workspace = id.workspace.clone();
     let span = tracing::Span::current();
+    // A runtime's own tool is seen only here: log it with its admission.
+    let (tool, digest) = (req.tool.clone(), agency_service::args_digest(&req.args));
     match tokio::task::spawn_blocking(move || {
-        span.in_scope(|| svc.tool_call_admit_in(who, req, workspace.as_deref()))
+        span.in_scope(|| {
+            let a = svc.tool_call_admit_in(who, req, workspace.as_deref())?;
+            let (error_kind, error) = match &a {
+                Admission::Allow { .. } => (None, None),
+                Admission::Pending { reason, .. } => {
+                    (Some("pending_approval".to_owned()), Some(reason.clone()))
+                }
+                Admission::Denied { reason } => (Some("denied".to_owned()), Some(reason.clone())),
+            };
+            let step = agency_service::ToolStep {
+                tool,
+                args_digest: digest,
+                error_kind,
+                error,
+                duration_ms: 0,
+                call_id: None,
+                at_admission: true,
+            };
+            if let Err(e) = svc.record_tool_call(who, step) {
+                tracing::debug!(error = %e, "failed to log a tool call");
+            }
+            Ok(a)
+        })
     })
     .await
     {
@@ -142,6 +171,30 @@ async fn tool_check(
             "internal",
             "failed to check the tool call: the worker panicked",
         ),
+    }
+}
+
+/// How a runtime's own tool call ended (see [`agency_api::ToolDone`]):
+/// logged, never refused for what it says, only for a malformed body.
+async fn tool_done(
+    State(st): State<Arc<Tools>>,
+    Extension(id): Extension<AgentIdentity>,
+    body: Result<axum::Json<agency_api::ToolDone>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let axum::Json(done) = match body {
+        Ok(b) => b,
+        Err(e) => {
+            return bad_body(
+                "the tool call's end",
+                &e,
+                r#"{"tool": NAME, "args": {…}, "ok": true|false}"#,
+            );
+        }
+    };
+    let who = Principal::agent(id.handler, id.agent);
+    match st.svc.tool_call_reported(who, &done) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => service_error(&e),
     }
 }
 

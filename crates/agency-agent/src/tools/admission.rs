@@ -29,11 +29,14 @@ pub(crate) enum Refused {
 
 /// How long to wait for the daemon's answer.
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a report of a call's end may hold up the next turn.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The client of `/agent/tool-check` for one run.
+/// The client of `/agent/tool-check` (and `/agent/tool-done`) for one run.
 #[derive(Clone)]
 pub(crate) struct ToolCheck {
     url: String,
+    done_url: String,
     token: String,
     http: reqwest::Client,
 }
@@ -55,8 +58,10 @@ pub(crate) fn check_url(mcp_url: &str) -> String {
 
 impl ToolCheck {
     pub fn new(mcp_url: &str, token: &str) -> ToolCheck {
+        let url = check_url(mcp_url);
         ToolCheck {
-            url: check_url(mcp_url),
+            done_url: format!("{}-done", url.trim_end_matches("-check")),
+            url,
             token: token.to_owned(),
             // No proxy: the daemon is on loopback, and the sandbox's proxy
             // variables must not route the check through the egress proxy.
@@ -65,6 +70,37 @@ impl ToolCheck {
                 .timeout(TIMEOUT)
                 .build()
                 .unwrap_or_default(),
+        }
+    }
+
+    /// Tell the daemon how an admitted call ended, for its event log. Best
+    /// effort: the tool's result goes to the model whatever happens here.
+    pub async fn report(
+        &self,
+        tool: &str,
+        args: &Value,
+        is_error: bool,
+        content: &str,
+        took: Duration,
+    ) {
+        let error = is_error.then(|| content.chars().take(300).collect::<String>());
+        let body = json!({
+            "tool": tool,
+            "args": args,
+            "ok": !is_error,
+            "error": error,
+            "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        });
+        let sent = self
+            .http
+            .post(&self.done_url)
+            .bearer_auth(&self.token)
+            .timeout(REPORT_TIMEOUT)
+            .json(&body)
+            .send()
+            .await;
+        if let Err(e) = sent {
+            tracing::debug!(error = %e.without_url(), "failed to report a tool call's end");
         }
     }
 

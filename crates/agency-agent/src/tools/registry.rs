@@ -82,8 +82,8 @@ impl Workspace {
 
     /// Run one call; failures come back as `isError` results for the model.
     pub async fn call(&self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some(check) = &self.check
-            && self.offers(name)
+        let checked = self.check.as_ref().filter(|_| self.offers(name));
+        if let Some(check) = checked
             && let Err(refused) = check.admit(name, input).await
         {
             return ToolOutcome {
@@ -91,6 +91,18 @@ impl Workspace {
                 is_error: true,
             };
         }
+        let started = std::time::Instant::now();
+        let out = self.run(name, input).await;
+        if let Some(check) = checked {
+            check
+                .report(name, input, out.is_error, &out.content, started.elapsed())
+                .await;
+        }
+        out
+    }
+
+    /// Run an admitted call.
+    async fn run(&self, name: &str, input: &Value) -> ToolOutcome {
         let result: Result<(String, bool), ToolError> = match name {
             "bash" => shell::bash(&self.ctx, input).await,
             _ => {

@@ -46,6 +46,13 @@ pub enum HookCommand {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Claude Code's PostToolUse hook: reports how the call ended to the
+    /// daemon's event log; never fails the run, prints nothing.
+    PostToolUse {
+        /// As for `pre-tool-use`.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -86,6 +86,11 @@ pub struct DemoArgs {
     /// Play the declarative-organisation story (seed 002's WeatherAgency:
     /// `agency up`, an outside party's question, the answer through its
     /// agents and its tool) instead of the three-level garden story.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pipeline")]
     pub org: bool,
+    /// Play seed 001's AgencyCore pipeline: eleven checked stages from a
+    /// raw request to a scored run, each stage's status and the
+    /// Gatekeeper's scorecard printed.
+    #[arg(long)]
+    pub pipeline: bool,
 }

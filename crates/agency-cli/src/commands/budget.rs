@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agency_api::{BudgetNode, ResumeReport};
+use agency_api::{BudgetNode, PauseReport, ResumeReport};
 use agency_core::usage::BudgetLimits;
 use anyhow::{Result, bail};
 use serde_json::json;
@@ -54,6 +54,32 @@ pub(crate) fn limits_of(handler: &str, a: &BudgetLimitArgs) -> Result<BudgetLimi
         depth: a.depth,
         wall_clock_ms: a.wall_clock,
     })
+}
+
+/// `agency pause <handler> [--note]`.
+pub fn pause(ctx: &Ctx, handler: &str, note: Option<&str>) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Handler, handler)?;
+    let v = c.post(c.url(&["budgets", &id, "pause"]), &json!({ "note": note }))?;
+    if ctx.json {
+        super::emit_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let r: PauseReport = crate::client::decode(v, "pause report")?;
+    let mut out = if r.paused {
+        format!("paused the subtree of handler {id} (agency resume {id} continues it)\n")
+    } else {
+        format!("handler {id} was already paused; nothing changed\n")
+    };
+    if r.live_agents > 0 {
+        let _ = writeln!(
+            out,
+            "{} agent(s) live in it finish their model call in flight and get no other",
+            r.live_agents
+        );
+    }
+    super::emit(&out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `agency resume <handler>`.

@@ -114,7 +114,7 @@ _agency_ids() {
     local cur="${COMP_WORDS[COMP_CWORD]}" kind=""
     [[ $pos -eq 0 && $cur != -* ]] || return 0
     case "$sub:$sub2" in
-        audit:|caps:|stop:|tell:|cost:|resume:|keep-warm:|runs:|grant:) kind=handler ;;
+        audit:|caps:|stop:|tell:|cost:|pause:|resume:|keep-warm:|runs:|grant:) kind=handler ;;
         budget:set|budget:show|model:set|model:clear|model:show) kind=handler ;;
         memory:search|memory:status|memory:compactions|memory:show|memory:delete|memory:undo) kind=handler ;;
         reopen:|outcome:show) kind=outcome ;;
@@ -132,7 +132,7 @@ complete -F _agency_ids -o bashdefault -o default agency
 /// Fish: the daemon's ids for the same commands' arguments.
 const FISH_IDS: &str = r#"
 # Ids from the running daemon (`agency __complete-ids KIND`; none without one).
-complete -c agency -n "__fish_seen_subcommand_from audit caps stop tell cost resume keep-warm runs grant set show clear search status compactions delete undo" -f -a "(agency __complete-ids handler 2>/dev/null)"
+complete -c agency -n "__fish_seen_subcommand_from audit caps stop tell cost pause resume keep-warm runs grant set show clear search status compactions delete undo" -f -a "(agency __complete-ids handler 2>/dev/null)"
 complete -c agency -n "__fish_seen_subcommand_from reopen" -f -a "(agency __complete-ids outcome 2>/dev/null)"
 complete -c agency -n "__fish_seen_subcommand_from run logs transcript" -f -a "(agency __complete-ids agent 2>/dev/null)"
 complete -c agency -n "__fish_seen_subcommand_from cat log audit" -f -a "(agency __complete-ids file 2>/dev/null)"

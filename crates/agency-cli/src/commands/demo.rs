@@ -25,7 +25,7 @@ const REQUEST: &str =
     "Plan a community garden\n\nFour raised beds in the sunny corner; we have about 300 EUR.";
 const ANSWER_SUBJECT: &str = "Your garden plan is ready";
 
-pub fn demo(home: Option<PathBuf>, org: bool) -> Result<ExitCode> {
+pub fn demo(home: Option<PathBuf>, org: bool, pipeline: bool) -> Result<ExitCode> {
     let dir = match home {
         Some(d) => d,
         None => std::env::temp_dir().join(format!("agency-demo-{}", uuid::Uuid::new_v4().simple())),
@@ -42,7 +42,9 @@ pub fn demo(home: Option<PathBuf>, org: bool) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
-    if org {
+    if pipeline {
+        rt.block_on(super::demo_pipeline::run(&home))?;
+    } else if org {
         rt.block_on(super::demo_org::run(&home))?;
     } else {
         rt.block_on(run(&home))?;

@@ -31,6 +31,13 @@ pub fn render(r: &GcReport) -> String {
         )),
         None => out.push_str("mail: kept forever (retention.acked_mail_days = 0)\n"),
     }
+    match r.events_before {
+        Some(t) => out.push_str(&format!(
+            "events that happened before {t}: {verb} {}\n",
+            r.events_removed
+        )),
+        None => out.push_str("events: kept forever (retention.event_days = 0)\n"),
+    }
     out.push_str(&format!(
         "blobs no version points at: {verb} {} ({} bytes)\n",
         r.blobs_removed, r.bytes_freed

@@ -14,6 +14,11 @@
 //!   "permissionDecisionReason": …}}` (the reason is what the model reads:
 //!   "pending approval N: …"), exit 0.
 //!
+//! `agency hook post-tool-use` (hidden), Claude Code's `PostToolUse` hook,
+//! reports how each such call ended to `POST /agent/tool-done` (a
+//! `tool.ended` event); it never blocks or fails the run: any error is
+//! ignored, it prints nothing and exits 0.
+//!
 //! It fails closed: any error (no daemon, no token, unreadable input) is a
 //! deny with the reason, printed the same way and with exit status 2 (which
 //! Claude Code also treats as a block, with stderr as the reason). Agency's
@@ -63,21 +68,87 @@ fn deny_json(reason: &str) -> Value {
     })
 }
 
-/// `None`: allowed; `Some(reason)`: refused with that text.
-fn decide(config: Option<&Path>) -> Result<Option<String>> {
+/// `agency hook post-tool-use`: always exit 0 (see the module doc).
+pub fn post_tool_use(config: Option<&Path>) -> ExitCode {
+    if let Err(e) = report(config) {
+        // Claude Code shows a PostToolUse hook's stderr only in its
+        // verbose mode; the run goes on either way.
+        eprintln!("failed to report the tool call's end to Agency: {e:#}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn report(config: Option<&Path>) -> Result<()> {
+    let input = read_input()?;
+    let Some(name) = input.get("tool_name").and_then(Value::as_str) else {
+        bail!("the hook input has no tool_name");
+    };
+    // Agency's and extra servers' MCP tools are logged by the daemon.
+    if name.starts_with("mcp__") {
+        return Ok(());
+    }
+    let args = input.get("tool_input").cloned().unwrap_or(json!({}));
+    let response = input.get("tool_response").unwrap_or(&Value::Null);
+    let error = failure(response);
+    let (root, token) = endpoint(config)?;
+    let resp = client(Duration::from_secs(5))?
+        .post(format!("{root}/agent/tool-done"))
+        .bearer_auth(token.trim())
+        .json(&json!({
+            "tool": format!("claude:{name}"),
+            "args": args,
+            "ok": error.is_none(),
+            "error": error,
+            "call_id": input.get("tool_use_id").and_then(Value::as_str),
+        }))
+        .send()
+        .map_err(|e| anyhow::anyhow!("{}", e.without_url()))?;
+    if !resp.status().is_success() {
+        bail!("HTTP {}", resp.status());
+    }
+    Ok(())
+}
+
+/// What went wrong, if Claude Code's `tool_response` says the call failed
+/// (an `is_error` flag, an `error` field, an interrupted command).
+fn failure(response: &Value) -> Option<String> {
+    if response.get("is_error").and_then(Value::as_bool) == Some(true) {
+        let text = response
+            .get("content")
+            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
+            .unwrap_or_default();
+        return Some(text.chars().take(300).collect());
+    }
+    if let Some(e) = response.get("error").filter(|e| !e.is_null()) {
+        let text = e.as_str().map_or_else(|| e.to_string(), str::to_owned);
+        return Some(text.chars().take(300).collect());
+    }
+    if response.get("interrupted").and_then(Value::as_bool) == Some(true) {
+        return Some("interrupted".to_owned());
+    }
+    None
+}
+
+fn read_input() -> Result<Value> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_INPUT)
         .read_to_string(&mut text)
         .context("failed to read the hook input")?;
-    let input: Value = serde_json::from_str(&text).context("failed to parse the hook input")?;
-    let Some(name) = input.get("tool_name").and_then(Value::as_str) else {
-        bail!("the hook input has no tool_name");
-    };
-    if name.starts_with("mcp__") {
-        return Ok(None);
-    }
-    let args = input.get("tool_input").cloned().unwrap_or(json!({}));
+    serde_json::from_str(&text).context("failed to parse the hook input")
+}
+
+fn client(timeout: Duration) -> Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(timeout)
+        .build()
+        .context("failed to build the HTTP client")
+}
+
+/// The daemon's agents' listener (no `/mcp`) and the agent's token.
+fn endpoint(config: Option<&Path>) -> Result<(String, String)> {
     let (url, token) = match config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -99,13 +170,21 @@ fn decide(config: Option<&Path>) -> Result<Option<String>> {
     };
     let root = url.trim_end_matches('/');
     let root = root.strip_suffix("/mcp").unwrap_or(root);
-    let http = reqwest::blocking::Client::builder()
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .context("failed to build the HTTP client")?;
-    let resp = http
+    Ok((root.to_owned(), token))
+}
+
+/// `None`: allowed; `Some(reason)`: refused with that text.
+fn decide(config: Option<&Path>) -> Result<Option<String>> {
+    let input = read_input()?;
+    let Some(name) = input.get("tool_name").and_then(Value::as_str) else {
+        bail!("the hook input has no tool_name");
+    };
+    if name.starts_with("mcp__") {
+        return Ok(None);
+    }
+    let args = input.get("tool_input").cloned().unwrap_or(json!({}));
+    let (root, token) = endpoint(config)?;
+    let resp = client(Duration::from_secs(30))?
         .post(format!("{root}/agent/tool-check"))
         .bearer_auth(token.trim())
         .json(&json!({ "tool": format!("claude:{name}"), "args": args }))
@@ -127,5 +206,35 @@ fn decide(config: Option<&Path>) -> Result<Option<String>> {
         Some("allow") => Ok(None),
         Some("pending") | Some("deny") => Ok(Some(message.to_string())),
         other => bail!("unknown decision {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Claude Code's `tool_response` says of a call's end.
+    #[test]
+    fn failure_reads_the_tool_response() {
+        let cases = [
+            (
+                json!({"stdout": "a", "stderr": "", "interrupted": false}),
+                None,
+            ),
+            (json!({"interrupted": true}), Some("interrupted")),
+            (
+                json!({"is_error": true, "content": "no such file"}),
+                Some("no such file"),
+            ),
+            (json!({"error": "denied"}), Some("denied")),
+            (json!({"error": null, "filePath": "/x"}), None),
+            (json!("plain text result"), None),
+            (Value::Null, None),
+        ];
+        for (response, want) in cases {
+            assert_eq!(failure(&response).as_deref(), want, "{response}");
+        }
+        let long = json!({"is_error": true, "content": "x".repeat(1000)});
+        assert_eq!(failure(&long).unwrap().len(), 300);
     }
 }

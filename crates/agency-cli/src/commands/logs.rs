@@ -23,7 +23,7 @@ pub fn logs(ctx: &Ctx, run: &str) -> Result<ExitCode> {
     let log: RunLog = decode(v, "run log")?;
     if !log.captured {
         eprintln!(
-            "no output is kept for run {agent} yet: it is still running (its output is stored when it ends), was reaped after a daemon restart, or ran before logs were kept"
+            "no output is kept for run {agent} yet: it is still running (its output is stored when it ends; `agency logs {agent} --follow` shows it live), was reaped after a daemon restart, or ran before logs were kept"
         );
     } else if log.text.is_empty() {
         eprintln!("run {agent} printed nothing");

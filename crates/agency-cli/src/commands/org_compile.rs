@@ -1,4 +1,4 @@
-//! `agency compile DIR [-o FILE]`, `agency schema [--sources]` and
+//! `agency compile DIR [-o FILE]`, `agency schema [pipeline] [--sources]` and
 //! `agency explain DIR AGENT`: the organisation compiler (crate
 //! `agency-org`) on the command line. None of them needs a daemon, nor a
 //! home unless `--assist` asks for its model (`org_assist.rs`). Diagnostics go to stderr as `file:line:col: error|warning: …`;
@@ -29,9 +29,23 @@ pub struct CompileArgs {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// The sources' frontmatter schema instead of the model's.
+    /// Which model: the Agency Model (the default) or the Pipeline Model
+    /// (`pipeline`, what `agency pipeline compile --json` prints).
+    #[arg(value_enum, default_value = "model")]
+    pub what: SchemaOf,
+    /// The sources' frontmatter schema instead of the model's (with
+    /// `pipeline`: a .pipeline file's).
     #[arg(long)]
     pub sources: bool,
+}
+
+/// What `agency schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaOf {
+    /// The Agency Model (`agency compile`).
+    Model,
+    /// The Pipeline Model (`agency pipeline compile --json`).
+    Pipeline,
 }
 
 #[derive(Debug, Args)]
@@ -120,10 +134,11 @@ pub fn compile(a: &CompileArgs, home: Option<PathBuf>) -> Result<ExitCode> {
 }
 
 pub fn schema(a: &SchemaArgs) -> Result<ExitCode> {
-    let v = if a.sources {
-        agency_org::sources_schema()
-    } else {
-        agency_org::model_schema()
+    let v = match (a.what, a.sources) {
+        (SchemaOf::Model, true) => agency_org::sources_schema(),
+        (SchemaOf::Model, false) => agency_org::model_schema(),
+        (SchemaOf::Pipeline, false) => agency_org::pipeline::pipeline_schema(),
+        (SchemaOf::Pipeline, true) => agency_org::pipeline::pipeline_sources_schema(),
     };
     let text = serde_json::to_string_pretty(&v).context("failed to format the schema")?;
     emit(&format!("{text}\n"))?;

@@ -133,8 +133,8 @@ fn orgs_text(list: &[OrgView]) -> String {
                         String::new()
                     },
                     match (&a.paused, a.status) {
-                        (Some(_), agency_core::status::OrgAgentStatus::Active) => {
-                            "paused (budget)".to_owned()
+                        (Some(p), agency_core::status::OrgAgentStatus::Active) => {
+                            crate::output::paused::paused_label(p).to_owned()
                         }
                         (_, s) => format!("{s:?}").to_lowercase(),
                     },

@@ -45,6 +45,23 @@ pub fn run(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `agency run AGENT --prompt`: the system prompt and first message,
+/// each under a heading, agent-written parts escaped for the terminal.
+pub fn run_prompt(ctx: &Ctx, id: &str) -> Result<ExitCode> {
+    let c = ctx.client()?;
+    let id = c.resolve(IdKind::Agent, id)?;
+    let v = c.get(c.url(&["runs", &id, "prompt"]))?;
+    show::<agency_api::RunPrompt>(ctx, v, "run prompt", |p| {
+        format!(
+            "== system prompt of agent {} ==\n{}\n\n== first message ==\n{}\n",
+            p.agent,
+            crate::safe_text::block(p.system_prompt.trim_end()),
+            crate::safe_text::block(p.first_message.trim_end())
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn transcript(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::Agent, id)?;

@@ -6,16 +6,25 @@ use agency_api::HandlerView;
 use agency_api::PausedView;
 
 /// How a paused subtree continues (said under tables that show one).
-pub const PAUSED_NOTE: &str = "\npaused (budget): a reached budget holds the handler's subtree; no agent starts for it.\nSee `agency budget show`; continue with `agency budget set <handler> …` or `agency resume <handler>`.\n";
+pub const PAUSED_NOTE: &str = "\npaused: a reached budget, or `agency pause`, holds the handler's subtree; no agent starts for it.\nSee `agency budget show`; continue with `agency resume <handler>` (or raise a reached limit with `agency budget set <handler> …`).\n";
 
 /// A handler's STATUS cell: an active handler held by a paused budget
 /// shows `paused (budget)` (no agent starts for it, whatever else holds
 /// it), a stalled one `stalled`.
 pub fn handler_state(h: &HandlerView) -> String {
     match (&h.paused, &h.stalled, h.status.as_str()) {
-        (Some(_), _, "active") => "paused (budget)".to_owned(),
+        (Some(p), _, "active") => paused_label(p).to_owned(),
         (None, Some(_), "active") => "stalled".to_owned(),
         (_, _, s) => s.to_owned(),
+    }
+}
+
+/// The STATUS cell of an active handler `p` holds.
+pub fn paused_label(p: &PausedView) -> &'static str {
+    if p.by_hand() {
+        "paused (by you)"
+    } else {
+        "paused (budget)"
     }
 }
 
@@ -26,8 +35,13 @@ pub fn paused_lines(paused: &[PausedView]) -> String {
     }
     let mut out = String::from("\n");
     for p in paused {
+        let by = if p.by_hand() {
+            "by you"
+        } else {
+            "by its budget"
+        };
         out.push_str(&format!(
-            "PAUSED: the subtree of handler {} by its budget ({})\n",
+            "PAUSED: the subtree of handler {} {by} ({})\n",
             p.by,
             crate::safe_text::line(&p.reason)
         ));

@@ -51,6 +51,49 @@ fn the_request(home: &Path) -> (String, String) {
     )
 }
 
+/// Issue 30: the shell tool's events, `(kind, ok, args_digest)` in log
+/// order: each call admitted (or not) at its check, and the one that ran
+/// reported ended by the runtime with the same digest.
+fn shell_events(home: &Path, tool: &str) -> Vec<(String, bool, String)> {
+    let (code, out, err) =
+        agent_story::agency(home, &["--json", "watch", "--no-follow", "--kind", "tool"]);
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["data"]["tool"] == tool)
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_owned(),
+                e["data"]["ok"].as_bool().unwrap(),
+                e["data"]["args_digest"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn assert_shell_events(home: &Path, tool: &str) {
+    // A tool.ended is committed in the batch after the call: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let ev = loop {
+        let ev = shell_events(home, tool);
+        if ev.iter().any(|e| e.0 == "tool.ended") || std::time::Instant::now() > deadline {
+            break ev;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let kinds: Vec<(&str, bool)> = ev.iter().map(|e| (e.0.as_str(), e.1)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("tool.called", true),
+            ("tool.ended", true),
+            ("tool.called", false)
+        ],
+        "{ev:?}"
+    );
+    assert_eq!(ev[0].2, ev[1].2, "the end pairs with its admission");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue11_item7_claude_code_bash_destructive_asks_harmless_runs() {
     let claude = std::fs::canonicalize(claude_bin()).unwrap();
@@ -78,6 +121,7 @@ async fn issue11_item7_claude_code_bash_destructive_asks_harmless_runs() {
         "the harmless command did not run:\n{raw}"
     );
     assert!(raw.contains("pending approval"), "{raw}");
+    assert_shell_events(&story.home, "claude:Bash");
     story.stop();
     model.shutdown().await;
 }
@@ -105,6 +149,7 @@ async fn issue11_item7_builtin_bash_destructive_asks_harmless_runs() {
     let text = transcript(&story.home, agent["id"].as_str().unwrap());
     assert!(text.contains("harmless-ran-42"), "{text}");
     assert!(text.contains("pending approval"), "{text}");
+    assert_shell_events(&story.home, "bash");
     story.stop();
     model.shutdown().await;
 }

@@ -216,3 +216,75 @@ fn issue28_budget_set_under_what_was_spent_says_it_pauses_now() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// Issue 30: `agency pause` holds a subtree by hand until `agency resume`,
+/// shown as paused by the user (not by a budget) wherever it shows, and an
+/// agent's token cannot pause anything through the REST route.
+#[test]
+fn issue30_pause_by_hand_holds_until_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, root, exec) = home_with_agency(tmp.path());
+    let mut daemon = home_cli::serve(&home, &tmp.path().join("daemon.log"));
+    let exec_s = exec.to_string();
+
+    // An agent's token on the pause route is refused and changes nothing.
+    let minted = home
+        .open_service()
+        .unwrap()
+        .token_mint(Principal::User, exec, None)
+        .unwrap();
+    let status = json(&home, &["status"]);
+    let base = format!("http://{}", status["addr"].as_str().unwrap());
+    let http = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap();
+    let r = http
+        .post(format!("{base}/v1/budgets/{root}/pause"))
+        .bearer_auth(&minted.token)
+        .json(&json!({}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_client_error(), "{}", r.status());
+    assert!(!ok(&home, &["handlers"]).contains("paused"));
+
+    let out = ok(&home, &["pause", &exec_s[..8], "--note", "checking costs"]);
+    assert!(
+        out.contains(&format!("paused the subtree of handler {exec}")),
+        "{out}"
+    );
+    let text = ok(&home, &["handlers"]);
+    assert!(row_of(&text, &exec_s).contains("paused (by you)"), "{text}");
+    assert!(
+        !row_of(&text, &root.to_string()).contains("paused"),
+        "{text}"
+    );
+    assert!(
+        ok(&home, &["orgs"]).contains("paused"),
+        "the agency's agent is held"
+    );
+    let st = ok(&home, &["status"]);
+    assert!(
+        st.contains(&format!(
+            "PAUSED: the subtree of handler {exec} by you (paused by the user: checking costs)"
+        )),
+        "{st}"
+    );
+    // Again: nothing changes, and it says so.
+    let out = ok(&home, &["pause", &exec_s]);
+    assert!(out.contains("already paused"), "{out}");
+    let v = json(&home, &["pause", &exec_s]);
+    assert_eq!(v["paused"], false, "{v}");
+    // New limits do not lift it; resume does.
+    ok(&home, &["budget", "set", &exec_s, "--tool-calls", "100"]);
+    assert!(row_of(&ok(&home, &["handlers"]), &exec_s).contains("paused (by you)"));
+    let out = ok(&home, &["resume", &exec_s]);
+    assert!(out.contains(&format!("resumed: {exec}")), "{out}");
+    assert!(!ok(&home, &["handlers"]).contains("paused"));
+    // A bad note is refused with the reason.
+    let (code, _, err) = agency(&home, &["pause", &exec_s, "--note", &"x".repeat(501)]);
+    assert_ne!(code, 0);
+    assert!(err.contains("at most 500 characters"), "{err}");
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 /// One MCP tool call as an external agent (plain JSON over HTTP: the
 /// streamable HTTP transport answers a POST with JSON or one SSE event).
-fn mcp_call(addr: &str, token: &str, tool: &str, args: Value) -> Value {
+pub(crate) fn mcp_call(addr: &str, token: &str, tool: &str, args: Value) -> Value {
     let http = reqwest::blocking::Client::new();
     let url = format!("http://{addr}/mcp");
     let post = |body: Value, session: Option<&str>| {
@@ -69,7 +69,7 @@ fn mcp_call(addr: &str, token: &str, tool: &str, args: Value) -> Value {
     serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 
-fn daemon_addr(home: &TestHome) -> String {
+pub(crate) fn daemon_addr(home: &TestHome) -> String {
     let info: Value =
         serde_json::from_str(&std::fs::read_to_string(home.dir.join("daemon.json")).unwrap())
             .unwrap();
@@ -503,6 +503,36 @@ fn issue14_item11_tools_lists_every_mcp_tool_with_its_arguments() {
     assert!(tools.len() >= 20, "{v}");
     let read = tools.iter().find(|t| t["name"] == "kb_read").unwrap();
     assert_eq!(read["input_schema"]["type"], "object");
+    // Issue 31's typed calls, with their arguments.
+    assert!(
+        text.contains("agent_call\n") && text.contains("agent_reply\n"),
+        "{text}"
+    );
+    let required = |name: &str| -> Vec<String> {
+        let t = tools.iter().find(|t| t["name"] == name).unwrap();
+        let mut r: Vec<String> = t["input_schema"]["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(required("agent_call"), ["input", "target", "verb"]);
+    assert_eq!(required("agent_reply"), ["request_id"]);
+    let call = tools.iter().find(|t| t["name"] == "agent_call").unwrap();
+    for arg in ["wait", "steps", "within"] {
+        assert!(
+            call["input_schema"]["properties"][arg].is_object(),
+            "{call}"
+        );
+    }
+    let wait = tools.iter().find(|t| t["name"] == "mail_wait").unwrap();
+    assert!(
+        wait["input_schema"]["properties"]["conversation"].is_object(),
+        "{wait}"
+    );
     let format = home.ok(&["model-server", "--help-format"]);
     assert!(format.starts_with("# Script format"), "{format}");
     assert!(format.contains("\"scenarios\""), "{format}");

@@ -22,6 +22,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/runs", get(runs))
         .route("/v1/runs/{agent}", get(run))
         .route("/v1/runs/{agent}/transcript", get(transcript))
+        .route("/v1/runs/{agent}/prompt", get(prompt))
         .route("/v1/mail/{id}", get(mail_status))
         .route("/v1/kb/{id}/audit", get(kb_audit))
         .route("/v1/handlers/{id}/outcomes", get(handler_outcomes))
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/budgets", get(budgets_all))
         .route("/v1/budgets/{id}", get(budgets_of).post(budget_set))
         .route("/v1/budgets/{id}/resume", post(budget_resume))
+        .route("/v1/budgets/{id}/pause", post(budget_pause))
 }
 
 #[derive(Debug, Deserialize)]
@@ -61,24 +63,15 @@ async fn run(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answ
 /// The transcript as JSON: `{"agent", "bytes", "events": [...]}`, one
 /// event per line of the runtime's JSONL (a line that is not JSON comes
 /// back as `{"unparsed": "<line>"}`, so nothing is dropped).
+/// What a run was told when it started (`agency run AGENT --prompt`).
+async fn prompt(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
+    let agent: AgentId = parse("agent", &agent)?;
+    Ok(call(&st.svc, move |svc| svc.run_prompt(USER, agent)).await)
+}
+
 async fn transcript(State(st): State<Arc<AppState>>, Path(agent): Path<String>) -> Answer {
     let agent: AgentId = parse("agent", &agent)?;
-    Ok(call(&st.svc, move |svc| {
-        let bytes = svc.run_transcript(USER, agent)?;
-        let events: Vec<serde_json::Value> = String::from_utf8_lossy(&bytes)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                serde_json::from_str(l).unwrap_or_else(|_| serde_json::json!({ "unparsed": l }))
-            })
-            .collect();
-        Ok(agency_api::Transcript {
-            agent,
-            bytes: bytes.len(),
-            events,
-        })
-    })
-    .await)
+    Ok(call(&st.svc, move |svc| svc.run_transcript_events(USER, agent)).await)
 }
 
 async fn mail_status(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
@@ -158,6 +151,27 @@ async fn budget_set(
     };
     Ok(call(&st.svc, move |svc| {
         svc.budget_set(USER, id, limits).map(|b| wire::budget(&b))
+    })
+    .await)
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseBody {
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// `agency pause`: pause a subtree by hand until `agency resume`.
+async fn budget_pause(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Option<axum::Json<PauseBody>>,
+) -> Answer {
+    let id: HandlerId = parse("handler", &id)?;
+    let note = body.and_then(|b| b.0.note);
+    Ok(call(&st.svc, move |svc| {
+        svc.budget_pause(USER, id, note.as_deref())
     })
     .await)
 }

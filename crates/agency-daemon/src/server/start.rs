@@ -17,6 +17,7 @@ use agency_egress::{EgressKeys, EgressProxy};
 use agency_http::{Activity, AdminHash, AgentGuard, ListenerPort};
 use agency_repos::{GitRepoCache, UploadPacks};
 use agency_service::System;
+use agency_supervisor::LiveRuns;
 use agency_supervisor::claude::ClaudeCodeRuntime;
 use agency_supervisor::confine::Confiner;
 use agency_supervisor::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
@@ -42,6 +43,11 @@ impl Daemon {
             tracing::warn!("{notice}");
         }
         let lock = lock_home(home)?;
+        // Checked before anything starts: a bad OTEL_* variable stops the start.
+        let telemetry = cfg
+            .telemetry
+            .resolve(|k| std::env::var(k).ok())
+            .map_err(|e| invalid(home, e))?;
         let secrets = read_secrets(home, &cfg).await?;
         let models =
             reload::build_models(&cfg, &secrets).map_err(|e| invalid(home, e.to_string()))?;
@@ -70,8 +76,14 @@ impl Daemon {
         let mail = tokio::spawn(deliver_deferred_mail(svc.clone()));
         tracing::info!(%addr, home = %home.dir().display(), "daemon listening");
         let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
+        let problems = crate::problems::spawn(svc.clone(), cfg.watch.tick_seconds);
+        let telemetry = start_telemetry(home, telemetry, &svc)?;
+        let pipelines = start_pipelines(&svc, &parts, addr);
         Ok(Daemon {
+            pipelines,
             gc,
+            problems,
+            telemetry,
             mcp_shutdown: parts.mcp_shutdown,
             addr,
             home: home.clone(),
@@ -138,6 +150,26 @@ async fn read_secrets(home: &Home, cfg: &Config) -> Result<Secrets, DaemonError>
                 )
             })??,
     )
+}
+
+/// The OpenTelemetry exporter, when `[telemetry]` enabled it (resolved
+/// with the standard `OTEL_*` variables, which win over the file).
+fn start_telemetry(
+    home: &Home,
+    resolved: Option<agency_config::telemetry::TelemetryConfig>,
+    svc: &Arc<System>,
+) -> Result<Option<agency_telemetry::Exporter>, DaemonError> {
+    let Some(t) = resolved else {
+        return Ok(None);
+    };
+    tracing::info!(traces = %t.traces_url, metrics = %t.metrics_url, "exporting telemetry over OTLP/HTTP");
+    agency_telemetry::Exporter::start(
+        svc.service().clone(),
+        t,
+        home.dir().join("telemetry.cursor"),
+    )
+    .map(Some)
+    .map_err(|e| invalid(home, e.to_string()))
 }
 
 /// The service with its configuration (a bad `policy.toml` stops the
@@ -271,6 +303,8 @@ struct Parts {
     tools: Arc<Tools>,
     reloader: Arc<Reloader>,
     warm: Arc<WarmRegistry>,
+    /// The runs live now, which the supervisor adds and `/v1` follows.
+    live: Arc<LiveRuns>,
     upload_packs: Arc<UploadPacks>,
     /// Cancelled at stop so open MCP event streams end.
     mcp_shutdown: agency_mcp::CancellationToken,
@@ -331,10 +365,62 @@ impl Parts {
             tools,
             reloader,
             warm: Arc::default(),
+            live: LiveRuns::new(),
             upload_packs: Arc::default(),
             mcp_shutdown: agency_mcp::CancellationToken::new(),
         })
     }
+}
+
+/// The pipeline runner: carries on the runs a stop interrupted and each
+/// new one. Its llm stages call the gateway on `addr` like agents, with
+/// the upstreams as they are now (`agency reload` reaches runs started
+/// after a restart).
+fn start_pipelines(
+    svc: &Arc<System>,
+    parts: &Parts,
+    addr: SocketAddr,
+) -> agency_pipeline::runner::RunnerHandle {
+    use agency_config::models::Api;
+    use agency_pipeline::{Upstream, WireApi};
+    let models = parts.reloader.models.load();
+    let upstreams: std::collections::BTreeMap<String, Upstream> = models
+        .usable()
+        .filter_map(|name| {
+            let u = models.get(name)?;
+            let api = match u.api {
+                Api::Anthropic => WireApi::Anthropic,
+                Api::OpenAi => WireApi::OpenAi,
+            };
+            Some((
+                name.to_owned(),
+                Upstream {
+                    api,
+                    // The gateway sends the upstream's own model when it
+                    // names one; otherwise this is what the provider sees.
+                    model: u.model.clone().unwrap_or_else(|| "default".to_owned()),
+                    // A constrained request an upstream refuses as malformed
+                    // is asked again without the constraint (the ladder).
+                    constrained: true,
+                },
+            ))
+        })
+        .collect();
+    let default_upstream = models
+        .allowed_for(None)
+        .map(str::to_owned)
+        .or_else(|| upstreams.keys().next().cloned())
+        .unwrap_or_default();
+    agency_pipeline::runner::spawn(
+        svc.clone(),
+        agency_pipeline::runner::RunnerConfig {
+            base_url: format!("http://{addr}"),
+            default_upstream,
+            upstreams,
+            timeout: Duration::from_secs(300),
+            backoff: agency_pipeline::Backoff::default(),
+        },
+    )
 }
 
 /// The agents' application (MCP, the tools' routes, the model gateway,
@@ -364,10 +450,15 @@ fn mount_routes(
         keep_warm: parts.reloader.keep_warm.clone(),
         reloader: parts.reloader.clone(),
         confiner: parts.confiner.clone(),
+        live: parts.live.clone(),
     });
+    // The dashboard: its pages on this TCP listener (its own session
+    // guard), its login URLs minted on `/v1`.
+    let dashboard = agency_dashboard::Dashboard::new(svc.clone(), addr.port());
     // Still behind the admin token: the socket's mode and the home's are
     // the first wall, the token the second.
     let v1 = rest::routes(cfg.limits.max_file_bytes, &parts.tools)
+        .merge(agency_dashboard::login_routes(dashboard.clone()))
         .layer(from_fn_with_state(
             AdminHash(state.admin_hash),
             agency_http::admin_only,
@@ -426,7 +517,8 @@ fn mount_routes(
     ))
     // The one part of `/v1` on TCP: messages to agencies, for holders of
     // an agency key (never the admin token; `rest/agency.rs`).
-    .merge(rest::agency::routes(state, false));
+    .merge(rest::agency::routes(state, false))
+    .merge(agency_dashboard::routes(dashboard));
     // An unknown path is a 404 for everyone, not a token complaint from
     // whichever guard's router supplied the fallback. The rest of `/v1` is
     // not on TCP at all: a 404 here too.
@@ -549,6 +641,7 @@ fn start_supervisor(
             upload_packs: parts.upload_packs.clone(),
             extra_connect_ports: vec![parts.egress.addr().port()],
             warm: parts.warm.clone(),
+            live: parts.live.clone(),
         },
     ))
 }

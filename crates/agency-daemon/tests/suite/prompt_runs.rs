@@ -100,10 +100,21 @@ async fn issue9_item15_every_sentence_of_the_seed_prompt_reaches_the_agent() {
         Some(blake3::hash(prompt.as_bytes()).to_hex().as_str())
     );
     // The first agent of a handler is told nothing about a previous one.
-    assert!(
-        !message_of(out.path(), agent)
-            .await
-            .contains("did not end normally")
+    let message = message_of(out.path(), agent).await;
+    assert!(!message.contains("did not end normally"));
+    // Issue 30: the run keeps what it was told, exactly (`agency run
+    // AGENT --prompt`); the user only.
+    let kept = wait_for("the run's prompt", || {
+        svc.run_prompt(Principal::User, agent).ok()
+    })
+    .await;
+    assert_eq!(kept.system_prompt, prompt);
+    assert_eq!(kept.first_message, message);
+    assert_eq!(
+        svc.run_prompt(Principal::agent(root, agent), agent)
+            .unwrap_err()
+            .kind(),
+        "permission_denied"
     );
     daemon.stop().await.unwrap();
 }

@@ -1,7 +1,7 @@
 //! Record tools: what an agent reads about its own work — the receipt of
 //! a message it sent (`mail_status`), a KB file's access log (`kb_audit`)
-//! and the outcomes it (or a direct underling) is responsible for
-//! (`outcome_list`).
+//! the outcomes it (or a direct underling) is responsible for
+//! (`outcome_list`) and the event log of its subtree (`events_read`).
 
 use agency_api::{HandlerOutcomes, KbAuditLog};
 use agency_core::{FileId, HandlerId, MessageId, OutcomeStatus};
@@ -17,6 +17,7 @@ pub(super) fn routes() -> Vec<super::Declared> {
         tool("mail_status", MAIL_STATUS, Effect::Read, mail_status),
         tool("kb_audit", KB_AUDIT, Effect::Read, kb_audit),
         tool("outcome_list", OUTCOME_LIST, Effect::Read, outcome_list),
+        tool("events_read", EVENTS_READ, Effect::Read, events_read),
     ]
 }
 
@@ -28,6 +29,28 @@ Errors: not_found if the file does not exist for you; permission_denied without 
 
 const OUTCOME_LIST: &str = "The outcomes your handler (default) or a direct underling is responsible for, highest priority first: UUID, title, status, priority. \
 Finished (completed or closed) outcomes are left out unless `include_finished` is true. Errors: not_found for a handler that is not yours, your boss's or a direct underling's.";
+
+const EVENTS_READ: &str = "What happened in your part of the organisation, oldest first: the event log of your handler and the handlers below it (mail sent and acknowledged, outcomes created and changed, delegations, agents started and ended, model and tool calls, flagged calls, budgets, stalls). \
+Each event has a number (`seq`), a time, a kind such as `mail.sent` or `agent.ended`, the handler it is about and a one-line summary. Pass the page's `next` as `after` to read on. \
+Filter with `handler` (one of your underlings, with `subtree` for those below it too), `kinds` (kinds or families such as `mail`, `outcome`, `agent`, `tool`) and `limit` (default 100, at most 1000). \
+Errors: permission_denied for a handler outside your subtree; invalid_input for an unknown kind.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EventsReadArgs {
+    /// Only events numbered above this (the `next` of the previous page); default 0.
+    after: Option<i64>,
+    /// Handler UUID: yours or one below you (default: your whole subtree).
+    handler: Option<String>,
+    /// With `handler`: also the handlers below it.
+    #[serde(default)]
+    subtree: bool,
+    /// Kinds (`mail.sent`) or families (`mail`); default all.
+    #[serde(default)]
+    kinds: Vec<String>,
+    /// Most events to return (default 100, at most 1000).
+    limit: Option<u32>,
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +76,18 @@ pub(super) struct OutcomeListArgs {
     /// Also list completed and closed outcomes (default false).
     #[serde(default)]
     include_finished: bool,
+}
+
+fn events_read(call: &Call, a: EventsReadArgs) -> ToolResult {
+    let q = agency_service::EventQuery {
+        after: a.after.unwrap_or(0),
+        handler: args::opt_id("handler", a.handler.as_deref())?,
+        subtree: a.subtree,
+        kinds: a.kinds,
+        since: None,
+        limit: a.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+    };
+    json(&call.svc.events_read(call.who(), &q)?)
 }
 
 fn mail_status(call: &Call, a: MailStatusArgs) -> ToolResult {

@@ -40,7 +40,7 @@ const MAX_LISTED: usize = 20;
 const MAX_IGNORED: usize = 1000;
 
 const MAIL_WAIT: &str = "Wait for new mail without spending anything but time. Returns at once with {\"status\":\"mail\",\"messages\":[{id,from,subject}]} when your inbox holds delivered, unacknowledged messages (other than those in `ignore`), \
-else waits until one is delivered ({\"status\":\"mail\",…}), `timeout_ms` passes ({\"status\":\"timeout\"}), or Agency needs your slot for other work ({\"status\":\"released\"}: save your state and end your run). \
+else waits until one is delivered ({\"status\":\"mail\",…}); with `conversation` (an agent_call's `conversation_id`) only that conversation's requests and replies to you count (delegate and wait), `timeout_ms` passes ({\"status\":\"timeout\"}), or Agency needs your slot for other work ({\"status\":\"released\"}: save your state and end your run). \
 Read the messages with mail_inbox. Not charged to your tool-call budget. Errors: permission_denied once you are no longer a live agent.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -51,6 +51,8 @@ pub(super) struct WaitArgs {
     /// UUIDs of messages you already know of: they do not end the wait.
     #[serde(default)]
     ignore: Vec<String>,
+    /// UUID of a conversation of typed calls (agent_call's `conversation_id`): wait only for its requests and replies to you.
+    conversation: Option<String>,
 }
 
 pub(super) fn route() -> ToolRoute<AgencyMcp> {
@@ -109,6 +111,8 @@ async fn wait(
         )));
     }
     let known: Arc<Vec<MessageId>> = Arc::new(args::ids("ignore", &a.ignore)?);
+    let conversation =
+        args::opt_id::<agency_core::ConversationId>("conversation", a.conversation.as_deref())?;
     let deadline = tokio::time::Instant::now() + timeout;
     // Subscribe before the first look, so a delivery between the look and
     // the wait is not missed.
@@ -127,9 +131,12 @@ async fn wait(
             return json(&MailWait::Released);
         }
         let (s, k) = (svc.clone(), known.clone());
-        let waiting = tokio::task::spawn_blocking(move || s.mail_waiting(who, &k, MAX_LISTED))
-            .await
-            .map_err(|e| ToolError::internal(format!("failed to read the inbox: {e}")))??;
+        let waiting = tokio::task::spawn_blocking(move || match conversation {
+            Some(c) => s.mail_waiting_in(who, c, &k, MAX_LISTED),
+            None => s.mail_waiting(who, &k, MAX_LISTED),
+        })
+        .await
+        .map_err(|e| ToolError::internal(format!("failed to read the inbox: {e}")))??;
         if !waiting.is_empty() {
             return json(&MailWait::Mail { messages: waiting });
         }

@@ -5,6 +5,7 @@
 
 mod boundary;
 mod budgets;
+mod calls;
 mod fuzz;
 mod grant_outcome;
 mod memory;

@@ -69,7 +69,7 @@ pub(crate) fn insert_live_agent(op: &mut Op<'_>, handler: HandlerId) -> Result<A
         }
         Err(e) => return Err(e.into()),
     }
-    op.events.push(Event::AgentStarted {
+    op.emit(Event::AgentStarted {
         agent: row.id,
         handler,
     });
@@ -101,7 +101,7 @@ impl System {
             // The token dies with its agent.
             op.tx.revoke_tokens_of(agent, op.now)?;
             if ended {
-                op.events.push(Event::AgentEnded {
+                op.emit(Event::AgentEnded {
                     agent,
                     handler: row.handler,
                 });

@@ -122,7 +122,7 @@ impl Service {
             };
             let revoked = op.tx.revoke_tokens_of(agent, op.now)?;
             if op.tx.end_agent(agent, op.now, "token_revoked")? {
-                op.events.push(Event::AgentEnded {
+                op.emit(Event::AgentEnded {
                     agent,
                     handler: row.handler,
                 });

@@ -21,6 +21,8 @@
 //! Tool calls are charged but not stopped by a pause (only by the
 //! tool-call limit itself), so a paused agent can still save its state.
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use std::collections::BTreeSet;
 
 use agency_core::{AgentId, HandlerId, MailTarget, Timestamp};
@@ -179,8 +181,9 @@ pub(crate) struct Held {
 pub(crate) fn held(tx: &mut dyn Tx, rows: &[HandlerRow]) -> Result<Vec<Held>> {
     let mut out = Vec::new();
     for (i, r) in rows.iter().enumerate() {
+        // A row without limits still holds while paused by hand.
         if let Some(budget) = tx.budget_of(r.id)?
-            && !budget.limits.is_empty()
+            && (!budget.limits.is_empty() || budget.paused.is_some())
         {
             let spend = tx.budget_spend_of(r.id)?;
             out.push(Held {
@@ -361,6 +364,14 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
         reason: what.to_owned(),
     });
     op.tx.set_budget(&b)?;
+    op.record(
+        Record::new(
+            EventKind::BudgetPaused,
+            Some(holder),
+            format!("budget reached: {what}; subtree paused"),
+        )
+        .data(serde_json::json!({ "reason": what, "carved_by": b.carved_by })),
+    );
     let row = op
         .tx
         .handler(holder)?

@@ -21,6 +21,8 @@
 //! which budgets tolerate: they bound spending, they are not a ledger of
 //! record for the provider's bill.
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use agency_core::{AgentId, HandlerId, Principal};
 use agency_store::{
     BudgetReservationRow, BudgetSpend, HandlerRow, ModelCallRow, TokenUsage, UsageTotals,
@@ -31,6 +33,9 @@ use crate::budgets::ledger::{Charge, admit, chain, held, pause_reached, refuse};
 use crate::error::ServiceError;
 use crate::service::{Caller, Service, System, authenticate};
 pub use agency_api::CostNode;
+
+/// Handlers [`Service::handler_costs`] reads in one call at most.
+pub const MAX_COST_HANDLERS: usize = 5000;
 
 /// What the gateway knows of a call before forwarding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,8 +71,11 @@ pub struct ModelReservation {
     handler: HandlerId,
     agent: AgentId,
     request: ModelCallRequest,
-    /// The ledger row holding the call's worst case until it settles.
+    /// The ledger row holding the call's worst case until it settles;
+    /// also the call's id in the event log.
     ledger: i64,
+    /// When it was admitted.
+    at: agency_core::Timestamp,
 }
 
 impl ModelReservation {
@@ -150,11 +158,31 @@ impl Service {
                     tokens: worst_tokens,
                     micro_usd: request.worst_cost_micro_usd.max(0),
                 })?;
+                op.record(
+                    Record::new(
+                        EventKind::ModelCallStarted,
+                        Some(row.id),
+                        format!(
+                            "model call {ledger} to {} ({})",
+                            request.model, request.upstream
+                        ),
+                    )
+                    .agent(Some(agent))
+                    .data(serde_json::json!({
+                        "call": ledger,
+                        "upstream": request.upstream,
+                        "api": request.api,
+                        "model": request.model,
+                        "stream": request.stream,
+                        "max_tokens": request.max_tokens,
+                    })),
+                );
                 Ok(Ok(ModelReservation {
                     handler: row.id,
                     agent,
                     request,
                     ledger,
+                    at: op.now,
                 }))
             }
         })?
@@ -193,6 +221,48 @@ impl Service {
                 ));
             }
             Ok(tx.model_calls_of_agent(agent, 1000)?)
+        })
+    }
+
+    /// The user: the costs of each of `handlers` (at most
+    /// [`MAX_COST_HANDLERS`]) as cards show them: own calls summed, the
+    /// subtree's running totals as the ledger keeps them (no walk of the
+    /// subtree, so a card costs the same on a tree of any size; a test
+    /// holds them equal to [`Service::cost_tree`]'s recomputation). A
+    /// handler that does not exist is not found.
+    pub fn handler_costs(
+        &self,
+        who: Principal,
+        handlers: &[HandlerId],
+    ) -> Result<Vec<agency_api::HandlerCost>> {
+        if handlers.len() > MAX_COST_HANDLERS {
+            return Err(ServiceError::invalid(format!(
+                "failed to read costs: {} handlers asked, at most {MAX_COST_HANDLERS} at a time",
+                handlers.len()
+            )));
+        }
+        self.read(|tx| {
+            if !matches!(authenticate(tx, who)?, Caller::User) {
+                return Err(ServiceError::denied(
+                    "failed to read costs: only the user reads costs",
+                ));
+            }
+            let own = tx.model_usage_of(handlers)?;
+            handlers
+                .iter()
+                .zip(own)
+                .map(|(&h, own)| {
+                    if tx.handler(h)?.is_none() {
+                        return Err(ServiceError::not_found("handler", h));
+                    }
+                    Ok(agency_api::HandlerCost {
+                        handler: h,
+                        own,
+                        subtree: tx.budget_spend_of(h)?,
+                        limits: tx.budget_of(h)?.map(|b| b.limits),
+                    })
+                })
+                .collect()
         })
     }
 
@@ -312,6 +382,7 @@ impl System {
                 agent,
                 request,
                 ledger,
+                at,
             } = reservation;
             // The reservation is gone if a daemon restart cleared it (and
             // the ledger's in-flight totals with it).
@@ -330,6 +401,42 @@ impl System {
             }
             let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
             op.tx.budget_spend_add(&ids, &delta)?;
+            let u = &result.usage;
+            let outcome = match result.status {
+                200..=299 => "ok".to_owned(),
+                0 => "unreachable".to_owned(),
+                s => format!("HTTP {s}"),
+            };
+            op.record(
+                Record::new(
+                    EventKind::ModelCallEnded,
+                    Some(handler),
+                    format!(
+                        "model call {ledger} to {} {outcome}: {} in / {} out tokens, ${:.4}{}",
+                        request.model,
+                        u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+                        u.output_tokens,
+                        result.cost_micro_usd as f64 / 1e6,
+                        if request.priced { "" } else { " (unpriced)" }
+                    ),
+                )
+                .agent(Some(agent))
+                .data(serde_json::json!({
+                    "call": ledger,
+                    "upstream": request.upstream,
+                    "api": request.api,
+                    "model": request.model,
+                    "status": result.status,
+                    "input_tokens": u.input_tokens,
+                    "output_tokens": u.output_tokens,
+                    "cache_read_tokens": u.cache_read_tokens,
+                    "cache_write_tokens": u.cache_write_tokens,
+                    "cost_micro_usd": result.cost_micro_usd,
+                    "unpriced": !request.priced,
+                    "estimated": result.estimated,
+                    "duration_ms": op.now.0.saturating_sub(at.0),
+                })),
+            );
             op.tx.insert_model_call(&ModelCallRow {
                 at: op.now,
                 handler,

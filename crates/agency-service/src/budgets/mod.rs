@@ -1,6 +1,7 @@
 //! Budgets on handlers: the user sets limits on a
 //! handler's subtree ([`Service::budget_set`]), reads spend against limit
-//! as a tree ([`Service::budget_show`]) and resumes a paused subtree
+//! as a tree ([`Service::budget_show`]), pauses a subtree by hand
+//! ([`Service::budget_pause`]) and resumes a paused subtree
 //! ([`Service::budget_resume`]); Agency's MCP tools charge each call
 //! ([`Service::tool_call_charge`]); the daemon's supervisor asks whether a
 //! handler is paused ([`Service::budget_paused`]).
@@ -15,16 +16,24 @@ pub(crate) mod metering;
 
 use std::collections::BTreeMap;
 
+use agency_api::EventKind;
 use agency_core::{HandlerId, Principal, Timestamp};
-use agency_store::{BudgetLimits, BudgetRow, BudgetSpend, HandlerStatus, Tx};
+use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerStatus, Tx};
 
 use self::ledger::{Kind, charge_tool_call, elapsed, paused_by, tool_call_charge_due};
 use crate::Result;
 use crate::error::ServiceError;
+use crate::event_log::Record;
 use crate::events::Event;
 use crate::service::{Caller, Service, System, authenticate};
 use crate::views::PausedView;
-pub use agency_api::{BudgetNode, ResumeReport};
+pub use agency_api::{BudgetNode, PauseReport, ResumeReport};
+
+pub use agency_api::PAUSED_BY_USER;
+
+fn is_hand_pause(p: &BudgetPause) -> bool {
+    p.reason.starts_with(PAUSED_BY_USER)
+}
 
 fn paused_of(b: &BudgetRow) -> Option<PausedView> {
     b.paused.as_ref().map(|p| PausedView {
@@ -95,10 +104,15 @@ impl Service {
                 limits,
                 set_at: old.as_ref().map_or(op.now, |b| b.set_at),
                 carved_by: None,
-                paused: None,
+                // New limits lift a pause by a reached limit, not one the
+                // user made by hand: only `resume` lifts that.
+                paused: old
+                    .as_ref()
+                    .and_then(|b| b.paused.clone())
+                    .filter(is_hand_pause),
                 warned: 0,
             };
-            if limits.is_empty() {
+            if limits.is_empty() && row.paused.is_none() {
                 op.tx.delete_budget(handler)?;
             } else {
                 op.tx.set_budget(&row)?;
@@ -113,9 +127,86 @@ impl Service {
                 }
             }
             if old.is_some_and(|b| b.paused.is_some()) && row.paused.is_none() {
-                op.events.push(Event::BudgetResumed { handler });
+                op.emit(Event::BudgetResumed { handler });
+                crate::pipelines::budgets_lifted(op)?;
             }
             Ok(row)
+        })
+    }
+
+    /// The user: pause `handler`'s subtree by hand, as a reached budget
+    /// would (no new model calls, agent starts or delegations; calls in
+    /// flight finish) until `resume` ([`Service::budget_resume`]); new
+    /// limits do not lift it. `note` says why, for the log and the
+    /// listings.
+    pub fn budget_pause(
+        &self,
+        who: Principal,
+        handler: HandlerId,
+        note: Option<&str>,
+    ) -> Result<PauseReport> {
+        let note = note.map(str::trim).filter(|n| !n.is_empty());
+        if let Some(n) = note
+            && (n.chars().count() > 500 || n.chars().any(char::is_control))
+        {
+            return Err(ServiceError::invalid(format!(
+                "failed to pause handler {handler}: the note must be one line of at most 500 characters"
+            )));
+        }
+        self.write(|op| {
+            require_user(op.tx, who, &format!("pause handler {handler}"))?;
+            let rows = op.tx.handler_subtree(handler)?;
+            if rows.is_empty() {
+                return Err(ServiceError::not_found("handler", handler));
+            }
+            let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
+            let live_agents = op.tx.live_agents_of(&ids)?.len() as i64;
+            let old = op.tx.budget_of(handler)?;
+            if old.as_ref().is_some_and(|b| b.paused.is_some()) {
+                return Ok(PauseReport {
+                    handler,
+                    paused: false,
+                    live_agents,
+                });
+            }
+            let reason = match note {
+                Some(n) => format!("{PAUSED_BY_USER}: {n}"),
+                None => PAUSED_BY_USER.to_owned(),
+            };
+            let row = match old {
+                Some(mut b) => {
+                    b.paused = Some(BudgetPause {
+                        at: op.now,
+                        reason: reason.clone(),
+                    });
+                    b
+                }
+                None => BudgetRow {
+                    handler,
+                    limits: BudgetLimits::default(),
+                    set_at: op.now,
+                    carved_by: None,
+                    paused: Some(BudgetPause {
+                        at: op.now,
+                        reason: reason.clone(),
+                    }),
+                    warned: 0,
+                },
+            };
+            op.tx.set_budget(&row)?;
+            op.record(
+                Record::new(
+                    EventKind::BudgetPaused,
+                    Some(handler),
+                    format!("{reason}; subtree paused"),
+                )
+                .data(serde_json::json!({ "reason": reason, "by_hand": true })),
+            );
+            Ok(PauseReport {
+                handler,
+                paused: true,
+                live_agents,
+            })
         })
     }
 
@@ -134,7 +225,12 @@ impl Service {
                     && b.paused.is_some()
                 {
                     b.paused = None;
-                    op.tx.set_budget(&b)?;
+                    if b.limits.is_empty() {
+                        // It held only a pause by hand.
+                        op.tx.delete_budget(r.id)?;
+                    } else {
+                        op.tx.set_budget(&b)?;
+                    }
                     resumed.push(r.id);
                 }
             }
@@ -148,7 +244,8 @@ impl Service {
                 }
             }
             if !resumed.is_empty() {
-                op.events.push(Event::BudgetResumed { handler });
+                op.emit(Event::BudgetResumed { handler });
+                crate::pipelines::budgets_lifted(op)?;
             }
             Ok(ResumeReport {
                 resumed,

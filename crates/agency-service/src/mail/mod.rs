@@ -11,6 +11,8 @@
 
 pub(crate) mod org_reply;
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use agency_core::access::FileKind;
 use agency_core::capability::{AttachAccess, GrantRefusal, attach_access};
 use agency_core::{
@@ -98,6 +100,23 @@ impl Service {
         deliver_at: Option<Timestamp>,
         in_reply_to: Option<MessageId>,
     ) -> Result<MessageId> {
+        self.send_then(who, to, body, deliver_at, in_reply_to, &|_, _, _| Ok(()))
+    }
+
+    /// Send mail exactly as [`Service::mail_send_replying`] does, then run
+    /// `then` in the same transaction with the new message's id: a typed
+    /// call (`calls/`) records its envelope there, so the mail and the
+    /// record are stored together or not at all (an error from `then`
+    /// rolls the mail back).
+    pub(crate) fn send_then(
+        &self,
+        who: Principal,
+        to: MailTarget,
+        body: &MailBody,
+        deliver_at: Option<Timestamp>,
+        in_reply_to: Option<MessageId>,
+        then: &dyn Fn(&mut Op<'_>, &Caller, MessageId) -> Result<()>,
+    ) -> Result<MessageId> {
         let subject = match body {
             MailBody::Text { subject, text } => {
                 self.cfg
@@ -115,9 +134,12 @@ impl Service {
         let subject = clip(&subject);
         self.cfg.limits.check_description("subject", &subject)?;
         // Check before storing the body, so a refused sender stores nothing.
+        // Set when the refusal is for lack of a connection: a sign of a
+        // misdesigned organisation the user should see (`mail.refused`).
+        let unconnected = std::cell::Cell::new(false);
         let precheck = |tx: &mut dyn Tx| -> Result<Caller> {
             let caller = authenticate(tx, who)?;
-            check_may_send(tx, &caller, to)?;
+            check_may_send(tx, &caller, to).inspect_err(|_| unconnected.set(true))?;
             if let Some(r) = in_reply_to {
                 check_reply_to(tx, &caller, r)?;
             }
@@ -138,7 +160,26 @@ impl Service {
             }
             Ok(caller)
         };
-        self.read(|tx| precheck(tx).map(drop))?;
+        if let Err(e) = self.read(|tx| precheck(tx).map(drop)) {
+            if let (true, Principal::Agent { handler, agent }) = (unconnected.get(), who) {
+                let to_text = match to {
+                    MailTarget::User => "the user".to_owned(),
+                    MailTarget::Handler(h) => format!("handler {h}"),
+                };
+                self.log_step(
+                    Record::new(
+                        EventKind::MailRefused,
+                        Some(handler),
+                        format!("mail to {to_text} refused: {e}"),
+                    )
+                    .agent(Some(agent))
+                    .data(
+                        serde_json::json!({ "to": to, "subject": subject, "error": e.to_string() }),
+                    ),
+                );
+            }
+            return Err(e);
+        }
         if let MailBody::Text { text, .. } = body {
             self.blobs.put(text.as_bytes())?;
         }
@@ -184,6 +225,7 @@ impl Service {
             if let (Caller::User, MailTarget::Handler(h)) = (&caller, to) {
                 grant_reply_to_user(op, h)?;
             }
+            then(op, &caller, id)?;
             Ok(id)
         })
     }
@@ -216,6 +258,15 @@ impl Service {
                 };
                 if m.acked_at.is_none() {
                     op.tx.set_acked(m.id, op.now)?;
+                    op.record(
+                        Record::new(
+                            EventKind::MailAcked,
+                            caller.handler(),
+                            format!("acknowledged mail {:?}", m.subject),
+                        )
+                        .agent(caller.agent())
+                        .data(serde_json::json!({ "message": m.id, "subject": m.subject })),
+                    );
                     n += 1;
                 }
             }
@@ -347,10 +398,35 @@ pub(crate) fn enqueue(op: &mut Op<'_>, caller: &Caller, e: Envelope) -> Result<M
         notice: e.notice,
     };
     op.tx.insert_message(&m)?;
+    let (from, to) = (
+        crate::event_log::party(op.tx, m.from)?,
+        crate::event_log::party(op.tx, m.to)?,
+    );
+    let area = match (m.from, m.to) {
+        (MailTarget::Handler(h), _) | (MailTarget::User, MailTarget::Handler(h)) => Some(h),
+        (MailTarget::User, MailTarget::User) => None,
+    };
+    op.record(
+        Record::new(
+            EventKind::MailSent,
+            area,
+            format!("mail from {from} to {to}: {:?}", m.subject),
+        )
+        .agent(caller.agent())
+        .data(serde_json::json!({
+            "message": m.id,
+            "from": m.from,
+            "to": m.to,
+            "subject": m.subject,
+            "deliver_at": m.deliver_at,
+            "notice": m.notice,
+            "in_reply_to": m.in_reply_to,
+        })),
+    );
     if m.deliver_at <= op.now {
         deliver(op, &m)?;
     } else {
-        op.events.push(Event::MailScheduled {
+        op.emit(Event::MailScheduled {
             message: m.id,
             deliver_at: m.deliver_at,
         });
@@ -423,7 +499,7 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
     if let MailTarget::Handler(h) = m.to {
         if let Some(cap) = grant {
             let cap_id = op.tx.insert_capability(&cap)?;
-            op.events.push(Event::CapabilityGranted {
+            op.emit(Event::CapabilityGranted {
                 capability: cap_id,
                 holder: h,
                 resource: cap.resource,
@@ -440,7 +516,7 @@ fn deliver(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
     if m.to == MailTarget::User && m.in_reply_to.is_some() {
         org_reply::record_reply(op, m)?;
     }
-    op.events.push(Event::MessageDelivered {
+    op.emit(Event::MessageDelivered {
         message: m.id,
         to: m.to,
     });
@@ -545,6 +621,18 @@ fn undeliverable(tx: &mut dyn Tx, m: &MessageRow) -> Result<Option<String>> {
 /// active, is told in its audit log and by a notice to itself.
 fn drop_undeliverable(op: &mut Op<'_>, m: &MessageRow, why: &str) -> Result<()> {
     op.tx.set_dropped(m.id, op.now, why)?;
+    let sender = match m.from {
+        MailTarget::Handler(h) => Some(h),
+        MailTarget::User => None,
+    };
+    op.record(
+        Record::new(
+            EventKind::MailDropped,
+            sender,
+            format!("deferred mail {:?} not delivered: {why}", m.subject),
+        )
+        .data(serde_json::json!({ "message": m.id, "to": m.to, "reason": why })),
+    );
     let MailTarget::Handler(s) = m.from else {
         return Ok(());
     };

@@ -42,7 +42,7 @@ pub(crate) fn record_reply(op: &mut Op<'_>, m: &MessageRow) -> Result<()> {
         // Its reader is the outside caller: `agency conversations` shows
         // it, the user's inbox (unacknowledged mail) does not fill up.
         op.tx.set_acked(m.id, op.now)?;
-        op.events.push(Event::OrgMessageAnswered {
+        op.emit(Event::OrgMessageAnswered {
             message: om.id,
             agency: om.agency,
         });

@@ -84,11 +84,29 @@ impl Service {
             op.tx.put_org(&OrgRow {
                 name: model.name.clone(),
                 model_json: json,
-                model_hash: hash,
+                model_hash: hash.clone(),
                 executive,
                 applied_at: op.now,
                 retired_at: None,
             })?;
+            op.record(
+                crate::event_log::Record::new(
+                    agency_api::EventKind::OrgApplied,
+                    Some(executive),
+                    format!(
+                        "organisation {} applied: {} agent change(s), {} capability change(s)",
+                        model.name,
+                        p.agents.len(),
+                        p.capabilities.len()
+                    ),
+                )
+                .data(serde_json::json!({
+                    "org": model.name,
+                    "hash": hash,
+                    "agents": p.agents.len(),
+                    "capabilities": p.capabilities.len(),
+                })),
+            );
             Ok(p)
         })
     }
@@ -187,7 +205,7 @@ fn apply(
                             format!("reactivated by agency up (organisation {org})"),
                         )?;
                         render_audit_log_file(op, h, a)?;
-                        op.events.push(Event::HandlerCreated {
+                        op.emit(Event::HandlerCreated {
                             handler: h,
                             boss: Some(boss),
                         });
@@ -323,7 +341,7 @@ fn stand_up(
         format!("stood up by agency up as an agent of organisation {org}"),
     )?;
     render_audit_log_file(op, h, a)?;
-    op.events.push(Event::HandlerCreated {
+    op.emit(Event::HandlerCreated {
         handler: h,
         boss: Some(boss),
     });
@@ -396,7 +414,7 @@ fn set_budget(
                 warned: 0,
             })?;
             if old.is_some_and(|b| b.paused.is_some()) {
-                op.events.push(Event::BudgetResumed { handler: h });
+                op.emit(Event::BudgetResumed { handler: h });
             }
         }
         _ => {
@@ -444,7 +462,7 @@ pub(crate) fn retire_standing(
         }
     }
     for c in &retired.revoked {
-        op.events.push(Event::CapabilityRevoked {
+        op.emit(Event::CapabilityRevoked {
             capability: c.id,
             holder: c.holder,
             resource: c.resource.clone(),
@@ -547,7 +565,7 @@ fn grants(
                 .tx
                 .revoke(&RevokeSelector::Ids(vec![g.capability]), op.now)?;
             for c in revoked {
-                op.events.push(Event::CapabilityRevoked {
+                op.emit(Event::CapabilityRevoked {
                     capability: c.id,
                     holder: c.holder,
                     resource: c.resource,
@@ -592,7 +610,7 @@ fn grants(
             created_at: op.now,
         };
         let id = op.tx.insert_capability(&cap)?;
-        op.events.push(Event::CapabilityGranted {
+        op.emit(Event::CapabilityGranted {
             capability: id,
             holder: h,
             resource: cap.resource,

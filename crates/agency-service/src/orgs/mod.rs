@@ -115,6 +115,17 @@ impl Service {
             tools::org_tools_release(op, name)?;
             org.retired_at = Some(op.now);
             op.tx.put_org(&org)?;
+            op.record(
+                crate::event_log::Record::new(
+                    agency_api::EventKind::OrgDown,
+                    Some(org.executive),
+                    format!(
+                        "organisation {name} taken down: {} handler(s) retired",
+                        report.handlers.len()
+                    ),
+                )
+                .data(serde_json::json!({ "org": name, "handlers": report.handlers.len() })),
+            );
             Ok(report)
         })
     }

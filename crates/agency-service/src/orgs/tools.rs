@@ -59,12 +59,15 @@ pub const AGENCY_MCP_TOOL_NAMES: &[&str] = &[
     "outcome_list",
     "run_list",
     "run_view",
+    "events_read",
     "repo_push",
     "memory_store",
     "memory_search",
     "memory_forget",
     "memory_condense",
     "mail_wait",
+    "agent_call",
+    "agent_reply",
 ];
 
 /// The longest a tool may run (ms): a call holds an agent's MCP request.

@@ -3,9 +3,12 @@
 //! progress, the automatic audit entry for an agent that left none, reaping
 //! after a restart, and stalled handlers.
 
+pub(crate) mod follow;
 pub(crate) mod logs;
 pub(crate) mod views;
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use agency_core::{AgentId, HandlerId, MailTarget};
 use agency_store::{AgentRow, AgentRunRow};
 use serde::{Deserialize, Serialize};
@@ -106,7 +109,7 @@ fn finish(
         render_audit_log_file(op, row.handler, Author::default())?;
     }
     if ended {
-        op.events.push(Event::AgentEnded {
+        op.emit(Event::AgentEnded {
             agent: row.id,
             handler: row.handler,
         });
@@ -191,6 +194,10 @@ impl System {
         self.write(|op| {
             let h = op.tx.handler(handler)?.ok_or_else(|| ServiceError::not_found("handler", handler))?;
             op.tx.set_stalled(handler, op.now, reason)?;
+            op.record(
+                Record::new(EventKind::HandlerStalled, Some(handler), format!("stalled: {reason}"))
+                    .data(serde_json::json!({ "reason": reason })),
+            );
             log(op, handler, None, format!("marked stalled: {reason}"))?;
             render_audit_log_file(op, handler, Author::default())?;
             let boss = h.boss.map_or(MailTarget::User, MailTarget::Handler);

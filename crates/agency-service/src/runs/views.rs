@@ -110,26 +110,60 @@ impl Service {
         })
     }
 
+    /// What a run was told when it started: its system prompt and first
+    /// message. User only, like transcripts.
+    pub fn run_prompt(&self, who: Principal, agent: AgentId) -> Result<agency_api::RunPrompt> {
+        let (prompt, first) = self.read(|tx| {
+            if !authenticate(tx, who)?.is_user() {
+                return Err(ServiceError::denied(
+                    "failed to read a run's prompt: only the user may; an agent reads its own in its context",
+                ));
+            }
+            match tx.run_prompt(agent)? {
+                None => Err(ServiceError::not_found("agent run", agent)),
+                Some((Some(p), Some(f))) => Ok((p, f)),
+                Some(_) => Err(ServiceError::invalid(format!(
+                    "failed to read the prompt of agent {agent}: none was kept (an attached client, or a run from before prompts were kept)"
+                ))),
+            }
+        })?;
+        let text =
+            |b| -> Result<String> { Ok(String::from_utf8_lossy(&self.blobs.get(b)?).into_owned()) };
+        Ok(agency_api::RunPrompt {
+            agent,
+            system_prompt: text(&prompt)?,
+            first_message: text(&first)?,
+        })
+    }
+
+    /// A run's transcript as JSON events, one per line the runtime wrote (a
+    /// line that is not JSON comes back as `{"unparsed": LINE}`, so nothing
+    /// is dropped). User only, like [`Service::run_transcript`].
+    pub fn run_transcript_events(
+        &self,
+        who: Principal,
+        agent: AgentId,
+    ) -> Result<agency_api::Transcript> {
+        let bytes = self.run_transcript(who, agent)?;
+        let events = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(crate::runs::follow::transcript_event)
+            .collect();
+        Ok(agency_api::Transcript {
+            agent,
+            bytes: bytes.len(),
+            events,
+        })
+    }
+
     /// A run's transcript, as the runtime wrote it (JSONL for the built-in
     /// loop, stream-json for Claude Code). User only: see the module doc.
     pub fn run_transcript(&self, who: Principal, agent: AgentId) -> Result<Vec<u8>> {
-        let blob = self.read(|tx| {
-            let caller = authenticate(tx, who)?;
-            if !caller.is_user() {
-                return Err(ServiceError::denied(
-                    "failed to read the transcript: only the user may read transcripts (they hold content this handler may no longer read); read the run record with the runs tools instead",
-                ));
-            }
-            let run = tx
-                .agent_run(agent)?
-                .ok_or_else(|| ServiceError::not_found("agent run", agent))?;
-            run.transcript.ok_or_else(|| {
-                ServiceError::invalid(format!(
-                    "failed to read the transcript of agent {agent}: none was recorded (the run is live, was killed before writing one, or is an attached client)"
-                ))
-            })
-        })?;
-        Ok(self.blobs.get(&blob)?)
+        self.run_transcript_stored(who, agent)?.ok_or_else(|| {
+            ServiceError::invalid(format!(
+                "failed to read the transcript of agent {agent}: none was recorded (the run is live: `agency transcript {agent} --follow` shows it as it goes; or it was killed before writing one, or is an attached client)"
+            ))
+        })
     }
 }
 
@@ -199,6 +233,22 @@ pub(crate) fn ended_how(report: &RunReport, outcome: Option<RunOutcome>) -> Opti
             "{reason}{status} while work remained, without progress (no KB write, no outcome change)"
         )),
         _ => None,
+    }
+}
+
+impl System {
+    /// Supervisor: keep what a starting run is told (its system prompt and
+    /// first message), for `agency run AGENT --prompt`. The blobs are put
+    /// first, so a row never points at a missing one.
+    pub fn agent_record_prompt(&self, agent: AgentId, prompt: &str, first: &str) -> Result<()> {
+        let p = self.blobs.put(prompt.as_bytes())?;
+        let f = self.blobs.put(first.as_bytes())?;
+        self.write_lazy(|op| {
+            if !op.tx.set_run_prompt(agent, &p, &f)? {
+                return Err(ServiceError::not_found("agent run", agent));
+            }
+            Ok(())
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agency_core::{AgentId, HandlerId, Limits, MailTarget, Principal, Timestamp};
 use agency_store::{BlobStore, HandlerRow, HandlerStatus, Store, Tx};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use self::outbox::{Notice, Post};
 use self::settings::{Declared, Embedder, MemoryConfig, Retention, ServiceConfig};
@@ -33,6 +33,8 @@ pub struct Service {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) cfg: ServiceConfig,
     pub(crate) events: broadcast::Sender<Event>,
+    /// Told the number of the latest committed events (`event_log/`).
+    pub(crate) event_seq: Arc<watch::Sender<i64>>,
     pub(crate) read_audit: ReadAudit,
     /// Names the configuration declares, as the daemon last said
     /// (`declared.rs`).
@@ -50,17 +52,25 @@ pub struct Service {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     /// How the outbox is posted at the end of each write (mail's).
     pub(crate) post: Post,
+    /// What problem detection remembers between ticks (`problems/`).
+    pub(crate) problems: std::sync::Mutex<crate::problems::detect::Tracker>,
+    /// Set only by the benchmarks, for a baseline: tool calls' steps are
+    /// not logged (`event_log/steps.rs`).
+    pub(crate) tool_steps_off: std::sync::atomic::AtomicBool,
 }
 
 /// The state of one write transaction in progress.
 pub(crate) struct Op<'a> {
     pub tx: &'a mut dyn Tx,
     pub now: Timestamp,
-    pub events: Vec<Event>,
+    /// Published after commit (`Op::emit`, `event_log/`).
+    pub(crate) events: Vec<Event>,
     pub blobs: &'a dyn BlobStore,
     /// Mail queued by the operation, posted before it commits
     /// (`outbox.rs`).
     outbox: Vec<Notice>,
+    /// What the operation logs, appended before it commits (`event_log/`).
+    pub(crate) log: Vec<crate::event_log::Pending>,
 }
 
 /// An authenticated caller, checked against the store in the transaction.
@@ -170,16 +180,21 @@ impl Service {
                 events: Vec::new(),
                 blobs,
                 outbox: Vec::new(),
+                log: Vec::new(),
             };
             let r = f(&mut op)?;
             op.flush_outbox(post)?;
-            Ok::<_, ServiceError>((r, op.events))
+            let last = op.flush_log()?;
+            Ok::<_, ServiceError>((r, op.events, last))
         };
-        let (r, events) = if lazy {
+        let (r, events, last) = if lazy {
             agency_store::write_lazy(&*self.store, body)?
         } else {
             agency_store::write(&*self.store, body)?
         };
+        if let Some(seq) = last {
+            self.event_seq.send_replace(seq);
+        }
         for e in events {
             // No subscriber is not an error: the daemon may not be running.
             let _ = self.events.send(e);

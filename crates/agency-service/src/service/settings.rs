@@ -17,6 +17,26 @@ pub struct ServiceConfig {
     pub retention: Retention,
     /// What binds callers of an agency's API (`orgs/messages.rs`).
     pub org_api: OrgApiLimits,
+    /// When a signal is a problem (`problems/`).
+    pub watch: Watch,
+}
+
+/// When a stuck signal becomes a problem (`[watch]` in `agency.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watch {
+    /// A handler with work and no progress for this long is stuck.
+    pub stuck_after_ms: i64,
+    /// An approval pending for this long is stale.
+    pub approval_stale_after_ms: i64,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Watch {
+            stuck_after_ms: 15 * 60 * 1000,
+            approval_stale_after_ms: 30 * 60 * 1000,
+        }
+    }
 }
 
 /// What `gc` keeps and for how long (`[retention]` in `agency.toml`).
@@ -25,6 +45,9 @@ pub struct Retention {
     /// Acknowledged mail is removed this many days after acknowledgement;
     /// 0 keeps it forever.
     pub acked_mail_days: u32,
+    /// Events are removed this many days after they happened; 0 keeps
+    /// them forever.
+    pub event_days: u32,
     /// A blob no row points at is removed only when it was last put longer
     /// ago than this (a write puts its blob before its row commits).
     pub blob_grace: Duration,
@@ -34,6 +57,7 @@ impl Default for Retention {
     fn default() -> Self {
         Retention {
             acked_mail_days: 30,
+            event_days: 30,
             blob_grace: Duration::from_secs(3600),
         }
     }

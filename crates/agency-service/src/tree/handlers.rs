@@ -3,6 +3,8 @@
 //! of "Handler Shutdown & Cascading Cleanup", one transaction), retirement
 //! when a handler's root outcome finishes, and the work query.
 
+use crate::event_log::Record;
+use agency_api::EventKind;
 use agency_core::access::FileKind;
 use agency_core::{
     AgentId, FileId, HandlerId, Level, MailTarget, OutcomeId, OutcomeStatus, Principal, Resource,
@@ -119,7 +121,18 @@ impl Service {
             }
             outcome_event(op, outcome, a, "delegated", format!("to handler {u} ({moved} outcomes moved)"))?;
             render_outcome_file(op, outcome, a)?;
-            op.events.push(Event::HandlerCreated { handler: u, boss: Some(boss) });
+            op.emit(Event::HandlerCreated { handler: u, boss: Some(boss) });
+            let by = crate::event_log::party(op.tx, MailTarget::Handler(boss))?;
+            op.record(
+                Record::new(
+                    EventKind::OutcomeDelegated,
+                    Some(u),
+                    format!("outcome {:?} delegated by {by} ({moved} outcomes moved)", o.title),
+                )
+                .agent(caller.agent())
+                .outcome(outcome)
+                .data(serde_json::json!({ "outcome": outcome, "from": boss, "to": u, "outcomes_moved": moved, "reactivated": reactivated, "capabilities": capabilities.len() })),
+            );
             if reactivated && op.tx.inbox_count(MailTarget::Handler(u))? > 0 {
                 ensure_process_inbox(op, u)?;
             }
@@ -176,14 +189,11 @@ impl Service {
             outcome_event(op, target.root(), a, "reclaimed", format!("by handler {boss} after force-stop ({reclaimed} outcomes)"))?;
             render_outcome_file(op, target.root(), a)?;
             for c in &retired.revoked {
-                op.events.push(Event::CapabilityRevoked { capability: c.id, holder: c.holder, resource: c.resource.clone() });
+                op.emit(Event::CapabilityRevoked { capability: c.id, holder: c.holder, resource: c.resource.clone() });
             }
             // The boss has work again if any reclaimed outcome is open.
-            op.events.push(Event::OutcomeStatusChanged {
-                outcome: target.root(),
-                responsible: boss,
-                status: op.tx.outcome(target.root())?.map_or(OutcomeStatus::Open, |o| o.status),
-            });
+            let status = op.tx.outcome(target.root())?.map_or(OutcomeStatus::Open, |o| o.status);
+            op.emit(Event::OutcomeStatusChanged { outcome: target.root(), responsible: boss, status });
             Ok(StopReport {
                 handlers: retired.handlers,
                 agents_to_kill: retired.agents,
@@ -339,7 +349,7 @@ pub(crate) fn create_handler(
     log(op, id, None, origin)?;
     render_audit_log_file(op, id, a)?;
     if boss.is_none() {
-        op.events.push(Event::HandlerCreated {
+        op.emit(Event::HandlerCreated {
             handler: id,
             boss: None,
         });
@@ -366,7 +376,7 @@ pub(crate) fn system_cap(
         created_at: op.now,
     };
     let id = op.tx.insert_capability(&cap)?;
-    op.events.push(Event::CapabilityGranted {
+    op.emit(Event::CapabilityGranted {
         capability: id,
         holder,
         resource: cap.resource,
@@ -402,7 +412,7 @@ pub(crate) fn retire_subtree(
     let live = op.tx.live_agents_of(&ids)?;
     for ag in &live {
         op.tx.end_agent(ag.id, op.now, "handler_deactivated")?;
-        op.events.push(Event::AgentEnded {
+        op.emit(Event::AgentEnded {
             agent: ag.id,
             handler: ag.handler,
         });
@@ -423,7 +433,7 @@ pub(crate) fn retire_subtree(
             .filter(|ag| ag.handler == h.id)
             .map(|ag| ag.id)
             .collect();
-        op.events.push(Event::HandlerStopped {
+        op.emit(Event::HandlerStopped {
             handler: h.id,
             agents,
         });
@@ -503,7 +513,7 @@ fn hand_over(op: &mut Op<'_>, boss: HandlerId, handlers: &[HandlerId]) -> Result
             created_at: op.now,
         };
         let id = op.tx.insert_capability(&cap)?;
-        op.events.push(Event::CapabilityGranted {
+        op.emit(Event::CapabilityGranted {
             capability: id,
             holder: boss,
             resource: cap.resource,

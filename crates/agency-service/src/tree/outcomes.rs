@@ -172,7 +172,7 @@ impl Service {
                 render_outcome_file(op, p, a)?;
             }
             if o.status != old_status {
-                op.events.push(Event::OutcomeStatusChanged {
+                op.emit(Event::OutcomeStatusChanged {
                     outcome: id,
                     responsible: o.responsible,
                     status: o.status,
@@ -249,7 +249,7 @@ impl Service {
             let a = author(&caller);
             outcome_event(op, o.id, a, "completion_requested", summary.to_owned())?;
             render_outcome_file(op, o.id, a)?;
-            op.events.push(Event::OutcomeStatusChanged { outcome: o.id, responsible: o.responsible, status: o.status });
+            op.emit(Event::OutcomeStatusChanged { outcome: o.id, responsible: o.responsible, status: o.status });
             let boss = h.boss.map_or(agency_core::MailTarget::User, agency_core::MailTarget::Handler);
             let body = format!(
                 "Handler {} requests verification and completion of its root outcome kb://{} ({}).\n\nSummary:\n{summary}\n\nIf satisfied, complete the outcome; otherwise set it back to open and tell the handler what is missing.",
@@ -450,7 +450,7 @@ pub(crate) fn insert_outcome(
     for p in parents {
         render_outcome_file(op, *p, a)?;
     }
-    op.events.push(Event::OutcomeStatusChanged {
+    op.emit(Event::OutcomeStatusChanged {
         outcome: row.id,
         responsible: row.responsible,
         status: row.status,
@@ -481,7 +481,7 @@ pub(crate) fn finish_outcome(
     for p in op.tx.parents(o.id)? {
         render_outcome_file(op, p, a)?;
     }
-    op.events.push(Event::OutcomeStatusChanged {
+    op.emit(Event::OutcomeStatusChanged {
         outcome: o.id,
         responsible: o.responsible,
         status: o.status,
@@ -507,7 +507,7 @@ pub(crate) fn finish_outcome(
         report.agents_to_kill = retired.agents;
     }
     for c in &revoked {
-        op.events.push(Event::CapabilityRevoked {
+        op.emit(Event::CapabilityRevoked {
             capability: c.id,
             holder: c.holder,
             resource: c.resource.clone(),

@@ -122,7 +122,7 @@ impl Service {
             for p in op.tx.parents(id)? {
                 render_outcome_file(op, p, a)?;
             }
-            op.events.push(Event::OutcomeStatusChanged {
+            op.emit(Event::OutcomeStatusChanged {
                 outcome: id,
                 responsible: o.responsible,
                 status: o.status,

@@ -340,6 +340,125 @@ fn a_reached_limit_pauses_the_subtree_until_raised_or_resumed() {
     o.model_call(o.worker, 1).unwrap();
 }
 
+/// Issue 30 (dashboard: pause a subtree): the user pauses a subtree by
+/// hand; it holds like a reached budget, new limits do not lift it, only
+/// `resume` does, and no agent can pause or resume anything.
+#[test]
+fn issue30_a_subtree_paused_by_hand_holds_until_resumed() {
+    let o = Org::new();
+    for who in [o.env.agent(o.worker), o.env.agent(o.boss)] {
+        for target in [o.worker, o.boss, o.env.root] {
+            assert_kind(
+                o.env.svc.budget_pause(who, target, None),
+                "permission_denied",
+            );
+        }
+    }
+    assert_eq!(o.paused(), None);
+    assert_kind(
+        o.env
+            .svc
+            .budget_pause(Principal::User, o.boss, Some("two\nlines")),
+        "invalid_input",
+    );
+    assert_kind(
+        o.env
+            .svc
+            .budget_pause(Principal::User, HandlerId(uuid::Uuid::new_v4()), None),
+        "not_found",
+    );
+    assert_eq!(o.paused(), None, "a refused pause changes nothing");
+
+    let r = o
+        .env
+        .svc
+        .budget_pause(Principal::User, o.boss, Some("checking costs"))
+        .unwrap();
+    assert!(r.paused);
+    assert_eq!(r.live_agents, 2, "boss and worker agents are live");
+    assert_eq!(o.paused(), Some(o.boss));
+    let e = assert_kind(o.model_call(o.worker, 1), "quota");
+    assert!(e.to_string().contains("paused"), "{e}");
+    assert_kind(o.restart_agent(o.worker), "quota");
+    // Pausing again changes nothing.
+    assert!(
+        !o.env
+            .svc
+            .budget_pause(Principal::User, o.boss, None)
+            .unwrap()
+            .paused
+    );
+    // New limits do not lift a pause by hand (they lift a reached one).
+    o.set(BudgetLimits {
+        calls: Some(100),
+        ..Default::default()
+    });
+    assert_eq!(o.paused(), Some(o.boss));
+    o.set(BudgetLimits::default());
+    assert_eq!(o.paused(), Some(o.boss), "clearing the limits keeps it too");
+    // The event log says who paused it and why.
+    let q = agency_service::EventQuery {
+        kinds: vec!["budget.paused".into()],
+        ..Default::default()
+    };
+    let ev = o.env.svc.events_read(Principal::User, &q).unwrap().events;
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0].handler, Some(o.boss));
+    assert!(
+        ev[0].summary.contains("paused by the user: checking costs"),
+        "{ev:?}"
+    );
+
+    let r = o.env.svc.budget_resume(Principal::User, o.boss).unwrap();
+    assert_eq!(r.resumed, vec![o.boss]);
+    assert_eq!(o.paused(), None);
+    o.restart_agent(o.worker).unwrap();
+    o.model_call(o.worker, 1).unwrap();
+    // The row that held only the pause is gone: no budget is left behind.
+    let tree = o
+        .env
+        .svc
+        .budget_show(Principal::User, Some(o.boss))
+        .unwrap();
+    assert_eq!(tree.limits, None);
+}
+
+/// Issue 30: the cards' costs are the user's to read, a bounded number at
+/// a time, and name a missing handler.
+#[test]
+fn issue30_card_costs_are_the_users_bounded_and_checked() {
+    let o = Org::new();
+    assert_kind(
+        o.env.svc.handler_costs(o.env.agent(o.boss), &[o.worker]),
+        "permission_denied",
+    );
+    let many = vec![o.worker; agency_service::MAX_COST_HANDLERS + 1];
+    assert_kind(
+        o.env.svc.handler_costs(Principal::User, &many),
+        "invalid_input",
+    );
+    assert_kind(
+        o.env
+            .svc
+            .handler_costs(Principal::User, &[HandlerId(uuid::Uuid::new_v4())]),
+        "not_found",
+    );
+    o.set(BudgetLimits {
+        calls: Some(9),
+        ..Default::default()
+    });
+    o.model_call(o.worker, 5).unwrap();
+    let c = o
+        .env
+        .svc
+        .handler_costs(Principal::User, &[o.boss, o.worker])
+        .unwrap();
+    assert_eq!((c[0].subtree.calls, c[0].own.calls), (1, 0));
+    assert_eq!((c[1].subtree.calls, c[1].own.calls), (1, 1));
+    assert_eq!(c[0].limits.and_then(|l| l.calls), Some(9));
+    assert_eq!(c[1].limits, None);
+}
+
 #[test]
 fn an_agent_cannot_lift_its_own_or_its_bosss_budget() {
     let o = Org::new();
@@ -529,7 +648,9 @@ proptest! {
                 Step::Settle { slot, actual_pct } => {
                     if !in_flight.is_empty() {
                         let (r, max) = in_flight.swap_remove(slot % in_flight.len());
-                        o.env.svc.model_call_settle(r, used(max * actual_pct / 100)).unwrap();
+                        let mut u = used(max * actual_pct / 100);
+                        u.cost_micro_usd = 7 * u.usage.output_tokens;
+                        o.env.svc.model_call_settle(r, u).unwrap();
                     }
                 }
                 Step::Tool { agent } => {
@@ -548,6 +669,23 @@ proptest! {
             let cost = o.env.svc.cost_tree(Principal::User, Some(o.boss)).unwrap();
             prop_assert_eq!(b.tokens, cost.subtree.usage.total());
             prop_assert_eq!(b.calls, cost.subtree.calls);
+            // Issue 30: so do the dashboard cards' subtree totals, for
+            // every handler of the tree, and their own totals.
+            let mut nodes = vec![&cost];
+            let mut ids = Vec::new();
+            while let Some(n) = nodes.pop() {
+                ids.push((n.handler, n.own, n.subtree));
+                nodes.extend(n.children.iter());
+            }
+            let hs: Vec<_> = ids.iter().map(|(h, ..)| *h).collect();
+            let cards = o.env.svc.handler_costs(Principal::User, &hs).unwrap();
+            for ((h, own, sub), card) in ids.iter().zip(&cards) {
+                prop_assert_eq!(card.handler, *h);
+                prop_assert_eq!(card.own, *own);
+                prop_assert_eq!(card.subtree.tokens, sub.usage.total());
+                prop_assert_eq!(card.subtree.micro_usd, sub.cost_micro_usd);
+                prop_assert_eq!(card.subtree.calls, sub.calls);
+            }
         }
     }
 }

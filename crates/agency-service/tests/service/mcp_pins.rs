@@ -151,6 +151,40 @@ fn issue11_item5_a_changed_tool_is_quarantined_until_the_user_approves_it() {
     svc.mcp_pin_approve(Principal::User, &c_change).unwrap();
     svc.mcp_tool_check(me, "rug", "c").unwrap();
 
+    // Issue 30: each new quarantine and each decision is one event (seeing
+    // the same change again is not a new one; a refused decision is none).
+    let kinds = |k: &str| {
+        let q = agency_service::EventQuery {
+            kinds: vec![k.into()],
+            ..Default::default()
+        };
+        svc.events_read(Principal::User, &q)
+            .unwrap()
+            .events
+            .into_iter()
+            .map(|e| {
+                (
+                    e.data["change"].as_str().unwrap().to_owned(),
+                    e.data["approved"].as_bool(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let q = kinds("mcp.quarantined");
+    assert_eq!(q.len(), 3, "{q:?}");
+    assert_eq!(
+        (q[0].0.as_str(), q[1].0.as_str()),
+        (a_change.as_str(), c_change.as_str())
+    );
+    assert_eq!(
+        kinds("mcp.decided"),
+        [
+            (a_change.clone(), Some(true)),
+            (c_change.clone(), Some(false)),
+            (c_change.clone(), Some(true)),
+        ]
+    );
+
     // Unknown change ids are not found; another server is another pin set.
     assert_kind(svc.mcp_pin_approve(Principal::User, "nope"), "not_found");
 

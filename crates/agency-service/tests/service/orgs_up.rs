@@ -425,6 +425,26 @@ fn issue12_item5_down_retires_the_organisation_and_up_brings_it_back() {
     assert!(env.svc.orgs(U).unwrap()[0].retired_at.is_some());
     assert_kind(env.svc.org_down(U, "WeatherAgency"), "invalid_input");
     assert_kind(env.svc.org_down(U, "NoSuchOrg"), "not_found");
+    // Issue 30: the apply and the take-down are each one event, on the
+    // executive (a refused take-down is none).
+    let q = agency_service::EventQuery {
+        kinds: vec!["org".into()],
+        ..Default::default()
+    };
+    let ev = env.svc.events_read(U, &q).unwrap().events;
+    let seen: Vec<_> = ev
+        .iter()
+        .map(|e| (e.kind.as_str().to_owned(), e.handler, e.data["org"].clone()))
+        .collect();
+    let exec = first.executive;
+    assert_eq!(
+        seen,
+        [
+            ("org.applied".to_owned(), exec, "WeatherAgency".into()),
+            ("org.down".to_owned(), exec, "WeatherAgency".into()),
+        ]
+    );
+    assert_eq!(ev[1].data["handlers"], 4);
     // The user cannot write to a retired agent.
     let body = MailBody::Text {
         subject: None,

@@ -23,6 +23,7 @@ fn env() -> Env {
     Env::with_config(ServiceConfig {
         retention: Retention {
             acked_mail_days: 1,
+            event_days: 0,
             blob_grace: Duration::from_secs(3600),
         },
         ..ServiceConfig::default()
@@ -207,6 +208,8 @@ fn issue9_item11_gc_removes_expired_mail_and_orphans_and_keeps_what_is_needed() 
             bodies_removed: 1,
             bodies_kept: 1,
             capabilities_revoked: 1,
+            events_before: None,
+            events_removed: 0,
             blobs_removed: 2,
             bytes_freed: (b"old news from the user".len() + b"left by a refused write".len())
                 as u64,
@@ -329,6 +332,7 @@ fn issue9_item11_acked_mail_is_kept_forever_with_zero_days() {
     let env = Env::with_config(ServiceConfig {
         retention: Retention {
             acked_mail_days: 0,
+            event_days: 0,
             blob_grace: Duration::from_secs(3600),
         },
         ..ServiceConfig::default()

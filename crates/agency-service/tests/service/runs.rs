@@ -3,7 +3,7 @@
 //! decided from the store (so a reopen — a daemon restart — keeps it).
 
 use agency_core::{Principal, prompt::PROMPT_VERSION};
-use agency_service::RunReport;
+use agency_service::{RunFollow, RunReport};
 
 use crate::support::{Env, assert_kind};
 
@@ -103,6 +103,56 @@ fn issue9_item12_transcripts_are_for_the_user_only() {
         svc.run_transcript(Principal::User, pa_next.agent_id().unwrap()),
         "not_found",
     );
+}
+
+/// Issue 30 item 2: following a run (its transcript or its output, live)
+/// is the user's alone: no agent may, not the run's own, not its boss.
+#[test]
+fn issue30_following_a_run_is_for_the_user_only() {
+    let env = Env::new();
+    let svc = &env.svc;
+    let r = env.agent(env.root);
+    let a = env.outcome(env.root, "A", &[env.root.root()]);
+    let ha = svc.delegate(r, a, &[]).unwrap().handler;
+    let pa = env.agent(ha);
+    let run_a = pa.agent_id().unwrap();
+    // A minted token's agent: attached, nothing of Agency's runs it.
+    assert_eq!(
+        svc.run_follow(Principal::User, run_a).unwrap(),
+        RunFollow::Attached
+    );
+    for who in [pa, r] {
+        assert_kind(svc.run_follow(who, run_a), "permission_denied");
+        assert_kind(svc.run_transcript_stored(who, run_a), "permission_denied");
+    }
+    svc.agent_record_spawn(run_a, "builtin", "h", PROMPT_VERSION)
+        .unwrap();
+    assert_eq!(
+        svc.run_follow(Principal::User, run_a).unwrap(),
+        RunFollow::Live
+    );
+    assert_eq!(
+        svc.run_transcript_stored(Principal::User, run_a).unwrap(),
+        None
+    );
+    svc.agent_finish(
+        run_a,
+        &RunReport {
+            transcript: Some(b"{\"event\":\"run_end\"}\n".to_vec()),
+            ..report("completed", true, Some(0))
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        svc.run_follow(Principal::User, run_a).unwrap(),
+        RunFollow::Ended
+    );
+    assert_eq!(
+        svc.run_transcript_stored(Principal::User, run_a).unwrap(),
+        Some(b"{\"event\":\"run_end\"}\n".to_vec())
+    );
+    let unknown = agency_core::AgentId(uuid::Uuid::new_v4());
+    assert_kind(svc.run_follow(Principal::User, unknown), "not_found");
 }
 
 #[test]

@@ -44,6 +44,20 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
             .map(|b| b.handler)
             .collect();
         assert_eq!(paused, [h3, h2], "oldest pause first");
+        let mut holders = vec![h1, h2, h3];
+        holders.sort();
+        let listed: Vec<_> = tx
+            .budgets_after(None, 10)?
+            .into_iter()
+            .map(|b| b.handler)
+            .collect();
+        assert_eq!(listed, holders, "every budget, by holder");
+        let rest: Vec<_> = tx
+            .budgets_after(Some(holders[0]), 1)?
+            .into_iter()
+            .map(|b| b.handler)
+            .collect();
+        assert_eq!(rest, [holders[1]], "a page after a holder");
         Ok(())
     });
     wr(&store, |tx| tx.delete_budget(h3));

@@ -48,6 +48,7 @@ pub fn id_prefixes_counts_and_referenced_blobs(new: &New) {
         BlobId::of(b"log"),
         BlobId::of(b"loose"),
     );
+    let (prompt, first) = (BlobId::of(b"prompt"), BlobId::of(b"first"));
     wr(&store, |tx| {
         tx.insert_file(&file(fid(DOC + 1), FileKind::Document, "doc", Some(h1)))?;
         tx.insert_version(&crate::VersionRow {
@@ -58,12 +59,20 @@ pub fn id_prefixes_counts_and_referenced_blobs(new: &New) {
             transcript: Some(transcript.clone()),
             ..AgentRunRow::spawned(aid(100), "claude", "p")
         })?;
-        tx.set_agent_run_log(aid(100), &log).map(drop)
+        tx.set_agent_run_log(aid(100), &log)?;
+        tx.set_run_prompt(aid(100), &prompt, &first).map(drop)
     });
-    let candidates = [loose.clone(), log.clone(), kept.clone(), transcript.clone()];
+    let candidates = [
+        loose.clone(),
+        log.clone(),
+        kept.clone(),
+        transcript.clone(),
+        prompt.clone(),
+        first.clone(),
+    ];
     assert_eq!(
         rd(&store, |tx| tx.referenced_blobs(&candidates)),
-        [log, kept, transcript],
-        "in the order given"
+        [log, kept, transcript, prompt, first],
+        "in the order given: a run's prompt and first message are kept too"
     );
 }

@@ -66,6 +66,25 @@ pub fn runs_logs_progress_and_stalls(new: &New) {
         Ok(())
     });
 
+    // What a run was told: kept on its record, refused without one.
+    let (prompt, first) = (BlobId::of(b"prompt"), BlobId::of(b"first"));
+    assert_eq!(rd(&store, |tx| tx.run_prompt(aid(100))), Some((None, None)));
+    assert!(wr(&store, |tx| tx.set_run_prompt(
+        aid(100),
+        &prompt,
+        &first
+    )));
+    assert!(!wr(&store, |tx| tx.set_run_prompt(
+        aid(102),
+        &prompt,
+        &first
+    )));
+    assert_eq!(
+        rd(&store, |tx| tx.run_prompt(aid(100))),
+        Some((Some(prompt), Some(first)))
+    );
+    assert_eq!(rd(&store, |tx| tx.run_prompt(aid(102))), None);
+
     // Progress: a KB write or an outcome event by the agent; a log entry
     // is a summary, not progress.
     wr(&store, |tx| {

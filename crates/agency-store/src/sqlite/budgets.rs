@@ -112,6 +112,18 @@ impl BudgetTx for SqliteTx<'_> {
         )
     }
 
+    fn budgets_after(&mut self, after: Option<HandlerId>, n: usize) -> R<Vec<BudgetRow>> {
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {BUDGET_COLUMNS} FROM budgets WHERE handler > ?1 ORDER BY handler LIMIT ?2"
+            ),
+            params![after.map(|h| h.to_string()).unwrap_or_default(), limit(n)],
+            || "list the budgets".to_owned(),
+            budget_row,
+        )
+    }
+
     fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend> {
         let c = self.conn;
         Ok(query_opt(

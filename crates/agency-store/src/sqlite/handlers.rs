@@ -21,6 +21,7 @@ pub(crate) const HANDLERS_WITH_WORK: &str = "
 SELECT DISTINCT o.responsible FROM outcomes o INDEXED BY outcomes_open_work
  CROSS JOIN handlers h ON h.id = o.responsible
  WHERE o.status = 'open' AND o.perpetual = 0 AND o.responsible > ?1 AND h.status = 'active'
+   AND NOT EXISTS (SELECT 1 FROM pipeline_runs p WHERE p.id = h.id)
  ORDER BY o.responsible LIMIT ?2";
 
 /// One handler, same rule as [`HANDLERS_WITH_WORK`].
@@ -28,7 +29,8 @@ pub(crate) const HAS_WORK: &str = "
 SELECT EXISTS (
   SELECT 1 FROM handlers h
    WHERE h.id = ?1 AND h.status = 'active'
-     AND EXISTS (SELECT 1 FROM outcomes o WHERE o.responsible = h.id AND o.status = 'open' AND o.perpetual = 0))";
+     AND EXISTS (SELECT 1 FROM outcomes o WHERE o.responsible = h.id AND o.status = 'open' AND o.perpetual = 0)
+     AND NOT EXISTS (SELECT 1 FROM pipeline_runs p WHERE p.id = h.id))";
 
 // ---- agents -----------------------------------------------------------------
 

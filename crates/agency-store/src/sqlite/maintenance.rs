@@ -73,7 +73,9 @@ impl MaintenanceTx for SqliteTx<'_> {
                 // logging migration).
                 "SELECT EXISTS (SELECT 1 FROM versions WHERE hash = ?1)
                      OR EXISTS (SELECT 1 FROM agent_runs WHERE transcript = ?1)
-                     OR EXISTS (SELECT 1 FROM agent_runs WHERE log = ?1)",
+                     OR EXISTS (SELECT 1 FROM agent_runs WHERE log = ?1)
+                     OR EXISTS (SELECT 1 FROM agent_runs WHERE prompt = ?1)
+                     OR EXISTS (SELECT 1 FROM agent_runs WHERE first_message = ?1)",
                 [b.as_str()],
                 || format!("check whether a version or a run points at blob {b}"),
             )?;

@@ -113,6 +113,31 @@ impl RunTx for SqliteTx<'_> {
             .transpose()
     }
 
+    fn set_run_prompt(&mut self, agent: AgentId, prompt: &BlobId, first: &BlobId) -> R<bool> {
+        execute(
+            self.conn,
+            "UPDATE agent_runs SET prompt = ?2, first_message = ?3 WHERE agent = ?1",
+            params![agent.to_string(), prompt.as_str(), first.as_str()],
+            || format!("record the prompt of agent {agent}"),
+        )
+        .map(|n| n > 0)
+    }
+
+    fn run_prompt(&mut self, agent: AgentId) -> R<Option<(Option<BlobId>, Option<BlobId>)>> {
+        let blob = |t: Option<String>| {
+            t.map(|t| BlobId::parse(&t).ok_or_else(|| StoreError::corrupt("run prompt blob id", t)))
+                .transpose()
+        };
+        let row: Option<(Option<String>, Option<String>)> = query_opt(
+            self.conn,
+            "SELECT prompt, first_message FROM agent_runs WHERE agent = ?1",
+            [agent.to_string()],
+            || format!("read the prompt of agent {agent}"),
+            |r| Ok((col(r, 0, "prompt")?, col(r, 1, "first message")?)),
+        )?;
+        row.map(|(p, f)| Ok((blob(p)?, blob(f)?))).transpose()
+    }
+
     /// Agents with their runs, newest first: of the given handlers, or of
     /// every handler when `handlers` is `None`; only those started before
     /// `before` (paging: pass the last `started_at` seen).

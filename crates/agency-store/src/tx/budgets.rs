@@ -15,6 +15,8 @@ pub trait BudgetTx {
     fn delete_budget(&mut self, handler: HandlerId) -> R<()>;
     /// Every budget paused now, oldest pause first.
     fn paused_budgets(&mut self) -> R<Vec<BudgetRow>>;
+    /// Budgets with a limit, by holder, at most `limit` after `after`.
+    fn budgets_after(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<BudgetRow>>;
     /// The running totals of a handler's subtree (zeros if none yet).
     fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend>;
     /// Add `delta` to the running totals of every handler given.

@@ -20,7 +20,8 @@ pub trait HandlerTx {
     /// All handlers, ordered by id, at most `limit`, after `after`.
     fn handlers(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerRow>>;
     /// Active handlers responsible for at least one open, non-perpetual
-    /// outcome, ordered by id, after `after`, at most `limit`. Indexed: it
+    /// outcome, except those running a pipeline (the daemon's engine drives
+    /// them; no agent is spawned for one), ordered by id, after `after`, at most `limit`. Indexed: it
     /// must not scan every outcome.
     fn handlers_with_work(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<HandlerId>>;
     /// Whether one handler has work (same rule, one handler).

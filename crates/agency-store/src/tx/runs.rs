@@ -17,6 +17,12 @@ pub trait RunTx {
     fn set_agent_run_log(&mut self, agent: AgentId, log: &BlobId) -> R<bool>;
     /// The blob of an agent run's captured output, if one was kept.
     fn agent_run_log(&mut self, agent: AgentId) -> R<Option<BlobId>>;
+    /// Keep the system prompt and first message a run was given; false
+    /// when the agent has no run record.
+    fn set_run_prompt(&mut self, agent: AgentId, prompt: &BlobId, first: &BlobId) -> R<bool>;
+    /// The blobs of a run's system prompt and first message (`None`: no
+    /// run record; `(None, None)`: none kept).
+    fn run_prompt(&mut self, agent: AgentId) -> R<Option<(Option<BlobId>, Option<BlobId>)>>;
     /// Agents with their runs, newest first: of `handlers`, or of every
     /// handler when `None`; only those started before `before`.
     fn runs(

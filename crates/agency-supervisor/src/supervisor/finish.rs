@@ -9,12 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_config::mcp_servers::McpServers;
-use agency_config::secrets::ExposeSecret;
 use agency_core::{AgentId, HandlerId};
 use agency_service::{RunOutcome, System};
 
 use crate::agent_log::LogCapture;
+use crate::live::LiveGuard;
 use crate::process::stop_group;
 use crate::runtime::{Runtime, SpawnSpec};
 
@@ -30,9 +29,9 @@ pub(super) struct Finish {
     pub config_restart: bool,
     /// The process group to stop (an unconfined agent's).
     pub unconfined: Option<u32>,
-    /// The declared servers: their secrets, and the agent's token, are
-    /// cut from its output (borrowed for that, not copied).
-    pub servers: Arc<McpServers>,
+    /// The run as its followers see it: dropped once the run is recorded,
+    /// which ends their streams (`live.rs`).
+    pub live: Option<LiveGuard>,
 }
 
 impl Finish {
@@ -54,21 +53,14 @@ impl Finish {
             stop_reason,
             config_restart,
             unconfined,
-            servers,
+            live,
         } = self;
         let began = std::time::Instant::now();
         if let Some(pgid) = unconfined {
             stop_group(pgid, grace).await;
         }
         let log = match log {
-            Some(log) => {
-                let redact: Vec<&str> = servers
-                    .secret_values()
-                    .map(ExposeSecret::expose_secret)
-                    .chain([spec.token.as_str()])
-                    .collect();
-                Some(log.finish(Duration::from_secs(2), &redact).await)
-            }
+            Some(log) => Some(log.finish(Duration::from_secs(2)).await),
             None => None,
         };
         let recorded = tokio::task::spawn_blocking(move || {
@@ -110,6 +102,9 @@ impl Finish {
             svc.agent_finish(agent, &report)
         })
         .await;
+        // Followers read the last of the output and the transcript, and
+        // then the stored record, which now exists.
+        drop(live);
         tracing::debug!(agent = %agent, exit_us = began.elapsed().as_micros(), "agent exit handled");
         match recorded {
             Ok(Ok(outcome)) => Some(outcome),

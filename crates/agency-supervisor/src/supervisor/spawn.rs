@@ -21,7 +21,7 @@ use agency_service::{PreparedSpawn, RunReport, ServiceError, SpawnRequest};
 
 use super::standby::Template;
 use super::{Msg, Running, State};
-use crate::agent_log::LogCapture;
+use crate::agent_log::{LogCapture, Secrets};
 use crate::runtime::SpawnSpec;
 
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +124,17 @@ impl State {
             keep_warm_ms,
         };
         let agent = spec.agent;
+        // Kept for `agency run AGENT --prompt`; not awaited: the run need
+        // not wait for its record, and a failure costs only that view.
+        {
+            let svc = self.svc.clone();
+            let (prompt, first) = (spec.system_prompt.clone(), spec.initial_message.clone());
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = svc.agent_record_prompt(agent, &prompt, &first) {
+                    tracing::warn!(%agent, error = %e, "failed to keep the run's prompt");
+                }
+            });
+        }
         let mut log_reader = None;
         let mut cgroup = None;
         let mut launched_at = std::time::Duration::ZERO;
@@ -232,8 +243,15 @@ impl State {
                 r,
                 self.log.agent_log_head_bytes,
                 self.log.agent_log_tail_bytes,
+                Secrets::new(self.servers.clone(), spec.token.clone()),
             )
         });
+        // Followers find it from now until its run is recorded.
+        let live = Some(self.live.add(
+            agent,
+            spec.run_dir.clone(),
+            log.as_ref().map(LogCapture::follow),
+        ));
         tracing::info!(handler = %h, agent = %agent, runtime = self.runtime.name(), pid = pgid, "agent started");
         // Where a spawn's time goes: the store transaction, then
         // directories, command and sandbox, then the fork and exec.
@@ -283,6 +301,7 @@ impl State {
                 stop_reason: None,
                 config_restart: false,
                 log,
+                live,
                 cgroup: cgroup.clone(),
             },
         );

@@ -1,0 +1,421 @@
+//! The daemon's pipeline runner: drives every unfinished run, one stage
+//! at a time, on the daemon's own tokio runtime. It asks the service for
+//! the next stage and its (validated) context, runs the stage, and hands
+//! back how it ended; the service decides what is stored. Nothing of a run
+//! lives only here: stop the daemon mid-stage and the next start hands the
+//! same stage out again (`System::pipeline_next`), finished stages never.
+//!
+//! An llm stage's calls go through the daemon's model gateway as an agent
+//! of the run's handler, started for the stage and ended with it, so each
+//! call is reserved, metered, budgeted and logged like any agent's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agency_core::HandlerId;
+use agency_core::status::StageStatus as StoredStatus;
+use agency_org::pipeline::{StageKind, StageModel};
+use agency_service::pipelines::{NextStage, StageEnd};
+use agency_service::{Event, ServiceError, System};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::code;
+use crate::gateway::{GatewayModel, Upstream};
+use crate::ladder::{Backoff, StageDeps, StageReport, SystemClock, TokioSleeper};
+use crate::template::Context;
+use crate::validate::OutputContract;
+
+/// How the runner reaches models.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The daemon's agents listener, `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// The `[models.NAME]` a stage without `model` uses.
+    pub default_upstream: String,
+    pub upstreams: BTreeMap<String, Upstream>,
+    /// One model call's deadline.
+    pub timeout: Duration,
+    pub backoff: Backoff,
+}
+
+/// The running runner; [`RunnerHandle::stop`] ends it with every stage in
+/// flight (each is handed out again at the next start).
+#[derive(Debug)]
+pub struct RunnerHandle {
+    main: JoinHandle<()>,
+    runner: Arc<Runner>,
+}
+
+impl RunnerHandle {
+    pub fn stop(&self) {
+        self.main.abort();
+        self.runner
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .abort_all();
+    }
+}
+
+/// Start the runner: every run left `running` is carried on, and each run
+/// the service says is ready is driven as it comes.
+pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
+    let runner = Arc::new(Runner {
+        sys,
+        cfg,
+        active: Mutex::new(HashMap::new()),
+        tasks: Mutex::new(JoinSet::new()),
+    });
+    let handle = runner.clone();
+    let main = tokio::spawn(async move {
+        // Subscribed before the scan, so no run started in between is missed.
+        let mut events = runner.sys.subscribe();
+        runner.clone().scan().await;
+        loop {
+            match events.recv().await {
+                Ok(Event::PipelineRunReady { run }) => runner.clone().drive(run),
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => runner.clone().scan().await,
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+    RunnerHandle {
+        main,
+        runner: handle,
+    }
+}
+
+#[derive(Debug)]
+struct Runner {
+    sys: Arc<System>,
+    cfg: RunnerConfig,
+    /// Runs being driven now, one driver each, and whether it was woken
+    /// again while at work.
+    active: Mutex<HashMap<HandlerId, bool>>,
+    /// The drivers, aborted together at stop.
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl Runner {
+    async fn scan(self: Arc<Self>) {
+        let sys = self.sys.clone();
+        match tokio::task::spawn_blocking(move || sys.pipeline_unfinished()).await {
+            Ok(Ok(runs)) => {
+                for run in runs {
+                    self.clone().drive(run);
+                }
+            }
+            Ok(Err(e)) => tracing::error!("failed to list unfinished pipeline runs: {e}"),
+            Err(e) => tracing::error!("failed to list unfinished pipeline runs: {e}"),
+        }
+    }
+
+    fn drive(self: Arc<Self>, run: HandlerId) {
+        {
+            let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(again) = active.get_mut(&run) {
+                // Its driver is at work: it looks once more before it
+                // stops, so a wake-up that came meanwhile is not lost.
+                *again = true;
+                return;
+            }
+            active.insert(run, false);
+        }
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        // Reap the drivers that ended, so the set stays small.
+        while tasks.try_join_next().is_some() {}
+        let this = self.clone();
+        tasks.spawn(async move {
+            loop {
+                if let Err(e) = this.run_stages(run).await {
+                    tracing::error!(%run, "failed to drive pipeline run {run}: {e}");
+                }
+                let mut active = this.active.lock().unwrap_or_else(|p| p.into_inner());
+                match active.get_mut(&run) {
+                    Some(again) if *again => *again = false,
+                    _ => {
+                        active.remove(&run);
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    async fn run_stages(&self, run: HandlerId) -> Result<(), ServiceError> {
+        loop {
+            let sys = self.sys.clone();
+            let next = blocking(move || sys.pipeline_next(run)).await?;
+            let Some(next) = next else { return Ok(()) };
+            let idx = next.idx;
+            // `None`: the run waits for the user (an approval).
+            let Some(end) = self.run_stage(&next).await else {
+                return Ok(());
+            };
+            let sys = self.sys.clone();
+            let status = blocking(move || sys.pipeline_stage_end(run, idx, end)).await?;
+            if !matches!(status, agency_core::status::PipelineRunStatus::Running) {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn run_stage(&self, next: &NextStage) -> Option<StageEnd> {
+        let stage = &next.model.stages[next.idx];
+        Some(match &stage.kind {
+            StageKind::Llm { .. } => self.run_llm(next, stage).await,
+            StageKind::Code { step } => match code::run(step, stage, next) {
+                code::CodeEnd::Ended(end) => end,
+                code::CodeEnd::NeedsApproval { output, reason } => {
+                    return self.approve_plan(next, stage, output, &reason).await;
+                }
+            },
+            StageKind::Agent { agent, verb } => failed(
+                StoredStatus::FailedInfra,
+                format!(
+                    "stage {} calls verb {verb} of agent {agent}: typed agent calls are not available in this version of Agency",
+                    stage.name
+                ),
+            ),
+        })
+    }
+
+    /// SafetyGuard's plan needs the user's approval: ask (one request per
+    /// plan, bound to its hash) as an agent of the run. Approved: the stage
+    /// ends `ok` with its output; denied: `blocked_policy`; pending: `None`,
+    /// the run waits and the decision sets it running again.
+    async fn approve_plan(
+        &self,
+        next: &NextStage,
+        stage: &StageModel,
+        output: Value,
+        reason: &str,
+    ) -> Option<StageEnd> {
+        let (sys, run) = (self.sys.clone(), next.run);
+        let minted = match blocking(move || sys.agent_start_with_token(run, None)).await {
+            Ok(m) => m,
+            Err(e) => {
+                return Some(failed(
+                    StoredStatus::FailedInfra,
+                    format!("failed to start the stage's agent: {e}"),
+                ));
+            }
+        };
+        let principal = agency_core::Principal::agent(run, minted.agent);
+        // The approval is bound to what was judged, not to when: the
+        // stamped time differs each time the stage runs again.
+        let mut plan = output.clone();
+        if let Some(m) = plan.as_object_mut() {
+            for f in &stage.stamped {
+                if let agency_org::pipeline::StampedField::Timestamp { field } = f {
+                    m.remove(field);
+                }
+            }
+        }
+        let (sys, idx, why) = (self.sys.clone(), next.idx, reason.to_owned());
+        let admitted =
+            blocking(move || sys.pipeline_plan_admit(principal, run, idx, &plan, &why)).await;
+        self.end_agent(minted.agent).await;
+        match admitted {
+            Ok(agency_service::Admission::Allow { approval }) => Some(StageEnd {
+                status: StoredStatus::Ok,
+                artifact: Some(output),
+                attempts: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cost_micro_usd: 0,
+                report: json!({ "step": "safety_guard", "approval": approval }),
+                error: None,
+                agent: None,
+            }),
+            Ok(agency_service::Admission::Pending { approval, .. }) => {
+                tracing::info!(%run, "pipeline run {run} waits for approval {approval} of its plan");
+                None
+            }
+            Ok(agency_service::Admission::Denied { reason }) => {
+                let mut end = failed(
+                    StoredStatus::BlockedPolicy,
+                    format!("stage {}: the plan was refused: {reason}", stage.name),
+                );
+                end.report = json!({ "output": output });
+                Some(end)
+            }
+            Err(e) => Some(failed(
+                StoredStatus::FailedInfra,
+                format!("failed to ask for the plan's approval: {e}"),
+            )),
+        }
+    }
+
+    async fn run_llm(&self, next: &NextStage, stage: &StageModel) -> StageEnd {
+        // The stage's agent was started with the stage (one transaction);
+        // it is ended with the stage's end, whatever happens here.
+        let minted = match &next.agent {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
+                // A reached budget or limit refuses the agent itself.
+                let status = if e.kind() == "quota" {
+                    StoredStatus::BudgetExhausted
+                } else {
+                    StoredStatus::FailedInfra
+                };
+                return failed(status, format!("failed to start the stage's agent: {e}"));
+            }
+            None => {
+                return failed(
+                    StoredStatus::FailedInfra,
+                    format!("stage {} was handed out without its agent", stage.name),
+                );
+            }
+        };
+        let mut end = self.call_model(next, stage, minted).await;
+        end.agent = Some(minted.agent);
+        end
+    }
+
+    async fn call_model(
+        &self,
+        next: &NextStage,
+        stage: &StageModel,
+        minted: &agency_service::MintedToken,
+    ) -> StageEnd {
+        let contract = match OutputContract::cached(stage) {
+            Ok(c) => c,
+            Err(e) => return failed(StoredStatus::FailedInfra, e.to_string()),
+        };
+        let context = match context_of(next) {
+            Ok(c) => c,
+            Err(e) => return failed(StoredStatus::FailedInfra, e),
+        };
+        if self.cfg.upstreams.is_empty() {
+            return failed(
+                StoredStatus::FailedInfra,
+                format!(
+                    "stage {} calls a model, and no model upstream is configured: declare one as [models.NAME] in agency.toml (docs/models.md), restart the daemon and start the run again",
+                    stage.name
+                ),
+            );
+        }
+        let client = match GatewayModel::new(
+            &self.cfg.base_url,
+            minted.token.clone(),
+            &self.cfg.default_upstream,
+            self.cfg.upstreams.clone(),
+            self.cfg.timeout,
+        ) {
+            Ok(c) => c,
+            Err(e) => return failed(StoredStatus::FailedInfra, e.to_string()),
+        };
+        let deps = StageDeps {
+            client: &client,
+            clock: &SystemClock,
+            sleeper: &TokioSleeper,
+            backoff: self.cfg.backoff,
+        };
+        let level = u8::try_from(next.level.clamp(0, 3)).unwrap_or(0);
+        let report = crate::ladder::run_llm_stage(stage, &contract, &context, level, &deps).await;
+        let calls = report.as_ref().map_or(0, |r| r.totals.calls);
+        let cost = self.cost_of(minted.agent, calls).await;
+        match report {
+            Ok(r) => end_of(r, cost),
+            Err(e) => failed(StoredStatus::FailedInfra, e.to_string()),
+        }
+    }
+
+    async fn end_agent(&self, agent: agency_core::AgentId) {
+        let sys = self.sys.clone();
+        if let Err(e) = blocking(move || sys.agent_end(agent, "pipeline_stage_ended")).await {
+            tracing::warn!(%agent, "failed to end a pipeline stage's agent: {e}");
+        }
+    }
+
+    /// What the gateway charged the stage's agent for its `calls` calls, in
+    /// micro-dollars. The gateway settles a call when its body is dropped,
+    /// a moment after the client read it: wait (briefly) for every call's
+    /// record before summing.
+    async fn cost_of(&self, agent: agency_core::AgentId, calls: u32) -> i64 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let sys = self.sys.clone();
+            let rows = blocking(move || sys.model_calls_of(agency_core::Principal::User, agent))
+                .await
+                .unwrap_or_default();
+            if rows.len() >= calls as usize || tokio::time::Instant::now() >= deadline {
+                return rows.iter().map(|c| c.cost_micro_usd).sum();
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+/// The stage's context: the input and the artifacts it reads, each
+/// passed through its own stage's contract again.
+fn context_of(next: &NextStage) -> Result<Context, String> {
+    let input = next.context.get("input").cloned().unwrap_or(Value::Null);
+    let mut ctx = Context::new(input);
+    for (name, value) in &next.context {
+        if name == "input" {
+            continue;
+        }
+        let Some(spec) = next.model.stages.iter().find(|s| &s.name == name) else {
+            return Err(format!(
+                "the context names stage {name}, which the pipeline lacks"
+            ));
+        };
+        let contract = OutputContract::cached(spec).map_err(|e| e.to_string())?;
+        let artifact = contract.revalidate(value.clone()).map_err(|i| {
+            format!(
+                "the artifact of stage {name} no longer validates: {}",
+                json!(i.items)
+            )
+        })?;
+        ctx.insert(name.clone(), artifact);
+    }
+    Ok(ctx)
+}
+
+/// A stage's end as the service records it.
+fn end_of(r: StageReport, cost: i64) -> StageEnd {
+    let status = r.status;
+    let report = serde_json::to_value(&r).unwrap_or(Value::Null);
+    StageEnd {
+        status,
+        artifact: r.artifact.map(|a| a.into_value()),
+        attempts: i64::from(r.totals.calls),
+        input_tokens: i64::try_from(r.totals.input_tokens).unwrap_or(i64::MAX),
+        output_tokens: i64::try_from(r.totals.output_tokens).unwrap_or(i64::MAX),
+        cost_micro_usd: cost,
+        report,
+        error: r.error,
+        agent: None,
+    }
+}
+
+/// A stage that ended before any model call.
+pub(crate) fn failed(status: StoredStatus, error: String) -> StageEnd {
+    StageEnd {
+        status,
+        artifact: None,
+        attempts: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_micro_usd: 0,
+        report: json!({}),
+        error: Some(error),
+        agent: None,
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ServiceError::invalid(format!(
+            "failed to run a store operation: {e}"
+        )))
+    })
+}

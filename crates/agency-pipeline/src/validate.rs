@@ -1,0 +1,519 @@
+//! A stage's output contract: its JSON Schema (draft 2020-12, formats
+//! checked, so a `date-time` that is not one fails), the fields the engine
+//! stamps and the checks JSON Schema cannot say. Compiled once per stage.
+//!
+//! Invariant: [`Artifact`] has no public constructor; the only ways to get
+//! one are [`OutputContract::accept`] (stamp, then validate, then check)
+//! and [`OutputContract::revalidate`] (a stored artifact read back, checked
+//! again). So no unvalidated value is stored or reaches a later stage.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use agency_org::pipeline::{Check, StageModel, StampedField};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Most issues kept for one failure: a re-ask carries them, so they are
+/// bounded whatever the answer looks like.
+pub const MAX_ISSUES: usize = 20;
+
+/// Most characters of one issue's message (the validator quotes the
+/// offending value, which may be the whole answer).
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// One way a value breaks its contract, machine-readable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Issue {
+    /// JSON Pointer into the value (`/scorecard/clarity`; empty: the root).
+    pub instance_path: String,
+    /// The rule broken: a JSON Schema keyword (`required`, `type`,
+    /// `format`, …), `sum` for [`Check::Sum`], `json` for text that is not
+    /// JSON at all.
+    pub keyword: String,
+    pub message: String,
+}
+
+impl Issue {
+    pub fn new(
+        instance_path: impl Into<String>,
+        keyword: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        let mut message: String = message.into();
+        if message.chars().count() > MAX_MESSAGE_CHARS {
+            message = message.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…";
+        }
+        Issue {
+            instance_path: instance_path.into(),
+            keyword: keyword.to_owned(),
+            message,
+        }
+    }
+}
+
+/// The issues of one failure: the first [`MAX_ISSUES`] and how many more.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Issues {
+    pub items: Vec<Issue>,
+    /// Issues found past the first [`MAX_ISSUES`], not listed.
+    #[serde(default)]
+    pub omitted: usize,
+}
+
+impl Issues {
+    /// Keep the first [`MAX_ISSUES`] of `all`, counting the rest.
+    pub fn bounded(all: impl IntoIterator<Item = Issue>) -> Self {
+        let mut out = Issues::default();
+        for issue in all {
+            if out.items.len() < MAX_ISSUES {
+                out.items.push(issue);
+            } else {
+                out.omitted += 1;
+            }
+        }
+        out
+    }
+
+    pub fn one(issue: Issue) -> Self {
+        Issues {
+            items: vec![issue],
+            omitted: 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.omitted == 0
+    }
+}
+
+/// A value that passed its stage's contract. Serializes as the value;
+/// it cannot be deserialized (read one back with
+/// [`OutputContract::revalidate`]).
+///
+/// Neither built directly:
+/// ```compile_fail
+/// let a = agency_pipeline::Artifact(serde_json::json!({}));
+/// ```
+/// nor deserialized:
+/// ```compile_fail
+/// let a: agency_pipeline::Artifact = serde_json::from_str("{}").unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Artifact(Value);
+
+impl Artifact {
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
+
+    pub fn into_value(self) -> Value {
+        self.0
+    }
+}
+
+/// What the engine stamps on an answer: values the answer cannot choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamps {
+    /// When the answer arrived ([`StampedField::Timestamp`]).
+    pub now: OffsetDateTime,
+    /// The run's permission level as the store holds it
+    /// ([`StampedField::Level`]).
+    pub level: u8,
+}
+
+/// Why a stage's contract did not compile.
+#[derive(Debug, thiserror::Error)]
+pub enum ContractError {
+    #[error("failed to compile the output schema of stage {stage}: {message}")]
+    Schema { stage: String, message: String },
+    #[error(
+        "failed to compile stage {stage}: stamped field {field:?} is not a top-level field name"
+    )]
+    Stamped { stage: String, field: String },
+}
+
+/// Most contracts [`OutputContract::cached`] keeps.
+pub const CACHED_CONTRACTS: usize = 512;
+
+/// A stage's compiled output contract.
+#[derive(Debug)]
+pub struct OutputContract {
+    stage: String,
+    validator: jsonschema::Validator,
+    stamped: Vec<StampedField>,
+    checks: Vec<Check>,
+}
+
+impl OutputContract {
+    /// Compile `stage.output_schema` as draft 2020-12 with format
+    /// assertions on. No remote reference is fetched (the workspace's
+    /// jsonschema has no resolver features).
+    pub fn compile(stage: &StageModel) -> Result<Self, ContractError> {
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&stage.output_schema)
+            .map_err(|e| ContractError::Schema {
+                stage: stage.name.clone(),
+                message: e.to_string(),
+            })?;
+        for s in &stage.stamped {
+            let field = stamped_field(s);
+            if field.is_empty() || field.contains(['.', '/']) {
+                return Err(ContractError::Stamped {
+                    stage: stage.name.clone(),
+                    field: field.to_owned(),
+                });
+            }
+        }
+        Ok(OutputContract {
+            stage: stage.name.clone(),
+            validator,
+            stamped: stage.stamped.clone(),
+            checks: stage.checks.clone(),
+        })
+    }
+
+    /// [`OutputContract::compile`], remembered: the runner needs a stage's
+    /// contract each time the stage runs and each time a later stage reads
+    /// its artifact, and compiling a schema costs far more than checking an
+    /// artifact. Keyed by the whole stage's JSON (name, schema, stamps,
+    /// checks), so an edited stage is a new contract; emptied whole past
+    /// [`CACHED_CONTRACTS`].
+    pub fn cached(stage: &StageModel) -> Result<Arc<Self>, ContractError> {
+        static CACHE: LazyLock<Mutex<HashMap<String, Arc<OutputContract>>>> =
+            LazyLock::new(Mutex::default);
+        let key = serde_json::to_string(stage).unwrap_or_default();
+        if let Some(c) = CACHE.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(Self::compile(stage)?);
+        let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHED_CONTRACTS {
+            cache.clear();
+        }
+        cache.insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// The stage this contract belongs to.
+    pub fn stage(&self) -> &str {
+        &self.stage
+    }
+
+    /// Set the stamped fields on `value` (when it is an object), whatever
+    /// it said for them.
+    pub fn stamp(&self, value: &mut Value, stamps: &Stamps) {
+        let Some(obj) = value.as_object_mut() else {
+            return;
+        };
+        for s in &self.stamped {
+            let v = match s {
+                StampedField::Const { value, .. } => value.clone(),
+                StampedField::Timestamp { .. } => {
+                    // RFC 3339 of a UTC time never fails to format.
+                    Value::String(
+                        stamps
+                            .now
+                            .to_offset(time::UtcOffset::UTC)
+                            .format(&Rfc3339)
+                            .unwrap_or_default(),
+                    )
+                }
+                StampedField::Level { .. } => Value::from(stamps.level),
+            };
+            obj.insert(stamped_field(s).to_owned(), v);
+        }
+    }
+
+    /// The schema, then the checks (only on a schema-valid value: a sum
+    /// over a missing object says nothing new).
+    pub fn validate(&self, value: &Value) -> Result<(), Issues> {
+        let issues = Issues::bounded(self.validator.iter_errors(value).map(|e| {
+            let keyword = e.kind().keyword().to_owned();
+            Issue::new(e.instance_path().as_str(), &keyword, e.to_string())
+        }));
+        if !issues.is_empty() {
+            return Err(issues);
+        }
+        let issues = Issues::bounded(self.checks.iter().filter_map(|c| run_check(c, value)));
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Stamp `value`, validate it and check it: the artifact, or why not.
+    pub fn accept(&self, mut value: Value, stamps: &Stamps) -> Result<Artifact, Issues> {
+        self.stamp(&mut value, stamps);
+        self.validate(&value)?;
+        Ok(Artifact(value))
+    }
+
+    /// A stored artifact read back (a resumed run): validated again, not
+    /// stamped again (its stamps are the ones it was stored with).
+    pub fn revalidate(&self, value: Value) -> Result<Artifact, Issues> {
+        self.validate(&value)?;
+        Ok(Artifact(value))
+    }
+}
+
+fn stamped_field(s: &StampedField) -> &str {
+    match s {
+        StampedField::Const { field, .. }
+        | StampedField::Timestamp { field }
+        | StampedField::Level { field } => field,
+    }
+}
+
+/// `a.b` (or a JSON Pointer `/a/b`) as a JSON Pointer.
+fn pointer(path: &str) -> String {
+    if path.starts_with('/') || path.is_empty() {
+        path.to_owned()
+    } else {
+        path.split('.')
+            .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+            .collect()
+    }
+}
+
+/// One check: `None` when it holds.
+fn run_check(check: &Check, value: &Value) -> Option<Issue> {
+    match check {
+        Check::Sum { total, of } => {
+            let (tp, op) = (pointer(total), pointer(of));
+            let Some(t) = value.pointer(&tp).and_then(Value::as_f64) else {
+                return Some(Issue::new(tp, "sum", format!("{total} is not a number")));
+            };
+            let Some(parts) = value.pointer(&op).and_then(Value::as_object) else {
+                return Some(Issue::new(op, "sum", format!("{of} is not an object")));
+            };
+            let mut sum = 0.0;
+            for (k, v) in parts {
+                let Some(n) = v.as_f64() else {
+                    return Some(Issue::new(
+                        format!("{op}/{k}"),
+                        "sum",
+                        format!("{of}.{k} is not a number"),
+                    ));
+                };
+                sum += n;
+            }
+            ((t - sum).abs() > 1e-9).then(|| {
+                Issue::new(
+                    tp,
+                    "sum",
+                    format!("{total} is {t} but the values of {of} sum to {sum}"),
+                )
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use agency_org::model::SourceRef;
+    use agency_org::pipeline::{RetryPolicy, StageKind};
+    use serde_json::json;
+
+    pub(crate) fn stage(
+        schema: Value,
+        stamped: Vec<StampedField>,
+        checks: Vec<Check>,
+    ) -> StageModel {
+        StageModel {
+            name: "Learner".into(),
+            description: String::new(),
+            kind: StageKind::Llm {
+                model: None,
+                system: "You are the Learner.".into(),
+                prompt: "Reflect on {{input}}".into(),
+            },
+            reads: vec![],
+            output_schema: schema,
+            stamped,
+            checks,
+            retry: RetryPolicy::default(),
+            budget: None,
+            source: SourceRef {
+                file: "agencycore.pipeline".into(),
+                line: 1,
+            },
+        }
+    }
+
+    pub(crate) fn learner_schema() -> Value {
+        json!({
+            "type": "object",
+            "required": ["agent", "timestamp", "currentLevel", "reflection"],
+            "properties": {
+                "agent": {"const": "Learner"},
+                "timestamp": {"type": "string", "format": "date-time"},
+                "currentLevel": {"type": "integer", "minimum": 0, "maximum": 3},
+                "reflection": {"type": "string", "minLength": 1}
+            }
+        })
+    }
+
+    pub(crate) fn stamps() -> Stamps {
+        Stamps {
+            now: OffsetDateTime::from_unix_timestamp(1_790_000_000).expect("a valid time"),
+            level: 0,
+        }
+    }
+
+    pub(crate) fn learner_stamped() -> Vec<StampedField> {
+        vec![
+            StampedField::Const {
+                field: "agent".into(),
+                value: json!("Learner"),
+            },
+            StampedField::Timestamp {
+                field: "timestamp".into(),
+            },
+            StampedField::Level {
+                field: "currentLevel".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn stamped_fields_override_the_answer() {
+        let c = OutputContract::compile(&stage(learner_schema(), learner_stamped(), vec![]))
+            .expect("compiles");
+        // A prompt-injected answer claiming a higher level and another agent.
+        let answer = json!({"agent": "Root", "timestamp": "yesterday", "currentLevel": 3, "reflection": "ok"});
+        let a = c.accept(answer, &stamps()).expect("valid once stamped");
+        assert_eq!(a.value()["currentLevel"], json!(0));
+        assert_eq!(a.value()["agent"], json!("Learner"));
+        assert_eq!(a.value()["timestamp"], json!("2026-09-21T14:13:20Z"));
+    }
+
+    #[test]
+    fn date_time_format_is_asserted() {
+        let c =
+            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
+        let bad = json!({"agent": "Learner", "timestamp": "not a time", "currentLevel": 0, "reflection": "x"});
+        let issues = c.validate(&bad).expect_err("format checked");
+        assert_eq!(issues.items.len(), 1);
+        assert_eq!(issues.items[0].keyword, "format");
+        assert_eq!(issues.items[0].instance_path, "/timestamp");
+    }
+
+    #[test]
+    fn issues_name_path_and_keyword() {
+        let c =
+            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
+        let cases = [
+            (
+                json!({"agent": "Learner", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 9, "reflection": "x"}),
+                "/currentLevel",
+                "maximum",
+            ),
+            (
+                json!({"agent": "Learner", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 0}),
+                "",
+                "required",
+            ),
+            (
+                json!({"agent": "Other", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 0, "reflection": "x"}),
+                "/agent",
+                "const",
+            ),
+            (json!([1]), "", "type"),
+        ];
+        for (value, path, keyword) in cases {
+            let issues = c.validate(&value).expect_err("invalid");
+            assert_eq!(issues.items[0].instance_path, path, "{value}");
+            assert_eq!(issues.items[0].keyword, keyword, "{value}");
+        }
+    }
+
+    #[test]
+    fn issues_are_bounded() {
+        let schema = json!({"type": "array", "items": {"type": "string"}});
+        let c = OutputContract::compile(&stage(schema, vec![], vec![])).expect("compiles");
+        let issues = c.validate(&json!(vec![1; 50])).expect_err("invalid");
+        assert_eq!(issues.items.len(), MAX_ISSUES);
+        assert_eq!(issues.omitted, 50 - MAX_ISSUES);
+        let long = Issue::new("", "x", "y".repeat(5000));
+        assert!(long.message.chars().count() <= MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn sum_check_runs_after_the_schema() {
+        let schema = json!({"type": "object", "required": ["totalScore", "scorecard"]});
+        let checks = vec![Check::Sum {
+            total: "totalScore".into(),
+            of: "scorecard".into(),
+        }];
+        let c = OutputContract::compile(&stage(schema, vec![], checks)).expect("compiles");
+        let cases = [
+            (
+                json!({"totalScore": 7, "scorecard": {"a": 3, "b": 4}}),
+                None,
+            ),
+            (
+                json!({"totalScore": 8, "scorecard": {"a": 3, "b": 4}}),
+                Some("/totalScore"),
+            ),
+            (
+                json!({"totalScore": 7, "scorecard": {"a": 3, "b": "4"}}),
+                Some("/scorecard/b"),
+            ),
+            (
+                json!({"totalScore": "7", "scorecard": {}}),
+                Some("/totalScore"),
+            ),
+            (
+                json!({"totalScore": 0, "scorecard": []}),
+                Some("/scorecard"),
+            ),
+        ];
+        for (value, path) in cases {
+            match (c.validate(&value), path) {
+                (Ok(()), None) => {}
+                (Err(i), Some(p)) => {
+                    assert_eq!(i.items[0].instance_path, p);
+                    assert_eq!(i.items[0].keyword, "sum");
+                }
+                (r, p) => panic!("{value}: {r:?} expected {p:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_contracts_are_refused() {
+        let bad = stage(json!({"type": 12}), vec![], vec![]);
+        assert!(matches!(
+            OutputContract::compile(&bad),
+            Err(ContractError::Schema { .. })
+        ));
+        let bad = stage(
+            json!({}),
+            vec![StampedField::Timestamp {
+                field: "a.b".into(),
+            }],
+            vec![],
+        );
+        assert!(matches!(
+            OutputContract::compile(&bad),
+            Err(ContractError::Stamped { .. })
+        ));
+    }
+
+    #[test]
+    fn revalidate_refuses_a_tampered_artifact() {
+        let c =
+            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
+        assert!(c.revalidate(json!({"agent": "Learner"})).is_err());
+    }
+}
