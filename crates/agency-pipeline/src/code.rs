@@ -41,17 +41,14 @@ fn run_step(step: &str, stage: &StageModel, next: &NextStage) -> Result<CodeEnd,
     let out = match step {
         "safety_guard" => safety_guard(&next.context),
         "tool_runner" => tool_runner(&next.context, next.live_tools),
-        "retriever" => Ok(retriever()),
+        "retriever" => retriever(next),
         other => Err(format!("there is no built-in step {other:?}")),
     };
     let value =
         out.map_err(|e| failed(Stored::FailedInfra, format!("stage {}: {e}", stage.name)))?;
     let contract =
         OutputContract::cached(stage).map_err(|e| failed(Stored::FailedInfra, e.to_string()))?;
-    let stamps = Stamps {
-        now: time::OffsetDateTime::now_utc(),
-        level: u8::try_from(next.level.clamp(0, 3)).unwrap_or(0),
-    };
+    let stamps = Stamps::new(next.level, &next.context);
     match contract.accept(value.clone(), &stamps) {
         Ok(artifact) => {
             let v = artifact.into_value();
@@ -206,12 +203,18 @@ fn tool_runner(ctx: &serde_json::Map<String, Value>, live: bool) -> Result<Value
     Ok(json!({ "executedCommands": executed, "skippedCommands": skipped }))
 }
 
-/// Retriever: lessons, playbooks and portfolio examples. The store holds
-/// none yet: the learning loop that admits lessons and the portfolio of
-/// scored runs come next (issue 32), so the lists are empty, which the
-/// schema allows.
-fn retriever() -> Value {
-    json!({ "lessons": [], "playbooks": [], "examples": [] })
+/// Retriever: the lessons, playbooks and portfolio examples the
+/// pipeline's library recalled for the words of the stage's reads (the
+/// service searched its full-text index when it handed the stage out).
+fn retriever(next: &NextStage) -> Result<Value, String> {
+    let Some(r) = &next.recalled else {
+        return Err("the stage was handed out without the library's recall".to_owned());
+    };
+    Ok(json!({
+        "lessons": r.lessons,
+        "playbooks": r.playbooks,
+        "examples": r.examples,
+    }))
 }
 
 #[cfg(test)]

@@ -143,13 +143,14 @@ pub enum LadderError {
     },
 }
 
-/// Run an llm stage to its terminal state. `level` is the run's
-/// permission level, stamped where the stage says so.
+/// Run an llm stage to its terminal state. `stamps`: what the engine
+/// stamps on each answer where the stage says so (its `now` is each
+/// answer's arrival).
 pub async fn run_llm_stage(
     stage: &StageModel,
     contract: &OutputContract,
     context: &Context,
-    level: u8,
+    stamps: &Stamps,
     deps: &StageDeps<'_>,
 ) -> Result<StageReport, LadderError> {
     let StageKind::Llm {
@@ -206,7 +207,7 @@ pub async fn run_llm_stage(
         };
         let stamps = Stamps {
             now: deps.clock.now(),
-            level,
+            ..stamps.clone()
         };
         let (result, repaired) = evaluate(contract, &answer.text, &stamps);
         if let Some(last) = run.report.attempts.last_mut() {

@@ -316,8 +316,8 @@ impl Runner {
             sleeper: &TokioSleeper,
             backoff: self.cfg.backoff,
         };
-        let level = u8::try_from(next.level.clamp(0, 3)).unwrap_or(0);
-        let report = crate::ladder::run_llm_stage(stage, &contract, &context, level, &deps).await;
+        let stamps = crate::validate::Stamps::new(next.level, &next.context);
+        let report = crate::ladder::run_llm_stage(stage, &contract, &context, &stamps, &deps).await;
         let calls = report.as_ref().map_or(0, |r| r.totals.calls);
         let cost = self.cost_of(minted.agent, calls).await;
         match report {
@@ -359,6 +359,10 @@ fn context_of(next: &NextStage) -> Result<Context, String> {
     let mut ctx = Context::new(input);
     for (name, value) in &next.context {
         if name == "input" {
+            continue;
+        }
+        if name == agency_org::pipeline::HISTORY {
+            ctx.set_history(value.clone());
             continue;
         }
         let Some(spec) = next.model.stages.iter().find(|s| &s.name == name) else {

@@ -18,6 +18,9 @@ use crate::validate::Artifact;
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     input: Value,
+    /// The run's `history` (built by the service from the store), when
+    /// the stage reads it.
+    history: Option<Value>,
     outputs: BTreeMap<String, Artifact>,
 }
 
@@ -27,8 +30,14 @@ impl Context {
     pub fn new(input: Value) -> Self {
         Context {
             input,
+            history: None,
             outputs: BTreeMap::new(),
         }
+    }
+
+    /// Set the run's `history`.
+    pub fn set_history(&mut self, history: Value) {
+        self.history = Some(history);
     }
 
     /// Record a finished stage's artifact under its name.
@@ -44,10 +53,13 @@ impl Context {
         self.outputs.get(stage)
     }
 
-    /// The value at `input…` or `Stage…`, `fields` outermost first.
+    /// The value at `input…`, `history…` or `Stage…`, `fields` outermost
+    /// first.
     pub fn lookup<'a>(&'a self, stage: &str, fields: &[&str]) -> Option<&'a Value> {
         let mut v = if stage == "input" {
             &self.input
+        } else if stage == agency_org::pipeline::HISTORY {
+            self.history.as_ref()?
         } else {
             self.outputs.get(stage)?.value()
         };

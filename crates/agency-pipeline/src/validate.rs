@@ -118,13 +118,38 @@ impl Artifact {
 }
 
 /// What the engine stamps on an answer: values the answer cannot choose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stamps {
     /// When the answer arrived ([`StampedField::Timestamp`]).
     pub now: OffsetDateTime,
     /// The run's permission level as the store holds it
     /// ([`StampedField::Level`]).
     pub level: u8,
+    /// The ids of the runs in the stage's `history`
+    /// ([`StampedField::SimilarRuns`]).
+    pub similar_runs: Vec<String>,
+}
+
+impl Stamps {
+    /// The stamps of an answer arriving now to a stage with `context`.
+    pub fn new(level: i64, context: &serde_json::Map<String, Value>) -> Stamps {
+        let similar_runs = context
+            .get(agency_org::pipeline::HISTORY)
+            .and_then(|h| h.get("runs"))
+            .and_then(Value::as_array)
+            .map(|runs| {
+                runs.iter()
+                    .filter_map(|r| r.get("id").and_then(Value::as_str))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Stamps {
+            now: OffsetDateTime::now_utc(),
+            level: u8::try_from(level.clamp(0, 3)).unwrap_or(0),
+            similar_runs,
+        }
+    }
 }
 
 /// Why a stage's contract did not compile.
@@ -227,6 +252,7 @@ impl OutputContract {
                     )
                 }
                 StampedField::Level { .. } => Value::from(stamps.level),
+                StampedField::SimilarRuns { .. } => Value::from(stamps.similar_runs.clone()),
             };
             obj.insert(stamped_field(s).to_owned(), v);
         }
@@ -269,7 +295,8 @@ fn stamped_field(s: &StampedField) -> &str {
     match s {
         StampedField::Const { field, .. }
         | StampedField::Timestamp { field }
-        | StampedField::Level { field } => field,
+        | StampedField::Level { field }
+        | StampedField::SimilarRuns { field } => field,
     }
 }
 
@@ -367,6 +394,7 @@ pub(crate) mod tests {
         Stamps {
             now: OffsetDateTime::from_unix_timestamp(1_790_000_000).expect("a valid time"),
             level: 0,
+            similar_runs: Vec::new(),
         }
     }
 
@@ -395,6 +423,29 @@ pub(crate) mod tests {
         assert_eq!(a.value()["currentLevel"], json!(0));
         assert_eq!(a.value()["agent"], json!("Learner"));
         assert_eq!(a.value()["timestamp"], json!("2026-09-21T14:13:20Z"));
+    }
+
+    /// Attack: an answer cannot name runs the store did not find as
+    /// similar; the ids are the ones in the stage's `history`.
+    #[test]
+    fn similar_runs_are_the_historys_never_the_answers() {
+        let schema = json!({"type": "object", "required": ["similar"],
+            "properties": {"similar": {"type": "array", "items": {"type": "string"}}}});
+        let stamped = vec![StampedField::SimilarRuns {
+            field: "similar".into(),
+        }];
+        let c = OutputContract::compile(&stage(schema, stamped, vec![])).expect("compiles");
+        let ctx =
+            json!({"history": {"runs": [{"id": "run-a"}, {"id": "run-b"}], "improvements": []}});
+        let stamps = Stamps::new(7, ctx.as_object().expect("an object"));
+        assert_eq!(stamps.level, 3, "a level is clamped to 0-3");
+        let a = c
+            .accept(json!({"similar": ["invented", "run-z"]}), &stamps)
+            .expect("valid once stamped");
+        assert_eq!(a.value()["similar"], json!(["run-a", "run-b"]));
+        let none = Stamps::new(0, &serde_json::Map::new());
+        let a = c.accept(json!({"similar": ["x"]}), &none).expect("valid");
+        assert_eq!(a.value()["similar"], json!([]));
     }
 
     #[test]

@@ -86,6 +86,7 @@ macro_rules! store_conformance {
             events::event_log_cursor_scopes_kinds_and_retention,
             problems::problems_open_once_per_key_and_close,
             pipelines::pipeline_runs_and_stages_round_trip,
+            pipelines::pipeline_library_is_searched_by_words_kind_and_score,
             calls::calls_are_recorded_listed_and_answered_once,
             budgets::budgets_spend_reservations_and_hops,
             approvals::approvals_are_bound_and_decided_once,

@@ -45,7 +45,9 @@ pub use model::*;
 pub use org_messages::{OrgKeyRow, OrgMessageRow, OrgMessageStatus};
 pub use org_tools::OrgToolRow;
 pub use orgs::{OrgAgentRow, OrgAgentStatus, OrgGrantRow, OrgRow};
-pub use pipelines::{PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus};
+pub use pipelines::{
+    LibraryEntryRow, LibraryKind, PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus,
+};
 pub use problems::ProblemRow;
 pub use spread::spread_subdirectories;
 pub use sqlite::SqliteStore;

@@ -56,3 +56,51 @@ pub struct PipelineStageRow {
     pub started_at: Option<Timestamp>,
     pub ended_at: Option<Timestamp>,
 }
+
+/// What a pipeline's library entry is (seed 001's memory system).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LibraryKind {
+    /// A finished run, with its Gatekeeper score: the portfolio.
+    Example,
+    Lesson,
+    Playbook,
+}
+
+impl LibraryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibraryKind::Example => "example",
+            LibraryKind::Lesson => "lesson",
+            LibraryKind::Playbook => "playbook",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LibraryKind> {
+        Some(match s {
+            "example" => LibraryKind::Example,
+            "lesson" => LibraryKind::Lesson,
+            "playbook" => LibraryKind::Playbook,
+            _ => return None,
+        })
+    }
+}
+
+/// One entry of a pipeline's library: what the Retriever recalls and the
+/// PatternObserver compares a new run with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryEntryRow {
+    /// Assigned by the store; 0 in an entry not stored yet.
+    pub seq: i64,
+    pub pipeline: String,
+    pub kind: LibraryKind,
+    /// The run it came from (an example's run; at most one per run and kind).
+    pub run: Option<HandlerId>,
+    pub title: String,
+    /// What the full-text index finds it by.
+    pub text: String,
+    /// An example's Gatekeeper score.
+    pub score: Option<i64>,
+    /// The entry's fields as JSON (the service's shape).
+    pub data: String,
+    pub created_at: Timestamp,
+}

@@ -95,6 +95,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v26.sql"),
     include_str!("sqlite/schema_v27.sql"),
     include_str!("sqlite/schema_v28.sql"),
+    include_str!("sqlite/schema_v29.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

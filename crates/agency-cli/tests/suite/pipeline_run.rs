@@ -148,6 +148,24 @@ async fn issue31_agencycore_runs_end_to_end_and_every_artifact_is_the_seeds() {
     ]);
     assert_eq!(outcome["outcome"]["status"], "completed", "{outcome}");
     assert_eq!(outcome["parents"][0]["id"], json!(id), "{outcome}");
+
+    // The done run joined the portfolio: a second run on a like request
+    // is shown it, its PatternObserver's similar tasks are it (the answer
+    // said none), and its Retriever recalls it (scored 21 of 25).
+    let (code, again, err) = run_waiting(&home, "agencycore", REQUEST).await;
+    assert_eq!(code, 0, "{err}\n{again}");
+    let patterns = artifact(&home, &again, "PatternObserver");
+    assert_eq!(patterns["similarPastTasks"], json!([id]), "{patterns}");
+    let recalled = artifact(&home, &again, "Retriever");
+    let example = recalled["examples"][0].as_str().unwrap_or_default();
+    assert!(example.contains(id) && example.contains("score 21/25"), "{recalled}");
+    let asked = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.contains("You are the PatternObserver"))
+        .last()
+        .expect("PatternObserver was asked again");
+    assert!(asked.body.contains(id), "the prompt shows the earlier run");
     daemon.terminate();
 }
 

@@ -245,6 +245,7 @@ fn reads(
     all: &[&str],
 ) -> Vec<Read> {
     let mut out: Vec<Read> = Vec::new();
+    let history = super::history_schema();
     for r in &s.reads {
         let Some(path) = parse_path(cx, &r.v, r.pos, "read") else {
             continue;
@@ -255,21 +256,26 @@ fn reads(
         }
         let root = if path.stage == "input" {
             input
+        } else if path.stage == super::HISTORY {
+            &history
         } else if let Some(e) = earlier.iter().find(|e| e.name == path.stage) {
             &e.output
         } else {
             let why = if path.stage == me {
                 format!(
-                    "stage `{me}` reads `{}`, its own output: a stage reads only `input` and earlier stages' outputs",
+                    "stage `{me}` reads `{}`, its own output: a stage reads only `input`, `history` and earlier stages' outputs",
                     r.v
                 )
             } else if all.contains(&path.stage.as_str()) {
                 format!(
-                    "stage `{me}` reads `{}`, but stage `{}` runs after it: a stage reads only `input` and earlier stages' outputs",
+                    "stage `{me}` reads `{}`, but stage `{}` runs after it: a stage reads only `input`, `history` and earlier stages' outputs",
                     r.v, path.stage
                 )
             } else {
-                let names = earlier.iter().map(|e| e.name.as_str()).chain(["input"]);
+                let names = earlier
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .chain(["input", super::HISTORY]);
                 format!(
                     "stage `{me}` reads `{}`, but no stage is named `{}`{}",
                     r.v,
@@ -304,6 +310,8 @@ fn no_field(me: &str, written: &str, path: &ReadPath, e: &schemas::NoField) -> S
     let field = &path.fields[e.index];
     let owner = if path.stage == "input" {
         "the pipeline's input".to_owned()
+    } else if path.stage == super::HISTORY {
+        "the run's history".to_owned()
     } else {
         format!("stage `{}`'s output", path.stage)
     };
@@ -464,6 +472,28 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
                 "a timestamp (an RFC 3339 string)".to_owned(),
             ),
             Stamp::Level => (json!(0), "a permission level (an integer 0-3)".to_owned()),
+            Stamp::SimilarRuns => {
+                let reads_runs = s
+                    .reads
+                    .iter()
+                    .any(|r| r.v == super::HISTORY || r.v == format!("{}.runs", super::HISTORY));
+                if !reads_runs {
+                    cx.err(
+                        field.pos,
+                        format!(
+                            "stamp `{}: similar_runs` needs the stage to read `{}` (or `{}.runs`): the ids come from it",
+                            field.v,
+                            super::HISTORY,
+                            super::HISTORY
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    json!(["00000000-0000-0000-0000-000000000000"]),
+                    "a list of run ids (strings)".to_owned(),
+                )
+            }
         };
         // The stamp must satisfy the field's own schema, or every artifact fails.
         let mut check = prop.clone();
@@ -491,6 +521,9 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
                 field: field.v.clone(),
             },
             Stamp::Level => StampedField::Level {
+                field: field.v.clone(),
+            },
+            Stamp::SimilarRuns => StampedField::SimilarRuns {
                 field: field.v.clone(),
             },
         });

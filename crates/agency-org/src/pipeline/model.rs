@@ -22,6 +22,53 @@ pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 2;
 /// Most re-asks a stage may declare: each is a billed call.
 pub const MAX_REPAIR_ATTEMPTS: u32 = 5;
 
+/// The context entry the engine fills from the pipeline's library, which
+/// any stage may read like `input`: the earlier runs most like this one
+/// and what their Gatekeepers asked to improve.
+pub const HISTORY: &str = "history";
+
+/// Most earlier runs in a stage's `history`.
+pub const HISTORY_RUNS: usize = 5;
+
+/// Most improvements in a stage's `history`.
+pub const HISTORY_IMPROVEMENTS: usize = 10;
+
+/// The schema of [`HISTORY`], which reads of it are checked against.
+pub fn history_schema() -> Value {
+    let strings = serde_json::json!({"type": "array", "items": {"type": "string"}});
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["runs", "improvements"],
+        "properties": {
+            "runs": {
+                "description": "earlier finished runs of this pipeline most like this one (by the words they share), best first",
+                "type": "array",
+                "maxItems": HISTORY_RUNS,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["id", "summary", "keywords", "totalScore", "decision", "improvements"],
+                    "properties": {
+                        "id": {"type": "string", "description": "the run's id"},
+                        "summary": {"type": "string"},
+                        "keywords": strings,
+                        "totalScore": {"type": ["integer", "null"]},
+                        "decision": {"type": ["string", "null"]},
+                        "improvements": strings,
+                    }
+                }
+            },
+            "improvements": {
+                "description": "what the Gatekeepers of this pipeline's latest runs asked to improve, newest first",
+                "type": "array",
+                "maxItems": HISTORY_IMPROVEMENTS,
+                "items": {"type": "string"}
+            }
+        }
+    })
+}
+
 /// A compiled pipeline: an input and ordered stages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -124,6 +171,10 @@ pub enum StampedField {
     /// `field` = the run's permission level (0-3) as the store holds it
     /// (AgencyCore Learner's `currentLevel`): an answer cannot raise it.
     Level { field: String },
+    /// `field` = the ids of the earlier runs in the stage's `history`
+    /// (AgencyCore PatternObserver's `similarPastTasks`): runs the store
+    /// found, never ids an answer invented.
+    SimilarRuns { field: String },
 }
 
 /// A rule JSON Schema cannot say.

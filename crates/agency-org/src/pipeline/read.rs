@@ -59,6 +59,8 @@ pub enum Stamp {
     Timestamp,
     /// `field: level`.
     Level,
+    /// `field: similar_runs`.
+    SimilarRuns,
 }
 
 #[derive(Debug, Default)]
@@ -218,9 +220,13 @@ fn stage<'n>(cx: &mut Cx, node: &'n Node) -> RawStage<'n> {
         .map_or_else(|| "this stage".to_owned(), |n| format!("stage `{}`", n.v));
     match &s.name {
         None => cx.err(node.pos, "a stage needs a `name`"),
-        Some(n) if n.v == "input" => cx.err(
+        Some(n) if n.v == "input" || n.v == super::HISTORY => cx.err(
             n.pos,
-            "`input` is the pipeline's input: a stage cannot be named so",
+            if n.v == "input" {
+                "`input` is the pipeline's input: a stage cannot be named so"
+            } else {
+                "`history` is the run's history of earlier runs: a stage cannot be named so"
+            },
         ),
         Some(n) => {
             if let Err(e) = check_name("stage", &n.v) {
@@ -300,17 +306,16 @@ fn stamps(cx: &mut Cx, v: &Node) -> Vec<(S<String>, Stamp)> {
         let stamp = match (&val.kind, val.as_str()) {
             (_, Some("now")) if is_plain(val) => Stamp::Timestamp,
             (_, Some("level")) if is_plain(val) => Stamp::Level,
-            (NodeKind::Map(e), _) => {
-                match e.as_slice() {
-                    [(ck, cv)] if ck.scalar_text() == Some("const") => Stamp::Const(cv.to_json()),
-                    _ => {
-                        cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, a value, or `{{const: VALUE}}`"));
-                        continue;
-                    }
+            (_, Some("similar_runs")) if is_plain(val) => Stamp::SimilarRuns,
+            (NodeKind::Map(e), _) => match e.as_slice() {
+                [(ck, cv)] if ck.scalar_text() == Some("const") => Stamp::Const(cv.to_json()),
+                _ => {
+                    cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, a value, or `{{const: VALUE}}`"));
+                    continue;
                 }
-            }
+            },
             (NodeKind::Seq(_), _) => {
-                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, a value, or `{{const: VALUE}}`, found a list"));
+                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, a value, or `{{const: VALUE}}`, found a list"));
                 continue;
             }
             _ => Stamp::Const(val.to_json()),

@@ -294,6 +294,24 @@ const CASES: &[(usize, &str, (u32, u32), &str)] = &[
         (6, 11),
         "`input` is the pipeline's input",
     ),
+    (
+        6,
+        "  - name: history",
+        (6, 11),
+        "`history` is the run's history of earlier runs",
+    ),
+    (
+        19,
+        "    reads: [history.runz]",
+        (19, 13),
+        "the run's history has no field `runz`; did you mean `runs`?",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now, items: similar_runs}",
+        (15, 34),
+        "stamp `items: similar_runs` needs the stage to read `history`",
+    ),
 ];
 
 #[test]

@@ -284,9 +284,15 @@ async fn a_stage_rides_out_a_503_through_the_gateway() {
             max_retry_after: Duration::from_millis(50),
         },
     };
-    let r = run_llm_stage(&stage, &contract, &Context::new(json!("task")), 1, &deps)
-        .await
-        .expect("runs");
+    let r = run_llm_stage(
+        &stage,
+        &contract,
+        &Context::new(json!("task")),
+        &crate::validate::Stamps::new(1, &Default::default()),
+        &deps,
+    )
+    .await
+    .expect("runs");
     assert_eq!(r.status, StageStatus::Ok);
     assert_eq!(
         (r.totals.calls, r.totals.transport_retries, r.totals.reasks),

@@ -117,9 +117,15 @@ async fn run(
         backoff: Backoff::default(),
     };
     let contract = OutputContract::compile(stage).expect("compiles");
-    let report = run_llm_stage(stage, &contract, &Context::new(json!("a task")), 0, &deps)
-        .await
-        .expect("runs");
+    let report = run_llm_stage(
+        stage,
+        &contract,
+        &Context::new(json!("a task")),
+        &Stamps::new(0, &Default::default()),
+        &deps,
+    )
+    .await
+    .expect("runs");
     let delays = sleeper.0.lock().expect("not poisoned").clone();
     (report, client.requests(), delays)
 }
@@ -406,11 +412,25 @@ async fn stages_the_ladder_cannot_run() {
         step: "retriever".into(),
     };
     let contract = OutputContract::compile(&code).expect("compiles");
-    let r = run_llm_stage(&code, &contract, &ctx, 0, &deps).await;
+    let r = run_llm_stage(
+        &code,
+        &contract,
+        &ctx,
+        &Stamps::new(0, &Default::default()),
+        &deps,
+    )
+    .await;
     assert!(matches!(r, Err(LadderError::NotLlm { .. })));
     let mut other = learner(0, None);
     other.name = "Guide".into();
-    let r = run_llm_stage(&other, &contract, &ctx, 0, &deps).await;
+    let r = run_llm_stage(
+        &other,
+        &contract,
+        &ctx,
+        &Stamps::new(0, &Default::default()),
+        &deps,
+    )
+    .await;
     assert!(matches!(r, Err(LadderError::WrongContract { .. })));
     let mut missing = learner(0, None);
     missing.kind = StageKind::Llm {
@@ -418,7 +438,14 @@ async fn stages_the_ladder_cannot_run() {
         system: String::new(),
         prompt: "{{Planner.tasks}}".into(),
     };
-    let r = run_llm_stage(&missing, &contract, &ctx, 0, &deps).await;
+    let r = run_llm_stage(
+        &missing,
+        &contract,
+        &ctx,
+        &Stamps::new(0, &Default::default()),
+        &deps,
+    )
+    .await;
     assert!(matches!(r, Err(LadderError::Template { .. })));
     assert!(client.requests().is_empty());
 }
@@ -437,7 +464,13 @@ fn the_ladder_future_is_send() {
         backoff: Backoff::default(),
     };
     let ctx = Context::new(json!("x"));
-    send(&run_llm_stage(&stage, &contract, &ctx, 0, &deps));
+    send(&run_llm_stage(
+        &stage,
+        &contract,
+        &ctx,
+        &Stamps::new(0, &Default::default()),
+        &deps,
+    ));
 }
 
 #[test]

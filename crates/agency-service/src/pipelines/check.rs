@@ -136,11 +136,18 @@ pub(crate) fn check_model(m: &PipelineModel) -> Result<()> {
     }
     let mut seen: HashSet<&str> = HashSet::new();
     for s in &m.stages {
-        if s.name.is_empty() || s.name == "input" || s.name.len() > 128 {
+        if s.name.is_empty()
+            || s.name == "input"
+            || s.name == agency_org::pipeline::HISTORY
+            || s.name.len() > 128
+        {
             return bad(format!("stage name {:?} is not allowed", s.name));
         }
         for r in &s.reads {
-            if r.stage != "input" && !seen.contains(r.stage.as_str()) {
+            if r.stage != "input"
+                && r.stage != agency_org::pipeline::HISTORY
+                && !seen.contains(r.stage.as_str())
+            {
                 return bad(format!(
                     "stage {:?} reads {:?}, which no earlier stage produces",
                     s.name, r.stage

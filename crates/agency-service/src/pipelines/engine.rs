@@ -42,6 +42,9 @@ pub struct NextStage {
     /// by [`System::pipeline_stage_end`]. `Err`: why none could start (a
     /// paused budget, a limit), which ends the stage.
     pub agent: Option<std::result::Result<agency_api::MintedToken, ServiceError>>,
+    /// For the built-in Retriever: what the pipeline's library recalled
+    /// for the words of its reads.
+    pub recalled: Option<super::Recalled>,
 }
 
 /// How a stage ended, as the engine reports it.
@@ -124,7 +127,10 @@ impl System {
             // What the stage reads: (name, artifact file) of earlier stages.
             let mut files = Vec::new();
             for read in &spec.reads {
-                if read.stage == "input" || files.iter().any(|(n, _)| n == &read.stage) {
+                if read.stage == "input"
+                    || read.stage == agency_org::pipeline::HISTORY
+                    || files.iter().any(|(n, _)| n == &read.stage)
+                {
                     continue;
                 }
                 let earlier = stages[..idx].iter().find(|s| s.name == read.stage);
@@ -176,6 +182,29 @@ impl System {
             validate_artifact(spec, &value)?;
             context.insert(name, value);
         }
+        // What the library holds for this stage: read after the stage was
+        // taken, so a run ending meanwhile is at most one run less recalled.
+        let spec = &model.stages[idx];
+        if spec
+            .reads
+            .iter()
+            .any(|rd| rd.stage == agency_org::pipeline::HISTORY)
+        {
+            let words = super::words_of(context.values());
+            let history = self.read(|tx| super::library::history(tx, &r.pipeline, &words))?;
+            context.insert(agency_org::pipeline::HISTORY.to_owned(), history);
+        }
+        let recalled = match &spec.kind {
+            agency_org::pipeline::StageKind::Code { step } if step == "retriever" => {
+                let words = super::words_of(
+                    spec.reads
+                        .iter()
+                        .flat_map(|rd| super::values_at(&context, rd)),
+                );
+                Some(self.read(|tx| super::library::recall(tx, &r.pipeline, &words))?)
+            }
+            _ => None,
+        };
         Ok(Some(NextStage {
             run,
             idx,
@@ -184,6 +213,7 @@ impl System {
             live_tools: r.live_tools,
             context,
             agent,
+            recalled,
         }))
     }
 
@@ -344,6 +374,7 @@ fn end_run(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
         .data(serde_json::json!({"run": r.id, "status": r.status, "stage": r.stage})),
     );
     if r.status == PipelineRunStatus::Done {
+        add_to_portfolio(op, r)?;
         let a = Author {
             handler: None,
             agent: None,
@@ -361,6 +392,32 @@ fn end_run(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Add the done run `r` to its pipeline's portfolio, with every stage's
+/// artifact (each validated when it was stored).
+fn add_to_portfolio(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
+    let corrupt = |what: &str, e: String| {
+        ServiceError::from(agency_store::StoreError::corrupt(
+            "pipeline run",
+            format!("run {}: {what}: {e}", r.id),
+        ))
+    };
+    let input: Value =
+        serde_json::from_str(&r.input).map_err(|e| corrupt("its input", e.to_string()))?;
+    let mut artifacts = Vec::new();
+    for s in op.tx.pipeline_stages(r.id)? {
+        let Some(file) = s.artifact else { continue };
+        let Some(f) = op.tx.file(file)? else { continue };
+        let Some(v) = op.tx.version(file, f.latest_version)? else {
+            continue;
+        };
+        let bytes = op.blobs.get(&v.hash)?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| corrupt(&format!("the artifact of stage {}", s.name), e.to_string()))?;
+        artifacts.push((s.name, value));
+    }
+    super::library::add_example(op, r, &input, &artifacts)
 }
 
 /// Block a failed stage's outcome with the reason.

@@ -14,6 +14,7 @@
 
 mod check;
 mod engine;
+mod library;
 
 use agency_core::status::{PipelineRunStatus, StageStatus};
 use agency_core::{HandlerId, OutcomeId, OutcomeStatus, Principal};
@@ -25,6 +26,10 @@ pub use agency_api::{PipelineRunSummary, PipelineRunView, PipelineStageView};
 pub use check::{MAX_ARTIFACT_BYTES, MAX_STAGES};
 pub use engine::{NextStage, PLAN_APPROVAL_TOOL, StageEnd};
 pub(crate) use engine::{approval_decided, budgets_lifted};
+pub use library::{
+    EXAMPLE_MIN_SCORE, RECALL_EXAMPLES, RECALL_LESSONS, RECALL_PLAYBOOKS, Recalled, values_at,
+    words_of,
+};
 
 use crate::Result;
 use crate::error::ServiceError;

@@ -7,7 +7,9 @@ use agency_core::access::FileKind;
 
 use super::New;
 use super::fixtures::*;
-use crate::{PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus};
+use crate::{
+    LibraryEntryRow, LibraryKind, PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus,
+};
 
 fn run(n: u128, at: i64) -> PipelineRunRow {
     PipelineRunRow {
@@ -117,4 +119,169 @@ pub fn pipeline_runs_and_stages_round_trip(new: &New) {
     ghost.status = PipelineRunStatus::Failed;
     wr_err(&store, |tx| tx.update_pipeline_run(&ghost));
     wr_err(&store, |tx| tx.update_pipeline_stage(&stage(2, 7)));
+}
+
+fn entry(
+    kind: LibraryKind,
+    run: Option<u128>,
+    text: &str,
+    score: Option<i64>,
+    at: i64,
+) -> LibraryEntryRow {
+    LibraryEntryRow {
+        seq: 0,
+        pipeline: "agencycore".to_owned(),
+        kind,
+        run: run.map(hid),
+        title: text.split(' ').take(3).collect::<Vec<_>>().join(" "),
+        text: text.to_owned(),
+        score,
+        data: "{}".to_owned(),
+        created_at: Timestamp(at),
+    }
+}
+
+/// A pipeline's library: entries are found by the words they share with
+/// the query (more shared words rank higher), only of their pipeline and
+/// kind, above a minimum score when asked; listed newest first; a run is
+/// in a portfolio once; a query of punctuation finds nothing.
+pub fn pipeline_library_is_searched_by_words_kind_and_score(new: &New) {
+    let (_d, store) = new();
+    let w = |ws: &[&str]| ws.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut seqs = Vec::new();
+    wr(&store, |tx| {
+        use LibraryKind::*;
+        for e in [
+            entry(
+                Example,
+                Some(2),
+                "add a REST endpoint for invoices with tests",
+                Some(20),
+                10,
+            ),
+            entry(
+                Example,
+                Some(3),
+                "fix the flaky login test in the QA suite",
+                Some(22),
+                20,
+            ),
+            entry(
+                Example,
+                Some(4),
+                "add a REST endpoint for users",
+                Some(9),
+                30,
+            ),
+            entry(
+                Lesson,
+                None,
+                "endpoints need integration tests before merge",
+                None,
+                40,
+            ),
+            entry(
+                Playbook,
+                None,
+                "REST endpoint: route, handler, validation, tests",
+                None,
+                50,
+            ),
+        ] {
+            seqs.push(tx.insert_library_entry(&e)?);
+        }
+        let mut other = entry(
+            Example,
+            Some(5),
+            "add a REST endpoint for invoices",
+            Some(25),
+            60,
+        );
+        other.pipeline = "other".to_owned();
+        tx.insert_library_entry(&other)?;
+        Ok(())
+    });
+    assert!(seqs.windows(2).all(|p| p[0] < p[1]), "seq grows: {seqs:?}");
+    rd(&store, |tx| {
+        let runs = |found: Vec<(LibraryEntryRow, f64)>| {
+            found.into_iter().map(|(e, _)| e.run).collect::<Vec<_>>()
+        };
+        // "invoices" and "endpoint" both match run 2; run 4 only "endpoint".
+        let found = tx.search_library(
+            "agencycore",
+            LibraryKind::Example,
+            &w(&["REST", "invoices", "endpoint"]),
+            None,
+            10,
+        )?;
+        assert!(found[0].1 > found[1].1, "scores: {found:?}");
+        assert_eq!(runs(found), [Some(hid(2)), Some(hid(4))]);
+        // A minimum score leaves run 4 (score 9) out.
+        let found = tx.search_library(
+            "agencycore",
+            LibraryKind::Example,
+            &w(&["endpoint"]),
+            Some(15),
+            10,
+        )?;
+        assert_eq!(runs(found), [Some(hid(2))]);
+        // Stemmed: "tests" finds "test"; kinds are apart.
+        let found =
+            tx.search_library("agencycore", LibraryKind::Lesson, &w(&["test"]), None, 10)?;
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].0.text,
+            "endpoints need integration tests before merge"
+        );
+        assert_eq!(found[0].0.kind, LibraryKind::Lesson);
+        // Words are terms, never FTS syntax.
+        let found = tx.search_library(
+            "agencycore",
+            LibraryKind::Example,
+            &w(&["NEAR", "invoices\"", "OR"]),
+            None,
+            10,
+        )?;
+        assert_eq!(runs(found), [Some(hid(2))]);
+        assert!(
+            tx.search_library(
+                "agencycore",
+                LibraryKind::Example,
+                &w(&["*", "(", "-"]),
+                None,
+                10
+            )?
+            .is_empty()
+        );
+        assert_eq!(
+            tx.search_library("agencycore", LibraryKind::Example, &w(&["flaky"]), None, 10)?
+                .len(),
+            1
+        );
+        let newest: Vec<_> = tx
+            .library_entries("agencycore", LibraryKind::Example, 2)?
+            .into_iter()
+            .map(|e| e.run)
+            .collect();
+        assert_eq!(newest, [Some(hid(4)), Some(hid(3))]);
+        let all = tx.library_entries("agencycore", LibraryKind::Example, 10)?;
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[2], {
+            let mut e = entry(
+                LibraryKind::Example,
+                Some(2),
+                "add a REST endpoint for invoices with tests",
+                Some(20),
+                10,
+            );
+            e.seq = seqs[0];
+            e
+        });
+        Ok(())
+    });
+    // A run is in its pipeline's portfolio once.
+    wr_err(&store, |tx| {
+        tx.insert_library_entry(&entry(LibraryKind::Example, Some(2), "again", Some(1), 70))
+            .map(drop)
+    });
 }

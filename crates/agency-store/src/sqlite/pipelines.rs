@@ -1,12 +1,16 @@
-//! Pipeline runs and their stages (`pipeline_runs`, `pipeline_stages`).
+//! Pipeline runs, their stages and pipelines' libraries (`pipeline_runs`,
+//! `pipeline_stages`, `pipeline_library` with its full-text index).
 
 use agency_core::HandlerId;
 use rusqlite::{Row, params};
 
 use super::SqliteTx;
 use super::convert::*;
+use super::memory::fts_query;
 use crate::error::StoreError;
-use crate::pipelines::{PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus};
+use crate::pipelines::{
+    LibraryEntryRow, LibraryKind, PipelineRunRow, PipelineRunStatus, PipelineStageRow, StageStatus,
+};
 use crate::tx::PipelineTx;
 
 const RUN_COLS: &str = "id, pipeline, model, input, level, live_tools, status, stage, \
@@ -188,4 +192,97 @@ impl PipelineTx for SqliteTx<'_> {
             stage_row,
         )
     }
+
+    fn insert_library_entry(&mut self, e: &LibraryEntryRow) -> R<i64> {
+        let op = || {
+            format!(
+                "add a {} to the library of pipeline {}",
+                e.kind.as_str(),
+                e.pipeline
+            )
+        };
+        execute(
+            self.conn,
+            &format!(
+                "INSERT INTO pipeline_library ({LIB_INSERT_COLS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ),
+            params![
+                e.pipeline,
+                e.kind.as_str(),
+                opt_text(e.run),
+                e.title,
+                e.text,
+                e.score,
+                e.data,
+                e.created_at.0
+            ],
+            op,
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn search_library(
+        &mut self,
+        pipeline: &str,
+        kind: LibraryKind,
+        words: &[String],
+        min_score: Option<i64>,
+        n: usize,
+    ) -> R<Vec<(LibraryEntryRow, f64)>> {
+        let Some(q) = fts_query(words) else {
+            return Ok(Vec::new());
+        };
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {LIB_COLS}, -bm25(pipeline_library_fts) FROM pipeline_library_fts
+                 JOIN pipeline_library l ON l.seq = pipeline_library_fts.rowid
+                 WHERE pipeline_library_fts MATCH ?1 AND l.pipeline = ?2 AND l.kind = ?3
+                   AND (?4 IS NULL OR l.score >= ?4)
+                 ORDER BY bm25(pipeline_library_fts), l.seq DESC LIMIT ?5"
+            ),
+            params![q, pipeline, kind.as_str(), min_score, limit(n)],
+            || format!("search the library of pipeline {pipeline}"),
+            |r| Ok((library_row(r)?, col(r, 9, "library score")?)),
+        )
+    }
+
+    fn library_entries(
+        &mut self,
+        pipeline: &str,
+        kind: LibraryKind,
+        n: usize,
+    ) -> R<Vec<LibraryEntryRow>> {
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {LIB_COLS} FROM pipeline_library l WHERE l.pipeline = ?1 AND l.kind = ?2 \
+                 ORDER BY l.created_at DESC, l.seq DESC LIMIT ?3"
+            ),
+            params![pipeline, kind.as_str(), limit(n)],
+            || format!("list the library of pipeline {pipeline}"),
+            library_row,
+        )
+    }
+}
+
+const LIB_INSERT_COLS: &str = "pipeline, kind, run, title, text, score, data, created_at";
+const LIB_COLS: &str =
+    "l.seq, l.pipeline, l.kind, l.run, l.title, l.text, l.score, l.data, l.created_at";
+
+fn library_row(r: &Row<'_>) -> R<LibraryEntryRow> {
+    let kind: String = col(r, 2, "library entry kind")?;
+    Ok(LibraryEntryRow {
+        seq: col(r, 0, "library entry seq")?,
+        pipeline: col(r, 1, "library entry pipeline")?,
+        kind: LibraryKind::parse(&kind)
+            .ok_or_else(|| StoreError::corrupt("library entry kind", kind))?,
+        run: col_opt_id(r, 3, "library entry run")?,
+        title: col(r, 4, "library entry title")?,
+        text: col(r, 5, "library entry text")?,
+        score: col(r, 6, "library entry score")?,
+        data: col(r, 7, "library entry data")?,
+        created_at: col_ts(r, 8, "library entry created_at")?,
+    })
 }

@@ -119,10 +119,10 @@ impl Session<'_> {
             }
             // Reads are logged in batches: entries of one millisecond have
             // no reliable order, so their content is pinned, not the order.
-            if let ("kb_audit", Json::Obj(fields)) = (tool, &mut *j) {
-                if let Some((_, entries)) = fields.iter_mut().find(|(k, _)| k == "entries") {
-                    self.w.sort_log_entries(entries);
-                }
+            if let ("kb_audit", Json::Obj(fields)) = (tool, &mut *j)
+                && let Some((_, entries)) = fields.iter_mut().find(|(k, _)| k == "entries")
+            {
+                self.w.sort_log_entries(entries);
             }
         });
         self.settings
