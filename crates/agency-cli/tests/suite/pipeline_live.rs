@@ -125,6 +125,9 @@ async fn issue31_live_tool_runner_writes_its_workspace_and_nothing_outside_it() 
     let run_dir = home.dir.join("pipelines").join(run["id"].as_str().unwrap());
     assert_eq!(by(0)["success"], json!(true), "{artifact}");
     assert!(run_dir.join("workspace/probe").is_file(), "{artifact}");
+    let shown = home.ok(&["pipeline", "show", run["id"].as_str().unwrap()]);
+    let line = format!("workspace: {}", run_dir.join("workspace").display());
+    assert!(shown.contains(&line), "{shown}");
 
     // Writing outside it failed, and nothing was written.
     for i in 1..=3 {
