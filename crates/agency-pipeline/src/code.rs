@@ -44,6 +44,36 @@ fn run_step(step: &str, stage: &StageModel, next: &NextStage) -> Result<CodeEnd,
         "retriever" => retriever(next),
         other => Err(format!("there is no built-in step {other:?}")),
     };
+    let report = match step {
+        "tool_runner" => crate::tool_runner::report(None, next.level),
+        _ => json!({ "step": step }),
+    };
+    accept(step, stage, next, out, report)
+}
+
+/// A built-in step's output `out` (computed elsewhere: ToolRunner's live
+/// mode runs on the runner) through the stage's contract, as [`run`] does;
+/// `report` is stored beside the stage.
+pub fn accept_output(
+    step: &str,
+    stage: &StageModel,
+    next: &NextStage,
+    out: Result<Value, String>,
+    report: Value,
+) -> CodeEnd {
+    match accept(step, stage, next, out, report) {
+        Ok(end) => end,
+        Err(end) => CodeEnd::Ended(*end),
+    }
+}
+
+fn accept(
+    step: &str,
+    stage: &StageModel,
+    next: &NextStage,
+    out: Result<Value, String>,
+    report: Value,
+) -> Result<CodeEnd, Box<StageEnd>> {
     let value =
         out.map_err(|e| failed(Stored::FailedInfra, format!("stage {}: {e}", stage.name)))?;
     let contract =
@@ -80,7 +110,7 @@ fn run_step(step: &str, stage: &StageModel, next: &NextStage) -> Result<CodeEnd,
                 input_tokens: 0,
                 output_tokens: 0,
                 cost_micro_usd: 0,
-                report: json!({ "step": step }),
+                report,
                 error: None,
                 agent: None,
             }))
@@ -161,46 +191,15 @@ fn safety_guard(ctx: &serde_json::Map<String, Value>) -> Result<Value, String> {
     }))
 }
 
-/// ToolRunner: the Implementor's `runCommand` actions. In mock mode (the
-/// default) each is recorded and none is executed; a command the plan
-/// rules block is skipped in either mode.
+/// ToolRunner in mock mode (the default): each of the Implementor's
+/// `runCommand` actions recorded, none executed (`tool_runner.rs`, which
+/// also skips what the plan rules block). Live mode runs its commands on
+/// the runner, in the sandbox (`tool_runner::live_stage`), never here.
 fn tool_runner(ctx: &serde_json::Map<String, Value>, live: bool) -> Result<Value, String> {
     if live {
-        return Err(
-            "live mode is not available in this version of Agency yet; run without --live"
-                .to_owned(),
-        );
+        return Err("live mode runs on the pipeline runner, not as a code step".to_owned());
     }
-    let actions = ctx
-        .get("Implementor")
-        .and_then(|i| i.get("actions"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut executed = Vec::new();
-    let mut skipped = Vec::new();
-    for a in &actions {
-        if a.get("type").and_then(Value::as_str) != Some("runCommand") {
-            continue;
-        }
-        let Some(command) = a.get("command").and_then(Value::as_str) else {
-            continue;
-        };
-        if scan_plan_text(command)
-            .iter()
-            .any(|f| f.severity == PlanSeverity::Block)
-        {
-            skipped.push(command.to_owned());
-            continue;
-        }
-        executed.push(json!({
-            "command": command,
-            "success": true,
-            "output": "not executed: mock mode records commands without running them",
-            "mockMode": true,
-        }));
-    }
-    Ok(json!({ "executedCommands": executed, "skippedCommands": skipped }))
+    Ok(crate::tool_runner::mock(ctx))
 }
 
 /// Retriever: the lessons, playbooks and portfolio examples the

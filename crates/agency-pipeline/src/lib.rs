@@ -13,6 +13,8 @@
 //! - [`wire`]: the Anthropic and OpenAI bodies of a structured call.
 //! - [`gateway`]: the [`ModelClient`] over the daemon's model gateway.
 //! - [`code`]: the built-in steps of `code` stages.
+//! - [`tool_runner`]: ToolRunner's commands, mock and live (in the sandbox,
+//!   within the run's workspace).
 //! - [`runner`]: the daemon's driver of runs, over the service.
 //!
 //! Invariant: no value becomes an [`Artifact`] (what is stored and what a
@@ -25,6 +27,7 @@ pub mod ladder;
 pub mod repair;
 pub mod runner;
 pub mod template;
+pub mod tool_runner;
 pub mod validate;
 pub mod wire;
 

@@ -39,6 +39,9 @@ pub struct RunnerConfig {
     /// One model call's deadline.
     pub timeout: Duration,
     pub backoff: Backoff,
+    /// What ToolRunner's live mode runs commands with; `None`: a run
+    /// started with live tools fails at that stage.
+    pub live_tools: Option<crate::tool_runner::LiveTools>,
 }
 
 /// The running runner; [`RunnerHandle::stop`] ends it with every stage in
@@ -168,6 +171,10 @@ impl Runner {
         let stage = &next.model.stages[next.idx];
         Some(match &stage.kind {
             StageKind::Llm { .. } => self.run_llm(next, stage).await,
+            // Runs commands: on the runner, off the code steps' sync path.
+            StageKind::Code { step } if step == "tool_runner" && next.live_tools => {
+                crate::tool_runner::live_stage(self.cfg.live_tools.as_ref(), stage, next).await
+            }
             StageKind::Code { step } => match code::run(step, stage, next) {
                 code::CodeEnd::Ended(end) => end,
                 code::CodeEnd::NeedsApproval { output, reason } => {

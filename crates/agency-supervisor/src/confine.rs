@@ -60,7 +60,9 @@ enum Mode {
     On(Cgroups),
     Off,
     /// On, but no runtime is configured: no agent is ever started, so
-    /// nothing was probed or created.
+    /// nothing was probed or created at start. The first confined process
+    /// that is not an agent (a pipeline's live ToolRunner, an organisation
+    /// tool) probes and opens the cgroups then (`Confiner::opened`).
     Idle,
     /// On in the configuration, but the machine cannot confine: every
     /// spawn fails with this cause.
@@ -71,6 +73,11 @@ enum Mode {
 #[derive(Debug)]
 pub struct Confiner {
     mode: Mode,
+    /// `Mode::Idle`'s mode once a confined process needed it: `On` or
+    /// `Unavailable`, decided once.
+    opened: std::sync::OnceLock<Mode>,
+    /// `[sandbox]` as at start, for opening the cgroups late (`Idle`).
+    sandbox: SandboxConfig,
     /// The home, canonical: nothing of it may be granted.
     home: PathBuf,
     /// The `agency` binary that runs `sandbox-exec` (and, inside the
@@ -179,6 +186,8 @@ impl Confiner {
         };
         Ok(Confiner {
             mode,
+            opened: std::sync::OnceLock::new(),
+            sandbox: cfg.sandbox.clone(),
             home,
             agency,
             dirs: agency_config::live::Live::new(SharedDirs::of(&cfg.sandbox)),
@@ -198,7 +207,7 @@ impl Confiner {
     /// parent cgroups, so a clean stop leaves nothing in the hierarchy.
     /// Blocking.
     pub fn shutdown(&self) {
-        if let Mode::On(cgroups) = &self.mode
+        if let Mode::On(cgroups) = self.current()
             && let Err(e) = cgroups.remove()
         {
             tracing::warn!(error = %e, "failed to remove the daemon's cgroups");
@@ -207,7 +216,7 @@ impl Confiner {
 
     /// `on`, `off` or `unavailable: CAUSE`, for `agency status`.
     pub fn status(&self) -> String {
-        match &self.mode {
+        match self.current() {
             Mode::On(_) | Mode::Idle => "on".to_owned(),
             Mode::Off => "off".to_owned(),
             Mode::Unavailable(why) => format!("unavailable: {why}"),
@@ -218,7 +227,7 @@ impl Confiner {
     /// each, for `agency status`; empty unless agents run
     /// confined. A limit of 0 (none) is not listed.
     pub fn limits(&self) -> Vec<LimitView> {
-        let Mode::On(cgroups) = &self.mode else {
+        let Mode::On(cgroups) = self.current() else {
             return Vec::new();
         };
         let l = &self.limits;
@@ -385,7 +394,16 @@ impl Confiner {
             readable,
             connect_ports,
         } = *place;
-        let cgroups = match &self.mode {
+        let mode = match &self.mode {
+            // Blocking (a probe, the cgroups' directories), like the rest
+            // of `prepare`.
+            Mode::Idle => self.opened.get_or_init(|| {
+                open_cgroups(&self.home, &self.sandbox)
+                    .unwrap_or_else(|refused| Mode::Unavailable(refused.to_string()))
+            }),
+            m => m,
+        };
+        let cgroups = match mode {
             Mode::Off => return Ok(None),
             Mode::Unavailable(why) => {
                 return Err(ConfineError(format!(
@@ -471,6 +489,14 @@ impl Confiner {
             program,
             cgroup,
         }))
+    }
+
+    /// The mode in force: `Idle`'s opened mode once there is one.
+    fn current(&self) -> &Mode {
+        match (&self.mode, self.opened.get()) {
+            (Mode::Idle, Some(opened)) => opened,
+            (m, _) => m,
+        }
     }
 
     /// A configured path, canonical, checked again against the home (a

@@ -7,6 +7,8 @@ use super::*;
 fn confiner(home: &Path) -> Confiner {
     Confiner {
         mode: Mode::Off,
+        opened: std::sync::OnceLock::new(),
+        sandbox: SandboxConfig::default(),
         home: home.to_owned(),
         agency: PathBuf::from("/bin/true"),
         dirs: agency_config::live::Live::default(),
@@ -109,6 +111,41 @@ fn an_unavailable_sandbox_refuses_every_spawn() {
         .unwrap();
     assert_eq!(cmd.as_std().get_program(), "/bin/true");
     assert!(cgroup.is_none());
+}
+
+/// Issue 31: with no agent runtime nothing is opened at start, and the
+/// first confined process that is not an agent (a pipeline's live
+/// ToolRunner) opens the sandbox then, confined like any other, instead
+/// of being refused. (Real cgroups, as below.)
+#[test]
+fn issue31_an_idle_sandbox_opens_for_its_first_confined_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = confiner(&home);
+    c.mode = Mode::Idle;
+    assert!(c.opened.get().is_none());
+    let spawn_dir = dir.path().join("spawn");
+    std::fs::create_dir_all(&spawn_dir).unwrap();
+    let (cmd, cgroup) = c
+        .confine_in(
+            Command::new("/bin/true"),
+            &Place {
+                cgroup: "issue31-idle",
+                spawn_dir: &spawn_dir,
+                writable: &["work"],
+                programs: &[],
+                readable: &[],
+                connect_ports: &[],
+            },
+        )
+        .unwrap();
+    assert_eq!(cmd.as_std().get_args().next().unwrap(), "sandbox-exec");
+    assert!(spawn_dir.join(POLICY_FILE).is_file());
+    assert!(matches!(c.opened.get(), Some(Mode::On(_))));
+    assert_eq!(c.status(), "on");
+    cgroup.unwrap().remove().unwrap();
+    c.shutdown();
 }
 
 /// Issue 15 item 3: a standby's policy grants exactly what a direct

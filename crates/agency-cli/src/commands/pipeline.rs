@@ -179,7 +179,7 @@ pub fn run(ctx: &Ctx, a: &PipelineRunArgs) -> Result<ExitCode> {
     });
     let v = c.post(c.url(&["pipelines", "runs"]), &body)?;
     if !a.wait {
-        show(ctx, v, "pipeline run", run_text)?;
+        show(ctx, v, "pipeline run", |r| run_text(ctx, r))?;
         return Ok(ExitCode::SUCCESS);
     }
     let started: PipelineRunView = crate::client::decode(v, "pipeline run")?;
@@ -188,7 +188,7 @@ pub fn run(ctx: &Ctx, a: &PipelineRunArgs) -> Result<ExitCode> {
         let v = c.get(c.url(&["pipelines", "runs", &id]))?;
         let now: PipelineRunView = crate::client::decode(v.clone(), "pipeline run")?;
         if now.run.status != PipelineRunStatus::Running {
-            show(ctx, v, "pipeline run", run_text)?;
+            show(ctx, v, "pipeline run", |r| run_text(ctx, r))?;
             return Ok(if now.run.status == PipelineRunStatus::Done {
                 ExitCode::SUCCESS
             } else {
@@ -234,7 +234,7 @@ pub fn show_run(ctx: &Ctx, run: &str) -> Result<ExitCode> {
     let c = ctx.client()?;
     let id = c.resolve(IdKind::Handler, run)?;
     let v = c.get(c.url(&["pipelines", "runs", &id]))?;
-    show(ctx, v, "pipeline run", run_text)?;
+    show(ctx, v, "pipeline run", |r| run_text(ctx, r))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -245,7 +245,7 @@ pub fn stop_run(ctx: &Ctx, run: &str) -> Result<ExitCode> {
         c.url(&["pipelines", "runs", &id, "stop"]),
         &serde_json::json!({}),
     )?;
-    show(ctx, v, "pipeline run", run_text)?;
+    show(ctx, v, "pipeline run", |r| run_text(ctx, r))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -258,7 +258,7 @@ fn progress(r: &PipelineRunSummary) -> String {
     }
 }
 
-fn run_text(v: &PipelineRunView) -> String {
+fn run_text(ctx: &Ctx, v: &PipelineRunView) -> String {
     let r = &v.run;
     let mut out = format!(
         "run {} of pipeline {}: {} (level {}, tools {})\n",
@@ -268,6 +268,14 @@ fn run_text(v: &PipelineRunView) -> String {
         r.level,
         if r.live_tools { "live" } else { "mock" }
     );
+    // Where its live commands ran; kept after the run.
+    let workspace = agency_pipeline::tool_runner::workspace_of(
+        &agency_pipeline::tool_runner::root_of(ctx.home.dir()),
+        r.id,
+    );
+    if r.live_tools && workspace.is_dir() {
+        out.push_str(&format!("workspace: {}\n", workspace.display()));
+    }
     let rows = v
         .stages_detail
         .iter()

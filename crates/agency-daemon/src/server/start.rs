@@ -78,7 +78,7 @@ impl Daemon {
         let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
         let problems = crate::problems::spawn(svc.clone(), cfg.watch.tick_seconds);
         let telemetry = start_telemetry(home, telemetry, &svc)?;
-        let pipelines = start_pipelines(&svc, &parts, addr);
+        let pipelines = start_pipelines(home, &svc, &parts, addr);
         Ok(Daemon {
             pipelines,
             gc,
@@ -375,8 +375,10 @@ impl Parts {
 /// The pipeline runner: carries on the runs a stop interrupted and each
 /// new one. Its llm stages call the gateway on `addr` like agents, with
 /// the upstreams as they are now (`agency reload` reaches runs started
-/// after a restart).
+/// after a restart). ToolRunner's live commands run confined like agents'
+/// processes, in each run's workspace under `<home>/pipelines/`.
 fn start_pipelines(
+    home: &Home,
     svc: &Arc<System>,
     parts: &Parts,
     addr: SocketAddr,
@@ -419,6 +421,11 @@ fn start_pipelines(
             upstreams,
             timeout: Duration::from_secs(300),
             backoff: agency_pipeline::Backoff::default(),
+            live_tools: Some(agency_pipeline::tool_runner::LiveTools {
+                confiner: parts.confiner.clone(),
+                root: agency_pipeline::tool_runner::root_of(home.dir()),
+                timeout: agency_pipeline::tool_runner::DEFAULT_TIMEOUT,
+            }),
         },
     )
 }
