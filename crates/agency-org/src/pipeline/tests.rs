@@ -432,7 +432,8 @@ fn stamps_checks_and_defaults_compile_to_the_model() {
         b.budget,
         Some(StageBudget {
             max_tokens: Some(900),
-            max_output_tokens_per_call: None
+            max_output_tokens_per_call: None,
+            timeout_seconds: None
         })
     );
     assert_eq!(
