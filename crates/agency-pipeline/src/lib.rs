@@ -13,11 +13,13 @@
 //! - [`wire`]: the Anthropic and OpenAI bodies of a structured call.
 //! - [`gateway`]: the [`ModelClient`] over the daemon's model gateway.
 //! - [`code`]: the built-in steps of `code` stages.
+//! - `agent_stage`: an `agent` stage, a typed call to an organisation agent.
 //! - [`runner`]: the daemon's driver of runs, over the service.
 //!
 //! Invariant: no value becomes an [`Artifact`] (what is stored and what a
 //! later stage reads) without passing its stage's contract.
 
+mod agent_stage;
 pub mod client;
 pub mod code;
 pub mod gateway;
