@@ -37,6 +37,7 @@ mod orgs_mail;
 mod orgs_up;
 mod outcome_visibility;
 mod outcomes;
+mod pipeline_calls;
 mod pipelines;
 mod problems;
 mod quotas;
