@@ -286,3 +286,40 @@ async fn issue31_an_error_answer_fails_the_agent_stage_with_the_callees_message(
     assert!(error.contains("cannot summarise one letter"), "{error}");
     f.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue31_an_agent_stage_unanswered_within_its_timeout_fails_and_sends_once() {
+    let f = Fx::start().await;
+    let text = PIPELINE.replace(
+        "    stamp: {at: now}",
+        "    stamp: {at: now}\n    budget: {timeout_seconds: 1}",
+    );
+    let model = agency_org::pipeline::compile_pipeline_str("summed.pipeline", &text).unwrap();
+    let run = f
+        .svc
+        .pipeline_start(
+            Principal::User,
+            PipelineStart {
+                model,
+                input: json!({ "text": "never answered" }),
+                level: 0,
+                live_tools: false,
+            },
+        )
+        .unwrap()
+        .run
+        .id;
+    let v = run_ended(&f.svc, run).await;
+    assert_eq!(v.run.status, PipelineRunStatus::Failed);
+    let stage = &v.stages_detail[1];
+    assert_eq!(stage.status, StageStatus::FailedInfra);
+    let error = stage.error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("did not answer verb summarise within 1 s"),
+        "{error}"
+    );
+    // One request, however often the engine looked.
+    let inbox = ok(&call(&f.worker, "mail_inbox", json!({})).await);
+    assert_eq!(inbox["messages"].as_array().unwrap().len(), 1, "{inbox}");
+    f.stop().await;
+}

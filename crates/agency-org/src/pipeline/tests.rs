@@ -205,6 +205,12 @@ const CASES: &[(usize, &str, (u32, u32), &str)] = &[
         "`budget.max_tokens` must be a positive whole number",
     ),
     (
+        18,
+        "    step: retriever\n    budget: {timeout_seconds: soon}",
+        (19, 31),
+        "`budget.timeout_seconds` must be a positive whole number of seconds, found `soon`",
+    ),
+    (
         7,
         "    kind: lmm",
         (7, 11),
