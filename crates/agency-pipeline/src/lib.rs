@@ -15,11 +15,13 @@
 //! - [`code`]: the built-in steps of `code` stages.
 //! - [`tool_runner`]: ToolRunner's commands, mock and live (in the sandbox,
 //!   within the run's workspace).
+//! - `agent_stage`: an `agent` stage, a typed call to an organisation agent.
 //! - [`runner`]: the daemon's driver of runs, over the service.
 //!
 //! Invariant: no value becomes an [`Artifact`] (what is stored and what a
 //! later stage reads) without passing its stage's contract.
 
+mod agent_stage;
 pub mod client;
 pub mod code;
 pub mod gateway;

@@ -181,13 +181,9 @@ impl Runner {
                     return self.approve_plan(next, stage, output, &reason).await;
                 }
             },
-            StageKind::Agent { agent, verb } => failed(
-                StoredStatus::FailedInfra,
-                format!(
-                    "stage {} calls verb {verb} of agent {agent}: typed agent calls are not available in this version of Agency",
-                    stage.name
-                ),
-            ),
+            StageKind::Agent { agent, verb } => {
+                return crate::agent_stage::run(&self.sys, next, stage, agent, verb).await;
+            }
         })
     }
 
@@ -361,7 +357,7 @@ impl Runner {
 
 /// The stage's context: the input and the artifacts it reads, each
 /// passed through its own stage's contract again.
-fn context_of(next: &NextStage) -> Result<Context, String> {
+pub(crate) fn context_of(next: &NextStage) -> Result<Context, String> {
     let input = next.context.get("input").cloned().unwrap_or(Value::Null);
     let mut ctx = Context::new(input);
     for (name, value) in &next.context {
@@ -421,7 +417,7 @@ pub(crate) fn failed(status: StoredStatus, error: String) -> StageEnd {
     }
 }
 
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {

@@ -27,6 +27,7 @@ mod golden;
 mod launch;
 mod org_tools;
 mod org_tools_mcp;
+mod pipeline_agent;
 mod prompt_runs;
 mod reap;
 mod spawn;

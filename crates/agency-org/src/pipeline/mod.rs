@@ -13,6 +13,7 @@
 
 pub mod build;
 pub mod model;
+pub mod org_check;
 pub mod read;
 pub mod schemas;
 pub mod source_schema;
@@ -26,6 +27,7 @@ mod tests;
 use std::path::Path;
 
 pub use model::*;
+pub use org_check::{StageTarget, check_agent_stages};
 pub use source_schema::pipeline_sources_schema;
 
 use crate::compile::CompileError;

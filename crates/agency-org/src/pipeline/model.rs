@@ -216,4 +216,8 @@ pub struct StageBudget {
     pub max_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens_per_call: Option<u64>,
+    /// How long an agent stage waits for the callee's answer, counted
+    /// from when its call was sent (a restart does not reset it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
 }

@@ -47,7 +47,11 @@ pub const CODE_STEPS: &[&str] = &["retriever", "safety_guard", "tool_runner"];
 
 /// The keys of `retry`, of `budget` and of a check.
 pub const RETRY_KEYS: &[&str] = &["repair_attempts", "escalate_model"];
-pub const BUDGET_KEYS: &[&str] = &["max_tokens", "max_output_tokens_per_call"];
+pub const BUDGET_KEYS: &[&str] = &[
+    "max_tokens",
+    "max_output_tokens_per_call",
+    "timeout_seconds",
+];
 pub const CHECK_KEYS: &[&str] = &["check", "total", "of"];
 
 /// What a `stamp` entry sets its field to.
@@ -391,6 +395,7 @@ fn budget(cx: &mut Cx, v: &Node) -> Option<StageBudget> {
     let mut b = StageBudget {
         max_tokens: None,
         max_output_tokens_per_call: None,
+        timeout_seconds: None,
     };
     for (key, v) in cx.known_entries(entries, BUDGET_KEYS, "a stage's `budget`") {
         let n = match v.to_json().as_u64() {
@@ -399,7 +404,12 @@ fn budget(cx: &mut Cx, v: &Node) -> Option<StageBudget> {
                 cx.err(
                     v.pos,
                     format!(
-                        "`budget.{key}` must be a positive whole number of tokens, found `{}`",
+                        "`budget.{key}` must be a positive whole number of {}, found `{}`",
+                        if key == "timeout_seconds" {
+                            "seconds"
+                        } else {
+                            "tokens"
+                        },
                         v.scalar_text().unwrap_or(v.type_name())
                     ),
                 );
@@ -408,6 +418,8 @@ fn budget(cx: &mut Cx, v: &Node) -> Option<StageBudget> {
         };
         if key == "max_tokens" {
             b.max_tokens = Some(n);
+        } else if key == "timeout_seconds" {
+            b.timeout_seconds = Some(n);
         } else {
             b.max_output_tokens_per_call = Some(n);
         }

@@ -37,7 +37,8 @@ pub fn stage_fields() -> Value {
                 "escalate_model": { "type": "string" } } },
             "budget": { "type": "object", "additionalProperties": false, "properties": {
                 "max_tokens": { "type": "integer", "minimum": 1 },
-                "max_output_tokens_per_call": { "type": "integer", "minimum": 1 } } },
+                "max_output_tokens_per_call": { "type": "integer", "minimum": 1 },
+                "timeout_seconds": { "type": "integer", "minimum": 1, "description": "agent: how long to wait for the answer" } } },
             "model": { "type": "string", "description": "llm: a [models.NAME] of agency.toml" },
             "system": { "type": "string", "description": "llm: the system prompt" },
             "prompt": { "type": "string", "description": "llm: the prompt template, unless the body has a ## NAME section" },

@@ -205,6 +205,12 @@ const CASES: &[(usize, &str, (u32, u32), &str)] = &[
         "`budget.max_tokens` must be a positive whole number",
     ),
     (
+        18,
+        "    step: retriever\n    budget: {timeout_seconds: soon}",
+        (19, 31),
+        "`budget.timeout_seconds` must be a positive whole number of seconds, found `soon`",
+    ),
+    (
         7,
         "    kind: lmm",
         (7, 11),
@@ -450,7 +456,8 @@ fn stamps_checks_and_defaults_compile_to_the_model() {
         b.budget,
         Some(StageBudget {
             max_tokens: Some(900),
-            max_output_tokens_per_call: None
+            max_output_tokens_per_call: None,
+            timeout_seconds: None
         })
     );
     assert_eq!(

@@ -387,6 +387,7 @@ async fn the_stage_budget_bounds_its_calls() {
     s.budget = Some(StageBudget {
         max_tokens: Some(150),
         max_output_tokens_per_call: Some(64),
+        timeout_seconds: None,
     });
     let (r, reqs, _) = run(&s, vec![answer(BAD1), answer(BAD2), answer(VALID)], false).await;
     assert_eq!(r.status, StageStatus::BudgetExhausted);

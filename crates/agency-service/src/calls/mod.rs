@@ -24,6 +24,7 @@
 
 pub(crate) mod contract;
 mod envelope;
+pub(crate) mod stage;
 
 use std::collections::BTreeSet;
 
@@ -94,6 +95,18 @@ impl Service {
     /// input matches the verb's input schema, and the step budget and hop
     /// count; then send the request as mail and record the call, together.
     pub fn agent_call(&self, who: Principal, req: &CallRequest<'_>) -> Result<CallSent> {
+        self.agent_call_as(who, req, CallId::new_random())
+    }
+
+    /// [`Service::agent_call`] with the call's id chosen by the caller (a
+    /// pipeline stage derives it, so a stage handed out again finds its
+    /// call instead of making a second): the store refuses an id twice.
+    pub(crate) fn agent_call_as(
+        &self,
+        who: Principal,
+        req: &CallRequest<'_>,
+        id: CallId,
+    ) -> Result<CallSent> {
         if let Err(e) = agency_org::verbs::check_verb_name(req.verb) {
             return Err(ServiceError::invalid(format!("failed to call a verb: {e}")));
         }
@@ -106,7 +119,6 @@ impl Service {
             )));
         }
         let plan = self.read(|tx| self.plan_call(tx, who, req))?;
-        let id = CallId::new_random();
         let Principal::Agent {
             agent: caller_agent,
             handler: caller,

@@ -22,6 +22,7 @@ use agency_org::pipeline::{PipelineModel, StageKind};
 use agency_store::{OutcomeRow, PipelineRunRow, PipelineStageRow, Tx};
 use serde_json::Value;
 
+pub use crate::calls::stage::{StageCall, stage_call_id};
 pub use agency_api::{PipelineRunSummary, PipelineRunView, PipelineStageView};
 pub use check::{MAX_ARTIFACT_BYTES, MAX_STAGES};
 pub use engine::{NextStage, PLAN_APPROVAL_TOOL, StageEnd};
@@ -98,6 +99,9 @@ impl Service {
                     "failed to start a pipeline run: only the user starts pipeline runs",
                 ));
             }
+            // Each agent stage must fit an organisation that is up; the
+            // run may then call exactly those agents.
+            let targets = crate::calls::stage::resolve(op.tx, m)?;
             let root = op.tx.root_handler()?.ok_or_else(|| {
                 ServiceError::invalid(
                     "failed to start a pipeline run: the organisation has no root handler yet",
@@ -135,6 +139,7 @@ impl Service {
                 format!("pipeline run of {}", m.name),
             )?;
             create_handler(op, h, Some(root.id), a)?;
+            crate::calls::stage::grant(op, h, run_outcome, &targets)?;
             op.tx.insert_pipeline_run(&PipelineRunRow {
                 id: h,
                 pipeline: m.name.clone(),

@@ -38,6 +38,7 @@ mod orgs_up;
 mod outcome_visibility;
 mod outcomes;
 mod pipeline_library;
+mod pipeline_calls;
 mod pipelines;
 mod problems;
 mod quotas;
