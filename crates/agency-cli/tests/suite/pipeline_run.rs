@@ -158,7 +158,10 @@ async fn issue31_agencycore_runs_end_to_end_and_every_artifact_is_the_seeds() {
     assert_eq!(patterns["similarPastTasks"], json!([id]), "{patterns}");
     let recalled = artifact(&home, &again, "Retriever");
     let example = recalled["examples"][0].as_str().unwrap_or_default();
-    assert!(example.contains(id) && example.contains("score 21/25"), "{recalled}");
+    assert!(
+        example.contains(id) && example.contains("score 21/25"),
+        "{recalled}"
+    );
     let asked = model
         .requests()
         .into_iter()
