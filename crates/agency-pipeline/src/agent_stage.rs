@@ -207,10 +207,7 @@ fn input_of(next: &NextStage, stage: &StageModel) -> Result<Value, String> {
 /// The answer through the stage's contract: the artifact, or
 /// `failed_validation` with the issues (the answer kept for diagnosis).
 fn accept(contract: &OutputContract, next: &NextStage, output: Value) -> StageEnd {
-    let stamps = Stamps {
-        now: time::OffsetDateTime::now_utc(),
-        level: u8::try_from(next.level.clamp(0, 3)).unwrap_or(0),
-    };
+    let stamps = Stamps::new(next.level, &next.context);
     match contract.accept(output.clone(), &stamps) {
         Ok(artifact) => StageEnd {
             status: Stored::Ok,
