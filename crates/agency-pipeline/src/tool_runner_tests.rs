@@ -159,6 +159,7 @@ fn next_stage(run: HandlerId, level: i64) -> (StageModel, NextStage) {
         live_tools: true,
         context: implementor(&["touch probe"]),
         agent: None,
+        recalled: None,
     };
     (stage, next)
 }
