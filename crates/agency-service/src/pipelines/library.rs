@@ -50,7 +50,7 @@ const STOPWORDS: &[&str] = &[
 
 /// The search words of the strings inside `values`: lowercase, at least
 /// three characters, common words dropped, each once, in order of first
-/// appearance, at most [`MAX_WORDS`].
+/// appearance, at most 48 (`MAX_WORDS`).
 pub fn words_of<'a>(values: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
