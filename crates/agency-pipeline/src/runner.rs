@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::HandlerId;
+use agency_core::policy::Verdict;
+use agency_core::policy::plan::{PlanSeverity, scan_plan_text};
 use agency_core::status::StageStatus as StoredStatus;
 use agency_org::pipeline::{StageKind, StageModel};
 use agency_service::pipelines::{NextStage, StageEnd};
@@ -90,6 +92,17 @@ pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
         main,
         runner: handle,
     }
+}
+
+/// How a request for the user's approval ended.
+#[derive(Debug)]
+enum Asked {
+    /// Approved now (the approval it used) or allowed without one.
+    Approved(Option<agency_core::policy::ApprovalId>),
+    /// Pending: the run waits for the decision.
+    Waiting,
+    Refused(String),
+    Failed(String),
 }
 
 #[derive(Debug)]
@@ -173,7 +186,7 @@ impl Runner {
             StageKind::Llm { .. } => self.run_llm(next, stage).await,
             // Runs commands: on the runner, off the code steps' sync path.
             StageKind::Code { step } if step == "tool_runner" && next.live_tools => {
-                crate::tool_runner::live_stage(self.cfg.live_tools.as_ref(), stage, next).await
+                return self.run_live_tools(next, stage).await;
             }
             StageKind::Code { step } => match code::run(step, stage, next) {
                 code::CodeEnd::Ended(end) => end,
@@ -198,17 +211,6 @@ impl Runner {
         output: Value,
         reason: &str,
     ) -> Option<StageEnd> {
-        let (sys, run) = (self.sys.clone(), next.run);
-        let minted = match blocking(move || sys.agent_start_with_token(run, None)).await {
-            Ok(m) => m,
-            Err(e) => {
-                return Some(failed(
-                    StoredStatus::FailedInfra,
-                    format!("failed to start the stage's agent: {e}"),
-                ));
-            }
-        };
-        let principal = agency_core::Principal::agent(run, minted.agent);
         // The approval is bound to what was judged, not to when: the
         // stamped time differs each time the stage runs again.
         let mut plan = output.clone();
@@ -219,12 +221,8 @@ impl Runner {
                 }
             }
         }
-        let (sys, idx, why) = (self.sys.clone(), next.idx, reason.to_owned());
-        let admitted =
-            blocking(move || sys.pipeline_plan_admit(principal, run, idx, &plan, &why)).await;
-        self.end_agent(minted.agent).await;
-        match admitted {
-            Ok(agency_service::Admission::Allow { approval }) => Some(StageEnd {
+        match self.ask_user(next, plan, reason).await {
+            Asked::Approved(approval) => Some(StageEnd {
                 status: StoredStatus::Ok,
                 artifact: Some(output),
                 attempts: 0,
@@ -235,23 +233,102 @@ impl Runner {
                 error: None,
                 agent: None,
             }),
-            Ok(agency_service::Admission::Pending { approval, .. }) => {
-                tracing::info!(%run, "pipeline run {run} waits for approval {approval} of its plan");
-                None
-            }
-            Ok(agency_service::Admission::Denied { reason }) => {
+            Asked::Waiting => None,
+            Asked::Refused(why) => {
                 let mut end = failed(
                     StoredStatus::BlockedPolicy,
-                    format!("stage {}: the plan was refused: {reason}", stage.name),
+                    format!("stage {}: the plan was refused: {why}", stage.name),
                 );
                 end.report = json!({ "output": output });
                 Some(end)
             }
-            Err(e) => Some(failed(
-                StoredStatus::FailedInfra,
-                format!("failed to ask for the plan's approval: {e}"),
-            )),
+            Asked::Failed(e) => Some(failed(StoredStatus::FailedInfra, e)),
         }
+    }
+
+    /// Ask the user to approve `what` for the run's current stage, as an
+    /// agent of the run: one request, bound to the hash of `what`; while it
+    /// is pending the run waits and the decision sets it running again.
+    async fn ask_user(&self, next: &NextStage, what: Value, reason: &str) -> Asked {
+        let (sys, run) = (self.sys.clone(), next.run);
+        let minted = match blocking(move || sys.agent_start_with_token(run, None)).await {
+            Ok(m) => m,
+            Err(e) => return Asked::Failed(format!("failed to start the stage's agent: {e}")),
+        };
+        let principal = agency_core::Principal::agent(run, minted.agent);
+        let (sys, idx, why) = (self.sys.clone(), next.idx, reason.to_owned());
+        let admitted =
+            blocking(move || sys.pipeline_plan_admit(principal, run, idx, &what, &why)).await;
+        self.end_agent(minted.agent).await;
+        match admitted {
+            Ok(agency_service::Admission::Allow { approval }) => Asked::Approved(approval),
+            Ok(agency_service::Admission::Pending { approval, .. }) => {
+                tracing::info!(%run, "pipeline run {run} waits for approval {approval}");
+                Asked::Waiting
+            }
+            Ok(agency_service::Admission::Denied { reason }) => Asked::Refused(reason),
+            Err(e) => Asked::Failed(format!("failed to ask for the user's approval: {e}")),
+        }
+    }
+
+    /// Live ToolRunner: before any command runs, each is classified as a
+    /// `bash` call in the run's workspace by `policy.toml` (and its
+    /// defaults) and by the plan rules. Refused ones are skipped; those
+    /// that need an approval are asked for together, once (SafetyGuard
+    /// approved the Planner's plan, not the commands the Implementor
+    /// wrote); nothing runs until the user decided.
+    async fn run_live_tools(&self, next: &NextStage, stage: &StageModel) -> Option<StageEnd> {
+        let (allowed, _) = crate::tool_runner::proposed(&next.context);
+        let workspace = self
+            .cfg
+            .live_tools
+            .as_ref()
+            .map(|t| crate::tool_runner::workspace_of(&t.root, next.run));
+        let mut refused = Vec::new();
+        let mut asked = Vec::new();
+        for command in allowed {
+            let d = self.sys.classify_tool_call(
+                "bash",
+                &json!({ "command": command }),
+                workspace.as_deref(),
+            );
+            let rules = scan_plan_text(&command)
+                .into_iter()
+                .find(|f| f.severity == PlanSeverity::NeedsApproval);
+            match (d.verdict, rules) {
+                (Verdict::Deny, _) => refused.push((command, d.reason)),
+                (Verdict::Ask, _) => asked.push(json!({ "command": command, "why": d.reason })),
+                (Verdict::Allow, Some(f)) => {
+                    asked.push(json!({ "command": command, "why": f.reason }));
+                }
+                (Verdict::Allow, None) => {}
+            }
+        }
+        let mut approval = None;
+        if !asked.is_empty() {
+            let reason = format!(
+                "ToolRunner: {} command(s) the Implementor proposed need your approval before they run in the run's workspace",
+                asked.len()
+            );
+            match self.ask_user(next, json!({ "commands": asked }), &reason).await {
+                Asked::Approved(a) => approval = Some(a),
+                Asked::Waiting => return None,
+                Asked::Refused(why) => {
+                    return Some(failed(
+                        StoredStatus::BlockedPolicy,
+                        format!("stage {}: the commands were refused: {why}", stage.name),
+                    ));
+                }
+                Asked::Failed(e) => return Some(failed(StoredStatus::FailedInfra, e)),
+            }
+        }
+        let mut end =
+            crate::tool_runner::live_stage(self.cfg.live_tools.as_ref(), stage, next, &refused)
+                .await;
+        if let (Some(Some(a)), Value::Object(m)) = (approval, &mut end.report) {
+            m.insert("approval".to_owned(), json!(a));
+        }
+        Some(end)
     }
 
     async fn run_llm(&self, next: &NextStage, stage: &StageModel) -> StageEnd {

@@ -157,12 +157,15 @@ pub fn report(live: Option<(&Path, &str)>, level: i64) -> Value {
     }
 }
 
-/// The ToolRunner stage of a run in live mode: its commands run, then its
-/// output passes the stage's contract like any code step's.
+/// The ToolRunner stage of a run in live mode: its commands run, but for
+/// `refused` ((command, why): those the tool-call policy refused, which
+/// are skipped), then its output passes the stage's contract like any code
+/// step's.
 pub async fn live_stage(
     tools: Option<&LiveTools>,
     stage: &StageModel,
     next: &NextStage,
+    refused: &[(String, String)],
 ) -> StageEnd {
     // The run's level, never an earlier stage's text, allows live mode.
     if next.level < 1 {
@@ -184,7 +187,7 @@ pub async fn live_stage(
         );
     };
     let workspace = workspace_of(&tools.root, next.run);
-    let out = match live(tools, next.run, &next.context).await {
+    let out = match live(tools, next.run, &next.context, refused).await {
         Ok(v) => Ok(v),
         Err(e) => {
             return failed(Stored::FailedInfra, format!("stage {}: {e}", stage.name));
@@ -192,7 +195,16 @@ pub async fn live_stage(
     };
     tracing::info!(run = %next.run, workspace = %workspace.display(), "pipeline run's live ToolRunner ended");
     let sandbox = tools.confiner.status();
-    let report = report(Some((&workspace, &sandbox)), next.level);
+    let mut report = report(Some((&workspace, &sandbox)), next.level);
+    if !refused.is_empty()
+        && let Value::Object(m) = &mut report
+    {
+        let refused: Vec<Value> = refused
+            .iter()
+            .map(|(c, why)| json!({ "command": c, "why": why }))
+            .collect();
+        m.insert("refusedByPolicy".to_owned(), Value::Array(refused));
+    }
     match code::accept_output("tool_runner", stage, next, out, report) {
         CodeEnd::Ended(end) => end,
         CodeEnd::NeedsApproval { .. } => failed(
@@ -202,14 +214,22 @@ pub async fn live_stage(
     }
 }
 
-/// Run `run`'s allowed commands in its workspace, one after the other;
-/// the stage's output (not yet validated).
+/// Run `run`'s allowed commands in its workspace, one after the other,
+/// but for `refused` (skipped); the stage's output (not yet validated).
 pub async fn live(
     tools: &LiveTools,
     run: HandlerId,
     ctx: &Map<String, Value>,
+    refused: &[(String, String)],
 ) -> Result<Value, LiveError> {
-    let (allowed, skipped) = proposed(ctx);
+    let (mut allowed, mut skipped) = proposed(ctx);
+    allowed.retain(|c| {
+        let out = refused.iter().any(|(r, _)| r == c);
+        if out {
+            skipped.push(c.clone());
+        }
+        !out
+    });
     let dir = tools.root.join(run.to_string());
     let made = {
         let dir = dir.clone();

@@ -52,7 +52,7 @@ async fn issue31_live_mode_runs_allowed_commands_in_the_run_workspace() {
         "echo out; echo err >&2; exit 3",
         "rm -rf /",
     ]);
-    let out = live(&f.tools, f.run, &ctx).await.unwrap();
+    let out = live(&f.tools, f.run, &ctx, &[]).await.unwrap();
     let ws = workspace_of(&f.tools.root, f.run);
     assert!(ws.join("probe").is_file(), "{out}");
     let ran = out["executedCommands"].as_array().unwrap();
@@ -91,7 +91,7 @@ async fn issue31_live_commands_get_none_of_the_daemons_environment() {
     // Cargo runs this test with CARGO_* set: the daemon's environment
     // stands in for provider keys and secrets.
     assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
-    let out = live(&f.tools, f.run, &implementor(&["env"])).await.unwrap();
+    let out = live(&f.tools, f.run, &implementor(&["env"]), &[]).await.unwrap();
     let env = out["executedCommands"][0]["output"].as_str().unwrap();
     assert!(env.contains("HOME="), "{env}");
     assert!(!env.contains("CARGO_"), "{env}");
@@ -104,6 +104,7 @@ async fn issue31_live_output_is_cut_and_says_so() {
         &f.tools,
         f.run,
         &implementor(&["yes a | tr -d '\\n' | head -c 100000"]),
+        &[],
     )
     .await
     .unwrap();
@@ -124,6 +125,7 @@ async fn issue31_a_command_past_its_timeout_is_killed_with_what_it_started() {
         &f.tools,
         f.run,
         &implementor(&["sleep 300 & echo $! > bg; sleep 300"]),
+        &[],
     )
     .await
     .unwrap();
@@ -168,7 +170,7 @@ fn next_stage(run: HandlerId, level: i64) -> (StageModel, NextStage) {
 async fn issue31_level_0_runs_nothing_live() {
     let f = fixture(DEFAULT_TIMEOUT);
     let (stage, next) = next_stage(f.run, 0);
-    let end = live_stage(Some(&f.tools), &stage, &next).await;
+    let end = live_stage(Some(&f.tools), &stage, &next, &[]).await;
     assert_eq!(end.status, Stored::BlockedPolicy, "{:?}", end.error);
     assert!(end.artifact.is_none());
     assert!(!workspace_of(&f.tools.root, f.run).exists());
@@ -178,7 +180,7 @@ async fn issue31_level_0_runs_nothing_live() {
 async fn issue31_a_live_stage_records_its_mode_level_and_workspace() {
     let f = fixture(DEFAULT_TIMEOUT);
     let (stage, next) = next_stage(f.run, 1);
-    let end = live_stage(Some(&f.tools), &stage, &next).await;
+    let end = live_stage(Some(&f.tools), &stage, &next, &[]).await;
     assert_eq!(end.status, Stored::Ok, "{:?}", end.error);
     let a = end.artifact.unwrap();
     assert_eq!(a["executedCommands"][0]["mockMode"], json!(false), "{a}");
@@ -192,7 +194,7 @@ async fn issue31_a_live_stage_records_its_mode_level_and_workspace() {
     // Without live tools the stage fails, and nothing ran.
     let other = HandlerId::new_random();
     let (stage, next) = next_stage(other, 1);
-    let end = live_stage(None, &stage, &next).await;
+    let end = live_stage(None, &stage, &next, &[]).await;
     assert_eq!(end.status, Stored::FailedInfra);
     assert!(!workspace_of(&f.tools.root, other).exists());
 }

@@ -100,6 +100,24 @@ impl Service {
             .clone()
     }
 
+    /// How `policy.toml` (and the defaults) classify a call of `tool` with
+    /// `args` in `workspace`, without admitting it: what the pipeline
+    /// engine asks before ToolRunner runs a command, so that one approval
+    /// covers all of a stage's commands that need one.
+    pub fn classify_tool_call(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        workspace: Option<&Path>,
+    ) -> Decision {
+        self.policy().classify(&ToolCall {
+            tool,
+            args,
+            workspace,
+            read_only: None,
+        })
+    }
+
     /// Admit a tool call of an agent (workspace unknown: every absolute
     /// path counts as outside it). See the module doc.
     pub fn tool_call_admit(&self, who: Principal, call: ToolCallRequest) -> Result<Admission> {
