@@ -310,7 +310,10 @@ impl Runner {
                 "ToolRunner: {} command(s) the Implementor proposed need your approval before they run in the run's workspace",
                 asked.len()
             );
-            match self.ask_user(next, json!({ "commands": asked }), &reason).await {
+            match self
+                .ask_user(next, json!({ "commands": asked }), &reason)
+                .await
+            {
                 Asked::Approved(a) => approval = Some(a),
                 Asked::Waiting => return None,
                 Asked::Refused(why) => {

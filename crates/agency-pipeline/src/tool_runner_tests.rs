@@ -91,7 +91,9 @@ async fn issue31_live_commands_get_none_of_the_daemons_environment() {
     // Cargo runs this test with CARGO_* set: the daemon's environment
     // stands in for provider keys and secrets.
     assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
-    let out = live(&f.tools, f.run, &implementor(&["env"]), &[]).await.unwrap();
+    let out = live(&f.tools, f.run, &implementor(&["env"]), &[])
+        .await
+        .unwrap();
     let env = out["executedCommands"][0]["output"].as_str().unwrap();
     assert!(env.contains("HOME="), "{env}");
     assert!(!env.contains("CARGO_"), "{env}");

@@ -158,3 +158,88 @@ async fn issue31_live_tool_runner_writes_its_workspace_and_nothing_outside_it() 
     assert!(!env.contains(MARK), "{env}");
     daemon.terminate();
 }
+
+/// SafetyGuard approved the Planner's plan, not the commands the
+/// Implementor wrote: before any of them runs, each is classified by
+/// `policy.toml` as a `bash` call. A refused one is skipped; those that
+/// need an approval are asked for together, once, and nothing runs (not
+/// even the allowed ones) until the user decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue31_live_commands_pass_policy_toml_and_wait_for_approval() {
+    let home = TestHome::new();
+    let commands: Vec<String> = ["touch probe", "touch denied-probe", "touch asked-probe"]
+        .map(str::to_owned)
+        .to_vec();
+    let model = ModelServer::start(script_running(&commands)).await.unwrap();
+    home.init_with(&format!(
+        "[models.default]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"test-model\"\ndefault_price = {{ input = 1.0, output = 2.0 }}\n",
+        model.base_url()
+    ));
+    std::fs::write(
+        home.dir.join("policy.toml"),
+        "[[rule]]\ntool = \"bash\"\ncommand = '^touch denied-probe'\nverdict = \"deny\"\nreason = \"not this one\"\n\n\
+         [[rule]]\ntool = \"bash\"\ncommand = '^touch asked-probe'\nverdict = \"ask\"\nreason = \"ask me first\"\n",
+    )
+    .unwrap();
+    let daemon = home.serve();
+    let started = home.json(&[
+        "pipeline",
+        "run",
+        "agencycore",
+        "Add a /health endpoint",
+        "--level",
+        "1",
+        "--live",
+    ]);
+    let id = started["id"].as_str().unwrap().to_owned();
+    let waiting = crate::pipeline_run::wait_run(&home, &id, |v| v["status"] != "running").await;
+    assert_eq!(waiting["status"], "waiting", "{waiting}\n{}", home.log());
+    let workspace = home.dir.join("pipelines").join(&id).join("workspace");
+    for f in ["probe", "denied-probe", "asked-probe"] {
+        assert!(!workspace.join(f).exists(), "{f} ran before the decision");
+    }
+    let pending = home.json(&["approvals"]);
+    let asked: Vec<&Value> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["tool"] == "pipeline:plan")
+        .collect();
+    assert_eq!(asked.len(), 1, "{pending}");
+    let args = asked[0]["args"].to_string();
+    assert!(
+        args.contains("touch asked-probe") && args.contains("ask me first"),
+        "{args}"
+    );
+    assert!(
+        !args.contains("denied-probe") && !args.contains("\"touch probe\""),
+        "{args}"
+    );
+    home.ok(&["approve", &asked[0]["id"].to_string()]);
+    let done = crate::pipeline_run::wait_run(&home, &id, |v| {
+        v["status"] != "running" && v["status"] != "waiting"
+    })
+    .await;
+    assert_eq!(done["status"], "done", "{done}\n{}", home.log());
+    assert!(workspace.join("probe").is_file());
+    assert!(workspace.join("asked-probe").is_file());
+    assert!(
+        !workspace.join("denied-probe").exists(),
+        "policy.toml refused it"
+    );
+    let stage = done["stages_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "ToolRunner")
+        .unwrap();
+    let text = home.json(&["kb", "cat", stage["artifact"].as_str().unwrap()]);
+    let artifact: Value = serde_json::from_str(text["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        artifact["skippedCommands"],
+        json!(["touch denied-probe"]),
+        "{artifact}"
+    );
+    assert_eq!(artifact["executedCommands"].as_array().unwrap().len(), 2);
+    daemon.terminate();
+}

@@ -352,7 +352,7 @@ async fn issue31_a_daemon_restart_mid_run_resumes_at_the_stage_it_was_in() {
 }
 
 /// Poll `agency pipeline show` until `done(run)`.
-async fn wait_run(home: &TestHome, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn wait_run(home: &TestHome, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = home.json(&["pipeline", "show", id]);
