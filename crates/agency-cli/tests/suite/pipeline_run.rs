@@ -199,8 +199,7 @@ async fn issue31_agencycore_runs_end_to_end_and_every_artifact_is_the_seeds() {
     let asked = model
         .requests()
         .into_iter()
-        .filter(|r| r.body.contains("You are the PatternObserver"))
-        .last()
+        .rfind(|r| r.body.contains("You are the PatternObserver"))
         .expect("PatternObserver was asked again");
     assert!(asked.body.contains(id), "the prompt shows the earlier run");
     daemon.terminate();
