@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use agency_org::pipeline::{Check, StageModel, StampedField};
+use agency_org::pipeline::{Check, OutcomesSpec, StageModel, StampedField};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -31,8 +31,9 @@ pub struct Issue {
     /// JSON Pointer into the value (`/scorecard/clarity`; empty: the root).
     pub instance_path: String,
     /// The rule broken: a JSON Schema keyword (`required`, `type`,
-    /// `format`, …), `sum` for [`Check::Sum`], `json` for text that is not
-    /// JSON at all.
+    /// `format`, …), `sum` for [`Check::Sum`], `uniqueId`, `dependency`
+    /// or `cycle` for a plan's graph ([`agency_org::pipeline::check_plan`]),
+    /// `json` for text that is not JSON at all.
     pub keyword: String,
     pub message: String,
 }
@@ -173,6 +174,7 @@ pub struct OutputContract {
     validator: jsonschema::Validator,
     stamped: Vec<StampedField>,
     checks: Vec<Check>,
+    outcomes: Option<OutcomesSpec>,
 }
 
 impl OutputContract {
@@ -202,6 +204,7 @@ impl OutputContract {
             validator,
             stamped: stage.stamped.clone(),
             checks: stage.checks.clone(),
+            outcomes: stage.outcomes.clone(),
         })
     }
 
@@ -268,7 +271,19 @@ impl OutputContract {
         if !issues.is_empty() {
             return Err(issues);
         }
-        let issues = Issues::bounded(self.checks.iter().filter_map(|c| run_check(c, value)));
+        // A plan (`outcomes:`) must be a DAG of unique ids: the same check
+        // the service runs before it stores the artifact.
+        let plan = self.outcomes.iter().flat_map(|spec| {
+            agency_org::pipeline::check_plan(spec, value)
+                .into_iter()
+                .map(|i| Issue::new(i.instance_path, i.keyword, i.message))
+        });
+        let issues = Issues::bounded(
+            self.checks
+                .iter()
+                .filter_map(|c| run_check(c, value))
+                .chain(plan),
+        );
         if issues.is_empty() {
             Ok(())
         } else {
@@ -370,6 +385,7 @@ pub(crate) mod tests {
             checks,
             retry: RetryPolicy::default(),
             budget: None,
+            outcomes: None,
             source: SourceRef {
                 file: "agencycore.pipeline".into(),
                 line: 1,
@@ -539,6 +555,59 @@ pub(crate) mod tests {
                 (r, p) => panic!("{value}: {r:?} expected {p:?}"),
             }
         }
+    }
+
+    /// A plan that is not a DAG fails the contract with issues the
+    /// re-ask carries: a path into the plan, a keyword and a message.
+    #[test]
+    fn a_plan_stages_contract_checks_its_graph() {
+        let schema = json!({"type": "object", "properties": {"tasks": {"type": "array", "items": {
+            "type": "object", "required": ["id", "title", "dependencies"],
+            "properties": {"id": {"type": "string"}, "title": {"type": "string"},
+                "dependencies": {"type": "array", "items": {"type": "string"}}}}}}});
+        let mut s = stage(schema, vec![], vec![]);
+        s.outcomes = Some(OutcomesSpec {
+            items: "tasks".into(),
+            id: "id".into(),
+            title: "title".into(),
+            description: None,
+            depends: Some("dependencies".into()),
+        });
+        let c = OutputContract::compile(&s).expect("compiles");
+        let t = |id: &str, deps: &[&str]| json!({"id": id, "title": id, "dependencies": deps});
+        let ok = json!({"tasks": [t("a", &[]), t("b", &["a"]), t("c", &["a", "b"])]});
+        assert_eq!(c.validate(&ok), Ok(()));
+        let cases = [
+            (
+                json!({"tasks": [t("a", &["b"]), t("b", &["a"])]}),
+                "/tasks/1/dependencies/0",
+                "cycle",
+            ),
+            (
+                json!({"tasks": [t("a", &[]), t("b", &["a"]), t("c", &["x"])]}),
+                "/tasks/2/dependencies/0",
+                "dependency",
+            ),
+            (
+                json!({"tasks": [t("a", &[]), t("a", &[])]}),
+                "/tasks/1/id",
+                "uniqueId",
+            ),
+            (
+                json!({"tasks": [t("a", &["a"])]}),
+                "/tasks/0/dependencies/0",
+                "cycle",
+            ),
+        ];
+        for (value, path, keyword) in cases {
+            let issues = c.validate(&value).expect_err("refused");
+            assert_eq!(issues.items[0].instance_path, path, "{value}");
+            assert_eq!(issues.items[0].keyword, keyword, "{value}");
+        }
+        // Without the spec the same cyclic plan is only JSON.
+        let plain = OutputContract::compile(&stage(s.output_schema.clone(), vec![], vec![]))
+            .expect("compiles");
+        assert_eq!(plain.validate(&json!({"tasks": [t("a", &["a"])]})), Ok(()));
     }
 
     #[test]

@@ -148,6 +148,40 @@ async fn issue31_agencycore_runs_end_to_end_and_every_artifact_is_the_seeds() {
     ]);
     assert_eq!(outcome["outcome"]["status"], "completed", "{outcome}");
     assert_eq!(outcome["parents"][0]["id"], json!(id), "{outcome}");
+    // The Planner's tasks are outcomes under its stage ("Health test"
+    // depends on "Health route": the route is a child of the test), and,
+    // the run done with ToolRunner in mock mode, closed as not executed.
+    let task = |title: &str| {
+        let t = outcome["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["title"] == json!(title))
+            .unwrap_or_else(|| panic!("no task {title:?} in {outcome}"));
+        home.json(&["outcome", "show", t["id"].as_str().unwrap()])
+    };
+    assert_eq!(
+        outcome["children"].as_array().unwrap().len(),
+        2,
+        "{outcome}"
+    );
+    let (route, test) = (task("Health route"), task("Health test"));
+    assert_eq!(test["children"][0]["id"], route["outcome"]["id"], "{test}");
+    assert_eq!(test["children"].as_array().unwrap().len(), 1, "{test}");
+    assert_eq!(route["children"], json!([]), "{route}");
+    for t in [&route, &test] {
+        assert_eq!(t["outcome"]["status"], "closed", "{t}");
+        let why = t["outcome"]["status_reason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("ToolRunner ran in mock mode, so nothing was executed"),
+            "{why}"
+        );
+    }
+    let description = test["outcome"]["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains("**owner**: qa") && description.contains("- cargo test passes"),
+        "{description}"
+    );
 
     // The done run joined the portfolio: a second run on a like request
     // is shown it, its PatternObserver's similar tasks are it (the answer

@@ -76,6 +76,10 @@ pub fn build(cx: &mut Cx, raw: &RawPipeline, src: Source) -> PipelineModel {
         let reads = reads(cx, s, &name.v, &input_schema, &earlier, &all);
         let stamped = stamps(cx, s, &output);
         let checks = checks(cx, s, &output);
+        let outcomes = s
+            .outcomes
+            .as_ref()
+            .and_then(|o| super::outcomes::build(cx, o, &name.v, &output));
         if let Some(node) = s.input {
             declared_input(cx, node, &shared, &name.v, &reads);
         }
@@ -100,6 +104,7 @@ pub fn build(cx: &mut Cx, raw: &RawPipeline, src: Source) -> PipelineModel {
             checks,
             retry: s.retry.clone(),
             budget: s.budget.clone(),
+            outcomes,
             source: SourceRef {
                 file: src.file.to_owned(),
                 line: s.pos.line,

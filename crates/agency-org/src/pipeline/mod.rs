@@ -14,6 +14,7 @@
 pub mod build;
 pub mod model;
 pub mod org_check;
+pub mod outcomes;
 pub mod read;
 pub mod schemas;
 pub mod source_schema;
@@ -28,6 +29,7 @@ use std::path::Path;
 
 pub use model::*;
 pub use org_check::{StageTarget, check_agent_stages};
+pub use outcomes::{MAX_PLAN_ITEMS, PlanIssue, PlanItem, check_plan, plan_items};
 pub use source_schema::pipeline_sources_schema;
 
 use crate::compile::CompileError;

@@ -121,6 +121,11 @@ pub struct StageModel {
     pub retry: RetryPolicy,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<StageBudget>,
+    /// The output holds a plan whose items become outcomes of the run
+    /// (AgencyCore's Planner: its tasks, dependencies as edges). Absent
+    /// from models stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<OutcomesSpec>,
     /// Where the stage was declared.
     pub source: SourceRef,
 }
@@ -184,6 +189,31 @@ pub enum Check {
     /// The number at `total` equals the sum of the numbers in the object
     /// at `of` (AgencyCore's `totalScore` = the scorecard's sum).
     Sum { total: String, of: String },
+}
+
+/// Where a stage's output lists a plan: an array of items, each with an
+/// id, a title and the ids it depends on. The output contract checks the
+/// plan is a DAG ([`super::outcomes::check_plan`]); when the stage ends
+/// ok each item becomes an outcome under the stage's, and "B depends on
+/// A" the edge B→A (A is a child of B: what B needs done first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutcomesSpec {
+    /// The output's field holding the items (`tasks`), dotted below the
+    /// output's top level; an array of objects.
+    pub items: String,
+    /// Each item's unique id (a required string property).
+    pub id: String,
+    /// Each item's title (a required string property), the outcome's title.
+    pub title: String,
+    /// Each item's description (a string property), the start of the
+    /// outcome's description; the item's other fields follow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Each item's dependencies: the ids of the items it needs done
+    /// first (an array of strings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depends: Option<String>,
 }
 
 /// The stage's one retry ladder (issue 31 item 3).

@@ -39,6 +39,14 @@ pub fn stage_fields() -> Value {
                 "max_tokens": { "type": "integer", "minimum": 1 },
                 "max_output_tokens_per_call": { "type": "integer", "minimum": 1 },
                 "timeout_seconds": { "type": "integer", "minimum": 1, "description": "agent: how long to wait for the answer" } } },
+            "outcomes": { "type": "object", "additionalProperties": false, "required": ["items", "id", "title"],
+                "description": "the output is a plan: each item becomes an outcome of the run, its dependencies edges",
+                "properties": {
+                    "items": { "type": "string", "description": "the output's array of items (tasks)" },
+                    "id": { "type": "string", "description": "each item's unique id (a required string)" },
+                    "title": { "type": "string", "description": "each item's title (a required string)" },
+                    "description": { "type": "string", "description": "each item's description (a string)" },
+                    "depends": { "type": "string", "description": "each item's dependencies: ids of other items (strings)" } } },
             "model": { "type": "string", "description": "llm: a [models.NAME] of agency.toml" },
             "system": { "type": "string", "description": "llm: the system prompt" },
             "prompt": { "type": "string", "description": "llm: the prompt template, unless the body has a ## NAME section" },
@@ -102,6 +110,10 @@ mod tests {
         assert_eq!(
             keys(&stage["properties"]["checks"]["items"]),
             sorted(read::CHECK_KEYS)
+        );
+        assert_eq!(
+            keys(&stage["properties"]["outcomes"]),
+            sorted(super::super::outcomes::OUTCOMES_KEYS)
         );
     }
 

@@ -318,6 +318,42 @@ const CASES: &[(usize, &str, (u32, u32), &str)] = &[
         (15, 34),
         "stamp `items: similar_runs` needs the stage to read `history`",
     ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: itemz, id: id, title: id}",
+        (16, 23),
+        "`outcomes.items` of stage `A` names `itemz`, but the stage's output has no field `itemz`; did you mean `items`?",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: when, id: id, title: id}",
+        (16, 23),
+        "names `when`, which must be an array of objects with properties",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: items, id: id, title: id}",
+        (16, 34),
+        "`outcomes.id` of stage `A` names `id`, which every item of `items` must have: add it to the item schema's `required`",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: items, id: idx, title: id}",
+        (16, 34),
+        "names `idx`, but an item of `items` has no such field; did you mean `id`? (it has: id)",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: items, id: id}",
+        (16, 15),
+        "`outcomes` needs `items` (the output's array of plan items), `id` and `title` (fields of each item); missing: title",
+    ),
+    (
+        15,
+        "    stamp: {agent: A, when: now}\n    outcomes: {items: items, id: id, title: id, dependz: x}",
+        (16, 49),
+        "unknown key `dependz` in `outcomes`; did you mean `depends`?",
+    ),
 ];
 
 #[test]

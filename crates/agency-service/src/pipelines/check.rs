@@ -104,6 +104,15 @@ pub(crate) fn validate_artifact(stage: &StageModel, artifact: &Value) -> Result<
             }
         }
     }
+    // The same graph check as the engine's output contract.
+    if let Some(spec) = &stage.outcomes
+        && let Some(i) = agency_org::pipeline::check_plan(spec, artifact).first()
+    {
+        return Err(ServiceError::invalid(format!(
+            "failed to accept the artifact of stage {:?}: its plan is not a graph of unique ids without cycles (at {}: {}: {})",
+            stage.name, i.instance_path, i.keyword, i.message
+        )));
+    }
     Ok(())
 }
 

@@ -300,6 +300,7 @@ impl System {
                     a,
                 )?;
                 row.artifact = Some(file);
+                super::tasks::plan_outcomes(op, run, spec, row.outcome, artifact, file)?;
                 let o = op
                     .tx
                     .outcome(row.outcome)?
@@ -373,6 +374,7 @@ fn end_run(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
         .outcome(r.id.root())
         .data(serde_json::json!({"run": r.id, "status": r.status, "stage": r.stage})),
     );
+    super::tasks::close_plan_outcomes(op, r)?;
     if r.status == PipelineRunStatus::Done {
         add_to_portfolio(op, r)?;
         let a = Author {

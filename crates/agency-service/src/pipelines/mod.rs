@@ -15,6 +15,7 @@
 mod check;
 mod engine;
 mod library;
+mod tasks;
 
 use agency_core::status::{PipelineRunStatus, StageStatus};
 use agency_core::{HandlerId, OutcomeId, OutcomeStatus, Principal};
@@ -237,6 +238,7 @@ impl Service {
             r.ended_at = Some(op.now);
             r.updated_at = op.now;
             op.tx.update_pipeline_run(&r)?;
+            tasks::close_plan_outcomes(op, &r)?;
             let a = Author {
                 handler: None,
                 agent: None,

@@ -35,6 +35,7 @@ fn stage(name: &str, kind: StageKind, reads: &[&str], schema: Value) -> StageMod
         checks: vec![],
         retry: RetryPolicy::default(),
         budget: None,
+        outcomes: None,
         source: SourceRef {
             file: "lib.pipeline".to_owned(),
             line: 1,

@@ -38,6 +38,7 @@ fn stage(name: &str, reads: &[&str], schema: Value) -> StageModel {
         checks: vec![],
         retry: RetryPolicy::default(),
         budget: None,
+        outcomes: None,
         source: SourceRef {
             file: "t.pipeline".to_owned(),
             line: 1,
