@@ -106,18 +106,8 @@ fn ok(artifact: Value) -> StageEnd {
     }
 }
 
-/// What the engine was handed for a run's stages, as the run went.
-struct Seen {
-    run: HandlerId,
-    history: Value,
-    recalled: agency_service::pipelines::Recalled,
-}
-
-/// One run of `model()` to its end: Observer answers `keywords`, the
-/// Gatekeeper scores `score` and asks for `improvement`.
-fn run(env: &Env, input: &str, keywords: &[&str], score: i64, improvement: &str) -> Seen {
-    let run = env
-        .svc
+fn start(env: &Env, input: &str) -> HandlerId {
+    env.svc
         .pipeline_start(
             Principal::User,
             PipelineStart {
@@ -129,7 +119,20 @@ fn run(env: &Env, input: &str, keywords: &[&str], score: i64, improvement: &str)
         )
         .unwrap()
         .run
-        .id;
+        .id
+}
+
+/// What the engine was handed for a run's stages, as the run went.
+struct Seen {
+    run: HandlerId,
+    history: Value,
+    recalled: agency_service::pipelines::Recalled,
+}
+
+/// One run of `model()` to its end: Observer answers `keywords`, the
+/// Gatekeeper scores `score` and asks for `improvement`.
+fn run(env: &Env, input: &str, keywords: &[&str], score: i64, improvement: &str) -> Seen {
+    let run = start(env, input);
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
     let history = next.context[HISTORY].clone();
     let agent = next.agent.unwrap().unwrap().agent;
@@ -233,20 +236,7 @@ fn issue31_done_runs_join_the_portfolio_and_later_runs_recall_them() {
 #[test]
 fn issue31_a_failed_run_is_not_in_the_portfolio() {
     let env = Env::new();
-    let run = env
-        .svc
-        .pipeline_start(
-            Principal::User,
-            PipelineStart {
-                model: model(),
-                input: json!("add a REST endpoint for invoices"),
-                level: 0,
-                live_tools: false,
-            },
-        )
-        .unwrap()
-        .run
-        .id;
+    let run = start(&env, "add a REST endpoint for invoices");
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
     let mut failed = ok(json!({}));
     failed.status = StageStatus::FailedValidation;
@@ -262,19 +252,6 @@ fn issue31_a_failed_run_is_not_in_the_portfolio() {
 }
 
 fn run_again(env: &Env) -> Value {
-    let run = env
-        .svc
-        .pipeline_start(
-            Principal::User,
-            PipelineStart {
-                model: model(),
-                input: json!("add a REST endpoint for invoices"),
-                level: 0,
-                live_tools: false,
-            },
-        )
-        .unwrap()
-        .run
-        .id;
+    let run = start(env, "add a REST endpoint for invoices");
     env.svc.pipeline_next(run).unwrap().unwrap().context[HISTORY].clone()
 }
