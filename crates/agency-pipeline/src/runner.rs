@@ -271,6 +271,36 @@ impl Runner {
         }
     }
 
+    /// What refuses an answer's proposed actions (AgencyCore Implementor's
+    /// `blocked`): the plan rules and the workspace, then `policy.toml`
+    /// (and its defaults) as the tool call each action would be — a
+    /// command as `bash`, a file written as `claude:Write`, one read as
+    /// `claude:Read` — in the run's workspace. Refused is `deny`; an action
+    /// that would need an approval is not refused here (ToolRunner asks).
+    fn action_gate(&self, next: &NextStage) -> crate::validate::ActionGate {
+        let sys = self.sys.clone();
+        let workspace = self
+            .cfg
+            .live_tools
+            .as_ref()
+            .map(|t| crate::tool_runner::workspace_of(&t.root, next.run));
+        crate::validate::ActionGate(Arc::new(move |a: &Value| {
+            if let Some(why) = crate::validate::rules_gate(a) {
+                return Some(why);
+            }
+            let (tool, args) = match a.get("type").and_then(Value::as_str)? {
+                "runCommand" => ("bash", json!({ "command": a.get("command")? })),
+                "createFile" | "editFile" => {
+                    ("claude:Write", json!({ "file_path": a.get("path")? }))
+                }
+                "readFile" => ("claude:Read", json!({ "file_path": a.get("path")? })),
+                _ => return None,
+            };
+            let d = sys.classify_tool_call(tool, &args, workspace.as_deref());
+            (d.verdict == Verdict::Deny).then_some(d.reason)
+        }))
+    }
+
     /// Live ToolRunner: before any command runs, each is classified as a
     /// `bash` call in the run's workspace by `policy.toml` (and its
     /// defaults) and by the plan rules. Refused ones are skipped; those
@@ -399,7 +429,8 @@ impl Runner {
             sleeper: &TokioSleeper,
             backoff: self.cfg.backoff,
         };
-        let stamps = crate::validate::Stamps::new(next.level, &next.context);
+        let stamps = crate::validate::Stamps::new(next.level, &next.context)
+            .with_gate(self.action_gate(next));
         let report = crate::ladder::run_llm_stage(stage, &contract, &context, &stamps, &deps).await;
         let calls = report.as_ref().map_or(0, |r| r.totals.calls);
         let cost = self.cost_of(minted.agent, calls).await;

@@ -129,6 +129,59 @@ pub struct Stamps {
     /// The ids of the runs in the stage's `history`
     /// ([`StampedField::SimilarRuns`]).
     pub similar_runs: Vec<String>,
+    /// What refuses an answer's actions ([`StampedField::BlockedActions`]);
+    /// `None`: the plan rules and the workspace alone ([`rules_gate`]).
+    pub gate: Option<ActionGate>,
+}
+
+/// Whether the permission system refuses an action an answer proposes
+/// (`{type, command | path, …}`): `Some(why)` when it does.
+#[derive(Clone)]
+pub struct ActionGate(pub Arc<dyn Fn(&Value) -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for ActionGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ActionGate")
+    }
+}
+
+impl PartialEq for ActionGate {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ActionGate {}
+
+/// What an action acts on: its command, else its path.
+pub fn action_target(a: &Value) -> Option<&str> {
+    a.get("command")
+        .or_else(|| a.get("path"))
+        .and_then(Value::as_str)
+}
+
+/// The gate without a policy: an action is refused when the plan rules
+/// block its command or path (destructive, privileged, out of the
+/// workspace), or when its path is absolute or climbs out with `..`.
+pub fn rules_gate(a: &Value) -> Option<String> {
+    use agency_core::policy::plan::{PlanSeverity, scan_plan_text};
+    let target = action_target(a)?;
+    if let Some(f) = scan_plan_text(target)
+        .into_iter()
+        .find(|f| f.severity == PlanSeverity::Block)
+    {
+        return Some(f.reason.to_string());
+    }
+    if a.get("command").is_none()
+        && (target.starts_with('/')
+            || target.starts_with('~')
+            || std::path::Path::new(target)
+                .components()
+                .any(|c| c == std::path::Component::ParentDir))
+    {
+        return Some(format!("{target} is outside the workspace"));
+    }
+    None
 }
 
 impl Stamps {
@@ -149,7 +202,33 @@ impl Stamps {
             now: OffsetDateTime::now_utc(),
             level: u8::try_from(level.clamp(0, 3)).unwrap_or(0),
             similar_runs,
+            gate: None,
         }
+    }
+
+    /// With `gate` deciding which actions are refused.
+    pub fn with_gate(mut self, gate: ActionGate) -> Stamps {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The lines of `actions` the gate refuses: `TYPE TARGET: why`.
+    fn blocked(&self, actions: Option<&Value>) -> Vec<String> {
+        let actions = actions
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        actions
+            .iter()
+            .filter_map(|a| {
+                let why = match &self.gate {
+                    Some(g) => (g.0)(a),
+                    None => rules_gate(a),
+                }?;
+                let kind = a.get("type").and_then(Value::as_str).unwrap_or("action");
+                Some(format!("{kind} {}: {why}", action_target(a).unwrap_or("")))
+            })
+            .collect()
     }
 }
 
@@ -256,6 +335,9 @@ impl OutputContract {
                 }
                 StampedField::Level { .. } => Value::from(stamps.level),
                 StampedField::SimilarRuns { .. } => Value::from(stamps.similar_runs.clone()),
+                StampedField::BlockedActions { .. } => {
+                    Value::from(stamps.blocked(obj.get("actions")))
+                }
             };
             obj.insert(stamped_field(s).to_owned(), v);
         }
@@ -311,7 +393,8 @@ fn stamped_field(s: &StampedField) -> &str {
         StampedField::Const { field, .. }
         | StampedField::Timestamp { field }
         | StampedField::Level { field }
-        | StampedField::SimilarRuns { field } => field,
+        | StampedField::SimilarRuns { field }
+        | StampedField::BlockedActions { field } => field,
     }
 }
 
@@ -411,6 +494,7 @@ pub(crate) mod tests {
             now: OffsetDateTime::from_unix_timestamp(1_790_000_000).expect("a valid time"),
             level: 0,
             similar_runs: Vec::new(),
+            gate: None,
         }
     }
 
@@ -462,6 +546,59 @@ pub(crate) mod tests {
         let none = Stamps::new(0, &serde_json::Map::new());
         let a = c.accept(json!({"similar": ["x"]}), &none).expect("valid");
         assert_eq!(a.value()["similar"], json!([]));
+    }
+
+    /// Attack: an answer cannot hide a refused action by leaving it out of
+    /// its own `blocked` list; the engine gates every proposed action.
+    #[test]
+    fn blocked_actions_are_the_gates_never_the_answers() {
+        let schema = json!({"type": "object", "required": ["actions", "blocked"], "properties": {
+            "actions": {"type": "array"},
+            "blocked": {"type": "array", "items": {"type": "string"}}}});
+        let stamped = vec![StampedField::BlockedActions {
+            field: "blocked".into(),
+        }];
+        let c = OutputContract::compile(&stage(schema, stamped, vec![])).expect("compiles");
+        let answer = json!({"blocked": [], "actions": [
+            {"type": "runCommand", "command": "rm -rf /"},
+            {"type": "createFile", "path": "../outside.rs"},
+            {"type": "readFile", "path": "/etc/passwd"},
+            {"type": "createFile", "path": "src/main.rs"},
+            {"type": "runCommand", "command": "cargo test"},
+        ]});
+        let a = c
+            .accept(answer.clone(), &stamps())
+            .expect("valid once stamped");
+        let blocked: Vec<&str> = a.value()["blocked"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(blocked.len(), 3, "{blocked:?}");
+        assert!(
+            blocked[0].starts_with("runCommand rm -rf /: "),
+            "{blocked:?}"
+        );
+        assert!(
+            blocked[1].starts_with("createFile ../outside.rs: "),
+            "{blocked:?}"
+        );
+        assert!(
+            blocked[2].starts_with("readFile /etc/passwd: "),
+            "{blocked:?}"
+        );
+        // A policy gate decides instead of the rules.
+        let gate = ActionGate(Arc::new(|a: &Value| {
+            (a["command"] == "cargo test").then(|| "not on this machine".to_owned())
+        }));
+        let a = c
+            .accept(answer, &stamps().with_gate(gate))
+            .expect("valid once stamped");
+        assert_eq!(
+            a.value()["blocked"],
+            json!(["runCommand cargo test: not on this machine"])
+        );
     }
 
     #[test]

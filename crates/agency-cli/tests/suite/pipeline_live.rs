@@ -241,5 +241,19 @@ async fn issue31_live_commands_pass_policy_toml_and_wait_for_approval() {
         "{artifact}"
     );
     assert_eq!(artifact["executedCommands"].as_array().unwrap().len(), 2);
+    // The Implementor's `blocked` is the engine's gate, not the answer's.
+    let implementor = done["stages_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "Implementor")
+        .unwrap();
+    let text = home.json(&["kb", "cat", implementor["artifact"].as_str().unwrap()]);
+    let proposed: Value = serde_json::from_str(text["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        proposed["blocked"],
+        json!(["runCommand touch denied-probe: not this one"]),
+        "{proposed}"
+    );
     daemon.terminate();
 }

@@ -499,6 +499,23 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
                     "a list of run ids (strings)".to_owned(),
                 )
             }
+            Stamp::BlockedActions => {
+                let actions = output.get("properties").and_then(|p| p.get("actions"));
+                if actions.is_none() {
+                    cx.err(
+                        field.pos,
+                        format!(
+                            "stamp `{}: blocked_actions` needs an `actions` property in the output: the refused actions are the answer's own",
+                            field.v
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    json!(["runCommand rm -rf /: refused"]),
+                    "a list of refused actions (strings)".to_owned(),
+                )
+            }
         };
         // The stamp must satisfy the field's own schema, or every artifact fails.
         let mut check = prop.clone();
@@ -529,6 +546,9 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
                 field: field.v.clone(),
             },
             Stamp::SimilarRuns => StampedField::SimilarRuns {
+                field: field.v.clone(),
+            },
+            Stamp::BlockedActions => StampedField::BlockedActions {
                 field: field.v.clone(),
             },
         });

@@ -180,6 +180,11 @@ pub enum StampedField {
     /// (AgencyCore PatternObserver's `similarPastTasks`): runs the store
     /// found, never ids an answer invented.
     SimilarRuns { field: String },
+    /// `field` = the answer's own `actions` (each an object with `type`
+    /// and a `command` or `path`) that the permission system refuses, one
+    /// line each (AgencyCore Implementor's `blocked`): gated by the
+    /// engine, never the answer's say.
+    BlockedActions { field: String },
 }
 
 /// A rule JSON Schema cannot say.

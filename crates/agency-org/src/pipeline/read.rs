@@ -66,6 +66,8 @@ pub enum Stamp {
     Level,
     /// `field: similar_runs`.
     SimilarRuns,
+    /// `field: blocked_actions`.
+    BlockedActions,
 }
 
 #[derive(Debug, Default)]
@@ -314,15 +316,16 @@ fn stamps(cx: &mut Cx, v: &Node) -> Vec<(S<String>, Stamp)> {
             (_, Some("now")) if is_plain(val) => Stamp::Timestamp,
             (_, Some("level")) if is_plain(val) => Stamp::Level,
             (_, Some("similar_runs")) if is_plain(val) => Stamp::SimilarRuns,
+            (_, Some("blocked_actions")) if is_plain(val) => Stamp::BlockedActions,
             (NodeKind::Map(e), _) => match e.as_slice() {
                 [(ck, cv)] if ck.scalar_text() == Some("const") => Stamp::Const(cv.to_json()),
                 _ => {
-                    cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, a value, or `{{const: VALUE}}`"));
+                    cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, a value, or `{{const: VALUE}}`"));
                     continue;
                 }
             },
             (NodeKind::Seq(_), _) => {
-                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, a value, or `{{const: VALUE}}`, found a list"));
+                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, a value, or `{{const: VALUE}}`, found a list"));
                 continue;
             }
             _ => Stamp::Const(val.to_json()),

@@ -28,7 +28,7 @@ pub fn stage_fields() -> Value {
             "input": schema,
             "output": schema,
             "stamp": { "type": "object", "additionalProperties": {
-                "description": "now (a timestamp), level (the run's permission level), similar_runs (the ids of the runs in the stage's history), a constant, or {const: VALUE}" } },
+                "description": "now (a timestamp), level (the run's permission level), similar_runs (the ids of the runs in the stage's history), blocked_actions (the answer's actions the permission system refuses), a constant, or {const: VALUE}" } },
             "checks": { "type": "array", "items": {
                 "type": "object", "additionalProperties": false, "required": ["check", "total", "of"],
                 "properties": { "check": { "const": "sum" }, "total": { "type": "string" }, "of": { "type": "string" } } } },

@@ -320,6 +320,12 @@ const CASES: &[(usize, &str, (u32, u32), &str)] = &[
     ),
     (
         15,
+        "    stamp: {agent: A, when: now, items: blocked_actions}",
+        (15, 34),
+        "stamp `items: blocked_actions` needs an `actions` property in the output",
+    ),
+    (
+        15,
         "    stamp: {agent: A, when: now}\n    outcomes: {items: itemz, id: id, title: id}",
         (16, 23),
         "`outcomes.items` of stage `A` names `itemz`, but the stage's output has no field `itemz`; did you mean `items`?",
