@@ -137,7 +137,10 @@ pub struct Stamps {
 /// Whether the permission system refuses an action an answer proposes
 /// (`{type, command | path, …}`): `Some(why)` when it does.
 #[derive(Clone)]
-pub struct ActionGate(pub Arc<dyn Fn(&Value) -> Option<String> + Send + Sync>);
+pub struct ActionGate(pub Arc<GateFn>);
+
+/// The function behind an [`ActionGate`].
+pub type GateFn = dyn Fn(&Value) -> Option<String> + Send + Sync;
 
 impl std::fmt::Debug for ActionGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
