@@ -66,9 +66,15 @@ impl RunnerHandle {
 /// Start the runner: every run left `running` is carried on, and each run
 /// the service says is ready is driven as it comes.
 pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
+    // One HTTP client for every stage: its pooled connections to the
+    // gateway are reused (a client per stage cost a client and a connection
+    // each). A client that cannot be built is tried again per stage, whose
+    // failure then says why.
+    let http = crate::gateway::http_client(cfg.timeout).ok();
     let runner = Arc::new(Runner {
         sys,
         cfg,
+        http,
         active: Mutex::new(HashMap::new()),
         tasks: Mutex::new(JoinSet::new()),
     });
@@ -96,6 +102,9 @@ pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
 struct Runner {
     sys: Arc<System>,
     cfg: RunnerConfig,
+    /// The gateway client every stage's calls share (each with its own
+    /// stage's token), if it could be built.
+    http: Option<reqwest::Client>,
     /// Runs being driven now, one driver each, and whether it was woken
     /// again while at work.
     active: Mutex<HashMap<HandlerId, bool>>,
@@ -303,13 +312,23 @@ impl Runner {
                 ),
             );
         }
-        let client = match GatewayModel::new(
-            &self.cfg.base_url,
-            minted.token.clone(),
-            &self.cfg.default_upstream,
-            self.cfg.upstreams.clone(),
-            self.cfg.timeout,
-        ) {
+        let client = match &self.http {
+            Some(http) => GatewayModel::with_client(
+                http.clone(),
+                &self.cfg.base_url,
+                minted.token.clone(),
+                &self.cfg.default_upstream,
+                self.cfg.upstreams.clone(),
+            ),
+            None => GatewayModel::new(
+                &self.cfg.base_url,
+                minted.token.clone(),
+                &self.cfg.default_upstream,
+                self.cfg.upstreams.clone(),
+                self.cfg.timeout,
+            ),
+        };
+        let client = match client {
             Ok(c) => c,
             Err(e) => return failed(StoredStatus::FailedInfra, e.to_string()),
         };
