@@ -358,10 +358,16 @@ impl Runner {
     /// What the gateway charged the stage's agent for its `calls` calls, in
     /// micro-dollars. The gateway settles a call when its body is dropped,
     /// a moment after the client read it: wait (briefly) for every call's
-    /// record before summing.
+    /// record before summing. A settlement logs an event, so the calls are
+    /// read again each time events were committed (not on a timer, which
+    /// made each stage wait a tick and read more often).
     async fn cost_of(&self, agent: agency_core::AgentId, calls: u32) -> i64 {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        // Subscribed before the first read: a settlement committed after
+        // it wakes the next read.
+        let mut committed = self.sys.events_committed();
         loop {
+            committed.borrow_and_update();
             let sys = self.sys.clone();
             let rows = blocking(move || sys.model_calls_of(agency_core::Principal::User, agent))
                 .await
@@ -369,7 +375,10 @@ impl Runner {
             if rows.len() >= calls as usize || tokio::time::Instant::now() >= deadline {
                 return rows.iter().map(|c| c.cost_micro_usd).sum();
             }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            // Woken by a commit, or at the latest after a short tick (a
+            // settlement whose event record was lost still ends the wait).
+            let tick = Duration::from_millis(20);
+            let _ = tokio::time::timeout(tick, committed.changed()).await;
         }
     }
 }
