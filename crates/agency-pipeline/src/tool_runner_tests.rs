@@ -154,7 +154,7 @@ fn next_stage(run: HandlerId, level: i64) -> (StageModel, NextStage) {
     let next = NextStage {
         run,
         idx,
-        model: std::sync::Arc::new(model),
+        model: Arc::new(model),
         level,
         live_tools: true,
         context: implementor(&["touch probe"]),
