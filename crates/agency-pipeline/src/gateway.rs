@@ -61,6 +61,16 @@ pub enum GatewayError {
     Client(String),
 }
 
+/// The HTTP client of [`GatewayModel`]: `timeout` is the longest one call
+/// may take, answer included; redirects are not followed.
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, GatewayError> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| GatewayError::Client(e.to_string()))
+}
+
 /// Calls through the daemon's model gateway with an agent token.
 pub struct GatewayModel {
     client: reqwest::Client,
@@ -91,6 +101,21 @@ impl GatewayModel {
         upstreams: BTreeMap<String, Upstream>,
         timeout: Duration,
     ) -> Result<Self, GatewayError> {
+        Self::with_client(http_client(timeout)?, base, token, default, upstreams)
+    }
+
+    /// [`GatewayModel::new`] over an HTTP client made by [`http_client`]
+    /// and shared: the runner keeps one for every stage, so a stage reuses
+    /// a pooled connection to the gateway instead of building a client and
+    /// opening a connection of its own. The client holds no credential;
+    /// each request carries this model's token.
+    pub fn with_client(
+        client: reqwest::Client,
+        base: &str,
+        token: String,
+        default: &str,
+        upstreams: BTreeMap<String, Upstream>,
+    ) -> Result<Self, GatewayError> {
         let url = reqwest::Url::parse(base).map_err(|_| GatewayError::Base(base.to_owned()))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(GatewayError::Base(base.to_owned()));
@@ -107,11 +132,6 @@ impl GatewayModel {
         if !upstreams.contains_key(default) {
             return Err(GatewayError::Default(default.to_owned()));
         }
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| GatewayError::Client(e.to_string()))?;
         Ok(GatewayModel {
             client,
             base: base.trim_end_matches('/').to_owned(),

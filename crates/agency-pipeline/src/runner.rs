@@ -68,9 +68,15 @@ impl RunnerHandle {
 /// Start the runner: every run left `running` is carried on, and each run
 /// the service says is ready is driven as it comes.
 pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
+    // One HTTP client for every stage: its pooled connections to the
+    // gateway are reused (a client per stage cost a client and a connection
+    // each). A client that cannot be built is tried again per stage, whose
+    // failure then says why.
+    let http = crate::gateway::http_client(cfg.timeout).ok();
     let runner = Arc::new(Runner {
         sys,
         cfg,
+        http,
         active: Mutex::new(HashMap::new()),
         tasks: Mutex::new(JoinSet::new()),
     });
@@ -109,6 +115,9 @@ enum Asked {
 struct Runner {
     sys: Arc<System>,
     cfg: RunnerConfig,
+    /// The gateway client every stage's calls share (each with its own
+    /// stage's token), if it could be built.
+    http: Option<reqwest::Client>,
     /// Runs being driven now, one driver each, and whether it was woken
     /// again while at work.
     active: Mutex<HashMap<HandlerId, bool>>,
@@ -413,13 +422,23 @@ impl Runner {
                 ),
             );
         }
-        let client = match GatewayModel::new(
-            &self.cfg.base_url,
-            minted.token.clone(),
-            &self.cfg.default_upstream,
-            self.cfg.upstreams.clone(),
-            self.cfg.timeout,
-        ) {
+        let client = match &self.http {
+            Some(http) => GatewayModel::with_client(
+                http.clone(),
+                &self.cfg.base_url,
+                minted.token.clone(),
+                &self.cfg.default_upstream,
+                self.cfg.upstreams.clone(),
+            ),
+            None => GatewayModel::new(
+                &self.cfg.base_url,
+                minted.token.clone(),
+                &self.cfg.default_upstream,
+                self.cfg.upstreams.clone(),
+                self.cfg.timeout,
+            ),
+        };
+        let client = match client {
             Ok(c) => c,
             Err(e) => return failed(StoredStatus::FailedInfra, e.to_string()),
         };
@@ -450,10 +469,16 @@ impl Runner {
     /// What the gateway charged the stage's agent for its `calls` calls, in
     /// micro-dollars. The gateway settles a call when its body is dropped,
     /// a moment after the client read it: wait (briefly) for every call's
-    /// record before summing.
+    /// record before summing. A settlement logs an event, so the calls are
+    /// read again each time events were committed (not on a timer, which
+    /// made each stage wait a tick and read more often).
     async fn cost_of(&self, agent: agency_core::AgentId, calls: u32) -> i64 {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        // Subscribed before the first read: a settlement committed after
+        // it wakes the next read.
+        let mut committed = self.sys.events_committed();
         loop {
+            committed.borrow_and_update();
             let sys = self.sys.clone();
             let rows = blocking(move || sys.model_calls_of(agency_core::Principal::User, agent))
                 .await
@@ -461,7 +486,10 @@ impl Runner {
             if rows.len() >= calls as usize || tokio::time::Instant::now() >= deadline {
                 return rows.iter().map(|c| c.cost_micro_usd).sum();
             }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            // Woken by a commit, or at the latest after a short tick (a
+            // settlement whose event record was lost still ends the wait).
+            let tick = Duration::from_millis(20);
+            let _ = tokio::time::timeout(tick, committed.changed()).await;
         }
     }
 }

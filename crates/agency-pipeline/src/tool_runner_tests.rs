@@ -158,7 +158,7 @@ fn next_stage(run: HandlerId, level: i64) -> (StageModel, NextStage) {
     let next = NextStage {
         run,
         idx,
-        model,
+        model: Arc::new(model),
         level,
         live_tools: true,
         context: implementor(&["touch probe"]),

@@ -219,8 +219,13 @@ impl System {
             // Resolved again now: the organisation may have changed since
             // the run started (a callee retired, a verb changed).
             let one = PipelineModel {
+                version: model.version.clone(),
+                name: model.name.clone(),
+                description: model.description.clone(),
+                input_schema: model.input_schema.clone(),
                 stages: vec![stage],
-                ..model
+                source: model.source.clone(),
+                source_hash: model.source_hash.clone(),
             };
             let resolved = resolve(tx, &one)?;
             let callee = resolved

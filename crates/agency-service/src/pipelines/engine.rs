@@ -30,8 +30,8 @@ pub struct NextStage {
     pub run: HandlerId,
     /// The stage's index in `model.stages`.
     pub idx: usize,
-    /// The pipeline as the run started.
-    pub model: PipelineModel,
+    /// The pipeline as the run started (shared: parsed once per run).
+    pub model: std::sync::Arc<PipelineModel>,
     pub level: i64,
     pub live_tools: bool,
     /// `input` and the validated artifacts of the stages this one reads,

@@ -22,6 +22,8 @@ use agency_core::{HandlerId, OutcomeId, OutcomeStatus, Principal};
 use agency_org::pipeline::{PipelineModel, StageKind};
 use agency_store::{OutcomeRow, PipelineRunRow, PipelineStageRow, Tx};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 pub use crate::calls::stage::{StageCall, stage_call_id};
 pub use agency_api::{PipelineRunSummary, PipelineRunView, PipelineStageView};
@@ -334,14 +336,43 @@ fn run_title(name: &str, input: &Value) -> String {
     t
 }
 
-pub(crate) fn stored_model(r: &PipelineRunRow) -> Result<PipelineModel> {
-    serde_json::from_str(&r.model).map_err(|e| {
+pub(crate) fn stored_model(r: &PipelineRunRow) -> Result<Arc<PipelineModel>> {
+    let cache = PARSED_MODELS.get_or_init(Default::default);
+    // The cached model stands for exactly the stored text it was parsed
+    // from: compared whole, so a run id reused by another store in this
+    // process, or a changed row, is parsed again, never served stale.
+    if let Some((text, model)) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&r.id)
+        && *text == r.model
+    {
+        return Ok(model.clone());
+    }
+    let model: Arc<PipelineModel> = Arc::new(serde_json::from_str(&r.model).map_err(|e| {
         ServiceError::from(agency_store::StoreError::corrupt(
             "pipeline run model",
             format!("run {}: {e}", r.id),
         ))
-    })
+    })?);
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= PARSED_MODELS_KEPT {
+        cache.clear();
+    }
+    cache.insert(r.id, (r.model.clone(), model.clone()));
+    Ok(model)
 }
+
+/// How many runs' parsed models [`stored_model`] keeps before it forgets
+/// them all (forgetting costs one parse each).
+const PARSED_MODELS_KEPT: usize = 64;
+
+/// Each run's model as parsed, with the text it was parsed from: the
+/// engine reads it at every step of a run (twice a stage), and parsing an
+/// eleven-stage model's JSON each time was a good part of a step's work.
+static PARSED_MODELS: OnceLock<Mutex<HashMap<HandlerId, ParsedModel>>> = OnceLock::new();
+
+type ParsedModel = (String, Arc<PipelineModel>);
 
 fn summary(r: &PipelineRunRow, stages: &[PipelineStageRow]) -> PipelineRunSummary {
     PipelineRunSummary {
