@@ -1,4 +1,4 @@
-//! Item 14: what the pipeline engine costs (issue 31). A pipeline of
+//! Item 14: what the pipeline engine costs. A pipeline of
 //! llm stages runs in the daemon against the scripted model server (every
 //! stage one valid answer at the first try); its process CPU per stage is
 //! compared with the process CPU of one bare model call through the same

@@ -1,5 +1,5 @@
 //! An `agent` stage: a typed call from the run's handler to the named
-//! agent's verb (issue 31 item 1), made and recorded by the service
+//! agent's verb, made and recorded by the service
 //! (`System::pipeline_stage_call_send`), answered by the callee with
 //! `agent_reply`.
 //!

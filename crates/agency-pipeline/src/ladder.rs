@@ -1,5 +1,5 @@
-//! The one retry ladder of an llm stage, with one counter (issue 31 item
-//! 3): (i) ask, with constrained output where the client says the upstream
+//! The one retry ladder of an llm stage, with one counter: (i) ask, with
+//! constrained output where the client says the upstream
 //! has it; (ii) an answer that does not validate as it stands goes through
 //! the lenient repair parse; (iii) at most `repair_attempts` re-asks;
 //! (iv) optionally one escalation to `escalate_model`; (v) then the

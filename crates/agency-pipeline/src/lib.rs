@@ -1,4 +1,4 @@
-//! The stage engine of pipelines (issue 31, DESIGN.md §7 "Typed work"):
+//! The stage engine of pipelines (DESIGN.md §7 "Typed work"):
 //! runs one stage of a compiled [`agency_org::pipeline::PipelineModel`] to
 //! a terminal state. No store and no terminal I/O: the daemon's runner
 //! gives it the context and a model client and stores what it reports.

@@ -1,4 +1,4 @@
-//! Rows of pipeline runs (migration 27, issue 31): a run, which is a
+//! Rows of pipeline runs (migration 27): a run, which is a
 //! handler whose root outcome is the run, and its stages, each with a child
 //! outcome and, once it succeeded, its artifact as a KB file. What a stage
 //! may store (only a validated artifact) is the service's rule

@@ -1,4 +1,4 @@
-//! Pipelines (issue 31, seed 001): a `.pipeline` source compiled into the
+//! Pipelines (seed 001): a `.pipeline` source compiled into the
 //! checked [`PipelineModel`] a pipeline run executes stage by stage.
 //!
 //! A `.pipeline` file is Markdown with YAML frontmatter, like the

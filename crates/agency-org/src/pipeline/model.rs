@@ -16,7 +16,7 @@ use crate::model::SourceRef;
 /// The format version written in `version`.
 pub const PIPELINE_VERSION: &str = "agency-pipeline/1";
 
-/// Default of [`RetryPolicy::repair_attempts`] (issue 31 item 3).
+/// Default of [`RetryPolicy::repair_attempts`].
 pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 2;
 
 /// Most re-asks a stage may declare: each is a billed call.
@@ -147,7 +147,7 @@ pub enum StageKind {
         /// `{{Stage.field.sub}}`; every placeholder is one of `reads`.
         prompt: String,
     },
-    /// A typed call of an agent's verb (issue 31 item 1).
+    /// A typed call of an agent's verb.
     Agent { agent: String, verb: String },
     /// A built-in deterministic step, by name (`retriever`,
     /// `safety_guard`, `tool_runner`).
@@ -221,7 +221,7 @@ pub struct OutcomesSpec {
     pub depends: Option<String>,
 }
 
-/// The stage's one retry ladder (issue 31 item 3).
+/// The stage's one retry ladder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RetryPolicy {

@@ -1,5 +1,5 @@
-//! A pipeline checked together with the organisations it runs against
-//! (issue 31 items 1-2): each `agent` stage must name an agent that one
+//! A pipeline checked together with the organisations it runs against:
+//! each `agent` stage must name an agent that one
 //! loaded organisation has, a verb that agent declares, an output schema
 //! equal to the verb's (the stage's artifact *is* the verb's answer, so a
 //! different schema would refuse answers the callee was allowed to give,

@@ -1,4 +1,4 @@
-//! Typed calls between agents (issue 31, item 1; seeds 003 and 004): an
+//! Typed calls between agents (seeds 003 and 004): an
 //! agent calls a verb of another organisation agent with `agent_call`,
 //! and the callee answers once with `agent_reply`.
 //!

@@ -1,4 +1,4 @@
-//! Typed calls made by pipeline stages (issue 31 items 1-2): an `agent`
+//! Typed calls made by pipeline stages: an `agent`
 //! stage is a typed call from the run's handler to the named agent's
 //! handler, with the stage's verb.
 //!

@@ -1,4 +1,4 @@
-//! Pipeline runs (issue 31, seed 001): a run is a handler under the root
+//! Pipeline runs (seed 001): a run is a handler under the root
 //! handler whose root outcome is the run; each stage is a child outcome of
 //! it and, once it succeeded, has its validated artifact as a KB file
 //! owned by the run's handler. The run stores the Pipeline Model it

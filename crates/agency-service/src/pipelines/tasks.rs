@@ -1,5 +1,5 @@
-//! A plan stage's items as outcomes (issue 31 item 4: AgencyCore's
-//! Planner tasks in the run's DAG).
+//! A plan stage's items as outcomes (AgencyCore's Planner
+//! tasks in the run's DAG).
 //!
 //! When a stage whose model declares `outcomes:` ends ok, each item of its
 //! validated artifact becomes an outcome under the stage's outcome, in the
