@@ -227,14 +227,7 @@ async fn issue31_live_commands_pass_policy_toml_and_wait_for_approval() {
         !workspace.join("denied-probe").exists(),
         "policy.toml refused it"
     );
-    let stage = done["stages_detail"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "ToolRunner")
-        .unwrap();
-    let text = home.json(&["kb", "cat", stage["artifact"].as_str().unwrap()]);
-    let artifact: Value = serde_json::from_str(text["text"].as_str().unwrap()).unwrap();
+    let artifact = artifact_of(&home, &done, "ToolRunner");
     assert_eq!(
         artifact["skippedCommands"],
         json!(["touch denied-probe"]),
@@ -242,18 +235,23 @@ async fn issue31_live_commands_pass_policy_toml_and_wait_for_approval() {
     );
     assert_eq!(artifact["executedCommands"].as_array().unwrap().len(), 2);
     // The Implementor's `blocked` is the engine's gate, not the answer's.
-    let implementor = done["stages_detail"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "Implementor")
-        .unwrap();
-    let text = home.json(&["kb", "cat", implementor["artifact"].as_str().unwrap()]);
-    let proposed: Value = serde_json::from_str(text["text"].as_str().unwrap()).unwrap();
+    let proposed = artifact_of(&home, &done, "Implementor");
     assert_eq!(
         proposed["blocked"],
         json!(["runCommand touch denied-probe: not this one"]),
         "{proposed}"
     );
     daemon.terminate();
+}
+
+/// The validated artifact of stage `name` of the shown run `run`.
+fn artifact_of(home: &TestHome, run: &Value, name: &str) -> Value {
+    let stage = run["stages_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no stage {name}: {run}"));
+    let text = home.json(&["kb", "cat", stage["artifact"].as_str().unwrap()]);
+    serde_json::from_str(text["text"].as_str().unwrap()).unwrap()
 }
