@@ -29,7 +29,7 @@ use agency_service::{Event, ServiceError, System};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::runner::{blocking, context_of, failed};
+use crate::runner::{blocking, context_of, failed, succeeded};
 use crate::validate::{OutputContract, Stamps};
 
 /// How long an agent stage waits for its answer when its budget names no
@@ -210,15 +210,8 @@ fn accept(contract: &OutputContract, next: &NextStage, output: Value) -> StageEn
     let stamps = Stamps::new(next.level, &next.context);
     match contract.accept(output.clone(), &stamps) {
         Ok(artifact) => StageEnd {
-            status: Stored::Ok,
-            artifact: Some(artifact.into_value()),
             attempts: 1,
-            input_tokens: 0,
-            output_tokens: 0,
-            cost_micro_usd: 0,
-            report: json!({ "call": "answered" }),
-            error: None,
-            agent: None,
+            ..succeeded(artifact.into_value(), json!({ "call": "answered" }))
         },
         Err(issues) => {
             let mut end = failed(

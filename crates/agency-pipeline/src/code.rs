@@ -15,7 +15,7 @@ use agency_org::pipeline::StageModel;
 use agency_service::pipelines::{NextStage, StageEnd};
 use serde_json::{Value, json};
 
-use crate::runner::failed;
+use crate::runner::{failed, succeeded};
 use crate::validate::{OutputContract, Stamps};
 
 /// How a built-in step ended.
@@ -103,17 +103,7 @@ fn accept(
                     return Ok(CodeEnd::NeedsApproval { output: v, reason });
                 }
             }
-            Ok(CodeEnd::Ended(StageEnd {
-                status: Stored::Ok,
-                artifact: Some(v),
-                attempts: 0,
-                input_tokens: 0,
-                output_tokens: 0,
-                cost_micro_usd: 0,
-                report,
-                error: None,
-                agent: None,
-            }))
+            Ok(CodeEnd::Ended(succeeded(v, report)))
         }
         Err(issues) => {
             let mut end = failed(

@@ -231,17 +231,10 @@ impl Runner {
             }
         }
         match self.ask_user(next, plan, reason).await {
-            Asked::Approved(approval) => Some(StageEnd {
-                status: StoredStatus::Ok,
-                artifact: Some(output),
-                attempts: 0,
-                input_tokens: 0,
-                output_tokens: 0,
-                cost_micro_usd: 0,
-                report: json!({ "step": "safety_guard", "approval": approval }),
-                error: None,
-                agent: None,
-            }),
+            Asked::Approved(approval) => Some(succeeded(
+                output,
+                json!({ "step": "safety_guard", "approval": approval }),
+            )),
             Asked::Waiting => None,
             Asked::Refused(why) => {
                 let mut end = failed(
@@ -542,6 +535,22 @@ fn end_of(r: StageReport, cost: i64) -> StageEnd {
 }
 
 /// A stage that ended before any model call.
+/// A stage that ended `ok` with `artifact` (validated by the caller) and
+/// made no model call of its own.
+pub(crate) fn succeeded(artifact: Value, report: Value) -> StageEnd {
+    StageEnd {
+        status: StoredStatus::Ok,
+        artifact: Some(artifact),
+        attempts: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_micro_usd: 0,
+        report,
+        error: None,
+        agent: None,
+    }
+}
+
 pub(crate) fn failed(status: StoredStatus, error: String) -> StageEnd {
     StageEnd {
         status,

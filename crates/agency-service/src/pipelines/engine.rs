@@ -372,7 +372,11 @@ fn end_run(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
             ),
         )
         .outcome(r.id.root())
-        .data(serde_json::json!({"run": r.id, "status": r.status, "stage": r.stage})),
+        // A done run joins its pipeline's portfolio (below, same transaction).
+        .data(
+            serde_json::json!({"run": r.id, "status": r.status, "stage": r.stage,
+                                 "portfolio": r.status == PipelineRunStatus::Done}),
+        ),
     );
     super::tasks::close_plan_outcomes(op, r)?;
     if r.status == PipelineRunStatus::Done {

@@ -229,6 +229,13 @@ fn issue31_done_runs_join_the_portfolio_and_later_runs_recall_them() {
     assert_eq!(third.recalled.examples.len(), 1, "{:?}", third.recalled);
     assert!(third.recalled.examples[0].contains(&first_id));
     assert!(third.recalled.examples[0].contains("score 20/25"));
+    let q = agency_service::EventQuery {
+        handler: Some(first.run),
+        kinds: vec!["pipeline.ended".to_owned()],
+        ..Default::default()
+    };
+    let events = env.svc.events_read(Principal::User, &q).unwrap().events;
+    assert_eq!(events[0].data["portfolio"], json!(true), "{events:#?}");
     let _ = other;
 }
 
@@ -249,6 +256,18 @@ fn issue31_a_failed_run_is_not_in_the_portfolio() {
     );
     let later = run_again(&env);
     assert_eq!(later["runs"], json!([]));
+    // The log says which runs joined the portfolio.
+    let ended = |run: HandlerId| {
+        let q = agency_service::EventQuery {
+            handler: Some(run),
+            kinds: vec!["pipeline.ended".to_owned()],
+            ..Default::default()
+        };
+        let events = env.svc.events_read(Principal::User, &q).unwrap().events;
+        assert_eq!(events.len(), 1, "{events:#?}");
+        events[0].data["portfolio"].clone()
+    };
+    assert_eq!(ended(run), json!(false));
 }
 
 fn run_again(env: &Env) -> Value {
