@@ -14,6 +14,7 @@
 
 mod check;
 mod engine;
+pub mod judge;
 mod library;
 mod tasks;
 
