@@ -50,6 +50,12 @@ open_enum! {
         PipelineStageStarted = "pipeline.stage_started",
         PipelineStageEnded = "pipeline.stage_ended",
         PipelineEnded = "pipeline.ended",
+        LessonProposed = "lesson.proposed",
+        LessonAdmitted = "lesson.admitted",
+        LessonRejected = "lesson.rejected",
+        LessonRetired = "lesson.retired",
+        LessonRolledBack = "lesson.rolled_back",
+        LessonChanged = "lesson.changed",
     }
 }
 

@@ -14,6 +14,7 @@ mod calls;
 mod dashboard;
 mod events;
 mod kb;
+mod lessons;
 mod mail;
 mod mcp;
 mod mcp_pins;
@@ -40,6 +41,10 @@ pub use dashboard::{
 };
 pub use events::{Event, EventKind, EventsPage};
 pub use kb::{FileInfo, FileMeta, FileText, KbAuditEntry, VersionInfo};
+pub use lessons::{
+    LessonCounters, LessonDetail, LessonEvent, LessonScope, LessonVersion, LessonView,
+    LessonsExport,
+};
 pub use mail::{MailBody, MailHeader, MessageView};
 pub use mcp::{
     AuditPage, AuditSubmitted, CapabilityList, ContentEncoding, Granted, HandlerOutcomes,

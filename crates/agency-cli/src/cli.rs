@@ -9,12 +9,14 @@ use clap::{Args, Parser, Subcommand};
 mod control;
 mod groups;
 mod kb;
+mod lessons;
 mod memory;
 mod org;
 mod pipeline;
 
 pub use control::*;
 pub use kb::*;
+pub use lessons::*;
 pub use memory::*;
 pub use org::*;
 pub use pipeline::*;
@@ -109,6 +111,12 @@ pub enum Command {
     /// write a built-in one (AgencyCore) as editable sources.
     #[command(subcommand)]
     Pipeline(PipelineCommand),
+
+    /// What pipelines learned: lessons admitted on evidence and recalled
+    /// by later runs; list, show, approve, reject, retire, roll back,
+    /// export.
+    #[command(subcommand)]
+    Lessons(LessonsCommand),
 
     /// An agent's effective definition after inheritance, and the file
     /// and line each field came from. Needs no daemon.

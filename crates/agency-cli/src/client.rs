@@ -55,6 +55,7 @@ pub enum IdKind {
     OrgKey,
     Memory,
     MemoryCompaction,
+    Lesson,
 }
 
 impl IdKind {
@@ -69,6 +70,7 @@ impl IdKind {
             IdKind::OrgKey => "key",
             IdKind::Memory => "memory",
             IdKind::MemoryCompaction => "compaction",
+            IdKind::Lesson => "lesson",
         }
     }
 }

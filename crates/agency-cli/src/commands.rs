@@ -18,6 +18,7 @@ mod hook;
 mod kb;
 mod keep_warm;
 mod launch;
+mod lessons;
 mod logs;
 mod mail;
 mod mcp;
@@ -197,6 +198,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pipeline(PipelineCommand::Runs(a)) => pipeline::runs(&ctx, &a),
         Command::Pipeline(PipelineCommand::Show(a)) => pipeline::show_run(&ctx, &a.run),
         Command::Pipeline(PipelineCommand::Stop(a)) => pipeline::stop_run(&ctx, &a.run),
+        Command::Lessons(c) => lessons::run(&ctx, c),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
         Command::Budget(BudgetCommand::Set { handler, limits }) => {
             budget::set(&ctx, &handler, &limits)

@@ -101,6 +101,11 @@ uuid_id!(
     /// user may undo.
     MemoryCompactionId
 );
+uuid_id!(
+    /// A lesson a pipeline learned; also the id of the KB file that holds
+    /// its versions.
+    LessonId
+);
 
 impl HandlerId {
     /// The handler responsible for `root`, whose id is that outcome's UUID.
@@ -111,6 +116,13 @@ impl HandlerId {
     /// The handler's root outcome.
     pub fn root(&self) -> OutcomeId {
         OutcomeId(self.0)
+    }
+}
+
+impl LessonId {
+    /// The KB file holding the lesson's versions (same UUID).
+    pub fn file(&self) -> FileId {
+        FileId(self.0)
     }
 }
 

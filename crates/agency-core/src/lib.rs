@@ -29,8 +29,8 @@ pub use capability::{
 };
 pub use egress::{EgressPattern, EgressTarget};
 pub use ids::{
-    AgentId, CallId, CapabilityId, ConversationId, FileId, HandlerId, MemoryCompactionId, MemoryId,
-    MessageId, OrgKeyId, OrgMessageId, OutcomeId,
+    AgentId, CallId, CapabilityId, ConversationId, FileId, HandlerId, LessonId, MemoryCompactionId,
+    MemoryId, MessageId, OrgKeyId, OrgMessageId, OutcomeId,
 };
 pub use level::Level;
 pub use outcome::{OutcomeStatus, StatusChange, check_status_change};

@@ -408,3 +408,54 @@ impl StageStatus {
         !matches!(self, StageStatus::Pending | StageStatus::Running)
     }
 }
+
+/// Where a lesson a pipeline learned is. Only `admitted` lessons are
+/// recalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LessonState {
+    /// Proposed by a Learner; waits for more evidence.
+    Proposed,
+    /// Its evidence sufficed; the replay gate re-runs the stages it
+    /// would affect with and without it.
+    Replaying,
+    /// Passed every check, and its scope (a tool policy or a permission)
+    /// needs the user's approval as well.
+    AwaitingUser,
+    /// Recalled by later runs.
+    Admitted,
+    /// Refused, with the reason; reconsidered only on new evidence.
+    Rejected,
+    /// No longer recalled (deprecated, harmful, or by the user).
+    Retired,
+    /// Its admission was undone by the user (`agency lessons rollback`).
+    RolledBack,
+}
+
+impl LessonState {
+    pub const ALL: [LessonState; 7] = [
+        LessonState::Proposed,
+        LessonState::Replaying,
+        LessonState::AwaitingUser,
+        LessonState::Admitted,
+        LessonState::Rejected,
+        LessonState::Retired,
+        LessonState::RolledBack,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LessonState::Proposed => "proposed",
+            LessonState::Replaying => "replaying",
+            LessonState::AwaitingUser => "awaiting_user",
+            LessonState::Admitted => "admitted",
+            LessonState::Rejected => "rejected",
+            LessonState::Retired => "retired",
+            LessonState::RolledBack => "rolled_back",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LessonState> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}

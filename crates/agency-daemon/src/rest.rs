@@ -9,6 +9,7 @@ pub mod agency;
 pub(crate) mod follow;
 pub(crate) mod kb;
 pub(crate) mod keep_warm;
+pub(crate) mod lessons;
 pub(crate) mod memory;
 pub(crate) mod models;
 pub(crate) mod orgs;
@@ -80,6 +81,7 @@ pub(crate) fn routes(max_file_bytes: usize, tools: &Arc<Tools>) -> Router<Arc<Ap
         .merge(crate::reload::routes())
         .merge(orgs::routes())
         .merge(pipelines::routes())
+        .merge(lessons::routes())
         .merge(agency::key_routes())
         .merge(agency_tools::admin_routes(tools.clone()))
         .layer(axum::middleware::from_fn(
@@ -562,6 +564,7 @@ async fn resolve(
         "key" => IdKind::OrgKey,
         "memory" => IdKind::Memory,
         "compaction" => IdKind::MemoryCompaction,
+        "lesson" => IdKind::Lesson,
         other => {
             return Err(BadRequest(format!(
                 "failed to resolve: unknown id kind {other:?}"

@@ -32,6 +32,7 @@ mod event_log;
 mod events;
 mod gc;
 mod kb;
+pub mod lessons;
 mod mail;
 mod mcp_pins;
 mod memory;

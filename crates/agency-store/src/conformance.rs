@@ -36,6 +36,7 @@ pub mod fixtures;
 pub mod handler_settings;
 pub mod handlers;
 pub mod kb;
+pub mod lessons;
 pub mod mail;
 pub mod maintenance;
 pub mod mcp_pins;
@@ -87,6 +88,7 @@ macro_rules! store_conformance {
             problems::problems_open_once_per_key_and_close,
             pipelines::pipeline_runs_and_stages_round_trip,
             pipelines::pipeline_library_is_searched_by_words_kind_and_score,
+            lessons::lessons_round_trip_search_and_history,
             calls::calls_are_recorded_listed_and_answered_once,
             budgets::budgets_spend_reservations_and_hops,
             approvals::approvals_are_bound_and_decided_once,

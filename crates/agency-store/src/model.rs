@@ -238,6 +238,8 @@ pub enum IdKind {
     OrgKey,
     Memory,
     MemoryCompaction,
+    /// A lesson a pipeline learned.
+    Lesson,
 }
 
 /// The process group of a spawned agent, as the supervisor recorded it.

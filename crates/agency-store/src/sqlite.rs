@@ -34,6 +34,7 @@ mod group;
 mod handler_settings;
 mod handlers;
 mod kb;
+mod lessons;
 mod mail;
 mod maintenance;
 mod mcp_pins;
@@ -96,6 +97,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v27.sql"),
     include_str!("sqlite/schema_v28.sql"),
     include_str!("sqlite/schema_v29.sql"),
+    include_str!("sqlite/schema_v30.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

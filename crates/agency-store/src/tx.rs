@@ -39,6 +39,7 @@ mod events;
 mod handler_settings;
 mod handlers;
 mod kb;
+mod lessons;
 mod mail;
 mod maintenance;
 mod mcp_pins;
@@ -62,6 +63,7 @@ pub use events::EventTx;
 pub use handler_settings::HandlerSettingsTx;
 pub use handlers::HandlerTx;
 pub use kb::KbTx;
+pub use lessons::LessonTx;
 pub use mail::MailTx;
 pub use maintenance::MaintenanceTx;
 pub use mcp_pins::McpPinTx;
@@ -103,6 +105,7 @@ pub trait Tx:
     + EventTx
     + ProblemTx
     + PipelineTx
+    + LessonTx
     + CallTx
 {
 }
@@ -129,6 +132,7 @@ impl<T> Tx for T where
         + EventTx
         + ProblemTx
         + PipelineTx
+        + LessonTx
         + CallTx
         + ?Sized
 {
@@ -139,7 +143,7 @@ impl<T> Tx for T where
 pub mod prelude {
     pub use super::{
         AgentTx, ApprovalTx, AuditLogTx, BudgetTx, CallTx, CapabilityTx, EventTx,
-        HandlerSettingsTx, HandlerTx, KbTx, MailTx, MaintenanceTx, McpPinTx, MemoryTx,
+        HandlerSettingsTx, HandlerTx, KbTx, LessonTx, MailTx, MaintenanceTx, McpPinTx, MemoryTx,
         OrgMessageTx, OrgToolTx, OrgTx, OutcomeTx, PipelineTx, ProblemTx, RunTx, Tx, UsageTx,
     };
 }

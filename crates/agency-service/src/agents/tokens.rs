@@ -144,6 +144,7 @@ impl Service {
             IdKind::OrgKey => "API key",
             IdKind::Memory => "memory",
             IdKind::MemoryCompaction => "memory compaction",
+            IdKind::Lesson => "lesson",
         };
         if p.is_empty() || p.len() > 36 || !p.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
             return Err(ServiceError::invalid(format!(

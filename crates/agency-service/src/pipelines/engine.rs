@@ -201,7 +201,8 @@ impl System {
                         .iter()
                         .flat_map(|rd| super::values_at(&context, rd)),
                 );
-                Some(self.read(|tx| super::library::recall(tx, &r.pipeline, &words))?)
+                // A write: each lesson recalled is logged with the run.
+                Some(self.write(|op| super::library::recall(op, &r.pipeline, run, &words))?)
             }
             _ => None,
         };
@@ -401,7 +402,7 @@ fn end_run(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
 }
 
 /// Add the done run `r` to its pipeline's portfolio, with every stage's
-/// artifact (each validated when it was stored).
+/// artifact (each validated when it was stored), and learn from it.
 fn add_to_portfolio(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
     let corrupt = |what: &str, e: String| {
         ServiceError::from(agency_store::StoreError::corrupt(
@@ -423,7 +424,9 @@ fn add_to_portfolio(op: &mut Op<'_>, r: &PipelineRunRow) -> Result<()> {
             .map_err(|e| corrupt(&format!("the artifact of stage {}", s.name), e.to_string()))?;
         artifacts.push((s.name, value));
     }
-    super::library::add_example(op, r, &input, &artifacts)
+    super::library::add_example(op, r, &input, &artifacts)?;
+    // The learning loop: recalled lessons marked, proposals applied.
+    crate::lessons::learn::learn(op, r, &artifacts)
 }
 
 /// Block a failed stage's outcome with the reason.

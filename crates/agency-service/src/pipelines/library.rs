@@ -137,13 +137,20 @@ pub(crate) fn history(tx: &mut dyn Tx, pipeline: &str, words: &[String]) -> Resu
     Ok(json!({ "runs": runs, "improvements": improvements }))
 }
 
-/// The Retriever's recall for `words`: approved lessons, playbooks and
-/// examples scoring at least [`EXAMPLE_MIN_SCORE`], best match first.
-pub(crate) fn recall(tx: &mut dyn Tx, pipeline: &str, words: &[String]) -> Result<Recalled> {
+/// The Retriever's recall of run `run` for `words`: admitted lessons
+/// (quoted with their provenance; each recall logged with the run),
+/// playbooks and examples scoring at least [`EXAMPLE_MIN_SCORE`], best
+/// match first.
+pub(crate) fn recall(
+    op: &mut Op<'_>,
+    pipeline: &str,
+    run: agency_core::HandlerId,
+    words: &[String],
+) -> Result<Recalled> {
+    let lessons = crate::lessons::learn::recall(op, pipeline, run, words, RECALL_LESSONS)?;
+    let tx = &mut *op.tx;
     let texts =
         |found: Vec<(LibraryEntryRow, f64)>| found.into_iter().map(|(e, _)| e.text).collect();
-    let lessons =
-        texts(tx.search_library(pipeline, LibraryKind::Lesson, words, None, RECALL_LESSONS)?);
     let playbooks = texts(tx.search_library(
         pipeline,
         LibraryKind::Playbook,

@@ -25,6 +25,7 @@ impl MaintenanceTx for SqliteTx<'_> {
             IdKind::OrgKey => "org_keys",
             IdKind::Memory => "memories",
             IdKind::MemoryCompaction => "memory_compactions",
+            IdKind::Lesson => "lessons",
         };
         let sql = format!("SELECT id FROM {table} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3");
         let upper = format!("{prefix}~");

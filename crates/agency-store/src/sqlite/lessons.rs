@@ -1,0 +1,225 @@
+//! Lessons and their history (`lessons` with its full-text index over
+//! title, trigger and advice; `lesson_log`).
+
+use agency_core::{HandlerId, LessonId};
+use rusqlite::{Row, params};
+
+use super::SqliteTx;
+use super::convert::*;
+use super::memory::fts_query;
+use crate::error::StoreError;
+use crate::lessons::{LessonFilter, LessonLogRow, LessonRow, LessonState};
+use crate::tx::LessonTx;
+
+const COLS: &str = "l.id, l.pipeline, l.key, l.title, l.scope_kind, l.scope, l.trigger_text, \
+                    l.advice, l.counterexample, l.state, l.reason, l.version, l.recalled, \
+                    l.used, l.helpful, l.harmful, l.created_at, l.updated_at";
+
+fn lesson_row(r: &Row<'_>) -> R<LessonRow> {
+    let state: String = col(r, 9, "lesson state")?;
+    Ok(LessonRow {
+        id: col_id(r, 0, "lesson id")?,
+        pipeline: col(r, 1, "lesson pipeline")?,
+        key: col(r, 2, "lesson key")?,
+        title: col(r, 3, "lesson title")?,
+        scope_kind: col(r, 4, "lesson scope kind")?,
+        scope: col(r, 5, "lesson scope")?,
+        trigger: col(r, 6, "lesson trigger")?,
+        advice: col(r, 7, "lesson advice")?,
+        counterexample: col(r, 8, "lesson counterexample")?,
+        state: LessonState::parse(&state)
+            .ok_or_else(|| StoreError::corrupt("lesson state", state))?,
+        reason: col(r, 10, "lesson reason")?,
+        version: col(r, 11, "lesson version")?,
+        recalled: col(r, 12, "lesson recalled")?,
+        used: col(r, 13, "lesson used")?,
+        helpful: col(r, 14, "lesson helpful")?,
+        harmful: col(r, 15, "lesson harmful")?,
+        created_at: col_ts(r, 16, "lesson created_at")?,
+        updated_at: col_ts(r, 17, "lesson updated_at")?,
+    })
+}
+
+const LOG_COLS: &str = "seq, lesson, action, run, version, detail, at";
+
+fn log_row(r: &Row<'_>) -> R<LessonLogRow> {
+    Ok(LessonLogRow {
+        seq: col(r, 0, "lesson log seq")?,
+        lesson: col_id(r, 1, "lesson log lesson")?,
+        action: col(r, 2, "lesson log action")?,
+        run: col_opt_id(r, 3, "lesson log run")?,
+        version: col(r, 4, "lesson log version")?,
+        detail: col(r, 5, "lesson log detail")?,
+        at: col_ts(r, 6, "lesson log at")?,
+    })
+}
+
+impl LessonTx for SqliteTx<'_> {
+    fn insert_lesson(&mut self, l: &LessonRow) -> R<()> {
+        execute(
+            self.conn,
+            "INSERT INTO lessons (id, pipeline, key, title, scope_kind, scope, trigger_text, \
+             advice, counterexample, state, reason, version, recalled, used, helpful, harmful, \
+             created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            params![
+                l.id.to_string(),
+                l.pipeline,
+                l.key,
+                l.title,
+                l.scope_kind,
+                l.scope,
+                l.trigger,
+                l.advice,
+                l.counterexample,
+                l.state.as_str(),
+                l.reason,
+                l.version,
+                l.recalled,
+                l.used,
+                l.helpful,
+                l.harmful,
+                l.created_at.0,
+                l.updated_at.0
+            ],
+            || format!("add lesson {} of pipeline {}", l.id, l.pipeline),
+        )?;
+        Ok(())
+    }
+
+    fn update_lesson(&mut self, l: &LessonRow) -> R<()> {
+        let changed = execute(
+            self.conn,
+            "UPDATE lessons SET pipeline = ?2, key = ?3, title = ?4, scope_kind = ?5, scope = ?6, \
+             trigger_text = ?7, advice = ?8, counterexample = ?9, state = ?10, reason = ?11, \
+             version = ?12, recalled = ?13, used = ?14, helpful = ?15, harmful = ?16, \
+             created_at = ?17, updated_at = ?18 WHERE id = ?1",
+            params![
+                l.id.to_string(),
+                l.pipeline,
+                l.key,
+                l.title,
+                l.scope_kind,
+                l.scope,
+                l.trigger,
+                l.advice,
+                l.counterexample,
+                l.state.as_str(),
+                l.reason,
+                l.version,
+                l.recalled,
+                l.used,
+                l.helpful,
+                l.harmful,
+                l.created_at.0,
+                l.updated_at.0
+            ],
+            || format!("update lesson {}", l.id),
+        )?;
+        require_row(changed, || format!("update lesson {}", l.id))
+    }
+
+    fn lesson(&mut self, id: LessonId) -> R<Option<LessonRow>> {
+        query_opt(
+            self.conn,
+            &format!("SELECT {COLS} FROM lessons l WHERE l.id = ?1"),
+            [id.to_string()],
+            || format!("read lesson {id}"),
+            lesson_row,
+        )
+    }
+
+    fn lesson_by_key(&mut self, pipeline: &str, key: &str) -> R<Option<LessonRow>> {
+        query_opt(
+            self.conn,
+            &format!("SELECT {COLS} FROM lessons l WHERE l.pipeline = ?1 AND l.key = ?2"),
+            params![pipeline, key],
+            || format!("find the lesson {key:?} of pipeline {pipeline}"),
+            lesson_row,
+        )
+    }
+
+    fn lessons(&mut self, filter: &LessonFilter, n: usize) -> R<Vec<LessonRow>> {
+        let states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
+        let states = serde_json::to_string(&states).unwrap_or_else(|_| "[]".to_owned());
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {COLS} FROM lessons l \
+                 WHERE (?1 IS NULL OR l.pipeline = ?1) \
+                   AND (?2 = '[]' OR l.state IN (SELECT value FROM json_each(?2))) \
+                 ORDER BY l.updated_at DESC, l.id LIMIT ?3"
+            ),
+            params![filter.pipeline, states, limit(n)],
+            || "list lessons".to_owned(),
+            lesson_row,
+        )
+    }
+
+    fn search_lessons(
+        &mut self,
+        pipeline: &str,
+        words: &[String],
+        n: usize,
+    ) -> R<Vec<(LessonRow, f64)>> {
+        let Some(q) = fts_query(words) else {
+            return Ok(Vec::new());
+        };
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {COLS}, -bm25(lessons_fts) FROM lessons_fts \
+                 JOIN lessons l ON l.seq = lessons_fts.rowid \
+                 WHERE lessons_fts MATCH ?1 AND l.pipeline = ?2 AND l.state = 'admitted' \
+                 ORDER BY bm25(lessons_fts), l.id LIMIT ?3"
+            ),
+            params![q, pipeline, limit(n)],
+            || format!("search the lessons of pipeline {pipeline}"),
+            |r| Ok((lesson_row(r)?, col(r, 18, "lesson score")?)),
+        )
+    }
+
+    fn append_lesson_log(&mut self, e: &LessonLogRow) -> R<i64> {
+        execute(
+            self.conn,
+            "INSERT INTO lesson_log (lesson, action, run, version, detail, at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                e.lesson.to_string(),
+                e.action,
+                opt_text(e.run),
+                e.version,
+                e.detail,
+                e.at.0
+            ],
+            || format!("add {} to the history of lesson {}", e.action, e.lesson),
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn lesson_log(&mut self, lesson: LessonId, n: usize) -> R<Vec<LessonLogRow>> {
+        let mut rows = query_rows(
+            self.conn,
+            &format!(
+                "SELECT {LOG_COLS} FROM lesson_log WHERE lesson = ?1 ORDER BY seq DESC LIMIT ?2"
+            ),
+            params![lesson.to_string(), limit(n)],
+            || format!("read the history of lesson {lesson}"),
+            log_row,
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn lesson_log_of_run(&mut self, run: HandlerId, action: &str) -> R<Vec<LessonLogRow>> {
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {LOG_COLS} FROM lesson_log WHERE run = ?1 AND action = ?2 ORDER BY seq"
+            ),
+            params![run.to_string(), action],
+            || format!("list the lessons {action} by run {run}"),
+            log_row,
+        )
+    }
+}
