@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::home::TestHome;
 
-const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.json");
-const REQUEST: &str = "Add a /health endpoint to our web API";
+pub(crate) const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.json");
+pub(crate) const REQUEST: &str = "Add a /health endpoint to our web API";
 
 /// A change to one stage's scripted answer.
 type Edit<'a> = (&'a str, &'a dyn Fn(&mut Value));
@@ -36,7 +36,7 @@ fn script_with(edits: &[Edit<'_>]) -> Script {
     Script::from_json(&doc.to_string()).unwrap()
 }
 
-fn config(model: &ModelServer) -> String {
+pub(crate) fn config(model: &ModelServer) -> String {
     format!(
         "[models.default]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"test-model\"\ndefault_price = {{ input = 1.0, output = 2.0 }}\n",
         model.base_url()
@@ -44,7 +44,11 @@ fn config(model: &ModelServer) -> String {
 }
 
 /// `agency pipeline run … --wait --json` in a blocking thread.
-async fn run_waiting(home: &TestHome, pipeline: &str, input: &str) -> (i32, Value, String) {
+pub(crate) async fn run_waiting(
+    home: &TestHome,
+    pipeline: &str,
+    input: &str,
+) -> (i32, Value, String) {
     let args: Vec<String> = ["--json", "pipeline", "run", pipeline, input, "--wait"]
         .iter()
         .map(|s| (*s).to_owned())
@@ -60,7 +64,7 @@ async fn run_waiting(home: &TestHome, pipeline: &str, input: &str) -> (i32, Valu
     (out.0, v, out.2)
 }
 
-fn stage<'a>(run: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn stage<'a>(run: &'a Value, name: &str) -> &'a Value {
     run["stages_detail"]
         .as_array()
         .unwrap()
@@ -69,7 +73,7 @@ fn stage<'a>(run: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no stage {name} in {run}"))
 }
 
-fn artifact(home: &TestHome, run: &Value, name: &str) -> Value {
+pub(crate) fn artifact(home: &TestHome, run: &Value, name: &str) -> Value {
     let file = stage(run, name)["artifact"].as_str().unwrap().to_owned();
     let v = home.json(&["kb", "cat", &file]);
     serde_json::from_str(v["text"].as_str().unwrap()).unwrap()

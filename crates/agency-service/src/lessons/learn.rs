@@ -22,6 +22,9 @@ use crate::service::{Caller, Op};
 /// A lesson retires when its harmful marks pass its helpful ones over at
 /// least this many scored runs.
 pub const MIN_USES_TO_RETIRE: i64 = 3;
+/// History entries after which earlier edit and deprecation proposals no
+/// longer count: a new version, or the user's decision.
+const RESETS: &[&str] = &["edited", "rolled_back", "approved", "retired", "admitted"];
 /// Most admitted lessons a contradiction check compares with.
 const MAX_COMPARED: usize = 1000;
 
@@ -89,17 +92,26 @@ pub fn quote(l: &LessonRow, runs: &[HandlerId]) -> String {
 
 /// The runs whose Learners proposed lesson `id`, oldest first.
 pub(crate) fn supporting_runs(op: &mut Op<'_>, id: LessonId) -> Result<Vec<HandlerId>> {
-    runs_with(op.tx, id, "proposed", None)
+    runs_with(op.tx, id, "proposed", None, &[])
 }
 
+/// The distinct runs that logged `action` on lesson `id` (with
+/// `fingerprint`, if given), oldest first: counted since the lesson's
+/// last entry of one of `since` (evidence older than an edit or a
+/// rollback does not count again).
 fn runs_with(
     tx: &mut dyn agency_store::Tx,
     id: LessonId,
     action: &str,
     fingerprint: Option<&str>,
+    since: &[&str],
 ) -> Result<Vec<HandlerId>> {
     let mut runs = Vec::new();
     for e in tx.lesson_log(id, usize::MAX)? {
+        if since.contains(&e.action.as_str()) {
+            runs.clear();
+            continue;
+        }
         if e.action != action {
             continue;
         }
@@ -283,7 +295,7 @@ fn apply(op: &mut Op<'_>, r: &PipelineRunRow, p: &Proposal, severe: bool) -> Res
                 return Ok(());
             }
             record::log(op, &l, "deprecation_proposed", Some(r.id), detail)?;
-            let runs = runs_with(op.tx, l.id, "deprecation_proposed", None)?;
+            let runs = runs_with(op.tx, l.id, "deprecation_proposed", None, RESETS)?;
             if runs.len() >= admission::MIN_RUNS || severe {
                 l.state = LessonState::Retired;
                 l.reason = Some(format!(
@@ -329,7 +341,7 @@ fn apply(op: &mut Op<'_>, r: &PipelineRunRow, p: &Proposal, severe: bool) -> Res
 /// lesson of its scope.
 fn edit(op: &mut Op<'_>, l: &mut LessonRow, p: &Proposal, run: HandlerId) -> Result<()> {
     let f = p.fingerprint();
-    let runs = runs_with(op.tx, l.id, "edit_proposed", Some(&f))?;
+    let runs = runs_with(op.tx, l.id, "edit_proposed", Some(&f), RESETS)?;
     let others = admitted_of_scope(op, l)?;
     let refs: Vec<admission::Admitted<'_>> = others
         .iter()
@@ -392,7 +404,7 @@ pub(crate) fn consider(op: &mut Op<'_>, l: &mut LessonRow, run: Option<HandlerId
     if !matches!(l.state, LessonState::Proposed | LessonState::Rejected) {
         return Ok(());
     }
-    let runs = runs_with(op.tx, l.id, "proposed", None)?;
+    let runs = runs_with(op.tx, l.id, "proposed", None, &[])?;
     let severe = any_severe(op.tx, l.id, "proposed")?;
     let rejected_at = if l.state == LessonState::Rejected {
         op.tx
