@@ -24,6 +24,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::{JoinHandle, JoinSet};
 
+mod replay;
+
 use crate::code;
 use crate::gateway::{GatewayModel, Upstream};
 use crate::ladder::{Backoff, StageDeps, StageReport, SystemClock, TokioSleeper};
@@ -78,6 +80,7 @@ pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
         cfg,
         http,
         active: Mutex::new(HashMap::new()),
+        replaying: Mutex::new(std::collections::HashSet::new()),
         tasks: Mutex::new(JoinSet::new()),
     });
     let handle = runner.clone();
@@ -88,6 +91,7 @@ pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
         loop {
             match events.recv().await {
                 Ok(Event::PipelineRunReady { run }) => runner.clone().drive(run),
+                Ok(Event::LessonReplayReady { lesson }) => runner.clone().replay(lesson),
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => runner.clone().scan().await,
                 Err(RecvError::Closed) => return,
@@ -121,6 +125,8 @@ struct Runner {
     /// Runs being driven now, one driver each, and whether it was woken
     /// again while at work.
     active: Mutex<HashMap<HandlerId, bool>>,
+    /// Lessons whose replay runs now.
+    replaying: Mutex<std::collections::HashSet<agency_core::LessonId>>,
     /// The drivers, aborted together at stop.
     tasks: Mutex<JoinSet<()>>,
 }
@@ -136,6 +142,17 @@ impl Runner {
             }
             Ok(Err(e)) => tracing::error!("failed to list unfinished pipeline runs: {e}"),
             Err(e) => tracing::error!("failed to list unfinished pipeline runs: {e}"),
+        }
+        // Replays the daemon stopped in are run again from the start.
+        let sys = self.sys.clone();
+        match tokio::task::spawn_blocking(move || sys.lesson_replays_pending()).await {
+            Ok(Ok(lessons)) => {
+                for lesson in lessons {
+                    self.clone().replay(lesson);
+                }
+            }
+            Ok(Err(e)) => tracing::error!("failed to list lessons waiting for a replay: {e}"),
+            Err(e) => tracing::error!("failed to list lessons waiting for a replay: {e}"),
         }
     }
 

@@ -90,4 +90,8 @@ pub enum Event {
     PipelineRunReady {
         run: HandlerId,
     },
+    /// A lesson waits for its replay gate; the daemon's engine runs it.
+    LessonReplayReady {
+        lesson: agency_core::LessonId,
+    },
 }

@@ -15,7 +15,7 @@ use crate::events::Event;
 /// recorded itself.
 pub(super) fn describe(tx: &mut dyn Tx, e: &Event) -> Result<Option<Record>> {
     let r = match e {
-        Event::PipelineRunReady { .. } => return Ok(None),
+        Event::PipelineRunReady { .. } | Event::LessonReplayReady { .. } => return Ok(None),
         Event::MessageDelivered { message, to } => {
             let m = tx.message(*message)?;
             let subject = m.as_ref().map(|m| m.subject.clone()).unwrap_or_default();

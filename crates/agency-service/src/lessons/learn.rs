@@ -92,7 +92,12 @@ pub fn quote(l: &LessonRow, runs: &[HandlerId]) -> String {
 
 /// The runs whose Learners proposed lesson `id`, oldest first.
 pub(crate) fn supporting_runs(op: &mut Op<'_>, id: LessonId) -> Result<Vec<HandlerId>> {
-    runs_with(op.tx, id, "proposed", None, &[])
+    runs_of(op.tx, id)
+}
+
+/// The runs whose Learners proposed lesson `id`, oldest first.
+pub(crate) fn runs_of(tx: &mut dyn agency_store::Tx, id: LessonId) -> Result<Vec<HandlerId>> {
+    runs_with(tx, id, "proposed", None, &[])
 }
 
 /// The distinct runs that logged `action` on lesson `id` (with

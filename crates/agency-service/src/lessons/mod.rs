@@ -13,6 +13,7 @@ mod api;
 pub(crate) mod learn;
 pub mod proposal;
 mod record;
-mod replay;
+pub mod replay;
 
 pub use learn::MIN_USES_TO_RETIRE;
+pub use replay::{Frozen, ReplayJob, ReplayResult, ReplayScores};

@@ -31,6 +31,7 @@ pub use agency_api::{PipelineRunSummary, PipelineRunView, PipelineStageView};
 pub use check::{MAX_ARTIFACT_BYTES, MAX_STAGES};
 pub use engine::{NextStage, PLAN_APPROVAL_TOOL, StageEnd};
 pub(crate) use engine::{approval_decided, budgets_lifted};
+pub(crate) use library::history as history_of;
 pub use library::{
     EXAMPLE_MIN_SCORE, RECALL_EXAMPLES, RECALL_LESSONS, RECALL_PLAYBOOKS, Recalled, values_at,
     words_of,
