@@ -14,6 +14,7 @@
 
 mod check;
 mod engine;
+mod facts;
 pub mod judge;
 mod library;
 mod tasks;
