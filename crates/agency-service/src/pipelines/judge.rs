@@ -84,6 +84,18 @@ pub fn judged(artifacts: &[(String, Value)]) -> Option<Judged> {
     })
 }
 
+/// What the engine capped in the run's scorecard because the run's facts
+/// forbid it (the scoring artifact's `capped`), each with the facts that
+/// forced it; empty when nothing was, or no stage scored the run.
+pub fn capped(artifacts: &[(String, Value)]) -> Vec<agency_org::pipeline::Capped> {
+    artifacts
+        .iter()
+        .find(|(_, a)| a.get("scorecard").is_some_and(Value::is_object))
+        .and_then(|(_, a)| a.get("capped"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +123,15 @@ mod tests {
         let j = judged(&[("G".to_owned(), json!({"scorecard": {"safety": 5}}))]).expect("scored");
         assert_eq!((j.rubric.as_str(), j.grader.as_str()), ("", ""));
         assert!(judged(&[("G".to_owned(), json!({"scorecard": 3}))]).is_none());
+    }
+
+    #[test]
+    fn capped_lists_what_the_facts_forced() {
+        let gk = json!({"scorecard": {"correctness": 2}, "capped": [
+            {"field": "scorecard.correctness", "from": 5, "to": 2, "why": "command `make` failed"}]});
+        let c = capped(&[("Gatekeeper".to_owned(), gk)]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].why, "command `make` failed");
+        assert!(capped(&[("G".to_owned(), json!({"scorecard": {}}))]).is_empty());
     }
 }
