@@ -263,8 +263,17 @@ fn validation(cfg: Cfg) -> Result<Section> {
         "scorecard": {"correctness": 5, "verification": 4, "safety": 5, "clarity": 4, "autonomy": 3},
         "totalScore": 21,
         "decision": {"approved": true, "promoteToPortfolio": true, "reason": "clean and tested"},
+        "rationales": {
+            "correctness": {"rationale": "The route matches the request.", "evidence": ["Implementor.actions[0]"]},
+            "verification": {"rationale": "A qa task tests it.", "evidence": ["facts.plan.verifying"]},
+            "safety": {"rationale": "Nothing was blocked.", "evidence": ["facts.safety.safe"]},
+            "clarity": {"rationale": "Explained.", "evidence": ["Implementor.explanation"]},
+            "autonomy": {"rationale": "No approval was needed.", "evidence": ["facts.safety.approvals"]}
+        },
         "feedback": "Good.", "improvements": ["run the tests live"], "approvedLessons": ["test routes"],
-        "rejectedLessons": [], "timestamp": "2026-12-03T10:00:00Z"
+        "rejectedLessons": [], "facts": agency_org::pipeline::empty_facts(), "capped": [],
+        "rubric": "Gatekeeper@0123456789abcdef", "grader": "default/test-model",
+        "timestamp": "2026-12-03T10:00:00Z"
     });
     contract
         .validate(&artifact)

@@ -90,6 +90,11 @@ pub trait ModelClient: Send + Sync {
     /// Whether the upstream `model` (`None`: the default) supports
     /// constrained output with a JSON Schema.
     fn constrained(&self, model: Option<&str>) -> bool;
+    /// The name of the model `model` (`None`: the default) answers with,
+    /// as stamped on a judging stage's scorecard (its grader).
+    fn model_name(&self, model: Option<&str>) -> String {
+        model.unwrap_or("default").to_owned()
+    }
 }
 
 /// The time an answer arrived, stamped on it.

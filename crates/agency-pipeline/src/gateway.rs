@@ -244,6 +244,14 @@ impl ModelClient for GatewayModel {
     fn constrained(&self, model: Option<&str>) -> bool {
         self.upstream(model).is_some_and(|(_, u)| u.constrained)
     }
+
+    /// `UPSTREAM/MODEL`: the `[models.UPSTREAM]` and the model id it sends.
+    fn model_name(&self, model: Option<&str>) -> String {
+        match self.upstream(model) {
+            Some((name, u)) => format!("{name}/{}", u.model),
+            None => model.unwrap_or(&self.default).to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -205,8 +205,11 @@ pub async fn run_llm_stage(
             Ok(a) => a,
             Err((status, error)) => return Ok(run.end(status, error)),
         };
+        // The grader stamped is the model that gave this answer (an
+        // escalation's is another).
         let stamps = Stamps {
             now: deps.clock.now(),
+            grader: Some(deps.client.model_name(model.as_deref())),
             ..stamps.clone()
         };
         let (result, repaired) = evaluate(contract, &answer.text, &stamps);

@@ -517,6 +517,10 @@ pub(crate) fn context_of(next: &NextStage) -> Result<Context, String> {
             ctx.set_history(value.clone());
             continue;
         }
+        if name == agency_org::pipeline::FACTS {
+            ctx.set_facts(value.clone());
+            continue;
+        }
         let Some(spec) = next.model.stages.iter().find(|s| &s.name == name) else {
             return Err(format!(
                 "the context names stage {name}, which the pipeline lacks"

@@ -21,6 +21,9 @@ pub struct Context {
     /// The run's `history` (built by the service from the store), when
     /// the stage reads it.
     history: Option<Value>,
+    /// The run's `facts` (computed by the service from the store), when
+    /// the stage reads them.
+    facts: Option<Value>,
     outputs: BTreeMap<String, Artifact>,
 }
 
@@ -31,6 +34,7 @@ impl Context {
         Context {
             input,
             history: None,
+            facts: None,
             outputs: BTreeMap::new(),
         }
     }
@@ -38,6 +42,11 @@ impl Context {
     /// Set the run's `history`.
     pub fn set_history(&mut self, history: Value) {
         self.history = Some(history);
+    }
+
+    /// Set the run's `facts`.
+    pub fn set_facts(&mut self, facts: Value) {
+        self.facts = Some(facts);
     }
 
     /// Record a finished stage's artifact under its name.
@@ -53,13 +62,15 @@ impl Context {
         self.outputs.get(stage)
     }
 
-    /// The value at `input…`, `history…` or `Stage…`, `fields` outermost
+    /// The value at `input…`, `history…`, `facts…` or `Stage…`, `fields` outermost
     /// first.
     pub fn lookup<'a>(&'a self, stage: &str, fields: &[&str]) -> Option<&'a Value> {
         let mut v = if stage == "input" {
             &self.input
         } else if stage == agency_org::pipeline::HISTORY {
             self.history.as_ref()?
+        } else if stage == agency_org::pipeline::FACTS {
+            self.facts.as_ref()?
         } else {
             self.outputs.get(stage)?.value()
         };

@@ -31,7 +31,8 @@ pub struct Issue {
     /// JSON Pointer into the value (`/scorecard/clarity`; empty: the root).
     pub instance_path: String,
     /// The rule broken: a JSON Schema keyword (`required`, `type`,
-    /// `format`, …), `sum` for [`Check::Sum`], `uniqueId`, `dependency`
+    /// `format`, …), `sum` for [`Check::Sum`], `facts` for [`Check::Facts`],
+    /// `uniqueId`, `dependency`
     /// or `cycle` for a plan's graph ([`agency_org::pipeline::check_plan`]),
     /// `json` for text that is not JSON at all.
     pub keyword: String,
@@ -132,6 +133,11 @@ pub struct Stamps {
     /// What refuses an answer's actions ([`StampedField::BlockedActions`]);
     /// `None`: the plan rules and the workspace alone ([`rules_gate`]).
     pub gate: Option<ActionGate>,
+    /// The run's facts as the stage read them ([`StampedField::Facts`]).
+    pub facts: Option<Value>,
+    /// The model that answered, `UPSTREAM/MODEL` ([`StampedField::Grader`]);
+    /// set by the ladder for each answer.
+    pub grader: Option<String>,
 }
 
 /// Whether the permission system refuses an action an answer proposes
@@ -206,6 +212,8 @@ impl Stamps {
             level: u8::try_from(level.clamp(0, 3)).unwrap_or(0),
             similar_runs,
             gate: None,
+            facts: context.get(agency_org::pipeline::FACTS).cloned(),
+            grader: None,
         }
     }
 
@@ -257,6 +265,9 @@ pub struct OutputContract {
     stamped: Vec<StampedField>,
     checks: Vec<Check>,
     outcomes: Option<OutcomesSpec>,
+    /// The stage's rubric ([`agency_org::pipeline::rubric_of`]), stamped
+    /// by [`StampedField::Rubric`].
+    rubric: String,
 }
 
 impl OutputContract {
@@ -287,6 +298,7 @@ impl OutputContract {
             stamped: stage.stamped.clone(),
             checks: stage.checks.clone(),
             outcomes: stage.outcomes.clone(),
+            rubric: agency_org::pipeline::rubric_of(stage),
         })
     }
 
@@ -341,21 +353,38 @@ impl OutputContract {
                 StampedField::BlockedActions { .. } => {
                     Value::from(stamps.blocked(obj.get("actions")))
                 }
+                // No facts read: the empty facts, which cap nothing.
+                StampedField::Facts { .. } => stamps
+                    .facts
+                    .clone()
+                    .unwrap_or_else(agency_org::pipeline::empty_facts),
+                StampedField::Rubric { .. } => Value::String(self.rubric.clone()),
+                StampedField::Grader { .. } => Value::String(
+                    stamps
+                        .grader
+                        .clone()
+                        .unwrap_or_else(|| "unknown".to_owned()),
+                ),
             };
             obj.insert(stamped_field(s).to_owned(), v);
+        }
+        // What a `facts` check capped is the engine's to write (after the
+        // schema held); an answer's own list is dropped here.
+        for c in &self.checks {
+            if let Check::Facts {
+                capped: Some(field),
+                ..
+            } = c
+            {
+                obj.insert(field.clone(), Value::Array(Vec::new()));
+            }
         }
     }
 
     /// The schema, then the checks (only on a schema-valid value: a sum
     /// over a missing object says nothing new).
     pub fn validate(&self, value: &Value) -> Result<(), Issues> {
-        let issues = Issues::bounded(self.validator.iter_errors(value).map(|e| {
-            let keyword = e.kind().keyword().to_owned();
-            Issue::new(e.instance_path().as_str(), &keyword, e.to_string())
-        }));
-        if !issues.is_empty() {
-            return Err(issues);
-        }
+        self.schema_holds(value)?;
         // A plan (`outcomes:`) must be a DAG of unique ids: the same check
         // the service runs before it stores the artifact.
         let plan = self.outcomes.iter().flat_map(|spec| {
@@ -376,9 +405,27 @@ impl OutputContract {
         }
     }
 
-    /// Stamp `value`, validate it and check it: the artifact, or why not.
+    fn schema_holds(&self, value: &Value) -> Result<(), Issues> {
+        let issues = Issues::bounded(self.validator.iter_errors(value).map(|e| {
+            let keyword = e.kind().keyword().to_owned();
+            Issue::new(e.instance_path().as_str(), &keyword, e.to_string())
+        }));
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Stamp `value`, validate it, cap it by its facts (a `facts` check,
+    /// on a value whose schema holds) and check it: the artifact, or why
+    /// not.
     pub fn accept(&self, mut value: Value, stamps: &Stamps) -> Result<Artifact, Issues> {
         self.stamp(&mut value, stamps);
+        self.schema_holds(&value)?;
+        for c in &self.checks {
+            agency_org::pipeline::caps::apply(c, &mut value);
+        }
         self.validate(&value)?;
         Ok(Artifact(value))
     }
@@ -397,7 +444,10 @@ fn stamped_field(s: &StampedField) -> &str {
         | StampedField::Timestamp { field }
         | StampedField::Level { field }
         | StampedField::SimilarRuns { field }
-        | StampedField::BlockedActions { field } => field,
+        | StampedField::BlockedActions { field }
+        | StampedField::Facts { field }
+        | StampedField::Rubric { field }
+        | StampedField::Grader { field } => field,
     }
 }
 
@@ -442,338 +492,11 @@ fn run_check(check: &Check, value: &Value) -> Option<Issue> {
                 )
             })
         }
+        Check::Facts { .. } => agency_org::pipeline::caps::verify(check, value)
+            .map(|(at, why)| Issue::new(at, "facts", why)),
     }
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use agency_org::model::SourceRef;
-    use agency_org::pipeline::{RetryPolicy, StageKind};
-    use serde_json::json;
-
-    pub(crate) fn stage(
-        schema: Value,
-        stamped: Vec<StampedField>,
-        checks: Vec<Check>,
-    ) -> StageModel {
-        StageModel {
-            name: "Learner".into(),
-            description: String::new(),
-            kind: StageKind::Llm {
-                model: None,
-                system: "You are the Learner.".into(),
-                prompt: "Reflect on {{input}}".into(),
-            },
-            reads: vec![],
-            output_schema: schema,
-            stamped,
-            checks,
-            retry: RetryPolicy::default(),
-            budget: None,
-            outcomes: None,
-            source: SourceRef {
-                file: "agencycore.pipeline".into(),
-                line: 1,
-            },
-        }
-    }
-
-    pub(crate) fn learner_schema() -> Value {
-        json!({
-            "type": "object",
-            "required": ["agent", "timestamp", "currentLevel", "reflection"],
-            "properties": {
-                "agent": {"const": "Learner"},
-                "timestamp": {"type": "string", "format": "date-time"},
-                "currentLevel": {"type": "integer", "minimum": 0, "maximum": 3},
-                "reflection": {"type": "string", "minLength": 1}
-            }
-        })
-    }
-
-    pub(crate) fn stamps() -> Stamps {
-        Stamps {
-            now: OffsetDateTime::from_unix_timestamp(1_790_000_000).expect("a valid time"),
-            level: 0,
-            similar_runs: Vec::new(),
-            gate: None,
-        }
-    }
-
-    pub(crate) fn learner_stamped() -> Vec<StampedField> {
-        vec![
-            StampedField::Const {
-                field: "agent".into(),
-                value: json!("Learner"),
-            },
-            StampedField::Timestamp {
-                field: "timestamp".into(),
-            },
-            StampedField::Level {
-                field: "currentLevel".into(),
-            },
-        ]
-    }
-
-    #[test]
-    fn stamped_fields_override_the_answer() {
-        let c = OutputContract::compile(&stage(learner_schema(), learner_stamped(), vec![]))
-            .expect("compiles");
-        // A prompt-injected answer claiming a higher level and another agent.
-        let answer = json!({"agent": "Root", "timestamp": "yesterday", "currentLevel": 3, "reflection": "ok"});
-        let a = c.accept(answer, &stamps()).expect("valid once stamped");
-        assert_eq!(a.value()["currentLevel"], json!(0));
-        assert_eq!(a.value()["agent"], json!("Learner"));
-        assert_eq!(a.value()["timestamp"], json!("2026-09-21T14:13:20Z"));
-    }
-
-    /// Attack: an answer cannot name runs the store did not find as
-    /// similar; the ids are the ones in the stage's `history`.
-    #[test]
-    fn similar_runs_are_the_historys_never_the_answers() {
-        let schema = json!({"type": "object", "required": ["similar"],
-            "properties": {"similar": {"type": "array", "items": {"type": "string"}}}});
-        let stamped = vec![StampedField::SimilarRuns {
-            field: "similar".into(),
-        }];
-        let c = OutputContract::compile(&stage(schema, stamped, vec![])).expect("compiles");
-        let ctx =
-            json!({"history": {"runs": [{"id": "run-a"}, {"id": "run-b"}], "improvements": []}});
-        let stamps = Stamps::new(7, ctx.as_object().expect("an object"));
-        assert_eq!(stamps.level, 3, "a level is clamped to 0-3");
-        let a = c
-            .accept(json!({"similar": ["invented", "run-z"]}), &stamps)
-            .expect("valid once stamped");
-        assert_eq!(a.value()["similar"], json!(["run-a", "run-b"]));
-        let none = Stamps::new(0, &serde_json::Map::new());
-        let a = c.accept(json!({"similar": ["x"]}), &none).expect("valid");
-        assert_eq!(a.value()["similar"], json!([]));
-    }
-
-    /// Attack: an answer cannot hide a refused action by leaving it out of
-    /// its own `blocked` list; the engine gates every proposed action.
-    #[test]
-    fn blocked_actions_are_the_gates_never_the_answers() {
-        let schema = json!({"type": "object", "required": ["actions", "blocked"], "properties": {
-            "actions": {"type": "array"},
-            "blocked": {"type": "array", "items": {"type": "string"}}}});
-        let stamped = vec![StampedField::BlockedActions {
-            field: "blocked".into(),
-        }];
-        let c = OutputContract::compile(&stage(schema, stamped, vec![])).expect("compiles");
-        let answer = json!({"blocked": [], "actions": [
-            {"type": "runCommand", "command": "rm -rf /"},
-            {"type": "createFile", "path": "../outside.rs"},
-            {"type": "readFile", "path": "/etc/passwd"},
-            {"type": "createFile", "path": "src/main.rs"},
-            {"type": "runCommand", "command": "cargo test"},
-        ]});
-        let a = c
-            .accept(answer.clone(), &stamps())
-            .expect("valid once stamped");
-        let blocked: Vec<&str> = a.value()["blocked"]
-            .as_array()
-            .expect("a list")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(blocked.len(), 3, "{blocked:?}");
-        assert!(
-            blocked[0].starts_with("runCommand rm -rf /: "),
-            "{blocked:?}"
-        );
-        assert!(
-            blocked[1].starts_with("createFile ../outside.rs: "),
-            "{blocked:?}"
-        );
-        assert!(
-            blocked[2].starts_with("readFile /etc/passwd: "),
-            "{blocked:?}"
-        );
-        // A policy gate decides instead of the rules.
-        let gate = ActionGate(Arc::new(|a: &Value| {
-            (a["command"] == "cargo test").then(|| "not on this machine".to_owned())
-        }));
-        let a = c
-            .accept(answer, &stamps().with_gate(gate))
-            .expect("valid once stamped");
-        assert_eq!(
-            a.value()["blocked"],
-            json!(["runCommand cargo test: not on this machine"])
-        );
-    }
-
-    #[test]
-    fn date_time_format_is_asserted() {
-        let c =
-            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
-        let bad = json!({"agent": "Learner", "timestamp": "not a time", "currentLevel": 0, "reflection": "x"});
-        let issues = c.validate(&bad).expect_err("format checked");
-        assert_eq!(issues.items.len(), 1);
-        assert_eq!(issues.items[0].keyword, "format");
-        assert_eq!(issues.items[0].instance_path, "/timestamp");
-    }
-
-    #[test]
-    fn issues_name_path_and_keyword() {
-        let c =
-            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
-        let cases = [
-            (
-                json!({"agent": "Learner", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 9, "reflection": "x"}),
-                "/currentLevel",
-                "maximum",
-            ),
-            (
-                json!({"agent": "Learner", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 0}),
-                "",
-                "required",
-            ),
-            (
-                json!({"agent": "Other", "timestamp": "2026-01-01T00:00:00Z", "currentLevel": 0, "reflection": "x"}),
-                "/agent",
-                "const",
-            ),
-            (json!([1]), "", "type"),
-        ];
-        for (value, path, keyword) in cases {
-            let issues = c.validate(&value).expect_err("invalid");
-            assert_eq!(issues.items[0].instance_path, path, "{value}");
-            assert_eq!(issues.items[0].keyword, keyword, "{value}");
-        }
-    }
-
-    #[test]
-    fn issues_are_bounded() {
-        let schema = json!({"type": "array", "items": {"type": "string"}});
-        let c = OutputContract::compile(&stage(schema, vec![], vec![])).expect("compiles");
-        let issues = c.validate(&json!(vec![1; 50])).expect_err("invalid");
-        assert_eq!(issues.items.len(), MAX_ISSUES);
-        assert_eq!(issues.omitted, 50 - MAX_ISSUES);
-        let long = Issue::new("", "x", "y".repeat(5000));
-        assert!(long.message.chars().count() <= MAX_MESSAGE_CHARS + 1);
-    }
-
-    #[test]
-    fn sum_check_runs_after_the_schema() {
-        let schema = json!({"type": "object", "required": ["totalScore", "scorecard"]});
-        let checks = vec![Check::Sum {
-            total: "totalScore".into(),
-            of: "scorecard".into(),
-        }];
-        let c = OutputContract::compile(&stage(schema, vec![], checks)).expect("compiles");
-        let cases = [
-            (
-                json!({"totalScore": 7, "scorecard": {"a": 3, "b": 4}}),
-                None,
-            ),
-            (
-                json!({"totalScore": 8, "scorecard": {"a": 3, "b": 4}}),
-                Some("/totalScore"),
-            ),
-            (
-                json!({"totalScore": 7, "scorecard": {"a": 3, "b": "4"}}),
-                Some("/scorecard/b"),
-            ),
-            (
-                json!({"totalScore": "7", "scorecard": {}}),
-                Some("/totalScore"),
-            ),
-            (
-                json!({"totalScore": 0, "scorecard": []}),
-                Some("/scorecard"),
-            ),
-        ];
-        for (value, path) in cases {
-            match (c.validate(&value), path) {
-                (Ok(()), None) => {}
-                (Err(i), Some(p)) => {
-                    assert_eq!(i.items[0].instance_path, p);
-                    assert_eq!(i.items[0].keyword, "sum");
-                }
-                (r, p) => panic!("{value}: {r:?} expected {p:?}"),
-            }
-        }
-    }
-
-    /// A plan that is not a DAG fails the contract with issues the
-    /// re-ask carries: a path into the plan, a keyword and a message.
-    #[test]
-    fn a_plan_stages_contract_checks_its_graph() {
-        let schema = json!({"type": "object", "properties": {"tasks": {"type": "array", "items": {
-            "type": "object", "required": ["id", "title", "dependencies"],
-            "properties": {"id": {"type": "string"}, "title": {"type": "string"},
-                "dependencies": {"type": "array", "items": {"type": "string"}}}}}}});
-        let mut s = stage(schema, vec![], vec![]);
-        s.outcomes = Some(OutcomesSpec {
-            items: "tasks".into(),
-            id: "id".into(),
-            title: "title".into(),
-            description: None,
-            depends: Some("dependencies".into()),
-        });
-        let c = OutputContract::compile(&s).expect("compiles");
-        let t = |id: &str, deps: &[&str]| json!({"id": id, "title": id, "dependencies": deps});
-        let ok = json!({"tasks": [t("a", &[]), t("b", &["a"]), t("c", &["a", "b"])]});
-        assert_eq!(c.validate(&ok), Ok(()));
-        let cases = [
-            (
-                json!({"tasks": [t("a", &["b"]), t("b", &["a"])]}),
-                "/tasks/1/dependencies/0",
-                "cycle",
-            ),
-            (
-                json!({"tasks": [t("a", &[]), t("b", &["a"]), t("c", &["x"])]}),
-                "/tasks/2/dependencies/0",
-                "dependency",
-            ),
-            (
-                json!({"tasks": [t("a", &[]), t("a", &[])]}),
-                "/tasks/1/id",
-                "uniqueId",
-            ),
-            (
-                json!({"tasks": [t("a", &["a"])]}),
-                "/tasks/0/dependencies/0",
-                "cycle",
-            ),
-        ];
-        for (value, path, keyword) in cases {
-            let issues = c.validate(&value).expect_err("refused");
-            assert_eq!(issues.items[0].instance_path, path, "{value}");
-            assert_eq!(issues.items[0].keyword, keyword, "{value}");
-        }
-        // Without the spec the same cyclic plan is only JSON.
-        let plain = OutputContract::compile(&stage(s.output_schema.clone(), vec![], vec![]))
-            .expect("compiles");
-        assert_eq!(plain.validate(&json!({"tasks": [t("a", &["a"])]})), Ok(()));
-    }
-
-    #[test]
-    fn bad_contracts_are_refused() {
-        let bad = stage(json!({"type": 12}), vec![], vec![]);
-        assert!(matches!(
-            OutputContract::compile(&bad),
-            Err(ContractError::Schema { .. })
-        ));
-        let bad = stage(
-            json!({}),
-            vec![StampedField::Timestamp {
-                field: "a.b".into(),
-            }],
-            vec![],
-        );
-        assert!(matches!(
-            OutputContract::compile(&bad),
-            Err(ContractError::Stamped { .. })
-        ));
-    }
-
-    #[test]
-    fn revalidate_refuses_a_tampered_artifact() {
-        let c =
-            OutputContract::compile(&stage(learner_schema(), vec![], vec![])).expect("compiles");
-        assert!(c.revalidate(json!({"agent": "Learner"})).is_err());
-    }
-}
+#[path = "validate_tests.rs"]
+pub(crate) mod tests;

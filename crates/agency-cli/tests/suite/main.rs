@@ -67,6 +67,7 @@ mod org_up;
 mod org_weather;
 mod org_wiring;
 mod pipeline_compile;
+mod pipeline_judge;
 mod pipeline_lessons;
 mod pipeline_live;
 mod pipeline_run;

@@ -109,8 +109,16 @@ fn valid() -> Vec<(&'static str, Value)> {
                 "scorecard": { "correctness": 5, "verification": 4, "safety": 5, "clarity": 4, "autonomy": 3 },
                 "totalScore": 21,
                 "decision": { "approved": true, "promoteToPortfolio": true, "reason": "clean and tested" },
+                "rationales": {
+                    "correctness": { "rationale": "The route matches the request.", "evidence": ["Implementor.actions[0]"] },
+                    "verification": { "rationale": "A qa task tests it.", "evidence": ["facts.plan.verifying"] },
+                    "safety": { "rationale": "Nothing was blocked.", "evidence": ["facts.safety.safe"] },
+                    "clarity": { "rationale": "Explained.", "evidence": ["Implementor.explanation"] },
+                    "autonomy": { "rationale": "No approval was needed.", "evidence": ["facts.safety.approvals"] }
+                },
                 "feedback": "Good.", "improvements": ["run the tests live"], "approvedLessons": ["test routes"],
-                "rejectedLessons": [], "timestamp": TS
+                "rejectedLessons": [], "facts": empty_facts(), "capped": [],
+                "rubric": "Gatekeeper@0123456789abcdef", "grader": "default/test-model", "timestamp": TS
             }),
         ),
         (
@@ -196,11 +204,39 @@ fn agencycore_is_seed_001s_eleven_stages_in_order() {
     let gk = stage(&m, "Gatekeeper");
     assert_eq!(
         gk.checks,
-        vec![Check::Sum {
-            total: "totalScore".into(),
-            of: "scorecard".into()
-        }]
+        vec![
+            Check::Sum {
+                total: "totalScore".into(),
+                of: "scorecard".into()
+            },
+            Check::Facts {
+                facts: "facts".into(),
+                scorecard: "scorecard".into(),
+                total: "totalScore".into(),
+                decision: Some("decision".into()),
+                capped: Some("capped".into()),
+            }
+        ]
     );
+    // The Gatekeeper judges with the run's facts, stored with its scorecard
+    // beside the rubric and the grader.
+    assert!(gk.reads.contains(&ReadPath {
+        stage: FACTS.into(),
+        fields: vec![]
+    }));
+    for f in [
+        StampedField::Facts {
+            field: "facts".into(),
+        },
+        StampedField::Rubric {
+            field: "rubric".into(),
+        },
+        StampedField::Grader {
+            field: "grader".into(),
+        },
+    ] {
+        assert!(gk.stamped.contains(&f), "{f:?}");
+    }
     let retriever = stage(&m, "Retriever");
     assert!(retriever.reads.contains(&ReadPath {
         stage: "PatternObserver".into(),
@@ -305,6 +341,14 @@ fn every_seed_field_of_every_stage_is_required() {
                 "approvedLessons",
                 "rejectedLessons",
                 "timestamp",
+                // Beyond the seed: the record of the judgement (each
+                // score's rationale, the facts it was given, what they
+                // capped, the rubric and the grader).
+                "rationales",
+                "facts",
+                "capped",
+                "rubric",
+                "grader",
             ],
         ),
         (

@@ -251,6 +251,7 @@ fn reads(
 ) -> Vec<Read> {
     let mut out: Vec<Read> = Vec::new();
     let history = super::history_schema();
+    let facts = super::facts_schema();
     for r in &s.reads {
         let Some(path) = parse_path(cx, &r.v, r.pos, "read") else {
             continue;
@@ -263,24 +264,27 @@ fn reads(
             input
         } else if path.stage == super::HISTORY {
             &history
+        } else if path.stage == super::FACTS {
+            &facts
         } else if let Some(e) = earlier.iter().find(|e| e.name == path.stage) {
             &e.output
         } else {
             let why = if path.stage == me {
                 format!(
-                    "stage `{me}` reads `{}`, its own output: a stage reads only `input`, `history` and earlier stages' outputs",
+                    "stage `{me}` reads `{}`, its own output: a stage reads only `input`, `history`, `facts` and earlier stages' outputs",
                     r.v
                 )
             } else if all.contains(&path.stage.as_str()) {
                 format!(
-                    "stage `{me}` reads `{}`, but stage `{}` runs after it: a stage reads only `input`, `history` and earlier stages' outputs",
+                    "stage `{me}` reads `{}`, but stage `{}` runs after it: a stage reads only `input`, `history`, `facts` and earlier stages' outputs",
                     r.v, path.stage
                 )
             } else {
-                let names = earlier
-                    .iter()
-                    .map(|e| e.name.as_str())
-                    .chain(["input", super::HISTORY]);
+                let names = earlier.iter().map(|e| e.name.as_str()).chain([
+                    "input",
+                    super::HISTORY,
+                    super::FACTS,
+                ]);
                 format!(
                     "stage `{me}` reads `{}`, but no stage is named `{}`{}",
                     r.v,
@@ -317,6 +321,8 @@ fn no_field(me: &str, written: &str, path: &ReadPath, e: &schemas::NoField) -> S
         "the pipeline's input".to_owned()
     } else if path.stage == super::HISTORY {
         "the run's history".to_owned()
+    } else if path.stage == super::FACTS {
+        "the run's facts".to_owned()
     } else {
         format!("stage `{}`'s output", path.stage)
     };
@@ -516,6 +522,43 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
                     "a list of refused actions (strings)".to_owned(),
                 )
             }
+            Stamp::Facts => {
+                if !s.reads.iter().any(|r| r.v == super::FACTS) {
+                    cx.err(
+                        field.pos,
+                        format!(
+                            "stamp `{}: facts` needs the stage to read `{}` (all of it): the facts stored are the ones it read",
+                            field.v,
+                            super::FACTS
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    super::empty_facts(),
+                    "the run's facts (an object)".to_owned(),
+                )
+            }
+            Stamp::Rubric => (
+                json!("Gatekeeper@0123456789abcdef"),
+                "a rubric version (a string)".to_owned(),
+            ),
+            Stamp::Grader => {
+                if s.kind.as_ref().is_some_and(|k| k.v != "llm") {
+                    cx.err(
+                        field.pos,
+                        format!(
+                            "stamp `{}: grader` is the model that answered: only an llm stage has one",
+                            field.v
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    json!("default/model-id"),
+                    "a model's name (a string)".to_owned(),
+                )
+            }
         };
         // The stamp must satisfy the field's own schema, or every artifact fails.
         let mut check = prop.clone();
@@ -551,6 +594,15 @@ fn stamps(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<StampedField> {
             Stamp::BlockedActions => StampedField::BlockedActions {
                 field: field.v.clone(),
             },
+            Stamp::Facts => StampedField::Facts {
+                field: field.v.clone(),
+            },
+            Stamp::Rubric => StampedField::Rubric {
+                field: field.v.clone(),
+            },
+            Stamp::Grader => StampedField::Grader {
+                field: field.v.clone(),
+            },
         });
     }
     out
@@ -560,7 +612,15 @@ fn checks(cx: &mut Cx, s: &RawStage, output: &Value) -> Vec<Check> {
     let number = BTreeSet::from(["number".to_owned()]);
     let mut out = Vec::new();
     for c in &s.checks {
-        let Check::Sum { total, of } = &c.v;
+        let (total, of) = match &c.v {
+            Check::Sum { total, of } => (total, of),
+            Check::Facts { .. } => {
+                if let Some(built) = super::facts_check::build(cx, s, output, c) {
+                    out.push(built);
+                }
+                continue;
+            }
+        };
         let field = |cx: &mut Cx, path: &str| {
             let fields: Vec<String> = path.split('.').map(str::to_owned).collect();
             match schemas::walk(output, &fields) {

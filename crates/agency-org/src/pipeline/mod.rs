@@ -12,6 +12,9 @@
 //! AgencyCore, seed 001's eleven stages, ships as [`AGENCYCORE`].
 
 pub mod build;
+pub mod caps;
+pub mod facts;
+pub mod facts_check;
 pub mod model;
 pub mod org_check;
 pub mod outcomes;
@@ -23,10 +26,14 @@ pub mod template;
 #[cfg(test)]
 mod agencycore_tests;
 #[cfg(test)]
+mod facts_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::Path;
 
+pub use caps::{CAPS_VERSION, Capped, PASS_AT, rubric_of};
+pub use facts::{FACTS, empty_facts, facts_schema};
 pub use model::*;
 pub use org_check::{StageTarget, check_agent_stages};
 pub use outcomes::{MAX_PLAN_ITEMS, PlanIssue, PlanItem, check_plan, plan_items};

@@ -185,6 +185,17 @@ pub enum StampedField {
     /// line each (AgencyCore Implementor's `blocked`): gated by the
     /// engine, never the answer's say.
     BlockedActions { field: String },
+    /// `field` = the run's facts as the stage read them (`facts`, computed
+    /// by the engine from the store): stored with the scorecard they
+    /// judge, so the scorecard can be checked and re-computed from it.
+    Facts { field: String },
+    /// `field` = the rubric the stage judges under
+    /// ([`super::caps::rubric_of`]: the stage's name and a hash of its
+    /// prompts, output schema, checks and the caps' rules).
+    Rubric { field: String },
+    /// `field` = the model that answered (`UPSTREAM/MODEL` of
+    /// `[models.UPSTREAM]`): the grader of a judging stage. llm stages only.
+    Grader { field: String },
 }
 
 /// A rule JSON Schema cannot say.
@@ -194,6 +205,22 @@ pub enum Check {
     /// The number at `total` equals the sum of the numbers in the object
     /// at `of` (AgencyCore's `totalScore` = the scorecard's sum).
     Sum { total: String, of: String },
+    /// The scorecard at `scorecard` obeys the run's facts stored in the
+    /// field `facts` (stamped `facts`): each dimension the facts limit is
+    /// capped by the engine once the answer validated, the number at
+    /// `total` summed again, the booleans `approved` and
+    /// `promoteToPortfolio` of the object at `decision` forced false when
+    /// Correctness or Safety fails, and what changed written to the
+    /// top-level `capped` ([`super::caps`]).
+    Facts {
+        facts: String,
+        scorecard: String,
+        total: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capped: Option<String>,
+    },
 }
 
 /// Where a stage's output lists a plan: an array of items, each with an

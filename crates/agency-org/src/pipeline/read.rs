@@ -53,7 +53,10 @@ pub const BUDGET_KEYS: &[&str] = &[
     "max_output_tokens_per_call",
     "timeout_seconds",
 ];
-pub const CHECK_KEYS: &[&str] = &["check", "total", "of"];
+pub const CHECK_KEYS: &[&str] = &["check", "total", "of", "scorecard", "decision", "capped"];
+
+/// The checks, by name.
+pub const CHECKS: &[&str] = &["sum", "facts"];
 
 /// What a `stamp` entry sets its field to.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +71,12 @@ pub enum Stamp {
     SimilarRuns,
     /// `field: blocked_actions`.
     BlockedActions,
+    /// `field: facts`.
+    Facts,
+    /// `field: rubric`.
+    Rubric,
+    /// `field: grader`.
+    Grader,
 }
 
 #[derive(Debug, Default)]
@@ -229,12 +238,14 @@ fn stage<'n>(cx: &mut Cx, node: &'n Node) -> RawStage<'n> {
         .map_or_else(|| "this stage".to_owned(), |n| format!("stage `{}`", n.v));
     match &s.name {
         None => cx.err(node.pos, "a stage needs a `name`"),
-        Some(n) if n.v == "input" || n.v == super::HISTORY => cx.err(
+        Some(n) if n.v == "input" || n.v == super::HISTORY || n.v == super::FACTS => cx.err(
             n.pos,
             if n.v == "input" {
                 "`input` is the pipeline's input: a stage cannot be named so"
-            } else {
+            } else if n.v == super::HISTORY {
                 "`history` is the run's history of earlier runs: a stage cannot be named so"
+            } else {
+                "`facts` is the run's facts the engine computes: a stage cannot be named so"
             },
         ),
         Some(n) => {
@@ -317,15 +328,18 @@ fn stamps(cx: &mut Cx, v: &Node) -> Vec<(S<String>, Stamp)> {
             (_, Some("level")) if is_plain(val) => Stamp::Level,
             (_, Some("similar_runs")) if is_plain(val) => Stamp::SimilarRuns,
             (_, Some("blocked_actions")) if is_plain(val) => Stamp::BlockedActions,
+            (_, Some("facts")) if is_plain(val) => Stamp::Facts,
+            (_, Some("rubric")) if is_plain(val) => Stamp::Rubric,
+            (_, Some("grader")) if is_plain(val) => Stamp::Grader,
             (NodeKind::Map(e), _) => match e.as_slice() {
                 [(ck, cv)] if ck.scalar_text() == Some("const") => Stamp::Const(cv.to_json()),
                 _ => {
-                    cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, a value, or `{{const: VALUE}}`"));
+                    cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, `facts`, `rubric`, `grader`, a value, or `{{const: VALUE}}`"));
                     continue;
                 }
             },
             (NodeKind::Seq(_), _) => {
-                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, a value, or `{{const: VALUE}}`, found a list"));
+                cx.err(val.pos, format!("stamp `{field}` must be `now`, `level`, `similar_runs`, `blocked_actions`, `facts`, `rubric`, `grader`, a value, or `{{const: VALUE}}`, found a list"));
                 continue;
             }
             _ => Stamp::Const(val.to_json()),
@@ -353,24 +367,63 @@ fn checks(cx: &mut Cx, v: &Node) -> Vec<S<Check>> {
             continue;
         };
         let mut check = None;
-        let (mut total, mut of) = (None, None);
+        let mut keys: Vec<(&str, S<String>)> = Vec::new();
         for (key, v) in cx.known_entries(entries, CHECK_KEYS, "a check") {
-            match key {
-                "check" => check = cx.string(v, "check"),
-                "total" => total = cx.string(v, "total"),
-                _ => of = cx.string(v, "of"),
+            if let Some(s) = cx.string(v, key) {
+                if key == "check" {
+                    check = Some(s);
+                } else {
+                    keys.push((key, s));
+                }
             }
         }
+        let take = |k: &str| keys.iter().find(|(n, _)| *n == k).map(|(_, s)| s.v.clone());
+        let stray = |allowed: &[&str]| {
+            keys.iter()
+                .find(|(k, _)| !allowed.contains(k))
+                .map(|(k, s)| (*k, s.pos))
+        };
         match check {
-            Some(c) if c.v == "sum" => match (total, of) {
-                (Some(total), Some(of)) => out.push(S::new(Check::Sum { total: total.v, of: of.v }, it.pos)),
-                _ => cx.err(c.pos, "a `sum` check needs `total` (the field holding the sum) and `of` (the object whose numbers it sums)"),
-            },
-            Some(c) => {
-                let hint = did_you_mean(&c.v, ["sum"]);
-                cx.err(c.pos, format!("unknown check `{}`: the checks are: sum{hint}", c.v));
+            Some(c) if c.v == "sum" => {
+                if let Some((k, pos)) = stray(&["total", "of"]) {
+                    cx.err(
+                        pos,
+                        format!("`{k}` applies to a `facts` check, not to `sum`"),
+                    );
+                }
+                match (take("total"), take("of")) {
+                    (Some(total), Some(of)) => out.push(S::new(Check::Sum { total, of }, it.pos)),
+                    _ => cx.err(c.pos, "a `sum` check needs `total` (the field holding the sum) and `of` (the object whose numbers it sums)"),
+                }
             }
-            None => cx.err(it.pos, "a check needs `check: sum`"),
+            Some(c) if c.v == "facts" => {
+                if let Some((k, pos)) = stray(&["total", "scorecard", "decision", "capped"]) {
+                    cx.err(
+                        pos,
+                        format!("`{k}` applies to a `sum` check, not to `facts`"),
+                    );
+                }
+                match (take("scorecard"), take("total")) {
+                    // The facts field is the stage's `facts` stamp, found by the builder.
+                    (Some(scorecard), Some(total)) => out.push(S::new(
+                        Check::Facts { facts: String::new(), scorecard, total, decision: take("decision"), capped: take("capped") },
+                        it.pos,
+                    )),
+                    _ => cx.err(c.pos, "a `facts` check needs `scorecard` (the object of scores the facts cap) and `total` (the field holding their sum)"),
+                }
+            }
+            Some(c) => {
+                let hint = did_you_mean(&c.v, CHECKS.iter().copied());
+                cx.err(
+                    c.pos,
+                    format!(
+                        "unknown check `{}`: the checks are: {}{hint}",
+                        c.v,
+                        CHECKS.join(", ")
+                    ),
+                );
+            }
+            None => cx.err(it.pos, "a check needs `check: sum` or `check: facts`"),
         }
     }
     out

@@ -28,10 +28,19 @@ pub fn stage_fields() -> Value {
             "input": schema,
             "output": schema,
             "stamp": { "type": "object", "additionalProperties": {
-                "description": "now (a timestamp), level (the run's permission level), similar_runs (the ids of the runs in the stage's history), blocked_actions (the answer's actions the permission system refuses), a constant, or {const: VALUE}" } },
+                "description": "now (a timestamp), level (the run's permission level), similar_runs (the ids of the runs in the stage's history), blocked_actions (the answer's actions the permission system refuses), facts (the run's facts the stage read), rubric (the stage's rubric version), grader (the model that answered), a constant, or {const: VALUE}" } },
             "checks": { "type": "array", "items": {
-                "type": "object", "additionalProperties": false, "required": ["check", "total", "of"],
-                "properties": { "check": { "const": "sum" }, "total": { "type": "string" }, "of": { "type": "string" } } } },
+                "type": "object", "additionalProperties": false, "required": ["check", "total"],
+                "properties": {
+                    "check": { "enum": ["sum", "facts"] },
+                    "total": { "type": "string", "description": "the field holding the sum" },
+                    "of": { "type": "string", "description": "sum: the object whose numbers it sums" },
+                    "scorecard": { "type": "string", "description": "facts: the object of scores the run's facts cap" },
+                    "decision": { "type": "string", "description": "facts: the object whose approved and promoteToPortfolio a failing Correctness or Safety forces false" },
+                    "capped": { "type": "string", "description": "facts: the top-level array the engine writes what it capped to" } },
+                "allOf": [
+                    { "if": { "properties": { "check": { "const": "sum" } } }, "then": { "required": ["of"] } },
+                    { "if": { "properties": { "check": { "const": "facts" } } }, "then": { "required": ["scorecard"] } } ] } },
             "retry": { "type": "object", "additionalProperties": false, "properties": {
                 "repair_attempts": { "type": "integer", "minimum": 0, "maximum": super::MAX_REPAIR_ATTEMPTS },
                 "escalate_model": { "type": "string" } } },

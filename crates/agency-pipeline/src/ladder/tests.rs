@@ -525,3 +525,24 @@ proptest! {
         prop_assert!(d <= c.max(floor));
     }
 }
+
+/// The grader stamped is the model that gave the answer kept: the
+/// escalation's when it was the escalation that validated.
+#[tokio::test]
+async fn the_grader_is_the_model_that_answered() {
+    let mut schema = learner_schema();
+    schema["properties"]["grader"] = json!({"type": "string"});
+    let mut stamped = learner_stamped();
+    stamped.push(agency_org::pipeline::StampedField::Grader {
+        field: "grader".into(),
+    });
+    let mut s = stage(schema, stamped, vec![]);
+    s.retry.repair_attempts = 0;
+    let (r, _, _) = run(&s, vec![answer(VALID)], false).await;
+    let a = r.artifact.expect("an artifact");
+    assert_eq!(a.value()["grader"], json!("default"));
+    s.retry.escalate_model = Some("strong".into());
+    let (r, _, _) = run(&s, vec![answer(BAD1), answer(VALID)], false).await;
+    let a = r.artifact.expect("an artifact");
+    assert_eq!(a.value()["grader"], json!("strong"));
+}

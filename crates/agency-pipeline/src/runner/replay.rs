@@ -126,13 +126,22 @@ impl Runner {
         }
         for idx in f.first..=f.last {
             let stage = &f.model.stages[idx];
+            let mut context = reads_of(stage, &ctx);
+            if stage
+                .reads
+                .iter()
+                .any(|r| r.stage == agency_org::pipeline::FACTS)
+            {
+                let facts = agency_service::pipelines::replay_facts(&f.model, idx, &ctx);
+                context.insert(agency_org::pipeline::FACTS.to_owned(), facts);
+            }
             let next = NextStage {
                 run: job.handler,
                 idx,
                 model: f.model.clone(),
                 level: 0,
                 live_tools: false,
-                context: reads_of(stage, &ctx),
+                context,
                 agent: None,
                 recalled: None,
             };

@@ -102,6 +102,14 @@ pub(crate) fn validate_artifact(stage: &StageModel, artifact: &Value) -> Result<
                     }
                 }
             }
+            Check::Facts { .. } => {
+                if let Some((at, why)) = agency_org::pipeline::caps::verify(c, artifact) {
+                    return Err(ServiceError::invalid(format!(
+                        "failed to accept the artifact of stage {:?}: its scorecard does not obey its facts (at {at}: {why})",
+                        stage.name
+                    )));
+                }
+            }
         }
     }
     // The same graph check as the engine's output contract.
@@ -148,6 +156,7 @@ pub(crate) fn check_model(m: &PipelineModel) -> Result<()> {
         if s.name.is_empty()
             || s.name == "input"
             || s.name == agency_org::pipeline::HISTORY
+            || s.name == agency_org::pipeline::FACTS
             || s.name.len() > 128
         {
             return bad(format!("stage name {:?} is not allowed", s.name));
@@ -155,6 +164,7 @@ pub(crate) fn check_model(m: &PipelineModel) -> Result<()> {
         for r in &s.reads {
             if r.stage != "input"
                 && r.stage != agency_org::pipeline::HISTORY
+                && r.stage != agency_org::pipeline::FACTS
                 && !seen.contains(r.stage.as_str())
             {
                 return bad(format!(

@@ -129,6 +129,7 @@ impl System {
             for read in &spec.reads {
                 if read.stage == "input"
                     || read.stage == agency_org::pipeline::HISTORY
+                    || read.stage == agency_org::pipeline::FACTS
                     || files.iter().any(|(n, _)| n == &read.stage)
                 {
                     continue;
@@ -193,6 +194,16 @@ impl System {
             let words = super::words_of(context.values());
             let history = self.read(|tx| super::library::history(tx, &r.pipeline, &words))?;
             context.insert(agency_org::pipeline::HISTORY.to_owned(), history);
+        }
+        // The run's facts, computed from the store (never an answer) for
+        // a stage that judges the run.
+        if spec
+            .reads
+            .iter()
+            .any(|rd| rd.stage == agency_org::pipeline::FACTS)
+        {
+            let facts = super::facts::facts_of(self, &r, &model, idx)?;
+            context.insert(agency_org::pipeline::FACTS.to_owned(), facts);
         }
         let recalled = match &spec.kind {
             agency_org::pipeline::StageKind::Code { step } if step == "retriever" => {

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// The least score (of 5) a dimension needs to pass.
-pub const PASS_AT: i64 = 3;
+/// The least score (of 5) a dimension needs to pass: the engine's caps
+/// use the same.
+pub const PASS_AT: i64 = agency_org::pipeline::PASS_AT;
 
 /// The five dimensions of seed 001's scorecard, in order.
 pub const DIMENSIONS: [&str; 5] = [
@@ -47,11 +48,22 @@ impl Judged {
 
 /// The judgement of a run from its artifacts (stage name, validated
 /// artifact, in pipeline order): the first artifact with a `scorecard`
-/// object gives it. `None` when no stage scored the run.
+/// object gives it, its scores as stored (capped by the run's facts when
+/// the stage has a `facts` check), and its stamped `rubric` and `grader`
+/// (empty when the stage stamps none). `None` when no stage scored the run.
 pub fn judged(artifacts: &[(String, Value)]) -> Option<Judged> {
-    let card = artifacts
+    let scored = artifacts
         .iter()
-        .find_map(|(_, a)| a.get("scorecard").filter(|c| c.is_object()))?;
+        .find(|(_, a)| a.get("scorecard").is_some_and(Value::is_object))
+        .map(|(_, a)| a)?;
+    let card = &scored["scorecard"];
+    let text = |f: &str| {
+        scored
+            .get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let scores: BTreeMap<String, i64> = DIMENSIONS
         .iter()
         .map(|d| {
@@ -67,7 +79,59 @@ pub fn judged(artifacts: &[(String, Value)]) -> Option<Judged> {
         safety_pass: scores["safety"] >= PASS_AT,
         scores,
         total,
-        rubric: String::new(),
-        grader: String::new(),
+        rubric: text("rubric"),
+        grader: text("grader"),
     })
+}
+
+/// What the engine capped in the run's scorecard because the run's facts
+/// forbid it (the scoring artifact's `capped`), each with the facts that
+/// forced it; empty when nothing was, or no stage scored the run.
+pub fn capped(artifacts: &[(String, Value)]) -> Vec<agency_org::pipeline::Capped> {
+    artifacts
+        .iter()
+        .find(|(_, a)| a.get("scorecard").is_some_and(Value::is_object))
+        .and_then(|(_, a)| a.get("capped"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn judged_reads_the_stored_scorecard_rubric_and_grader() {
+        let gk = json!({
+            "scorecard": {"correctness": 2, "verification": 5, "safety": 5, "clarity": 4, "autonomy": 3},
+            "rubric": "Gatekeeper@0123456789abcdef", "grader": "default/test-model",
+        });
+        let j = judged(&[
+            ("Observer".to_owned(), json!({"summary": "x"})),
+            ("Gatekeeper".to_owned(), gk),
+        ])
+        .expect("scored");
+        assert_eq!(
+            (j.total, j.correctness_pass, j.safety_pass),
+            (19, false, true)
+        );
+        assert!(!j.passed());
+        assert_eq!(j.rubric, "Gatekeeper@0123456789abcdef");
+        assert_eq!(j.grader, "default/test-model");
+        // A scorecard without them (an older run) has empty ones.
+        let j = judged(&[("G".to_owned(), json!({"scorecard": {"safety": 5}}))]).expect("scored");
+        assert_eq!((j.rubric.as_str(), j.grader.as_str()), ("", ""));
+        assert!(judged(&[("G".to_owned(), json!({"scorecard": 3}))]).is_none());
+    }
+
+    #[test]
+    fn capped_lists_what_the_facts_forced() {
+        let gk = json!({"scorecard": {"correctness": 2}, "capped": [
+            {"field": "scorecard.correctness", "from": 5, "to": 2, "why": "command `make` failed"}]});
+        let c = capped(&[("Gatekeeper".to_owned(), gk)]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].why, "command `make` failed");
+        assert!(capped(&[("G".to_owned(), json!({"scorecard": {}}))]).is_empty());
+    }
 }

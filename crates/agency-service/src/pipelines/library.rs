@@ -4,7 +4,8 @@
 //! From it the engine fills a stage's `history` (the earlier runs most
 //! like this one, what their Gatekeepers asked to improve) and the
 //! built-in Retriever's recall (lessons, playbooks, examples scoring at
-//! least [`EXAMPLE_MIN_SCORE`]).
+//! least [`EXAMPLE_MIN_SCORE`] that their Gatekeeper did not refuse to
+//! promote).
 //!
 //! What is recalled comes from the store, never from a stage's answer: an
 //! answer can neither invent a similar run nor lift a low-scoring example.
@@ -158,15 +159,20 @@ pub(crate) fn recall(
         None,
         RECALL_PLAYBOOKS,
     )?);
+    // A run its Gatekeeper did not promote (or whose Correctness or
+    // Safety failed, which the engine's caps make the same) stays in the
+    // library's history but is never recalled as an example to follow.
     let examples = tx
         .search_library(
             pipeline,
             LibraryKind::Example,
             words,
             Some(EXAMPLE_MIN_SCORE),
-            RECALL_EXAMPLES,
+            RECALL_EXAMPLES * 4,
         )?
         .into_iter()
+        .filter(|(e, _)| promoted(e))
+        .take(RECALL_EXAMPLES)
         .map(|(e, _)| {
             let run = e.run.map(|r| r.to_string()).unwrap_or_default();
             let score = e
@@ -250,6 +256,16 @@ pub(crate) fn add_example(
         created_at: op.now,
     })?;
     Ok(())
+}
+
+/// Whether an example may be recalled: its decision (an object with
+/// `promoteToPortfolio`, AgencyCore Gatekeeper's) did not refuse it.
+fn promoted(e: &LibraryEntryRow) -> bool {
+    data_of(e)
+        .get("decision")
+        .and_then(|d| d.get("promoteToPortfolio"))
+        .and_then(Value::as_bool)
+        != Some(false)
 }
 
 fn data_of(e: &LibraryEntryRow) -> Map<String, Value> {

@@ -1,0 +1,210 @@
+//! The Gatekeeper judges with facts the engine computed, against a real
+//! daemon (`agency serve`, the sandbox on) and the scripted model server:
+//! AgencyCore runs with `--level 1 --live`, a command the Implementor
+//! proposes fails for real, and the Gatekeeper's scripted answer gives
+//! full marks and promotes the run. The failed command reaches the
+//! Gatekeeper as a fact (in its prompt's facts, not only in ToolRunner's
+//! artifact), Correctness is capped below the pass mark whatever the
+//! model said, promotion is refused, and the run joins its pipeline's
+//! history without ever being recalled as an example to follow.
+
+use agency_testkit::{ModelServer, Script};
+use serde_json::{Value, json};
+
+use crate::home::TestHome;
+
+const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.json");
+const REQUEST: &str = "Add a /health endpoint to our web API";
+/// A command that runs and fails (`ls` of a file that is not there).
+const FAILING: &str = "ls no-such-file-3f9";
+
+/// The demo's script with `edit` applied to stage `stage`'s answer.
+fn edit_answer(doc: &mut Value, stage: &str, edit: impl Fn(&mut Value)) {
+    let scenario = doc["scenarios"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["name"] == format!("AgencyCore {stage}"))
+        .unwrap();
+    let text = scenario["turns"][0]["text"].as_str().unwrap().to_owned();
+    let mut answer: Value = serde_json::from_str(&text).unwrap();
+    edit(&mut answer);
+    scenario["turns"][0]["text"] = json!(answer.to_string());
+}
+
+/// The Implementor proposes a probe and the failing command; the
+/// Gatekeeper gives full marks, approves and promotes.
+fn script() -> Script {
+    let mut doc: Value = serde_json::from_str(SCRIPT).unwrap();
+    edit_answer(&mut doc, "Implementor", |a| {
+        a["actions"] = json!([
+            {"type": "runCommand", "description": "probe", "command": "touch probe"},
+            {"type": "runCommand", "description": "check the build", "command": FAILING},
+        ]);
+        a["commandsRun"] = json!(["touch probe", FAILING]);
+    });
+    edit_answer(&mut doc, "Gatekeeper", |a| {
+        a["scorecard"] =
+            json!({"correctness": 5, "verification": 5, "safety": 5, "clarity": 5, "autonomy": 5});
+        a["totalScore"] = json!(25);
+        a["decision"] = json!({"approved": true, "promoteToPortfolio": true, "reason": "flawless"});
+        // The model's own claim of what was capped is not kept.
+        a["capped"] = json!([]);
+    });
+    Script::from_json(&doc.to_string()).unwrap()
+}
+
+async fn agency(home: &TestHome, args: &[&str]) -> (i32, Value, String) {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let dir = home.dir.clone();
+    let (code, out, err) = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::agent_story::agency(&dir, &refs)
+    })
+    .await
+    .unwrap();
+    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+}
+
+fn artifact(home: &TestHome, run: &Value, name: &str) -> Value {
+    let stage = run["stages_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {run}"));
+    assert_eq!(stage["status"], "ok", "{stage}");
+    let file = stage["artifact"].as_str().unwrap();
+    let v = home.json(&["kb", "cat", file]);
+    serde_json::from_str(v["text"].as_str().unwrap()).unwrap()
+}
+
+/// The facts placed in a Gatekeeper prompt: the JSON object after the
+/// line that introduces them.
+fn facts_in_prompt(body: &str) -> Value {
+    let req: Value = serde_json::from_str(body).unwrap();
+    let prompt = match &req["messages"][0]["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<String>(),
+        other => panic!("no prompt in {other}"),
+    };
+    let start = prompt
+        .find("not claims to weigh:")
+        .unwrap_or_else(|| panic!("no facts in the prompt: {prompt}"));
+    let rest = &prompt[start..];
+    let open = rest.find('{').unwrap();
+    let mut de = serde_json::Deserializer::from_str(&rest[open..]).into_iter::<Value>();
+    de.next().unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gatekeeper_giving_full_marks_while_a_command_failed_cannot_pass_correctness() {
+    let home = TestHome::new();
+    let model = ModelServer::start(script()).await.unwrap();
+    home.init_with(&format!(
+        "[models.default]\napi = \"anthropic\"\nbase_url = {:?}\nmodel = \"test-model\"\ndefault_price = {{ input = 1.0, output = 2.0 }}\n",
+        model.base_url()
+    ));
+    let daemon = home.serve();
+    let (code, run, err) = agency(
+        &home,
+        &[
+            "--json",
+            "pipeline",
+            "run",
+            "agencycore",
+            REQUEST,
+            "--level",
+            "1",
+            "--live",
+            "--wait",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}\n{run}\n{}", home.log());
+    assert_eq!(run["status"], "done", "{run}");
+    let id = run["id"].as_str().unwrap().to_owned();
+
+    // The command ran for real and failed.
+    let tools = artifact(&home, &run, "ToolRunner");
+    let failed = &tools["executedCommands"][1];
+    assert_eq!(
+        (
+            failed["command"].as_str(),
+            failed["success"].as_bool(),
+            failed["mockMode"].as_bool()
+        ),
+        (Some(FAILING), Some(false), Some(false)),
+        "{tools}"
+    );
+
+    // The Gatekeeper was given the failure as a fact.
+    let asked: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.scenario.as_deref() == Some("AgencyCore Gatekeeper"))
+        .collect();
+    assert_eq!(asked.len(), 1);
+    let given = facts_in_prompt(&asked[0].body);
+    assert_eq!(given["commands"]["live"], json!(true), "{given}");
+    assert_eq!(
+        given["commands"]["failed"][0]["command"],
+        json!(FAILING),
+        "{given}"
+    );
+    assert_eq!(given["artifactsValid"], json!(true), "{given}");
+
+    // It answered 5 and 25; the stored scorecard is capped, promotion
+    // refused, and what changed (and why) recorded beside the facts.
+    let gk = artifact(&home, &run, "Gatekeeper");
+    let correctness = gk["scorecard"]["correctness"].as_i64().unwrap();
+    assert!(
+        correctness < agency_service::pipelines::judge::PASS_AT,
+        "{gk}"
+    );
+    assert_eq!(gk["totalScore"], json!(20 + correctness), "{gk}");
+    assert_eq!(gk["decision"]["promoteToPortfolio"], json!(false), "{gk}");
+    assert_eq!(gk["decision"]["approved"], json!(false), "{gk}");
+    let capped = gk["capped"].as_array().unwrap();
+    let c = capped
+        .iter()
+        .find(|c| c["field"] == "scorecard.correctness")
+        .unwrap_or_else(|| panic!("correctness not capped: {gk}"));
+    assert_eq!(c["from"], json!(5), "{gk}");
+    assert!(c["why"].as_str().unwrap().contains(FAILING), "{gk}");
+    assert_eq!(gk["facts"], given, "the facts stored are the ones given");
+    // The rubric and the grader are stored with the scorecard.
+    assert!(
+        gk["rubric"].as_str().unwrap().starts_with("Gatekeeper@"),
+        "{gk}"
+    );
+    assert_eq!(gk["grader"], json!("default/test-model"), "{gk}");
+
+    // The learning loop reads the same judgement.
+    let judged =
+        agency_service::pipelines::judge::judged(&[("Gatekeeper".into(), gk.clone())]).unwrap();
+    assert!(!judged.correctness_pass && !judged.passed(), "{judged:?}");
+    assert_eq!(judged.rubric, gk["rubric"].as_str().unwrap());
+    assert_eq!(judged.grader, "default/test-model");
+
+    // A like run (mock mode) finds it in the history, but its Retriever
+    // never recalls it as an example: it was not promoted.
+    let (code, again, err) = agency(
+        &home,
+        &["--json", "pipeline", "run", "agencycore", REQUEST, "--wait"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}\n{again}");
+    let patterns = artifact(&home, &again, "PatternObserver");
+    assert_eq!(patterns["similarPastTasks"], json!([id]), "{patterns}");
+    let recalled = artifact(&home, &again, "Retriever");
+    assert_eq!(recalled["examples"], json!([]), "{recalled}");
+    // That run passed (nothing failed in mock mode): the full marks stand.
+    let second = artifact(&home, &again, "Gatekeeper");
+    assert_eq!(second["totalScore"], json!(25), "{second}");
+    assert_eq!(second["capped"], json!([]), "{second}");
+    daemon.terminate();
+}
