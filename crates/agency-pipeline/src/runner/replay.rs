@@ -69,10 +69,13 @@ impl Runner {
             }
         };
         let mut result = ReplayResult::default();
+        // Each stage's calls and cost, as the stage counted them (its cost
+        // read once the gateway settled its calls).
+        let mut spent = (0i64, 0i64);
         for f in &job.frozen {
-            let without = self.variant(&job, f, &minted, false).await;
+            let without = self.variant(&job, f, &minted, false, &mut spent).await;
             let with = match &without {
-                Ok(_) => self.variant(&job, f, &minted, true).await,
+                Ok(_) => self.variant(&job, f, &minted, true, &mut spent).await,
                 Err(_) => Err("not run: the replay without the lesson failed".to_owned()),
             };
             let error = without.as_ref().err().or(with.as_ref().err()).cloned();
@@ -83,12 +86,7 @@ impl Runner {
                 error,
             });
         }
-        let (sys, agent) = (self.sys.clone(), minted.agent);
-        let calls = blocking(move || sys.model_calls_of(agency_core::Principal::User, agent))
-            .await
-            .unwrap_or_default();
-        result.calls = calls.len() as i64;
-        result.cost_micro_usd = calls.iter().map(|c| c.cost_micro_usd).sum();
+        (result.calls, result.cost_micro_usd) = spent;
         self.end_agent(minted.agent).await;
         // A reached budget stops the replay: say so rather than judge
         // scores that are missing.
@@ -110,6 +108,7 @@ impl Runner {
         f: &Frozen,
         minted: &agency_service::MintedToken,
         with: bool,
+        spent: &mut (i64, i64),
     ) -> Result<BTreeMap<String, i64>, String> {
         let mut ctx = f.context.clone();
         for s in &f.model.stages {
@@ -160,6 +159,8 @@ impl Runner {
                     ));
                 }
             };
+            spent.0 += end.attempts;
+            spent.1 += end.cost_micro_usd;
             let Some(artifact) = end.artifact.filter(|_| end.status.succeeded()) else {
                 return Err(format!(
                     "stage {} ended {}: {}",

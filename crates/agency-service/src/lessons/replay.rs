@@ -440,9 +440,9 @@ mod tests {
         )
     }
 
-    fn result(
-        pairs: &[(Option<BTreeMap<String, i64>>, Option<BTreeMap<String, i64>>)],
-    ) -> ReplayResult {
+    type Scores = Option<BTreeMap<String, i64>>;
+
+    fn result(pairs: &[(Scores, Scores)]) -> ReplayResult {
         ReplayResult {
             runs: pairs
                 .iter()
