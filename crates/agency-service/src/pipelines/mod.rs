@@ -16,6 +16,7 @@ mod check;
 mod engine;
 pub mod judge;
 mod library;
+mod scores;
 mod tasks;
 
 use agency_core::status::{PipelineRunStatus, StageStatus};
