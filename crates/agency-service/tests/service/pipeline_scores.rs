@@ -37,14 +37,18 @@ fn llm_stage(name: &str) -> StageModel {
     }
 }
 
-/// Pipeline `name`: an Observer, then a Gatekeeper.
+/// Pipeline `name`: an Observer, a Gatekeeper, then a Learner.
 fn model(name: &str) -> PipelineModel {
     PipelineModel {
         version: PIPELINE_VERSION.to_owned(),
         name: name.to_owned(),
         description: String::new(),
         input_schema: json!({"type": "string"}),
-        stages: vec![llm_stage("Observer"), llm_stage("Gatekeeper")],
+        stages: vec![
+            llm_stage("Observer"),
+            llm_stage("Gatekeeper"),
+            llm_stage("Learner"),
+        ],
         source: SourceRef {
             file: "scores.pipeline".to_owned(),
             line: 1,
@@ -97,7 +101,9 @@ fn end(env: &Env, run: HandlerId, idx: usize, artifact: Value) -> PipelineRunSta
 fn run(env: &Env, pipeline: &str, gate: Value) -> HandlerId {
     let run = start(env, pipeline);
     end(env, run, 0, json!({"summary": "a route"}));
-    assert_eq!(end(env, run, 1, gate), PipelineRunStatus::Done);
+    end(env, run, 1, gate);
+    let learned = json!({"reflection": "r", "candidateLessons": []});
+    assert_eq!(end(env, run, 2, learned), PipelineRunStatus::Done);
     run
 }
 
@@ -116,9 +122,11 @@ fn a_pipelines_scores_are_its_ended_runs_scorecards_newest_first() {
     let wrong = run(&env, "trend", card(1, 5, 5, 5, 5));
     // Done, but no stage scored it: not in the trend.
     let unscored = run(&env, "trend", json!({"decision": "approve"}));
-    // Still going: not in the trend.
+    // Scored, but still going (its Learner has not answered): not in the
+    // trend until it ends.
     let going = start(&env, "trend");
     end(&env, going, 0, json!({"summary": "a route"}));
+    end(&env, going, 1, card(5, 5, 5, 5, 5));
 
     let trend = env
         .svc
