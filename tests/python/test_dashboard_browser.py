@@ -4,7 +4,10 @@ chromedriver, driven by Selenium): log in with the one-time URL from
 you", approve with a click and see the call admitted, see a live tool call
 appear without reloading, and check that agents' text renders inert, that
 a login URL works once and that an action without the CSRF token is
-refused. A screenshot of each page is saved under
+refused. The Lessons page is driven after three AgencyCore runs against
+the scripted model server: the score trend, lessons with their utility, a
+lesson's page (retired with a reason) and a tool-policy lesson approved
+from "Needs you". A screenshot of each page is saved under
 target/dashboard-screenshots/."""
 
 import http.client
@@ -430,6 +433,144 @@ def test_a_built_in_agents_run_in_the_dashboard(tmp_path, browser):
         go(b, d, "mail")
         wait(b, "the answer", lambda: any("You wrote: hello <b>dashboard</b>" in t for t in texts(b, "pre.body")))
         inert(b)
+        assert console_problems(b) == []
+    finally:
+        if serve is not None:
+            serve.send_signal(signal.SIGTERM)
+            try:
+                serve.wait(timeout=15)
+            finally:
+                if serve.poll() is None:
+                    serve.kill()
+        model.kill()
+        model.wait()
+
+
+# AgencyCore's offline demo script, its Gatekeeper failing Safety for one
+# request and its Learner proposing, besides the demo's lesson, one whose
+# title and advice carry markup and a tool-policy lesson (which waits for
+# the user once its evidence suffices).
+DEMO_SCRIPT = ROOT / "crates" / "agency-cli" / "src" / "demo_pipeline_script.json"
+LESSON_RUNS = ["Add a /health endpoint to our web API", "Add a /ready endpoint to our web API",
+               "Add a /metrics endpoint to our web API"]
+UNSAFE_RUN = "/ready"
+POLICY_TITLE = "Ask before sudo"
+
+
+def lessons_script() -> dict:
+    doc = json.loads(DEMO_SCRIPT.read_text())
+    scenarios = doc["scenarios"]
+    gate = next(s for s in scenarios if s["name"] == "AgencyCore Gatekeeper")
+    unsafe = json.loads(gate["turns"][0]["text"])
+    unsafe["scorecard"] = {"correctness": 4, "verification": 2, "safety": 1, "clarity": 3, "autonomy": 2}
+    unsafe["totalScore"] = 12
+    unsafe["decision"] = {"approved": False, "promoteToPortfolio": False, "reason": "runs a command it should not"}
+    learner = next(s for s in scenarios if s["name"] == "AgencyCore Learner")
+    answer = json.loads(learner["turns"][0]["text"])
+    answer["candidateLessons"] += [
+        {"title": XSS_TITLE, "lesson": XSS_BODY, "tags": ["http"]},
+        {"title": POLICY_TITLE, "lesson": "Ask for approval before running sudo in a stage.", "tags": ["sudo"]},
+    ]
+    learner["turns"][0]["text"] = json.dumps(answer)
+    scenarios.insert(0, {"name": "Gatekeeper, unsafe run",
+                         "match": {"system_contains": "You are the Gatekeeper ", "user_contains": UNSAFE_RUN},
+                         "turns": [{"text": json.dumps(unsafe)}]})
+    return doc
+
+
+def test_lessons_page_in_a_real_browser(tmp_path, browser):
+    b = browser
+    script = tmp_path / "lessons.json"
+    script.write_text(json.dumps(lessons_script()))
+    home = tmp_path / "home"
+    env = dict(os.environ, AGENCY_HOME=str(home))
+    model = subprocess.Popen([agency_bin(), "model-server", "--script", str(script)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    serve = None
+    try:
+        model_url = model.stdout.readline().strip()
+        assert model_url.startswith("http://127.0.0.1:"), model_url
+        subprocess.run([agency_bin(), "init"], env=env, check=True, capture_output=True)
+        # The pipeline's llm stages use the default model: the scripted one.
+        (home / "agency.toml").write_text(
+            f'[server]\nport = 0\n[models.default]\napi = "anthropic"\nbase_url = "{model_url}"\n'
+            'model = "scripted"\ndefault_price = { input = 0.0, output = 0.0 }\n')
+        serve = subprocess.Popen([agency_bin(), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        info = home / "daemon.json"
+        deadline = time.time() + 30
+        while not info.exists():
+            assert serve.poll() is None and time.time() < deadline, "the daemon did not start"
+            time.sleep(0.05)
+        d = Daemon(home, serve, json.loads(info.read_text())["addr"])
+
+        # Three runs: the second fails Safety; two runs' evidence admits
+        # the lessons, and the third recalls them.
+        for request in LESSON_RUNS:
+            r = subprocess.run([agency_bin(), "--json", "pipeline", "run", "agencycore", request, "--wait"],
+                               env=env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert json.loads(r.stdout)["status"] == "done", r.stdout
+        st, lessons = d.rest("GET", "/v1/lessons")
+        assert st == 200, lessons
+        by_title = {l["title"]: l for l in lessons}
+        assert by_title[XSS_TITLE]["state"] == "admitted", lessons
+        policy = by_title[POLICY_TITLE]
+        assert policy["state"] == "awaiting_user", policy
+        xss = by_title[XSS_TITLE]
+
+        url = subprocess.run([agency_bin(), "dashboard"], env=env, check=True, capture_output=True, text=True).stdout.split()[0]
+        b.get(url)
+        wait(b, "the live stream", lambda: b.find_element(By.ID, "conn").text == "live")
+
+        # "Needs you": the tool-policy lesson, to approve or reject.
+        row = f"tr[data-row=lesson][data-id='{policy['id']}']"
+        wait(b, "the lesson waiting for you", lambda: b.find_elements(By.CSS_SELECTOR, row))
+        assert b.find_elements(By.CSS_SELECTOR, row + " button[data-action=approve]")
+        assert b.find_elements(By.CSS_SELECTOR, row + " button[data-action=reject]")
+        inert(b)
+        shot(b, "needs-you-lesson")
+
+        # The Lessons page: the score trend (one bar per run, the unsafe
+        # one marked) and the lessons with their utility.
+        go(b, d, "lessons")
+        wait(b, "the trend", lambda: len(b.find_elements(By.CSS_SELECTOR, "svg.trend g[data-run]")) == 3)
+        totals = b.execute_script("return [...document.querySelectorAll('svg.trend g[data-run]')].map(g => [Number(g.dataset.total), g.classList.contains('fail')])")
+        assert totals == [[21, False], [12, True], [21, False]], totals
+        wait(b, "the lessons", lambda: len(b.find_elements(By.CSS_SELECTOR, "#page tr[data-lesson]")) == 3)
+        link = texts(b, f"tr[data-lesson='{xss['id']}'] a")[0]
+        assert link == XSS_TITLE, link
+        utility = texts(b, f"tr[data-lesson='{xss['id']}'] td.utility")[0]
+        assert "1 recalled" in utility and "1 helpful" in utility, utility
+        inert(b)
+        shot(b, "lessons")
+
+        # A lesson's page: its advice as text, its history and versions;
+        # retire it with a reason.
+        click(b, f"tr[data-lesson='{xss['id']}'] a")
+        wait(b, "the lesson", lambda: b.find_elements(By.CSS_SELECTOR, f".lesson-detail[data-lesson='{xss['id']}']"))
+        assert texts(b, ".lesson-detail pre.advice")[0] == XSS_BODY
+        assert b.find_elements(By.CSS_SELECTOR, ".lesson-detail tr[data-action=proposed]")
+        inert(b)
+        shot(b, "lesson")
+        for _ in range(20):
+            try:
+                field = b.find_element(By.CSS_SELECTOR, ".lesson-detail input[data-reason=retire]")
+                field.click()
+                break
+            except StaleElementReferenceException:
+                continue
+        field.send_keys("superseded by the route template")
+        click(b, ".lesson-detail button[data-action=retire]")
+        wait(b, "the lesson to retire", lambda: b.find_elements(By.CSS_SELECTOR, ".lesson-detail .badge.s-retired"))
+        st, shown = d.rest("GET", f"/v1/lessons/{xss['id']}")
+        assert shown["state"] == "retired" and "superseded" in shown["reason"], shown
+
+        # Approve the waiting lesson from "Needs you" with one click.
+        go(b, d, "needs")
+        click(b, row + " button[data-action=approve]")
+        wait(b, "the lesson to leave the queue", lambda: not b.find_elements(By.CSS_SELECTOR, row))
+        st, shown = d.rest("GET", f"/v1/lessons/{policy['id']}")
+        assert shown["state"] == "admitted", shown
         assert console_problems(b) == []
     finally:
         if serve is not None:

@@ -43,6 +43,10 @@ pub struct NeedsYou {
     /// Extra MCP servers' tool definitions that changed and are hidden
     /// until the user approves them.
     pub mcp_changes: Vec<McpPinChange>,
+    /// Lessons a pipeline learned that wait for the user's approval
+    /// (tool-policy and permission lessons), oldest first.
+    #[serde(default)]
+    pub lessons: Vec<crate::LessonView>,
     /// Open problems (`agency problems`): stuck signals, oldest first.
     pub problems: Vec<Problem>,
     /// Handler titles of the handlers named above.

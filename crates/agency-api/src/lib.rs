@@ -61,7 +61,7 @@ pub use orgs::{
     AgentAction, AgentChange, CapAction, CapChange, MintedOrgKey, OrgAgentView, OrgDown,
     OrgKeyView, OrgMessageView, OrgPlan, OrgView,
 };
-pub use pipelines::{PipelineRunSummary, PipelineRunView, PipelineStageView};
+pub use pipelines::{PipelineRunSummary, PipelineRunView, PipelineScore, PipelineStageView};
 pub use problems::{Problem, ProblemKind};
 pub use records::{FsckProblem, FsckReport, GcReport};
 pub use replies::{

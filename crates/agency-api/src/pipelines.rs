@@ -61,3 +61,28 @@ pub struct PipelineStageView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
 }
+
+/// One scored run of a pipeline, for its score trend: the Gatekeeper's
+/// scorecard of a run that ended `done` (the dashboard's Lessons page).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipelineScore {
+    /// The run's id.
+    pub run: HandlerId,
+    pub pipeline: String,
+    pub status: PipelineRunStatus,
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    /// The five scores' sum (0-25).
+    pub total: i64,
+    /// Each 0-5.
+    pub correctness: i64,
+    pub verification: i64,
+    pub safety: i64,
+    pub clarity: i64,
+    pub autonomy: i64,
+    /// Correctness and Safety each need 3 to pass; a failure of either
+    /// blocks promotion whatever the total.
+    pub correctness_pass: bool,
+    pub safety_pass: bool,
+}

@@ -127,7 +127,7 @@ function updateNeedsCount() {
 async function readNeedsCount() {
   try {
     const n = await api('needs-you');
-    const c = n.approvals.length + n.stalled.length + n.paused.length + n.failed_runs.length + (n.stopped_pipelines || []).length + n.mcp_changes.length + n.problems.length;
+    const c = n.approvals.length + n.stalled.length + n.paused.length + n.failed_runs.length + (n.stopped_pipelines || []).length + n.mcp_changes.length + (n.lessons || []).length + n.problems.length;
     document.getElementById('needs-count').textContent = c ? String(c) : '';
   } catch (_) { /* kept as it was */ }
 }

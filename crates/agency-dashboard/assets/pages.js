@@ -19,7 +19,7 @@ function guidanceForm(handler) {
 }
 
 PAGES.needs = {
-  kinds: ['approval', 'handler', 'budget', 'agent', 'mail', 'problem', 'pipeline'],
+  kinds: ['approval', 'handler', 'budget', 'agent', 'mail', 'problem', 'pipeline', 'lesson'],
   async render() {
     const n = await api('needs-you');
     const rows = [];
@@ -81,6 +81,16 @@ PAGES.needs = {
         h('td', {}, ago(c.seen_at)),
         h('td', {}, h('button', { class: 'primary', onclick: () => act('mcp/changes/' + c.id + '/approve') }, 'Approve'),
           h('button', { onclick: () => act('mcp/changes/' + c.id + '/reject') }, 'Reject'))));
+    }
+    for (const l of (n.lessons || [])) {
+      // A tool-policy or permission lesson a pipeline learned: recalled
+      // only once the user approves it (lessons.js has the decisions).
+      rows.push(h('tr', { 'data-row': 'lesson', 'data-id': l.id },
+        h('td', {}, h('span', { class: 'row-reason' }, 'Lesson to approve: ', l.scope.kind), h('div', { class: 'muted' }, 'pipeline ' + l.pipeline + ', from ' + l.supporting_runs.length + ' run(s)')),
+        h('td', {}, h('a', { href: '#lessons/' + l.id }, l.title), h('div', { class: 'muted' }, 'when: ', l.trigger), h('pre', { class: 'advice' }, l.advice)),
+        h('td', {}, ago(l.updated_at)),
+        h('td', {}, h('button', { class: 'primary', 'data-action': 'approve', onclick: () => act('lessons/' + l.id + '/approve') }, 'Approve'),
+          reasonAction('lessons/' + l.id + '/reject', 'Reject', 'why not'))));
     }
     for (const p of n.problems) {
       // The summary says what was found and what to do; the action opens

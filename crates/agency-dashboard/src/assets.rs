@@ -23,6 +23,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../assets/pages.js"),
     ),
+    (
+        "lessons.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../assets/lessons.js"),
+    ),
 ];
 
 /// `GET /dashboard/`: the page.

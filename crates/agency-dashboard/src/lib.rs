@@ -6,9 +6,10 @@
 //! in a cookie. Every other route needs that session ([`auth`]); a POST
 //! also needs the session's CSRF token, and `Host`/`Origin` must name this
 //! listener. An agent's bearer token opens nothing: the dashboard never
-//! reads `Authorization`. The JSON views ([`views`]) and actions
-//! ([`actions`]) call the service as [`Principal::User`], the only identity
-//! a session carries; the page's assets are compiled in ([`assets`]).
+//! reads `Authorization`. The JSON views ([`views`]), actions
+//! ([`actions`]) and the Lessons page's reads and actions ([`lessons`])
+//! call the service as [`Principal::User`], the only identity a session
+//! carries; the page's assets are compiled in ([`assets`]).
 //!
 //! Invariant: identity is the session's (the user's); every read and every
 //! action is one service call, which checks it. Nothing here spawns a
@@ -18,6 +19,7 @@
 pub mod actions;
 pub mod assets;
 pub mod auth;
+pub mod lessons;
 pub mod views;
 
 use std::sync::Arc;
@@ -64,6 +66,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(dash: Arc<Dashboard>) -> Router<
         .route("/dashboard/api/logout", post(auth::logout))
         .merge(views::routes())
         .merge(actions::routes())
+        .merge(lessons::routes())
         // No fallback: the daemon's own answers an unknown path (axum
         // refuses to merge two routers that both have one).
         .layer(from_fn_with_state(dash.clone(), auth::guard))

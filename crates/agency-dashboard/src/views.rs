@@ -9,7 +9,7 @@ use agency_api::{
     CostBreakdown, CostRow, Event, HandlerTitle, HandlerView, NeedsYou, OrgCard, OrgPage,
     PausedSubtree, RunDetail, StalledHandler,
 };
-use agency_core::status::PipelineRunStatus;
+use agency_core::status::{LessonState, PipelineRunStatus};
 use agency_core::{AgentId, FileId, HandlerId, OutcomeId, Timestamp};
 use agency_service::{EventQuery, Result, ServiceError, System, wire};
 use axum::Extension;
@@ -143,6 +143,14 @@ pub fn needs_you_view(s: &System) -> Result<NeedsYou> {
         })
         .collect::<Vec<_>>();
     let mcp_changes = s.mcp_pins(USER)?.pending;
+    // Newest changed first as listed: reversed, the longest wait on top.
+    let mut lessons = s.lessons(
+        USER,
+        None,
+        &[LessonState::AwaitingUser],
+        Some(crate::lessons::MAX_WAITING),
+    )?;
+    lessons.reverse();
     let named: std::collections::BTreeSet<HandlerId> = approvals
         .iter()
         .map(|a| a.handler)
@@ -157,6 +165,7 @@ pub fn needs_you_view(s: &System) -> Result<NeedsYou> {
         failed_runs,
         stopped_pipelines,
         mcp_changes,
+        lessons,
         problems: problems(s)?,
         titles: named
             .into_iter()

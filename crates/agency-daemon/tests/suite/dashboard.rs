@@ -22,6 +22,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/dashboard/assets/app.js"),
     ("GET", "/dashboard/assets/app.css"),
     ("GET", "/dashboard/assets/pages.js"),
+    ("GET", "/dashboard/assets/lessons.js"),
     ("GET", "/dashboard/api/session"),
     ("POST", "/dashboard/api/logout"),
     ("GET", "/dashboard/api/needs-you"),
@@ -39,6 +40,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/dashboard/api/mail"),
     ("GET", "/dashboard/api/orgs"),
     ("GET", "/dashboard/api/approvals"),
+    ("GET", "/dashboard/api/lessons"),
+    ("GET", "/dashboard/api/lessons/{lesson}"),
+    ("GET", "/dashboard/api/scores"),
     ("GET", "/dashboard/api/events/stream"),
     ("POST", "/dashboard/api/approvals/{approval}/approve"),
     ("POST", "/dashboard/api/approvals/{approval}/deny"),
@@ -49,6 +53,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/dashboard/api/handlers/{handler}/mail"),
     ("POST", "/dashboard/api/mcp/changes/x/approve"),
     ("POST", "/dashboard/api/mcp/changes/x/reject"),
+    ("POST", "/dashboard/api/lessons/{lesson}/approve"),
+    ("POST", "/dashboard/api/lessons/{lesson}/reject"),
+    ("POST", "/dashboard/api/lessons/{lesson}/retire"),
+    ("POST", "/dashboard/api/lessons/{lesson}/rollback"),
 ];
 
 const XSS_TITLE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
@@ -337,7 +345,8 @@ async fn issue30_an_agents_token_opens_no_dashboard_route() {
                     "{agent}",
                     &runs.first().map_or(minted.agent, |r| r.agent).to_string(),
                 )
-                .replace("{file}", &file.to_string());
+                .replace("{file}", &file.to_string())
+                .replace("{lesson}", &agency_core::LessonId::new_random().to_string());
             let mut h = HeaderMap::new();
             h.insert(
                 "authorization",

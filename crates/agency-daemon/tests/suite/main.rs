@@ -18,6 +18,7 @@ mod agent_end;
 mod budget_pause;
 mod daemon;
 mod dashboard;
+mod dashboard_lessons;
 mod egress;
 mod gateway;
 mod gateway_budget;

@@ -18,6 +18,7 @@ mod facts;
 pub use facts::replay_facts;
 pub mod judge;
 mod library;
+mod scores;
 mod tasks;
 
 use agency_core::status::{PipelineRunStatus, StageStatus};

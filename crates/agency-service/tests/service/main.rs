@@ -39,6 +39,7 @@ mod outcome_visibility;
 mod outcomes;
 mod pipeline_calls;
 mod pipeline_library;
+mod pipeline_scores;
 mod pipeline_tasks;
 mod pipelines;
 mod problems;
