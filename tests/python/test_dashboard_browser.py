@@ -143,6 +143,14 @@ def wait(b, what, cond, timeout=30):
         lambda _: cond(), message=f"timed out waiting for {what}")
 
 
+def wait_for(cond, what, timeout=60):
+    """Poll `cond` (no browser) until it holds."""
+    deadline = time.time() + timeout
+    while not cond():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
 def click(b, css):
     """A real click on the element `css` names, found again if a redraw
     replaced it first."""
@@ -475,6 +483,13 @@ def lessons_script() -> dict:
     scenarios.insert(0, {"name": "Gatekeeper, unsafe run",
                          "match": {"system_contains": "You are the Gatekeeper ", "user_contains": UNSAFE_RUN},
                          "turns": [{"text": json.dumps(unsafe)}]})
+    # A run that recalls lessons is clearer: the replay gate's evidence.
+    clearer = json.loads(gate["turns"][0]["text"])
+    clearer["scorecard"]["clarity"] = 5
+    clearer["totalScore"] += 1
+    scenarios.insert(1, {"name": "Gatekeeper, lessons recalled",
+                         "match": {"system_contains": "You are the Gatekeeper ", "user_contains": "Advice, quoted"},
+                         "turns": [{"text": json.dumps(clearer)}]})
     return doc
 
 
@@ -510,6 +525,10 @@ def test_lessons_page_in_a_real_browser(tmp_path, browser):
                                env=env, capture_output=True, text=True, timeout=300)
             assert r.returncode == 0, r.stdout + r.stderr
             assert json.loads(r.stdout)["status"] == "done", r.stdout
+            # The replay gate runs after a run; the next run starts once
+            # every replay ended, so what it recalls is known.
+            wait_for(lambda: all(l["state"] != "replaying" for l in d.rest("GET", "/v1/lessons")[1]),
+                     "the lessons' replays")
         st, lessons = d.rest("GET", "/v1/lessons")
         assert st == 200, lessons
         by_title = {l["title"]: l for l in lessons}
@@ -535,7 +554,7 @@ def test_lessons_page_in_a_real_browser(tmp_path, browser):
         go(b, d, "lessons")
         wait(b, "the trend", lambda: len(b.find_elements(By.CSS_SELECTOR, "svg.trend g[data-run]")) == 3)
         totals = b.execute_script("return [...document.querySelectorAll('svg.trend g[data-run]')].map(g => [Number(g.dataset.total), g.classList.contains('fail')])")
-        assert totals == [[21, False], [12, True], [21, False]], totals
+        assert totals == [[21, False], [12, True], [22, False]], totals
         wait(b, "the lessons", lambda: len(b.find_elements(By.CSS_SELECTOR, "#page tr[data-lesson]")) == 3)
         link = texts(b, f"tr[data-lesson='{xss['id']}'] a")[0]
         assert link == XSS_TITLE, link
