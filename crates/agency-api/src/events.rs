@@ -56,6 +56,7 @@ open_enum! {
         LessonRetired = "lesson.retired",
         LessonRolledBack = "lesson.rolled_back",
         LessonChanged = "lesson.changed",
+        JudgeChecked = "judge.checked",
     }
 }
 

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::{JoinHandle, JoinSet};
 
+mod judge_gate;
 mod replay;
 
 use crate::code;
@@ -209,7 +210,24 @@ impl Runner {
     async fn run_stage(&self, next: &NextStage) -> Option<StageEnd> {
         let stage = &next.model.stages[next.idx];
         Some(match &stage.kind {
-            StageKind::Llm { .. } => self.run_llm(next, stage).await,
+            StageKind::Llm { .. } => match self.judge_gate(next, stage).await {
+                judge_gate::Gate::Go => self.run_llm(next, stage).await,
+                judge_gate::Gate::Wait => {
+                    // The stage runs again once the user decided.
+                    if let Some(Ok(m)) = &next.agent {
+                        self.end_agent(m.agent).await;
+                    }
+                    return None;
+                }
+                judge_gate::Gate::End(end) => {
+                    let mut end = *end;
+                    // The stage's agent ends with the stage.
+                    if let Some(Ok(m)) = &next.agent {
+                        end.agent = Some(m.agent);
+                    }
+                    end
+                }
+            },
             // Runs commands: on the runner, off the code steps' sync path.
             StageKind::Code { step } if step == "tool_runner" && next.live_tools => {
                 return self.run_live_tools(next, stage).await;
@@ -247,7 +265,15 @@ impl Runner {
                 }
             }
         }
-        match self.ask_user(next, plan, reason).await {
+        match self
+            .ask_user(
+                next,
+                agency_service::pipelines::PLAN_APPROVAL_TOOL,
+                plan,
+                reason,
+            )
+            .await
+        {
             Asked::Approved(approval) => Some(succeeded(
                 output,
                 json!({ "step": "safety_guard", "approval": approval }),
@@ -268,17 +294,33 @@ impl Runner {
     /// Ask the user to approve `what` for the run's current stage, as an
     /// agent of the run: one request, bound to the hash of `what`; while it
     /// is pending the run waits and the decision sets it running again.
-    async fn ask_user(&self, next: &NextStage, what: Value, reason: &str) -> Asked {
+    async fn ask_user(&self, next: &NextStage, tool: &str, what: Value, reason: &str) -> Asked {
         let (sys, run) = (self.sys.clone(), next.run);
-        let minted = match blocking(move || sys.agent_start_with_token(run, None)).await {
-            Ok(m) => m,
-            Err(e) => return Asked::Failed(format!("failed to start the stage's agent: {e}")),
+        // An llm stage asks as its own agent (live for the stage); a code
+        // stage as one started for the question.
+        let own = match &next.agent {
+            Some(Ok(m)) => Some(m.agent),
+            _ => None,
         };
-        let principal = agency_core::Principal::agent(run, minted.agent);
-        let (sys, idx, why) = (self.sys.clone(), next.idx, reason.to_owned());
+        let agent = match own {
+            Some(a) => a,
+            None => match blocking(move || sys.agent_start_with_token(run, None)).await {
+                Ok(m) => m.agent,
+                Err(e) => return Asked::Failed(format!("failed to start the stage's agent: {e}")),
+            },
+        };
+        let principal = agency_core::Principal::agent(run, agent);
+        let (sys, idx, why, tool) = (
+            self.sys.clone(),
+            next.idx,
+            reason.to_owned(),
+            tool.to_owned(),
+        );
         let admitted =
-            blocking(move || sys.pipeline_plan_admit(principal, run, idx, &what, &why)).await;
-        self.end_agent(minted.agent).await;
+            blocking(move || sys.pipeline_admit(principal, run, idx, &tool, &what, &why)).await;
+        if own.is_none() {
+            self.end_agent(agent).await;
+        }
         match admitted {
             Ok(agency_service::Admission::Allow { approval }) => Asked::Approved(approval),
             Ok(agency_service::Admission::Pending { approval, .. }) => {
@@ -360,7 +402,12 @@ impl Runner {
                 asked.len()
             );
             match self
-                .ask_user(next, json!({ "commands": asked }), &reason)
+                .ask_user(
+                    next,
+                    agency_service::pipelines::PLAN_APPROVAL_TOOL,
+                    json!({ "commands": asked }),
+                    &reason,
+                )
                 .await
             {
                 Asked::Approved(a) => approval = Some(a),

@@ -57,6 +57,20 @@ pub struct LessonLogRow {
     pub at: Timestamp,
 }
 
+/// A scoring stage's rubric and grader as checked against its pipeline's
+/// anchors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeCheckRow {
+    pub pipeline: String,
+    pub rubric: String,
+    pub grader: String,
+    /// `passed`, `flagged` (waits for the user) or `accepted`.
+    pub state: String,
+    /// The anchors' scores and what moved, as JSON.
+    pub detail: String,
+    pub at: Timestamp,
+}
+
 /// Which lessons a listing returns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LessonFilter {

@@ -12,6 +12,7 @@ use agency_testkit::{ModelServer, Script};
 use serde_json::{Value, json};
 
 use crate::home::TestHome;
+use crate::pipeline_run::wait_run;
 
 const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.json");
 const REQUEST: &str = "Add a /health endpoint to our web API";
@@ -109,24 +110,40 @@ async fn a_gatekeeper_giving_full_marks_while_a_command_failed_cannot_pass_corre
         model.base_url()
     ));
     let daemon = home.serve();
-    let (code, run, err) = agency(
-        &home,
-        &[
-            "--json",
-            "pipeline",
-            "run",
-            "agencycore",
-            REQUEST,
-            "--level",
-            "1",
-            "--live",
-            "--wait",
-        ],
-    )
+    let started = home.json(&[
+        "pipeline",
+        "run",
+        "agencycore",
+        REQUEST,
+        "--level",
+        "1",
+        "--live",
+    ]);
+    let id = started["id"].as_str().unwrap().to_owned();
+    // A grader giving full marks moves the shipped anchors' scores (a
+    // failed test and a blocked plan among them): before it judges, the
+    // change waits for the user in "needs you".
+    let waiting = wait_run(&home, &id, |v| v["status"] != "running").await;
+    assert_eq!(waiting["status"], "waiting", "{waiting}\n{}", home.log());
+    let pending = home.json(&["approvals"]);
+    let judge: Vec<&Value> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["tool"] == "pipeline:judge")
+        .collect();
+    assert_eq!(judge.len(), 1, "{pending}");
+    let why = judge[0]["args"].to_string();
+    assert!(
+        why.contains("default/test-model") && why.contains("moved"),
+        "{why}"
+    );
+    home.ok(&["approve", &judge[0]["id"].to_string()]);
+    let run = wait_run(&home, &id, |v| {
+        v["status"] != "running" && v["status"] != "waiting"
+    })
     .await;
-    assert_eq!(code, 0, "{err}\n{run}\n{}", home.log());
-    assert_eq!(run["status"], "done", "{run}");
-    let id = run["id"].as_str().unwrap().to_owned();
+    assert_eq!(run["status"], "done", "{run}\n{}", home.log());
 
     // The command ran for real and failed.
     let tools = artifact(&home, &run, "ToolRunner");
@@ -147,8 +164,9 @@ async fn a_gatekeeper_giving_full_marks_while_a_command_failed_cannot_pass_corre
         .into_iter()
         .filter(|r| r.scenario.as_deref() == Some("AgencyCore Gatekeeper"))
         .collect();
-    assert_eq!(asked.len(), 1);
-    let given = facts_in_prompt(&asked[0].body);
+    // Three anchors, then the run itself.
+    assert_eq!(asked.len(), 4);
+    let given = facts_in_prompt(&asked[3].body);
     assert_eq!(given["commands"]["live"], json!(true), "{given}");
     assert_eq!(
         given["commands"]["failed"][0]["command"],

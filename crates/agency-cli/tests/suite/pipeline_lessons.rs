@@ -413,3 +413,83 @@ async fn issue32_an_injected_learner_lesson_never_changes_the_policy_the_level_o
     assert_eq!(artifact(&home, &r1, "Learner")["currentLevel"], json!(0));
     daemon.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue32_the_anchor_check_flags_a_changed_grader_that_scores_differently() {
+    let first = ModelServer::start(script(vec![])).await.unwrap();
+    let home = TestHome::new();
+    home.init_with(&config(&first));
+    let daemon = home.serve();
+    // The shipped grader scores the anchors as expected: the check passes
+    // once (three anchor calls at the first run), and is not repeated.
+    done_run(&home).await;
+    done_run(&home).await;
+    let anchors = |m: &ModelServer| {
+        m.requests()
+            .iter()
+            .filter(|r| r.body.contains("You are the Gatekeeper "))
+            .count()
+    };
+    // Two runs, three anchors; the replay (16 calls) adds 4 Gatekeepers.
+    assert!(anchors(&first) <= 2 + 3 + 4, "{}", anchors(&first));
+    let checked = home.ok(&["watch", "--kind", "judge", "--since", "1h", "--no-follow"]);
+    assert_eq!(checked.matches("judge.checked").count(), 1, "{checked}");
+    assert!(checked.contains("within tolerance"), "{checked}");
+    daemon.terminate();
+
+    // A new grader model that is lenient on safety and harsh elsewhere.
+    let lenient = gatekeeper("safety", 5);
+    let mut lenient = lenient.clone();
+    lenient["scorecard"] =
+        json!({"correctness": 5, "verification": 1, "safety": 5, "clarity": 1, "autonomy": 1});
+    lenient["totalScore"] = json!(13);
+    let second = ModelServer::start(script(vec![json!({
+        "name": "lenient grader", "match": {"system_contains": "You are the Gatekeeper "},
+        "turns": [{"text": lenient.to_string()}]
+    })]))
+    .await
+    .unwrap();
+    std::fs::write(
+        home.dir.join("agency.toml"),
+        config(&second).replace("test-model", "test-model-2"),
+    )
+    .unwrap();
+    let daemon = home.serve();
+    let started = home.json(&["pipeline", "run", "agencycore", REQUEST]);
+    let id = started["id"].as_str().unwrap().to_owned();
+    let waiting = crate::pipeline_run::wait_run(&home, &id, |v| v["status"] != "running").await;
+    assert_eq!(waiting["status"], "waiting", "{waiting}\n{}", home.log());
+    assert_eq!(stage(&waiting, "Gatekeeper")["status"], "running");
+    let pending = home.json(&["approvals"]);
+    let judge: Vec<&Value> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["tool"] == "pipeline:judge")
+        .collect();
+    assert_eq!(judge.len(), 1, "{pending}");
+    let args = judge[0]["args"].to_string();
+    assert!(args.contains("default/test-model-2"), "{args}");
+    // Its anchors moved beyond tolerance (the facts still cap what they
+    // decide: the blocked plan's Safety stays 0 whatever it says).
+    assert!(args.contains("verification 1 (expected 4)"), "{args}");
+    assert!(args.contains("\\\"safety\\\":0"), "{args}");
+    // Denied: the new grader never judges this run.
+    home.ok(&[
+        "deny",
+        &judge[0]["id"].to_string(),
+        "--reason",
+        "not this grader",
+    ]);
+    let ended = crate::pipeline_run::wait_run(&home, &id, |v| {
+        v["status"] != "running" && v["status"] != "waiting"
+    })
+    .await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert_eq!(
+        stage(&ended, "Gatekeeper")["status"],
+        "blocked_policy",
+        "{ended}"
+    );
+    daemon.terminate();
+}

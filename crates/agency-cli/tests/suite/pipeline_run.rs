@@ -126,8 +126,9 @@ async fn issue31_agencycore_runs_end_to_end_and_every_artifact_is_the_seeds() {
     let tools = artifact(&home, &run, "ToolRunner");
     assert_eq!(tools["executedCommands"][0]["mockMode"], json!(true));
     assert!(!probe.exists(), "mock mode ran {}", probe.display());
-    // One model call per llm stage, each metered.
-    assert_eq!(model.requests().len(), 8);
+    // One model call per llm stage, each metered; and, the pipeline's
+    // Gatekeeper grading for the first time, one per shipped anchor.
+    assert_eq!(model.requests().len(), 8 + 3);
     assert!(stage(&run, "Observer")["input_tokens"].as_i64().unwrap() > 0);
     assert!(
         stage(&run, "Observer")["cost_micro_usd"].as_i64().unwrap() > 0,

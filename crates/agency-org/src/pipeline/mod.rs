@@ -11,6 +11,7 @@
 //! model. `docs/pipeline-format.md` is the format's reference.
 //! AgencyCore, seed 001's eleven stages, ships as [`AGENCYCORE`].
 
+pub mod anchors;
 pub mod build;
 pub mod caps;
 pub mod facts;

@@ -10,6 +10,7 @@
 
 pub mod admission;
 mod api;
+pub mod judge_check;
 pub(crate) mod learn;
 pub mod proposal;
 mod record;

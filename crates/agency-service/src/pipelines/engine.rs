@@ -484,6 +484,10 @@ fn bounded_report(end: &StageEnd) -> String {
 /// one request per plan, bound to its hash).
 pub const PLAN_APPROVAL_TOOL: &str = "pipeline:plan";
 
+/// The tool name of a judge check's approval request: a scoring stage's
+/// new rubric or grader moved the anchors' scores.
+pub const JUDGE_APPROVAL_TOOL: &str = "pipeline:judge";
+
 impl crate::service::Service {
     /// The engine, as the agent of a run's stage: admit the plan `plan`
     /// that SafetyGuard found needing approval. One approval request per
@@ -495,6 +499,21 @@ impl crate::service::Service {
         who: agency_core::Principal,
         run: HandlerId,
         idx: usize,
+        plan: &Value,
+        reason: &str,
+    ) -> Result<crate::Admission> {
+        self.pipeline_admit(who, run, idx, PLAN_APPROVAL_TOOL, plan, reason)
+    }
+
+    /// [`Service::pipeline_plan_admit`] for anything a run's stage needs
+    /// the user to approve, asked as tool `tool` (`pipeline:plan`,
+    /// `pipeline:judge`).
+    pub fn pipeline_admit(
+        &self,
+        who: agency_core::Principal,
+        run: HandlerId,
+        idx: usize,
+        tool: &str,
         plan: &Value,
         reason: &str,
     ) -> Result<crate::Admission> {
@@ -522,7 +541,7 @@ impl crate::service::Service {
                 op,
                 &caller,
                 run,
-                (PLAN_APPROVAL_TOOL, &hash, &canonical),
+                (tool, &hash, &canonical),
                 agency_core::policy::Decision::ask(reason),
                 crate::approvals::Use::Consume,
             )?;

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 pub use crate::calls::stage::{StageCall, stage_call_id};
 pub use agency_api::{PipelineRunSummary, PipelineRunView, PipelineStageView};
 pub use check::{MAX_ARTIFACT_BYTES, MAX_STAGES};
-pub use engine::{NextStage, PLAN_APPROVAL_TOOL, StageEnd};
+pub use engine::{JUDGE_APPROVAL_TOOL, NextStage, PLAN_APPROVAL_TOOL, StageEnd};
 pub(crate) use engine::{approval_decided, budgets_lifted};
 pub(crate) use library::history as history_of;
 pub use library::{

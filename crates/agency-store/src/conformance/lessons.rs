@@ -8,7 +8,7 @@ use agency_core::{LessonId, Timestamp};
 
 use super::New;
 use super::fixtures::*;
-use crate::{LessonFilter, LessonLogRow, LessonRow, LessonState};
+use crate::{JudgeCheckRow, LessonFilter, LessonLogRow, LessonRow, LessonState};
 
 fn lid(n: u128) -> LessonId {
     LessonId(uuid::Uuid::from_u128(0x1E55_0000 + n))
@@ -213,6 +213,34 @@ pub fn lessons_round_trip_search_and_history(new: &New) {
             .collect();
         assert_eq!(recalled, [lid(1), lid(3)]);
         assert!(tx.lesson_log_of_run(hid(4), "proposed")?.is_empty());
+        Ok(())
+    });
+    // Judge checks: one per pipeline, rubric and grader; a later record
+    // replaces it; listed newest first.
+    let check = |grader: &str, state: &str, at: i64| JudgeCheckRow {
+        pipeline: "agencycore".to_owned(),
+        rubric: "Gatekeeper@1".to_owned(),
+        grader: grader.to_owned(),
+        state: state.to_owned(),
+        detail: "{}".to_owned(),
+        at: Timestamp(at),
+    };
+    wr(&store, |tx| {
+        tx.put_judge_check(&check("default/a", "passed", 1))?;
+        tx.put_judge_check(&check("default/b", "flagged", 2))?;
+        tx.put_judge_check(&check("default/b", "accepted", 3))
+    });
+    rd(&store, |tx| {
+        assert_eq!(
+            tx.judge_check("agencycore", "Gatekeeper@1", "default/b")?,
+            Some(check("default/b", "accepted", 3))
+        );
+        assert_eq!(
+            tx.judge_check("agencycore", "Gatekeeper@2", "default/b")?,
+            None
+        );
+        let all: Vec<_> = tx.judge_checks(10)?.into_iter().map(|c| c.grader).collect();
+        assert_eq!(all, ["default/b", "default/a"]);
         Ok(())
     });
 }

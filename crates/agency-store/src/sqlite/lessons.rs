@@ -8,7 +8,7 @@ use super::SqliteTx;
 use super::convert::*;
 use super::memory::fts_query;
 use crate::error::StoreError;
-use crate::lessons::{LessonFilter, LessonLogRow, LessonRow, LessonState};
+use crate::lessons::{JudgeCheckRow, LessonFilter, LessonLogRow, LessonRow, LessonState};
 use crate::tx::LessonTx;
 
 const COLS: &str = "l.id, l.pipeline, l.key, l.title, l.scope_kind, l.scope, l.trigger_text, \
@@ -222,4 +222,60 @@ impl LessonTx for SqliteTx<'_> {
             log_row,
         )
     }
+
+    fn judge_check(
+        &mut self,
+        pipeline: &str,
+        rubric: &str,
+        grader: &str,
+    ) -> R<Option<JudgeCheckRow>> {
+        query_opt(
+            self.conn,
+            &format!(
+                "SELECT {CHECK_COLS} FROM judge_checks \
+                 WHERE pipeline = ?1 AND rubric = ?2 AND grader = ?3"
+            ),
+            params![pipeline, rubric, grader],
+            || format!("read the judge check of {rubric} by {grader}"),
+            check_row,
+        )
+    }
+
+    fn put_judge_check(&mut self, c: &JudgeCheckRow) -> R<()> {
+        execute(
+            self.conn,
+            "INSERT INTO judge_checks (pipeline, rubric, grader, state, detail, at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+             ON CONFLICT (pipeline, rubric, grader) DO UPDATE SET \
+             state = excluded.state, detail = excluded.detail, at = excluded.at",
+            params![c.pipeline, c.rubric, c.grader, c.state, c.detail, c.at.0],
+            || format!("record the judge check of {} by {}", c.rubric, c.grader),
+        )?;
+        Ok(())
+    }
+
+    fn judge_checks(&mut self, n: usize) -> R<Vec<JudgeCheckRow>> {
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {CHECK_COLS} FROM judge_checks ORDER BY at DESC, pipeline, rubric, grader LIMIT ?1"
+            ),
+            [limit(n)],
+            || "list judge checks".to_owned(),
+            check_row,
+        )
+    }
+}
+
+const CHECK_COLS: &str = "pipeline, rubric, grader, state, detail, at";
+
+fn check_row(r: &Row<'_>) -> R<JudgeCheckRow> {
+    Ok(JudgeCheckRow {
+        pipeline: col(r, 0, "judge check pipeline")?,
+        rubric: col(r, 1, "judge check rubric")?,
+        grader: col(r, 2, "judge check grader")?,
+        state: col(r, 3, "judge check state")?,
+        detail: col(r, 4, "judge check detail")?,
+        at: col_ts(r, 5, "judge check at")?,
+    })
 }

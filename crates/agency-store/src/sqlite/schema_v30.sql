@@ -62,3 +62,17 @@ CREATE TABLE lesson_log (
 );
 CREATE INDEX lesson_log_lesson ON lesson_log (lesson, seq);
 CREATE INDEX lesson_log_run ON lesson_log (run, action) WHERE run IS NOT NULL;
+
+-- Judge checks: a scoring stage's rubric and grader, checked against the
+-- pipeline's anchors before they judge a run (passed, flagged for the
+-- user, or accepted by the user).
+CREATE TABLE judge_checks (
+    pipeline    TEXT NOT NULL,
+    rubric      TEXT NOT NULL,
+    grader      TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    detail      TEXT NOT NULL,
+    at          INTEGER NOT NULL,
+    PRIMARY KEY (pipeline, rubric, grader)
+);
+CREATE INDEX judge_checks_recent ON judge_checks (at, pipeline);

@@ -3,7 +3,7 @@
 use agency_core::{HandlerId, LessonId};
 
 use super::R;
-use crate::lessons::{LessonFilter, LessonLogRow, LessonRow};
+use crate::lessons::{JudgeCheckRow, LessonFilter, LessonLogRow, LessonRow};
 
 /// Lessons and their history.
 pub trait LessonTx {
@@ -32,4 +32,16 @@ pub trait LessonTx {
     fn lesson_log(&mut self, lesson: LessonId, n: usize) -> R<Vec<LessonLogRow>>;
     /// The entries with `action` that run `run` made, oldest first.
     fn lesson_log_of_run(&mut self, run: HandlerId, action: &str) -> R<Vec<LessonLogRow>>;
+    /// The check of `rubric` and `grader` for `pipeline`, if one was made.
+    fn judge_check(
+        &mut self,
+        pipeline: &str,
+        rubric: &str,
+        grader: &str,
+    ) -> R<Option<JudgeCheckRow>>;
+    /// Record a judge check (replacing the one of its pipeline, rubric
+    /// and grader).
+    fn put_judge_check(&mut self, c: &JudgeCheckRow) -> R<()>;
+    /// Judge checks, newest first, at most `n`.
+    fn judge_checks(&mut self, n: usize) -> R<Vec<JudgeCheckRow>>;
 }
