@@ -45,6 +45,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "schema",
             "explain",
             "pipeline",
+            "lessons",
             "up",
             "down",
             "orgs",
