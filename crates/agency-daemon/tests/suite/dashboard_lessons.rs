@@ -20,8 +20,9 @@ use crate::fixture;
 const XSS_TITLE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)> routes";
 const XSS_ADVICE: &str = "Add a request test <img src=x onerror=alert(3)><script>alert(4)</script>";
 
-/// Two llm stages: a Gatekeeper that scores, a Learner that proposes.
-const PIPELINE: &str = "---\npipeline: learns\nstages:\n  - name: Gatekeeper\n    kind: llm\n    system: You are the Gatekeeper of this pipeline.\n    reads: [input]\n    output: {type: object, required: [scorecard, totalScore]}\n  - name: Learner\n    kind: llm\n    system: You are the Learner of this pipeline.\n    reads: [input]\n    output: {type: object, required: [candidateLessons]}\n---\n\n## Gatekeeper\n\n{{input}}\n\n## Learner\n\n{{input}}\n";
+/// The built-in Retriever, a Gatekeeper that reads it and scores (the
+/// stage a lesson's replay re-runs), a Learner that proposes.
+const PIPELINE: &str = "---\npipeline: learns\nstages:\n  - name: Retriever\n    kind: code\n    step: retriever\n    reads: [input]\n    output: {type: object}\n  - name: Gatekeeper\n    kind: llm\n    system: You are the Gatekeeper of this pipeline.\n    reads: [input, Retriever]\n    output: {type: object, required: [scorecard, totalScore], properties: {scorecard: {type: object}}}\n  - name: Learner\n    kind: llm\n    system: You are the Learner of this pipeline.\n    reads: [input]\n    output: {type: object, required: [candidateLessons]}\n---\n\n## Gatekeeper\n\n{{input}}\n\n{{Retriever}}\n\n## Learner\n\n{{input}}\n";
 
 fn answer(name: &str, system: &str, user: Option<&str>, answer: Value) -> Value {
     let mut m = json!({"system_contains": system});
@@ -49,7 +50,13 @@ fn script() -> Script {
     let once =
         json!({"title": "Name the handlers", "lesson": "Name each handler after its route."});
     let learner = |lessons: Vec<Value>| json!({"reflection": "r", "candidateLessons": lessons});
+    // A run that recalls a lesson is clearer: the replay gate's evidence.
+    let mut clearer = card(5);
+    clearer["scorecard"]["clarity"] = json!(5);
     let doc = json!({"scenarios": [
+        answer("gate, lessons recalled", "You are the Gatekeeper", Some("Advice, quoted"), clearer),
+        // The second run's prompt also names the first (a recalled example).
+        answer("gate 2", "You are the Gatekeeper", Some("second run"), card(2)),
         answer("gate 1", "You are the Gatekeeper", Some("first run"), card(5)),
         answer("gate", "You are the Gatekeeper", None, card(2)),
         answer("learn 1", "You are the Learner", Some("first run"),
@@ -99,6 +106,17 @@ impl Fx {
                 .run
                 .id;
             wait_done(&svc, run).await;
+        }
+        // The lessons the two runs proposed went through their replay.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while svc
+            .lessons(Principal::User, None, &[LessonState::Replaying], None)
+            .unwrap()
+            .len()
+            > 0
+        {
+            assert!(std::time::Instant::now() < deadline, "a replay never ended");
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let v1 = reqwest::Client::builder()
             .unix_socket(home.admin_socket_path())

@@ -25,6 +25,7 @@ mod handoffs;
 mod handover;
 mod invisibility;
 mod kb;
+mod lessons;
 mod mail;
 mod mail_caps;
 mod mcp_pins;
