@@ -109,11 +109,10 @@ impl Fx {
         }
         // The lessons the two runs proposed went through their replay.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while svc
+        while !svc
             .lessons(Principal::User, None, &[LessonState::Replaying], None)
             .unwrap()
-            .len()
-            > 0
+            .is_empty()
         {
             assert!(std::time::Instant::now() < deadline, "a replay never ended");
             tokio::time::sleep(Duration::from_millis(50)).await;
