@@ -61,7 +61,9 @@ pub use orgs::{
     AgentAction, AgentChange, CapAction, CapChange, MintedOrgKey, OrgAgentView, OrgDown,
     OrgKeyView, OrgMessageView, OrgPlan, OrgView,
 };
-pub use pipelines::{PipelineRunSummary, PipelineRunView, PipelineScore, PipelineStageView};
+pub use pipelines::{
+    PipelineRunSummary, PipelineRunView, PipelineScore, PipelineStageView, RunLessonEvent,
+};
 pub use problems::{Problem, ProblemKind};
 pub use records::{FsckProblem, FsckReport, GcReport};
 pub use replies::{

@@ -34,6 +34,23 @@ pub struct PipelineRunView {
     /// The input the run was started with.
     pub input: serde_json::Value,
     pub stages_detail: Vec<PipelineStageView>,
+    /// What the run did to its pipeline's lessons, oldest first: lessons
+    /// it recalled, proposed, marked helpful or harmful, and the replays
+    /// its evidence started (with their calls and cost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learning: Vec<RunLessonEvent>,
+}
+
+/// One thing a run did to a lesson (`agency pipeline show`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunLessonEvent {
+    pub lesson: agency_core::LessonId,
+    pub title: String,
+    /// `recalled`, `proposed`, `edit_proposed`, `helpful`, `harmful`,
+    /// `replay_started`, `replayed`, `admitted`, `rejected`, …
+    pub action: String,
+    pub at: Timestamp,
+    pub detail: serde_json::Value,
 }
 
 /// One stage of a run.

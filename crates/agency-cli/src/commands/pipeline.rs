@@ -312,5 +312,32 @@ fn run_text(ctx: &Ctx, v: &PipelineRunView) -> String {
             out.push_str(&format!("stage {}: {}\n", line(&s.name), line(e)));
         }
     }
+    if !v.learning.is_empty() {
+        out.push_str("lessons (agency lessons show <lesson>):\n");
+        for e in &v.learning {
+            // A replay's cost and verdict, or a rejection's reason.
+            let extra = match e.action.as_str() {
+                "replayed" => format!(
+                    " ({} call(s), ${:.4}{})",
+                    e.detail["calls"].as_i64().unwrap_or(0),
+                    e.detail["cost_micro_usd"].as_i64().unwrap_or(0) as f64 / 1e6,
+                    e.detail["verdict"]
+                        .as_str()
+                        .map(|v| format!(": {}", line(v)))
+                        .unwrap_or_default()
+                ),
+                _ => e.detail["reason"]
+                    .as_str()
+                    .map(|r| format!(": {}", line(r)))
+                    .unwrap_or_default(),
+            };
+            out.push_str(&format!(
+                "  {} {} {:?}{extra}\n",
+                &e.lesson.to_string()[..8],
+                e.action,
+                line(&e.title)
+            ));
+        }
+    }
     out
 }

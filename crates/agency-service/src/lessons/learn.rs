@@ -530,6 +530,51 @@ pub(crate) fn admit(
     Ok(())
 }
 
+/// Most entries of a run's learning shown with the run.
+const MAX_RUN_LEARNING: usize = 200;
+
+/// What run `run` did to lessons, oldest first (at most 200 entries).
+pub(crate) fn of_run(
+    tx: &mut dyn agency_store::Tx,
+    run: HandlerId,
+) -> Result<Vec<agency_api::RunLessonEvent>> {
+    const ACTIONS: [&str; 11] = [
+        "recalled",
+        "proposed",
+        "edit_proposed",
+        "deprecation_proposed",
+        "helpful",
+        "harmful",
+        "replay_started",
+        "replayed",
+        "admitted",
+        "rejected",
+        "awaiting_user",
+    ];
+    let mut rows = Vec::new();
+    for a in ACTIONS {
+        rows.extend(tx.lesson_log_of_run(run, a)?);
+    }
+    rows.sort_by_key(|e| e.seq);
+    rows.truncate(MAX_RUN_LEARNING);
+    let mut titles = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for e in rows {
+        if !titles.contains_key(&e.lesson) {
+            let t = tx.lesson(e.lesson)?.map(|l| l.title).unwrap_or_default();
+            titles.insert(e.lesson, t);
+        }
+        out.push(agency_api::RunLessonEvent {
+            lesson: e.lesson,
+            title: titles[&e.lesson].clone(),
+            action: e.action,
+            at: e.at,
+            detail: serde_json::from_str(&e.detail).unwrap_or(Value::Null),
+        });
+    }
+    Ok(out)
+}
+
 /// Tell the user, in run `run`'s name.
 fn notify(op: &mut Op<'_>, run: HandlerId, subject: &str, body: &str) -> Result<()> {
     let Some(row) = op.tx.handler(run)? else {

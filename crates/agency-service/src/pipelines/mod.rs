@@ -313,6 +313,7 @@ impl Service {
                 run: summary(&r, &stages),
                 input: serde_json::from_str(&r.input).unwrap_or(Value::Null),
                 stages_detail: detail,
+                learning: crate::lessons::learn::of_run(tx, run)?,
             })
         })
     }
