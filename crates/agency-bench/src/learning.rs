@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agency_core::status::LessonState;
-use agency_core::{HandlerId, LessonId, OutcomeStatus, Principal};
+use agency_core::{HandlerId, LessonId, Principal};
 use agency_org::pipeline::PipelineModel;
 use agency_service::System;
 use anyhow::{Context, Result, bail};
@@ -155,6 +155,8 @@ struct Pair {
     window_wall: Duration,
     calls: i64,
     served: usize,
+    /// Reads of the lesson's state while waiting for its admission.
+    reads: usize,
     /// What the replay's history entry says it cost.
     reported_cost: i64,
     /// What the gateway metered for the replay's handler.
@@ -186,49 +188,44 @@ async fn lesson_titled(sys: &Arc<System>, title: &str) -> Result<LessonId> {
     .await
 }
 
-/// Wait until `lesson` has left the replay: woken by completed outcomes
-/// (the replay's handler's outcome completes with its verdict), and,
-/// should that be missed, by a slow poll.
+/// Wait until `lesson` has left the replay: its state read again at each
+/// commit to the event log (the replay's end is one; no domain event says
+/// so), and, should a wake-up be missed, after a slow tick. Returns the
+/// state and how many times it was read.
 async fn settled(
     sys: &Arc<System>,
-    events: &mut tokio::sync::broadcast::Receiver<agency_service::Event>,
+    committed: &mut tokio::sync::watch::Receiver<i64>,
     lesson: LessonId,
-) -> Result<LessonState> {
+) -> Result<(LessonState, usize)> {
     let deadline = Instant::now() + Duration::from_secs(120);
+    let mut reads = 0;
     loop {
-        let state = blocking(sys, move |s| {
-            Ok(s.lessons(
-                Principal::User,
-                Some(PIPELINE),
-                &[LessonState::Replaying],
-                Some(1000),
-            )?
-            .iter()
-            .any(|l| l.id == lesson))
-        })
-        .await?;
-        if !state {
-            return blocking(sys, move |s| Ok(s.lesson_show(Principal::User, lesson)?))
-                .await
-                .map(|d| d.lesson.state);
+        committed.borrow_and_update();
+        reads += 1;
+        if !replaying(sys, lesson).await? {
+            let d = blocking(sys, move |s| Ok(s.lesson_show(Principal::User, lesson)?)).await?;
+            return Ok((d.lesson.state, reads));
         }
         if Instant::now() > deadline {
             bail!("lesson {lesson} was still replaying after 120 s");
         }
-        let _ = tokio::time::timeout(Duration::from_millis(500), async {
-            loop {
-                match events.recv().await {
-                    Ok(agency_service::Event::OutcomeStatusChanged {
-                        status: OutcomeStatus::Completed,
-                        ..
-                    }) => return,
-                    Ok(_) => {}
-                    Err(_) => return,
-                }
-            }
-        })
-        .await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), committed.changed()).await;
     }
+}
+
+/// Whether `lesson` is in its replay.
+async fn replaying(sys: &Arc<System>, lesson: LessonId) -> Result<bool> {
+    blocking(sys, move |s| {
+        Ok(s.lessons(
+            Principal::User,
+            Some(PIPELINE),
+            &[LessonState::Replaying],
+            Some(1000),
+        )?
+        .iter()
+        .any(|l| l.id == lesson))
+    })
+    .await
 }
 
 /// The model cost the gateway metered for handler `h` and its subtree
@@ -258,11 +255,12 @@ async fn pair(
     let lesson = lesson_titled(sys, &format!("Keep {} notes", advice_mark(k))).await?;
     let served = model.requests().len();
 
-    let mut events = sys.subscribe();
+    let mut committed = sys.events_committed();
     let c0 = process_cpu();
     run_once(sys, pipeline, &input, within).await?;
     let (c1, t1) = (process_cpu(), Instant::now());
-    let state = settled(sys, &mut events, lesson).await?;
+    let (state, reads) = settled(sys, &mut committed, lesson).await?;
+    p.reads = reads;
     p.window_wall = t1.elapsed();
     tokio::time::sleep(QUIET).await;
     let c2 = process_cpu();
@@ -337,6 +335,13 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
             measured.push(p);
         }
     }
+    // What one of the waiting's reads costs (no lesson replays now).
+    let probe = LessonId::new_random();
+    let c0 = process_cpu();
+    for _ in 0..100 {
+        replaying(&sys, probe).await?;
+    }
+    let read_cpu = (process_cpu() - c0) / 100;
     daemon.stop().await.context("failed to stop the daemon")?;
     model.shutdown().await;
 
@@ -349,6 +354,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let replay_wall = mean(measured.iter().map(|p| p.window_wall), n);
     let calls: i64 = measured.iter().map(|p| p.calls).sum();
     let served: usize = measured.iter().map(|p| p.served).sum();
+    let reads: usize = measured.iter().map(|p| p.reads).sum();
     let cost: i64 = measured.iter().map(|p| p.cost).sum();
     let reported: i64 = measured.iter().map(|p| p.reported_cost).sum();
     let run_cost: i64 = measured.iter().map(|p| p.run_cost).sum();
@@ -397,7 +403,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         served as f64 / n.max(1) as f64
     ));
     s.notes.push(format!(
-        "process CPU: `CLOCK_PROCESS_CPUTIME_ID`, all threads of this process: the daemon, the model server (its CPU per call is in both sides), and this benchmark's waiting (woken by the run's and the replay's completed outcomes, one read each). A run's CPU is its start to its end seen plus {} of quiet (what the daemon still does after the end); the replay's is the pair's second run to its lesson's admission plus the same quiet, minus the pair's first run. The idle daemon used {} of CPU in 1 s. Per pair, CPU of run / run + replay: {}.",
+        "process CPU: `CLOCK_PROCESS_CPUTIME_ID`, all threads of this process: the daemon, the model server (its CPU per call is in both sides), and this benchmark's waiting (for a run's end: woken by its outcome's completion; for an admission: the lesson's state read at each commit to the event log, {:.1} reads per replay, {} of CPU each, so {} per replay). A run's CPU is its start to its end seen plus {} of quiet (what the daemon still does after the end); the replay's is the pair's second run to its lesson's admission plus the same quiet, minus the pair's first run. The idle daemon used {} of CPU in 1 s. Per pair, CPU of run / run + replay: {}.",
+        reads as f64 / n.max(1) as f64,
+        fmt_dur(read_cpu),
+        fmt_dur(read_cpu * u32::try_from(reads / n.max(1)).unwrap_or(0)),
         fmt_dur(QUIET),
         fmt_dur(idle),
         measured
