@@ -24,10 +24,12 @@ mod gateway;
 mod growth;
 mod jsonrpc;
 mod latency;
+mod learning;
 mod memory;
 mod pipelines;
 mod populate;
 mod report;
+mod retriever;
 mod sandbox;
 mod scale;
 mod sched;
@@ -53,7 +55,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-14); the others are listed as
+    /// Run only these items (comma separated, 1-15); the others are listed as
     /// not measured.
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
@@ -95,7 +97,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 14] = [
+    let items: [Item; 15] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -126,6 +128,7 @@ fn main() -> Result<()> {
             util::block(watching::run(c))
         }),
         (14, "14. Pipelines", |c| util::block(pipelines::run(c))),
+        (15, "15. Learning loop", |c| util::block(learning::run(c))),
     ];
     let _guard = rt.enter();
     for (n, title, f) in items {

@@ -30,6 +30,8 @@ use crate::report::{Row, Section, ratio};
 use crate::util::{fmt_dur, new_home, self_cpu};
 
 const ANSWER: &str = r#"{"keywords":["bench","pipeline"]}"#;
+/// The request every benchmark run is given.
+const REQUEST: &str = "make the build faster";
 
 /// A pipeline of `n` identical llm stages, each reading the input.
 fn source(n: usize) -> String {
@@ -126,7 +128,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     // the stages.
     let warm = cfg.pick(40, 4);
     for _ in 0..warm {
-        run_once(&sys, &pipeline, Duration::from_secs(120)).await?;
+        run_once(&sys, &pipeline, REQUEST, Duration::from_secs(120)).await?;
     }
     let (mut bare_cpu, mut bare_wall, mut stage_cpu, mut stage_wall) = (
         Duration::ZERO,
@@ -145,7 +147,7 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         bare_cpu += self_cpu()? - c0;
         bare_wall += t0.elapsed();
         let (c0, t0) = (self_cpu()?, Instant::now());
-        run_once(&sys, &pipeline, Duration::from_secs(300)).await?;
+        run_once(&sys, &pipeline, REQUEST, Duration::from_secs(300)).await?;
         stage_cpu += self_cpu()? - c0;
         stage_wall += t0.elapsed();
     }
@@ -184,23 +186,25 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     Ok(sections)
 }
 
-/// Start one run and wait until it is done: woken by the completion of the
+/// Start one run of `pipeline` with `input` and wait until it is done (its
+/// id is returned): woken by the completion of the
 /// run's outcome (polling the run's view would add its own reads to the
 /// stages' CPU), and, should that be missed, by a slow poll.
-async fn run_once(
+pub(crate) async fn run_once(
     sys: &std::sync::Arc<agency_service::System>,
     pipeline: &agency_org::pipeline::PipelineModel,
+    input: &str,
     within: Duration,
-) -> Result<()> {
+) -> Result<agency_core::HandlerId> {
     // Subscribed before the start, so the run's end cannot be missed.
     let mut events = sys.subscribe();
-    let (s, m) = (sys.clone(), pipeline.clone());
+    let (s, m, input) = (sys.clone(), pipeline.clone(), input.to_owned());
     let run = tokio::task::spawn_blocking(move || {
         s.pipeline_start(
             Principal::User,
             PipelineStart {
                 model: m,
-                input: json!("make the build faster"),
+                input: json!(input),
                 level: 0,
                 live_tools: false,
             },
@@ -217,7 +221,7 @@ async fn run_once(
             .await
             .context("failed to join the show task")??;
         match v.run.status {
-            PipelineRunStatus::Done => return Ok(()),
+            PipelineRunStatus::Done => return Ok(run),
             PipelineRunStatus::Running => {}
             other => bail!(
                 "the benchmark's run ended {}: {:?}",

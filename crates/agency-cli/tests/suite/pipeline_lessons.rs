@@ -163,6 +163,15 @@ async fn issue32_a_lesson_is_admitted_on_evidence_recalled_with_provenance_edite
     let replay = &replayed[0]["detail"];
     assert_eq!(replay["calls"], 16, "{replay}");
     assert!(replay["cost_micro_usd"].as_i64().unwrap() > 0, "{replay}");
+    // Its cost is what the gateway metered for the replay's handler.
+    let started = history(&l, "replay_started");
+    let handler = started[0]["detail"]["handler"].as_str().unwrap();
+    let metered = home.json(&["cost", handler]);
+    assert_eq!(
+        replay["cost_micro_usd"], metered["self"]["cost_micro_usd"],
+        "{replay}\n{metered}"
+    );
+    assert_eq!(metered["self"]["calls"], 16, "{metered}");
     assert_eq!(replay["improved"], json!(["clarity"]), "{replay}");
     assert_eq!(replay["runs"].as_array().unwrap().len(), 2, "{replay}");
     assert_eq!(model.requests().len(), before + 8 + 16);

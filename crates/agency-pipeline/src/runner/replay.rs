@@ -69,13 +69,12 @@ impl Runner {
             }
         };
         let mut result = ReplayResult::default();
-        // Each stage's calls and cost, as the stage counted them (its cost
-        // read once the gateway settled its calls).
-        let mut spent = (0i64, 0i64);
+        // Each stage's calls, as the stage counted them.
+        let mut calls = 0i64;
         for f in &job.frozen {
-            let without = self.variant(&job, f, &minted, false, &mut spent).await;
+            let without = self.variant(&job, f, &minted, false, &mut calls).await;
             let with = match &without {
-                Ok(_) => self.variant(&job, f, &minted, true, &mut spent).await,
+                Ok(_) => self.variant(&job, f, &minted, true, &mut calls).await,
                 Err(_) => Err("not run: the replay without the lesson failed".to_owned()),
             };
             let error = without.as_ref().err().or(with.as_ref().err()).cloned();
@@ -86,7 +85,14 @@ impl Runner {
                 error,
             });
         }
-        (result.calls, result.cost_micro_usd) = spent;
+        // One agent made every call: its cost is what the gateway metered
+        // for it once all of them settled. (A stage's own cost reading is
+        // that agent's running total, so a sum over the stages would count
+        // each earlier call again.)
+        result.calls = calls;
+        result.cost_micro_usd = self
+            .cost_of(minted.agent, u32::try_from(calls).unwrap_or(u32::MAX))
+            .await;
         self.end_agent(minted.agent).await;
         // A reached budget stops the replay: say so rather than judge
         // scores that are missing.
@@ -108,7 +114,7 @@ impl Runner {
         f: &Frozen,
         minted: &agency_service::MintedToken,
         with: bool,
-        spent: &mut (i64, i64),
+        calls: &mut i64,
     ) -> Result<BTreeMap<String, i64>, String> {
         let mut ctx = f.context.clone();
         for s in &f.model.stages {
@@ -159,8 +165,7 @@ impl Runner {
                     ));
                 }
             };
-            spent.0 += end.attempts;
-            spent.1 += end.cost_micro_usd;
+            *calls += end.attempts;
             let Some(artifact) = end.artifact.filter(|_| end.status.succeeded()) else {
                 return Err(format!(
                     "stage {} ended {}: {}",
