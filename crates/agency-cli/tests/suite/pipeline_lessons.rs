@@ -175,6 +175,26 @@ async fn issue32_a_lesson_is_admitted_on_evidence_recalled_with_provenance_edite
     assert_eq!(replay["improved"], json!(["clarity"]), "{replay}");
     assert_eq!(replay["runs"].as_array().unwrap().len(), 2, "{replay}");
     assert_eq!(model.requests().len(), before + 8 + 16);
+    // The run whose evidence started the replay shows it in its record.
+    let shown = home.ok(&["pipeline", "show", &short(&r2["id"])]);
+    assert!(
+        shown.contains("replay_started")
+            && shown.contains("replayed")
+            && shown.contains("16 call(s)"),
+        "{shown}"
+    );
+    let record = home.json(&["pipeline", "show", r2["id"].as_str().unwrap()]);
+    let actions: Vec<&str> = record["learning"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["proposed", "replay_started", "replayed", "admitted"],
+        "{record}"
+    );
     // The lesson is a KB file; its latest version is the admitted content.
     let file = home.json(&["kb", "cat", &id]);
     let content: Value = serde_json::from_str(file["text"].as_str().unwrap()).unwrap();
