@@ -560,13 +560,15 @@ pub(crate) fn of_run(
     let mut titles = std::collections::BTreeMap::new();
     let mut out = Vec::new();
     for e in rows {
-        if !titles.contains_key(&e.lesson) {
-            let t = tx.lesson(e.lesson)?.map(|l| l.title).unwrap_or_default();
-            titles.insert(e.lesson, t);
-        }
+        let title = match titles.entry(e.lesson) {
+            std::collections::btree_map::Entry::Occupied(t) => t.get().clone(),
+            std::collections::btree_map::Entry::Vacant(v) => v
+                .insert(tx.lesson(e.lesson)?.map(|l| l.title).unwrap_or_default())
+                .clone(),
+        };
         out.push(agency_api::RunLessonEvent {
             lesson: e.lesson,
-            title: titles[&e.lesson].clone(),
+            title,
             action: e.action,
             at: e.at,
             detail: serde_json::from_str(&e.detail).unwrap_or(Value::Null),
