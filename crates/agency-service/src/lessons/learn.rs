@@ -557,7 +557,8 @@ pub(crate) fn of_run(
     }
     rows.sort_by_key(|e| e.seq);
     rows.truncate(MAX_RUN_LEARNING);
-    let mut titles = std::collections::BTreeMap::new();
+    let mut titles: std::collections::BTreeMap<LessonId, String> =
+        std::collections::BTreeMap::new();
     let mut out = Vec::new();
     for e in rows {
         let title = match titles.entry(e.lesson) {
