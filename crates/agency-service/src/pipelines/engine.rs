@@ -505,7 +505,7 @@ impl crate::service::Service {
         self.pipeline_admit(who, run, idx, PLAN_APPROVAL_TOOL, plan, reason)
     }
 
-    /// [`Service::pipeline_plan_admit`] for anything a run's stage needs
+    /// [`Self::pipeline_plan_admit`] for anything a run's stage needs
     /// the user to approve, asked as tool `tool` (`pipeline:plan`,
     /// `pipeline:judge`).
     pub fn pipeline_admit(

@@ -11,10 +11,10 @@ use agency_org::pipeline::{
     HISTORY, PIPELINE_VERSION, PipelineModel, ReadPath, RetryPolicy, StageKind, StageModel,
     history_schema, schemas,
 };
-use agency_service::pipelines::{PipelineStart, StageEnd};
+use agency_service::pipelines::PipelineStart;
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, stage_ok};
 
 fn read(path: &str) -> ReadPath {
     let mut parts = path.split('.');
@@ -92,20 +92,6 @@ fn model() -> PipelineModel {
     }
 }
 
-fn ok(artifact: Value) -> StageEnd {
-    StageEnd {
-        status: StageStatus::Ok,
-        artifact: Some(artifact),
-        attempts: 1,
-        input_tokens: 1,
-        output_tokens: 1,
-        cost_micro_usd: 0,
-        report: json!({}),
-        error: None,
-        agent: None,
-    }
-}
-
 fn start(env: &Env, input: &str) -> HandlerId {
     env.svc
         .pipeline_start(
@@ -136,7 +122,7 @@ fn run(env: &Env, input: &str, keywords: &[&str], score: i64, improvement: &str)
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
     let history = next.context[HISTORY].clone();
     let agent = next.agent.unwrap().unwrap().agent;
-    let mut observer = ok(json!({"summary": input, "keywords": keywords}));
+    let mut observer = stage_ok(json!({"summary": input, "keywords": keywords}));
     observer.agent = Some(agent);
     env.svc.pipeline_stage_end(run, 0, observer).unwrap();
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
@@ -147,9 +133,9 @@ fn run(env: &Env, input: &str, keywords: &[&str], score: i64, improvement: &str)
         .expect("the Retriever is handed its recall");
     let out = json!({"lessons": recalled.lessons, "playbooks": recalled.playbooks,
                      "examples": recalled.examples});
-    env.svc.pipeline_stage_end(run, 1, ok(out)).unwrap();
+    env.svc.pipeline_stage_end(run, 1, stage_ok(out)).unwrap();
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
-    let mut gate = ok(json!({"totalScore": score, "decision": "approve",
+    let mut gate = stage_ok(json!({"totalScore": score, "decision": "approve",
                              "improvements": [improvement]}));
     gate.agent = next.agent.unwrap().ok().map(|m| m.agent);
     let status = env.svc.pipeline_stage_end(run, 2, gate).unwrap();
@@ -245,7 +231,7 @@ fn issue31_a_failed_run_is_not_in_the_portfolio() {
     let env = Env::new();
     let run = start(&env, "add a REST endpoint for invoices");
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
-    let mut failed = ok(json!({}));
+    let mut failed = stage_ok(json!({}));
     failed.status = StageStatus::FailedValidation;
     failed.artifact = None;
     failed.error = Some("no answer validated".to_owned());

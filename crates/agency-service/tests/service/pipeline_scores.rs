@@ -6,36 +6,13 @@
 
 use agency_core::HandlerId;
 use agency_core::Principal;
-use agency_core::status::{PipelineRunStatus, StageStatus};
+use agency_core::status::PipelineRunStatus;
 use agency_org::model::SourceRef;
-use agency_org::pipeline::{PIPELINE_VERSION, PipelineModel, RetryPolicy, StageKind, StageModel};
-use agency_service::pipelines::{PipelineStart, StageEnd};
+use agency_org::pipeline::{PIPELINE_VERSION, PipelineModel};
+use agency_service::pipelines::PipelineStart;
 use serde_json::{Value, json};
 
-use crate::support::{Env, assert_kind};
-
-fn llm_stage(name: &str) -> StageModel {
-    StageModel {
-        name: name.to_owned(),
-        description: String::new(),
-        kind: StageKind::Llm {
-            model: None,
-            system: format!("You are the {name}."),
-            prompt: "{{input}}".to_owned(),
-        },
-        reads: vec![],
-        output_schema: json!({"type": "object"}),
-        stamped: vec![],
-        checks: vec![],
-        retry: RetryPolicy::default(),
-        budget: None,
-        outcomes: None,
-        source: SourceRef {
-            file: "scores.pipeline".to_owned(),
-            line: 1,
-        },
-    }
-}
+use crate::support::{Env, assert_kind, llm_stage, stage_ok};
 
 /// Pipeline `name`: an Observer, a Gatekeeper, then a Learner.
 fn model(name: &str) -> PipelineModel {
@@ -54,20 +31,6 @@ fn model(name: &str) -> PipelineModel {
             line: 1,
         },
         source_hash: "x".to_owned(),
-    }
-}
-
-fn ok(artifact: Value) -> StageEnd {
-    StageEnd {
-        status: StageStatus::Ok,
-        artifact: Some(artifact),
-        attempts: 1,
-        input_tokens: 1,
-        output_tokens: 1,
-        cost_micro_usd: 0,
-        report: json!({}),
-        error: None,
-        agent: None,
     }
 }
 
@@ -92,7 +55,7 @@ fn start(env: &Env, pipeline: &str) -> HandlerId {
 fn end(env: &Env, run: HandlerId, idx: usize, artifact: Value) -> PipelineRunStatus {
     let next = env.svc.pipeline_next(run).unwrap().unwrap();
     assert_eq!(next.idx, idx);
-    let mut e = ok(artifact);
+    let mut e = stage_ok(artifact);
     e.agent = next.agent.and_then(|a| a.ok()).map(|m| m.agent);
     env.svc.pipeline_stage_end(run, idx, e).unwrap()
 }

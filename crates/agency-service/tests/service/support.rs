@@ -161,3 +161,44 @@ pub fn proptest_cases(default: u32) -> u32 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
 }
+
+/// An llm stage named `name` reading nothing, its output any object (the
+/// pipeline tests drive stages through the service, not a model).
+pub fn llm_stage(name: &str) -> agency_org::pipeline::StageModel {
+    use agency_org::pipeline::{RetryPolicy, StageKind, StageModel};
+    StageModel {
+        name: name.to_owned(),
+        description: String::new(),
+        kind: StageKind::Llm {
+            model: None,
+            system: format!("You are the {name}."),
+            prompt: "{{input}}".to_owned(),
+        },
+        reads: vec![],
+        output_schema: serde_json::json!({"type": "object"}),
+        stamped: vec![],
+        checks: vec![],
+        retry: RetryPolicy::default(),
+        budget: None,
+        outcomes: None,
+        source: agency_org::model::SourceRef {
+            file: "test.pipeline".to_owned(),
+            line: 1,
+        },
+    }
+}
+
+/// A stage that ended `ok` with `artifact` after one call.
+pub fn stage_ok(artifact: serde_json::Value) -> agency_service::pipelines::StageEnd {
+    agency_service::pipelines::StageEnd {
+        status: agency_core::status::StageStatus::Ok,
+        artifact: Some(artifact),
+        attempts: 1,
+        input_tokens: 1,
+        output_tokens: 1,
+        cost_micro_usd: 0,
+        report: serde_json::json!({}),
+        error: None,
+        agent: None,
+    }
+}
