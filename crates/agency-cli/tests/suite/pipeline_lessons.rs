@@ -230,10 +230,12 @@ async fn issue32_a_lesson_is_admitted_on_evidence_recalled_with_provenance_edite
     // Its Learner proposed new advice: one run is not enough.
     assert_eq!(l["version"], 3);
 
-    // A second run proposing the same advice: the lesson's version 4.
+    // A second run proposing the same advice: it is replayed like a new
+    // lesson (version 4: replaying), then admitted (version 5).
     done_run(&home).await;
-    let l = home.json(&["lessons", "show", &id]);
-    assert_eq!(l["version"], 4, "{l}");
+    let l = settled(&home, &id).await;
+    assert_eq!(l["version"], 5, "{l}");
+    assert_eq!(history(&l, "replayed").len(), 2, "{l}");
     assert_eq!(
         l["advice"],
         "Add a request test and a load test with every route."
@@ -242,20 +244,20 @@ async fn issue32_a_lesson_is_admitted_on_evidence_recalled_with_provenance_edite
     done_run(&home).await;
     assert!(last_prompt(&model, "Guide").contains("and a load test"));
 
-    // Roll back: version 3's content is the lesson's version 5, admitted,
-    // and the next run's Guide is given that.
+    // Roll back: the last admitted advice before it (version 3) is the
+    // lesson's version 6, admitted, and the next run's Guide is given that.
     let out = home.ok(&["lessons", "rollback", &id[..8]]);
-    assert!(out.contains("admitted at version 5"), "{out}");
+    assert!(out.contains("admitted at version 6"), "{out}");
     let l = home.json(&["lessons", "show", &id]);
     assert_eq!(l["advice"], "Add a request test with every route.");
     for action in ["rolled_back", "edited", "admitted", "recalled", "helpful"] {
         assert!(!history(&l, action).is_empty(), "no {action} in {l}");
     }
-    assert_eq!(l["versions"].as_array().unwrap().len(), 5);
+    assert_eq!(l["versions"].as_array().unwrap().len(), 6);
     done_run(&home).await;
     let guide = last_prompt(&model, "Guide");
     assert!(
-        guide.contains(&format!("lesson {} v5", &id[..8])),
+        guide.contains(&format!("lesson {} v6", &id[..8])),
         "{guide}"
     );
     assert!(!guide.contains("and a load test"), "{guide}");
@@ -273,7 +275,7 @@ async fn issue32_a_lesson_is_admitted_on_evidence_recalled_with_provenance_edite
     let bad = home.run(&["lessons", "list", "--state", "bogus"]);
     assert_ne!(bad.code, 0);
     assert!(bad.stderr.contains("unknown state"), "{}", bad.stderr);
-    assert_eq!(home.json(&["lessons", "show", &id])["version"], 5);
+    assert_eq!(home.json(&["lessons", "show", &id])["version"], 6);
     // The export holds it with its history; events tell the story.
     let export: Value = serde_json::from_str(&home.ok(&["lessons", "export"])).unwrap();
     assert_eq!(export["lessons"][0]["id"], json!(id));

@@ -107,7 +107,8 @@ impl Service {
         )
     }
 
-    /// The user restores a lesson's version `to` (default: the one before
+    /// The user restores a lesson's version `to` (default: the newest
+    /// earlier version that was admitted and differs, else the one before
     /// its latest) as its next version. Restoring an admitted version
     /// keeps the lesson admitted (the next run recalls that content);
     /// restoring any other leaves it rolled back, not recalled.
@@ -140,7 +141,7 @@ impl Service {
                         record::short(id)
                     )));
                 }
-                None => latest - 1,
+                None => default_rollback(op, &l, latest)?,
             };
             let v = op
                 .tx
@@ -225,6 +226,28 @@ impl Service {
             view(op.tx, l)
         })
     }
+}
+
+/// The version `rollback` restores when none is given: the newest earlier
+/// one that was admitted and differs from the lesson as it is (the last
+/// good advice), else the one before the latest.
+fn default_rollback(op: &mut crate::service::Op<'_>, l: &LessonRow, latest: i64) -> Result<i64> {
+    let now = record::content(l);
+    for v in (1..latest).rev() {
+        let Some(row) = op.tx.version(l.id.file(), v)? else {
+            continue;
+        };
+        let Ok(c) = serde_json::from_slice::<Value>(&op.blobs.get(&row.hash)?) else {
+            continue;
+        };
+        let differs = ["advice", "trigger", "state"]
+            .iter()
+            .any(|f| c.get(f) != now.get(f));
+        if c.get("state").and_then(Value::as_str) == Some("admitted") && differs {
+            return Ok(v);
+        }
+    }
+    Ok(latest - 1)
 }
 
 fn checked_reason(reason: &str, what: &str) -> Result<String> {

@@ -13,7 +13,7 @@ use agency_store::{LessonFilter, LessonRow, PipelineRunRow};
 use serde_json::{Value, json};
 
 use super::admission::{self, AfterReplay, Verdict};
-use super::proposal::{Change, Proposal, normalise, proposals};
+use super::proposal::{Change, Proposal, USER_SCOPES, normalise, proposals};
 use super::record;
 use crate::Result;
 use crate::pipelines::judge::{self, Judged};
@@ -362,28 +362,30 @@ fn edit(op: &mut Op<'_>, l: &mut LessonRow, p: &Proposal, run: HandlerId) -> Res
             json!({ "reason": why, "fingerprint": f }),
         ),
         Verdict::Replay => {
+            // New advice is admitted as a new lesson is: through the
+            // replay gate (and the user, for a tool-policy lesson); a
+            // rejected edit restores the version it would have replaced.
+            let previous = l.version;
             l.advice = p.advice.clone();
             l.trigger = p.trigger.clone();
             l.counterexample = p.counterexample.clone();
-            record::save_version(op, l)?;
+            if USER_SCOPES.contains(&p.scope_kind.as_str()) {
+                l.scope_kind = p.scope_kind.clone();
+                l.scope = p.scope.clone();
+            }
             record::log(
                 op,
                 l,
                 "edited",
                 Some(run),
-                json!({ "runs": runs, "fingerprint": f }),
+                json!({ "runs": runs, "fingerprint": f, "rescoped": p.rescoped }),
             )?;
-            record::event(
+            super::replay::gate(
                 op,
-                EventKind::LessonAdmitted,
                 l,
                 Some(run),
-                format!(
-                    "lesson {:?} of pipeline {} has new advice (version {})",
-                    l.title, l.pipeline, l.version
-                ),
-            );
-            Ok(())
+                json!({ "runs": runs, "edit_of": previous }),
+            )
         }
     }
 }

@@ -335,7 +335,11 @@ impl System {
                 close_replay_handler(op, h, &verdict)?;
             }
             let runs = super::learn::runs_of(op.tx, lesson)?.len();
+            let edit_of = detail.pointer("/evidence/edit_of").and_then(Value::as_i64);
             match verdict {
+                Err(why) if edit_of.is_some() => {
+                    restore_version(op, &mut l, edit_of.unwrap_or_default(), run, &why)
+                }
                 Ok(_) => {
                     let evidence = json!({ "evidence": detail.get("evidence"), "replay": summary });
                     // Back to proposed for an instant: `admit` moves it on.
@@ -346,6 +350,47 @@ impl System {
             }
         })
     }
+}
+
+/// An edit's replay failed: lesson `l` gets the content (and state) of
+/// `version`, the one the edit would have replaced, as its next version.
+fn restore_version(
+    op: &mut Op<'_>,
+    l: &mut LessonRow,
+    version: i64,
+    run: Option<HandlerId>,
+    why: &str,
+) -> Result<()> {
+    let v = op
+        .tx
+        .version(l.id.file(), version)?
+        .ok_or_else(|| ServiceError::not_found("lesson version", format!("{} v{version}", l.id)))?;
+    let content: Value = serde_json::from_slice(&op.blobs.get(&v.hash)?).map_err(|e| {
+        ServiceError::from(agency_store::StoreError::corrupt(
+            "lesson version",
+            format!("lesson {} v{version}: {e}", l.id),
+        ))
+    })?;
+    record::restore(l, &content)?;
+    record::save_version(op, l)?;
+    record::log(
+        op,
+        l,
+        "edit_rejected",
+        run,
+        json!({ "reason": why, "restored": version }),
+    )?;
+    record::event(
+        op,
+        EventKind::LessonRejected,
+        l,
+        run,
+        format!(
+            "new advice for lesson {:?} of pipeline {} rejected: {why}; version {version} restored",
+            l.title, l.pipeline
+        ),
+    );
+    Ok(())
 }
 
 /// The gate's rule over the replayed scores: `Ok` names the improved
