@@ -524,3 +524,46 @@ async fn issue32_the_anchor_check_flags_a_changed_grader_that_scores_differently
     );
     daemon.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue32_anchors_that_do_not_fit_an_edited_agencycore_are_skipped_not_fatal() {
+    // An edited copy of AgencyCore whose Observer also names an audience:
+    // the shipped anchors' Observer artifacts no longer fit it.
+    let source = agency_org::pipeline::AGENCYCORE.replacen(
+        "required: [agent, summary, keywords, domain, rawInput, timestamp]",
+        "required: [agent, summary, keywords, domain, rawInput, timestamp, audience]\n      properties:\n        audience: {type: string}",
+        1,
+    );
+    let source = source.replacen(
+        "      properties:\n        audience: {type: string}\n      properties:\n",
+        "      properties:\n        audience: {type: string}\n",
+        1,
+    );
+    let observer = json!({"summary": "Add a /health endpoint.", "keywords": ["health"],
+        "domain": "Dev", "rawInput": REQUEST, "audience": "operators"});
+    let model = ModelServer::start(script(vec![json!({
+        "name": "observer with audience", "match": {"system_contains": "You are the Observer "},
+        "turns": [{"text": observer.to_string()}]
+    })]))
+    .await
+    .unwrap();
+    let home = TestHome::new();
+    home.init_with(&config(&model));
+    let file = home.dir.join("agencycore.pipeline");
+    std::fs::write(&file, &source).unwrap();
+    let daemon = home.serve();
+    let (code, run, err) = run_waiting(&home, file.to_str().unwrap(), REQUEST).await;
+    assert_eq!(code, 0, "{err}\n{run}\n{}", home.log());
+    assert_eq!(run["status"], "done", "{run}");
+    assert_eq!(artifact(&home, &run, "Observer")["audience"], "operators");
+    // The check said why it could not run, and no anchor was scored.
+    let checked = home.ok(&["watch", "--kind", "judge", "--since", "1h", "--no-follow"]);
+    assert!(checked.contains("do not fit"), "{checked}");
+    let graded = model
+        .requests()
+        .iter()
+        .filter(|r| r.body.contains("You are the Gatekeeper "))
+        .count();
+    assert_eq!(graded, 1);
+    daemon.terminate();
+}

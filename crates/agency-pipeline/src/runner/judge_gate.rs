@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use agency_core::status::StageStatus as StoredStatus;
 use agency_org::pipeline::anchors::{AnchorSet, anchors_for};
 use agency_org::pipeline::{StageKind, StageModel, rubric_of};
-use agency_service::lessons::judge_check::{ACCEPTED, FLAGGED, PASSED};
+use agency_service::lessons::judge_check::{ACCEPTED, FLAGGED, PASSED, SKIPPED};
 use agency_service::pipelines::judge::judged;
 use agency_service::pipelines::{JUDGE_APPROVAL_TOOL, NextStage, StageEnd, replay_facts};
 use serde_json::{Value, json};
@@ -55,9 +55,23 @@ impl Runner {
             Err(e) => return end(format!("failed to read the judge check: {e}")),
         };
         let detail = match known {
-            Some(c) if c.state == PASSED || c.state == ACCEPTED => return Gate::Go,
+            Some(c) if c.state == PASSED || c.state == ACCEPTED || c.state == SKIPPED => {
+                return Gate::Go;
+            }
             Some(c) => serde_json::from_str(&c.detail).unwrap_or(Value::Null),
             None => {
+                // Anchors written for another shape of the pipeline (an
+                // edited copy) cannot check it: said, not a failed stage.
+                if let Some(why) = misfit(next, stage, &set) {
+                    let detail = json!({ "skipped": why });
+                    if let Err(e) = self
+                        .record(&pipeline, &rubric, &grader, SKIPPED, &detail)
+                        .await
+                    {
+                        return end(e);
+                    }
+                    return Gate::Go;
+                }
                 let detail = match self.score_anchors(next, stage, &set).await {
                     Ok(d) => d,
                     Err(e) => return end(e),
@@ -188,6 +202,32 @@ impl Runner {
             .await
             .map_err(|e| format!("failed to record the judge check: {e}"))
     }
+}
+
+/// Why `set`'s anchors do not fit the pipeline `next` runs, if they do
+/// not: an artifact the scoring stage reads is missing from an anchor or
+/// no longer validates against its stage's contract.
+fn misfit(next: &NextStage, stage: &StageModel, set: &AnchorSet) -> Option<String> {
+    for a in &set.anchors {
+        for r in &stage.reads {
+            let Some(spec) = next.model.stages.iter().find(|s| s.name == r.stage) else {
+                continue;
+            };
+            let Some(v) = a.context.get(&r.stage) else {
+                return Some(format!("anchor {:?} has no {}", a.name, r.stage));
+            };
+            let fits = crate::validate::OutputContract::cached(spec)
+                .map(|c| c.revalidate(v.clone()).is_ok())
+                .unwrap_or(false);
+            if !fits {
+                return Some(format!(
+                    "anchor {:?}'s {} does not fit this pipeline's {} stage",
+                    a.name, r.stage, r.stage
+                ));
+            }
+        }
+    }
+    None
 }
 
 fn end(error: String) -> Gate {

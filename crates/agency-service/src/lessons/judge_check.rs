@@ -16,6 +16,9 @@ use crate::service::System;
 pub const PASSED: &str = "passed";
 pub const FLAGGED: &str = "flagged";
 pub const ACCEPTED: &str = "accepted";
+/// The shipped anchors do not fit the pipeline (an edited copy): nothing
+/// was checked.
+pub const SKIPPED: &str = "skipped";
 
 impl System {
     /// Daemon: the check of `rubric` by `grader` for `pipeline`, if made.
@@ -50,6 +53,7 @@ impl System {
             let what = match state {
                 PASSED => "scored the anchors within tolerance",
                 FLAGGED => "moved the anchors' scores beyond tolerance: it waits for the user",
+                SKIPPED => "was not checked: the shipped anchors do not fit this pipeline",
                 _ => "was accepted by the user",
             };
             op.record(
