@@ -1,4 +1,4 @@
-//! Typed calls between agents on the wire (issue 31, item 1): what the
+//! Typed calls between agents on the wire: what the
 //! MCP tools `agent_call` and `agent_reply` answer, and the
 //! machine-readable issues of a value that breaks a verb's schema.
 

@@ -1,4 +1,4 @@
-//! Pipeline runs on the wire (issue 31): what `agency pipeline runs|show
+//! Pipeline runs on the wire: what `agency pipeline runs|show
 //! --json` prints and `/v1/pipelines/…` answers.
 
 use agency_core::status::{PipelineRunStatus, StageStatus};

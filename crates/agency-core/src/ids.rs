@@ -84,7 +84,7 @@ uuid_id!(
 );
 uuid_id!(
     /// One typed call of an agent's verb (`agent_call`): the request and
-    /// its one reply name it (issue 31).
+    /// its one reply name it.
     CallId
 );
 uuid_id!(

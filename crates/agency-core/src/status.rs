@@ -294,7 +294,7 @@ impl CompactionStatus {
     }
 }
 
-/// Where a pipeline run is (issue 31). `Running`, `Waiting` and `Paused`
+/// Where a pipeline run is. `Running`, `Waiting` and `Paused`
 /// are unfinished: the daemon's engine carries them on, also after a
 /// restart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,7 +349,7 @@ impl PipelineRunStatus {
 }
 
 /// Where one stage of a pipeline run is: `pending` and `running`, then one
-/// of the terminal states of issue 31 item 3.
+/// of its terminal states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageStatus {

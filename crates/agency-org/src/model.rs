@@ -128,7 +128,7 @@ pub struct Agent {
     #[serde(default)]
     pub memory: MemorySettings,
     /// What other agents may call this agent for with `agent_call`: typed
-    /// contracts (issue 31). The agent's own, not inherited; in source
+    /// contracts. The agent's own, not inherited; in source
     /// order. Omitted from the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verbs: Vec<Verb>,

@@ -1,4 +1,4 @@
-//! An agent's verbs (issue 31 item 1, seed 003's "agents as tools with
+//! An agent's verbs (seed 003's "agents as tools with
 //! typed contracts"): under `agency.verbs`, a list of `{name,
 //! description?, input, output}` where `input` and `output` are JSON
 //! Schemas (draft 2020-12) written in YAML. Another agent calls a verb with

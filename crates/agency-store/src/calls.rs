@@ -1,4 +1,4 @@
-//! Rows of typed calls between agents (migration 28, issue 31): one per
+//! Rows of typed calls between agents (migration 28): one per
 //! `agent_call`, answered at most once. What a call may carry and who may
 //! answer it are the service's (`agency-service`'s `calls/`); these are
 //! plain rows.

@@ -1,4 +1,4 @@
-//! REST routes for pipeline runs (issue 31): `POST /v1/pipelines/runs`
+//! REST routes for pipeline runs: `POST /v1/pipelines/runs`
 //! with the compiled Pipeline Model, the input and the run's level starts a
 //! run; `POST /v1/pipelines/{name}/runs` does the same for a pipeline the
 //! daemon knows by name (`<home>/pipelines/NAME.pipeline`, else a built-in:

@@ -1,4 +1,4 @@
-//! Typed calls between agents (issue 31): `agent_call` calls a verb of
+//! Typed calls between agents: `agent_call` calls a verb of
 //! another organisation agent with a JSON input and, with `wait`, waits
 //! for the answer; `agent_reply` answers a call. Checking the input and the
 //! output against the verb's schemas, permissions and budgets are the
