@@ -12,72 +12,36 @@ use agency_testkit::{ModelServer, Script};
 use serde_json::{Value, json};
 
 use crate::home::TestHome;
-use crate::pipeline_run::wait_run;
+use crate::pipeline_run::{REQUEST, pending, run_waiting, script_with, stage, wait_run};
 
-const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.json");
-const REQUEST: &str = "Add a /health endpoint to our web API";
 /// A command that runs and fails (`ls` of a file that is not there).
 const FAILING: &str = "ls no-such-file-3f9";
-
-/// The demo's script with `edit` applied to stage `stage`'s answer.
-fn edit_answer(doc: &mut Value, stage: &str, edit: impl Fn(&mut Value)) {
-    let scenario = doc["scenarios"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|s| s["name"] == format!("AgencyCore {stage}"))
-        .unwrap();
-    let text = scenario["turns"][0]["text"].as_str().unwrap().to_owned();
-    let mut answer: Value = serde_json::from_str(&text).unwrap();
-    edit(&mut answer);
-    scenario["turns"][0]["text"] = json!(answer.to_string());
-}
 
 /// The Implementor proposes a probe and the failing command; the
 /// Gatekeeper gives full marks, approves and promotes.
 fn script() -> Script {
-    let mut doc: Value = serde_json::from_str(SCRIPT).unwrap();
-    edit_answer(&mut doc, "Implementor", |a| {
+    let implementor = |a: &mut Value| {
         a["actions"] = json!([
             {"type": "runCommand", "description": "probe", "command": "touch probe"},
             {"type": "runCommand", "description": "check the build", "command": FAILING},
         ]);
         a["commandsRun"] = json!(["touch probe", FAILING]);
-    });
-    edit_answer(&mut doc, "Gatekeeper", |a| {
+    };
+    let gatekeeper = |a: &mut Value| {
         a["scorecard"] =
             json!({"correctness": 5, "verification": 5, "safety": 5, "clarity": 5, "autonomy": 5});
         a["totalScore"] = json!(25);
         a["decision"] = json!({"approved": true, "promoteToPortfolio": true, "reason": "flawless"});
         // The model's own claim of what was capped is not kept.
         a["capped"] = json!([]);
-    });
-    Script::from_json(&doc.to_string()).unwrap()
+    };
+    script_with(&[("Implementor", &implementor), ("Gatekeeper", &gatekeeper)])
 }
 
-async fn agency(home: &TestHome, args: &[&str]) -> (i32, Value, String) {
-    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-    let dir = home.dir.clone();
-    let (code, out, err) = tokio::task::spawn_blocking(move || {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        crate::agent_story::agency(&dir, &refs)
-    })
-    .await
-    .unwrap();
-    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
-}
-
+/// Stage `name`'s artifact; the stage ended ok.
 fn artifact(home: &TestHome, run: &Value, name: &str) -> Value {
-    let stage = run["stages_detail"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no stage {name} in {run}"));
-    assert_eq!(stage["status"], "ok", "{stage}");
-    let file = stage["artifact"].as_str().unwrap();
-    let v = home.json(&["kb", "cat", file]);
-    serde_json::from_str(v["text"].as_str().unwrap()).unwrap()
+    assert_eq!(stage(run, name)["status"], "ok", "{run}");
+    crate::pipeline_run::artifact(home, run, name)
 }
 
 /// The facts placed in a Gatekeeper prompt: the JSON object after the
@@ -125,14 +89,8 @@ async fn a_gatekeeper_giving_full_marks_while_a_command_failed_cannot_pass_corre
     // change waits for the user in "needs you".
     let waiting = wait_run(&home, &id, |v| v["status"] != "running").await;
     assert_eq!(waiting["status"], "waiting", "{waiting}\n{}", home.log());
-    let pending = home.json(&["approvals"]);
-    let judge: Vec<&Value> = pending
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["tool"] == "pipeline:judge")
-        .collect();
-    assert_eq!(judge.len(), 1, "{pending}");
+    let judge = pending(&home, "pipeline:judge");
+    assert_eq!(judge.len(), 1, "{judge:?}");
     let why = judge[0]["args"].to_string();
     assert!(
         why.contains("default/test-model") && why.contains("moved"),
@@ -210,11 +168,7 @@ async fn a_gatekeeper_giving_full_marks_while_a_command_failed_cannot_pass_corre
 
     // A like run (mock mode) finds it in the history, but its Retriever
     // never recalls it as an example: it was not promoted.
-    let (code, again, err) = agency(
-        &home,
-        &["--json", "pipeline", "run", "agencycore", REQUEST, "--wait"],
-    )
-    .await;
+    let (code, again, err) = run_waiting(&home, "agencycore", REQUEST).await;
     assert_eq!(code, 0, "{err}\n{again}");
     let patterns = artifact(&home, &again, "PatternObserver");
     assert_eq!(patterns["similarPastTasks"], json!([id]), "{patterns}");

@@ -491,14 +491,8 @@ async fn issue32_the_anchor_check_flags_a_changed_grader_that_scores_differently
     let waiting = crate::pipeline_run::wait_run(&home, &id, |v| v["status"] != "running").await;
     assert_eq!(waiting["status"], "waiting", "{waiting}\n{}", home.log());
     assert_eq!(stage(&waiting, "Gatekeeper")["status"], "running");
-    let pending = home.json(&["approvals"]);
-    let judge: Vec<&Value> = pending
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["tool"] == "pipeline:judge")
-        .collect();
-    assert_eq!(judge.len(), 1, "{pending}");
+    let judge = crate::pipeline_run::pending(&home, "pipeline:judge");
+    assert_eq!(judge.len(), 1, "{judge:?}");
     let args = judge[0]["args"].to_string();
     assert!(args.contains("default/test-model-2"), "{args}");
     // Its anchors moved beyond tolerance (the facts still cap what they

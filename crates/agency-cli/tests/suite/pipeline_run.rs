@@ -16,10 +16,10 @@ pub(crate) const SCRIPT: &str = include_str!("../../src/demo_pipeline_script.jso
 pub(crate) const REQUEST: &str = "Add a /health endpoint to our web API";
 
 /// A change to one stage's scripted answer.
-type Edit<'a> = (&'a str, &'a dyn Fn(&mut Value));
+pub(crate) type Edit<'a> = (&'a str, &'a dyn Fn(&mut Value));
 
 /// The demo's script with `edit` applied to stage `stage`'s answer.
-fn script_with(edits: &[Edit<'_>]) -> Script {
+pub(crate) fn script_with(edits: &[Edit<'_>]) -> Script {
     let mut doc: Value = serde_json::from_str(SCRIPT).unwrap();
     for (stage, edit) in edits {
         let scenario = doc["scenarios"]
@@ -391,6 +391,17 @@ async fn issue31_a_daemon_restart_mid_run_resumes_at_the_stage_it_was_in() {
 }
 
 /// Poll `agency pipeline show` until `done(run)`.
+/// The user's pending approval requests for `tool`.
+pub(crate) fn pending(home: &TestHome, tool: &str) -> Vec<Value> {
+    home.json(&["approvals"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["tool"] == tool)
+        .cloned()
+        .collect()
+}
+
 pub(crate) async fn wait_run(home: &TestHome, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

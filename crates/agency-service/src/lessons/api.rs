@@ -59,20 +59,14 @@ impl Service {
     /// The user admits a lesson (one that waits for them, or any not
     /// admitted: their decision overrides the evidence rules).
     pub fn lesson_approve(&self, who: Principal, id: LessonId) -> Result<LessonView> {
-        self.lesson_change(
-            who,
-            id,
-            "approve",
-            |l| {
-                if l.state == LessonState::Admitted {
-                    return Err(format!("it is already admitted (version {})", l.version));
-                }
-                l.state = LessonState::Admitted;
-                l.reason = None;
-                Ok(("approved", EventKind::LessonAdmitted))
-            },
-            None,
-        )
+        self.lesson_change(who, id, "approve", |l| {
+            if l.state == LessonState::Admitted {
+                return Err(format!("it is already admitted (version {})", l.version));
+            }
+            l.state = LessonState::Admitted;
+            l.reason = None;
+            Ok(("approved", EventKind::LessonAdmitted))
+        })
     }
 
     /// The user rejects a lesson not admitted yet, with the reason.
@@ -85,26 +79,20 @@ impl Service {
             l.state = LessonState::Rejected;
             l.reason = Some(format!("rejected by the user: {reason}"));
             Ok(("rejected", EventKind::LessonRejected))
-        }, None)
+        })
     }
 
     /// The user stops a lesson from being recalled, with the reason.
     pub fn lesson_retire(&self, who: Principal, id: LessonId, reason: &str) -> Result<LessonView> {
         let reason = checked_reason(reason, "retire a lesson")?;
-        self.lesson_change(
-            who,
-            id,
-            "retire",
-            move |l| {
-                if l.state == LessonState::Retired {
-                    return Err("it is already retired".to_owned());
-                }
-                l.state = LessonState::Retired;
-                l.reason = Some(format!("retired by the user: {reason}"));
-                Ok(("retired", EventKind::LessonRetired))
-            },
-            None,
-        )
+        self.lesson_change(who, id, "retire", move |l| {
+            if l.state == LessonState::Retired {
+                return Err("it is already retired".to_owned());
+            }
+            l.state = LessonState::Retired;
+            l.reason = Some(format!("retired by the user: {reason}"));
+            Ok(("retired", EventKind::LessonRetired))
+        })
     }
 
     /// The user restores a lesson's version `to` (default: the newest
@@ -197,7 +185,6 @@ impl Service {
         id: LessonId,
         what: &str,
         change: impl FnOnce(&mut LessonRow) -> std::result::Result<(&'static str, EventKind), String>,
-        detail: Option<Value>,
     ) -> Result<LessonView> {
         self.write(|op| {
             require_user(op.tx, who, &format!("{what} a lesson"))?;
@@ -210,8 +197,7 @@ impl Service {
                 ServiceError::invalid(format!("failed to {what} lesson {id}: {why}"))
             })?;
             record::save_version(op, &mut l)?;
-            let d = detail
-                .unwrap_or_else(|| json!({ "from": before, "reason": l.reason, "by": "user" }));
+            let d = json!({ "from": before, "reason": l.reason, "by": "user" });
             record::log(op, &l, action, None, d)?;
             record::event(
                 op,
@@ -275,15 +261,7 @@ fn require_user(tx: &mut dyn Tx, who: Principal, what: &str) -> Result<()> {
 }
 
 fn view(tx: &mut dyn Tx, l: LessonRow) -> Result<LessonView> {
-    let mut runs = Vec::new();
-    for e in tx.lesson_log(l.id, usize::MAX)? {
-        if e.action == "proposed"
-            && let Some(r) = e.run
-            && !runs.contains(&r)
-        {
-            runs.push(r);
-        }
-    }
+    let runs = super::learn::runs_of(tx, l.id)?;
     Ok(LessonView {
         id: l.id,
         pipeline: l.pipeline,

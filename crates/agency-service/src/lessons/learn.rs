@@ -59,7 +59,7 @@ pub(crate) fn recall(
                 json!({ "rank": out.len() + 1, "score": score }),
             )?;
         }
-        let runs = supporting_runs(op, l.id)?;
+        let runs = runs_of(op.tx, l.id)?;
         out.push(quote(&l, &runs));
     }
     Ok(out)
@@ -88,11 +88,6 @@ pub fn quote(l: &LessonRow, runs: &[HandlerId]) -> String {
         serde_json::to_string(&l.trigger).unwrap_or_default(),
         serde_json::to_string(&l.advice).unwrap_or_default(),
     )
-}
-
-/// The runs whose Learners proposed lesson `id`, oldest first.
-pub(crate) fn supporting_runs(op: &mut Op<'_>, id: LessonId) -> Result<Vec<HandlerId>> {
-    runs_of(op.tx, id)
 }
 
 /// The runs whose Learners proposed lesson `id`, oldest first.

@@ -225,10 +225,10 @@ impl System {
                 .and_then(|d| d.get("handler").and_then(Value::as_str).map(str::to_owned))
                 .and_then(|h| h.parse::<HandlerId>().ok())
                 .ok_or_else(|| ServiceError::not_found("replay handler of lesson", lesson))?;
-            let mut runs = super::learn::runs_of(tx, lesson)?;
-            runs.reverse();
+            let runs = super::learn::runs_of(tx, lesson)?;
             let mut frozen = Vec::new();
-            for run in runs {
+            // The newest supporting runs first.
+            for &run in runs.iter().rev() {
                 if frozen.len() == REPLAY_RUNS {
                     break;
                 }
@@ -252,7 +252,6 @@ impl System {
                 }
                 frozen.push((r, model, first, last, files));
             }
-            let runs: Vec<HandlerId> = super::learn::runs_of(tx, lesson)?;
             Ok(Some((l, started, frozen, runs)))
         })?;
         let Some((l, handler, frozen, runs)) = taken else {
