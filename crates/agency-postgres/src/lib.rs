@@ -1,0 +1,285 @@
+//! PostgreSQL backend of the store: [`PgStore`] runs each transaction
+//! closure of `agency_store`'s [`Store`] contract on a PostgreSQL database,
+//! and [`PgBlobStore`] keeps content-addressed blobs in the same database.
+//!
+//! - **Serialised writers, across processes.** Every write transaction
+//!   first takes one transaction-scoped advisory lock of the database, so
+//!   write closures never interleave, whichever daemon runs them: a check
+//!   made in a closure still holds when it acts (quotas, budget
+//!   reservations, find-or-create of approvals, one live agent per
+//!   handler), a closure runs exactly once (no serialisation failure to
+//!   retry), and commit order is the order of the event log's sequence
+//!   numbers, so a reader following the log by cursor never skips one.
+//! - **Snapshots.** A read runs in `REPEATABLE READ READ ONLY`: one
+//!   consistent snapshot, alongside writes and other reads.
+//! - **Durability.** A commit returns once it is flushed
+//!   (`synchronous_commit` on); a lazy write turns it off for its own
+//!   transaction only.
+//! - **Schema.** Its own list of migrations (not SQLite's), applied under
+//!   the same lock, tracked in `agency_schema`.
+//!
+//! The SQL lives in `tx/`, one file per area of `agency_store::Tx`, each
+//! implementing its area trait on `PgTx`; `convert` holds the column
+//! conventions, shared with the SQLite store's.
+
+mod blob;
+mod conn;
+mod convert;
+pub mod scratch;
+mod tx;
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agency_store::{Store, StoreError, Tx};
+
+pub use blob::PgBlobStore;
+use conn::{Conn, Runtime};
+use convert::Ctx;
+
+/// The schema, one migration per entry; entry `i` takes the database from
+/// version `i` to `i + 1`. Append only: never edit a shipped entry.
+const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql")];
+
+/// The advisory lock every write transaction holds (the bytes of "agency").
+/// Advisory locks are per database, so stores on other databases of the
+/// same server do not contend.
+const WRITE_LOCK: i64 = 0x6167_656e_6379;
+
+/// Idle connections kept for reuse; more may be open at a peak, each
+/// closed after its transaction.
+const MAX_IDLE: usize = 32;
+
+/// One open transaction on a connection: the [`Tx`] handed to transaction
+/// closures. The store has already begun the transaction on `conn`.
+pub(crate) struct PgTx<'c> {
+    conn: &'c mut Conn,
+}
+
+/// What a store shares with the blob store of the same database.
+struct Shared {
+    config: tokio_postgres::Config,
+    /// Where the connections live, for error messages (no password).
+    target: String,
+    runtime: Runtime,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl Shared {
+    fn op(&self, what: &str) -> String {
+        format!("{what} on database {}", self.target)
+    }
+
+    fn take(&self) -> Result<Conn, StoreError> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match idle {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => Conn::connect(&self.runtime, &self.config)
+                .map_err(|e| StoreError::backend(self.op("connect"), e.to_string())),
+        }
+    }
+
+    fn put(&self, conn: Conn) {
+        if conn.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+
+    /// Run `f` on a connection inside `begin` … COMMIT (or ROLLBACK when
+    /// `f` fails or `commit` is false). A closure that panics takes its
+    /// connection with it: closing the connection rolls the transaction
+    /// back on the server.
+    fn transaction(
+        &self,
+        begin: &str,
+        commit: bool,
+        f: &mut dyn FnMut(&mut Conn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.take()?;
+        conn.batch(begin).ctx(|| self.op("begin a transaction"))?;
+        let result = match catch_unwind(AssertUnwindSafe(|| f(&mut conn))) {
+            Ok(r) => r,
+            Err(panic) => {
+                drop(conn);
+                resume_unwind(panic);
+            }
+        };
+        match result {
+            Ok(()) if commit => {
+                conn.batch("COMMIT").ctx(|| self.op("commit"))?;
+            }
+            _ => {
+                // Nothing to keep; should the rollback fail, the broken
+                // connection is not reused.
+                if conn.batch("ROLLBACK").is_err() {
+                    return result;
+                }
+            }
+        }
+        self.put(conn);
+        result
+    }
+}
+
+/// A [`Store`] on a PostgreSQL database. Cheap to share: wrap it in an
+/// `Arc`.
+pub struct PgStore {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore")
+            .field("database", &self.shared.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The database a URL names, for messages: host, port and name, never the
+/// password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let name = config.get_dbname().unwrap_or("(default)");
+    format!("{name} at {host}:{port}")
+}
+
+impl PgStore {
+    /// The schema version this build creates and understands.
+    pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+    /// Open the database a `postgres://` URL names and bring its schema up
+    /// to date. A database written by a newer build (higher schema
+    /// version) is refused rather than misread.
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+            StoreError::backend(
+                "open the PostgreSQL store",
+                format!("the URL is not a PostgreSQL connection URL: {e}"),
+            )
+        })?;
+        let runtime = Runtime::new().map_err(|e| {
+            StoreError::backend(
+                "open the PostgreSQL store",
+                format!("failed to start its runtime: {e}"),
+            )
+        })?;
+        let shared = Arc::new(Shared {
+            target: describe(&config),
+            config,
+            runtime,
+            idle: Mutex::new(Vec::new()),
+        });
+        migrate(&shared)?;
+        Ok(PgStore { shared })
+    }
+
+    /// The blob store of the same database.
+    pub fn blobs(&self) -> PgBlobStore {
+        PgBlobStore::new(self.shared.clone())
+    }
+
+    /// The database, for messages: `name at host:port`.
+    pub fn target(&self) -> &str {
+        &self.shared.target
+    }
+}
+
+/// Begin a write: take the writers' lock first, so the transaction sees
+/// every write committed before it (READ COMMITTED takes its snapshot per
+/// statement, after the lock is held).
+fn begin_write(lazy: bool) -> String {
+    let sync = if lazy {
+        "SET LOCAL synchronous_commit = off; "
+    } else {
+        ""
+    };
+    format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; {sync}SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+    )
+}
+
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+impl Store for PgStore {
+    fn read_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.shared
+            .transaction(BEGIN_READ, false, &mut |conn| f(&mut PgTx { conn }))
+    }
+
+    fn write_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.shared
+            .transaction(&begin_write(false), true, &mut |conn| f(&mut PgTx { conn }))
+    }
+
+    fn write_lazy_dyn(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.shared
+            .transaction(&begin_write(true), true, &mut |conn| f(&mut PgTx { conn }))
+    }
+}
+
+/// Apply the migrations the database has not seen yet, in one transaction
+/// holding the writers' lock, so two daemons opening a fresh database at
+/// once cannot both apply one.
+fn migrate(shared: &Shared) -> Result<(), StoreError> {
+    let open_op = || shared.op("open the store");
+    shared.transaction(&begin_write(false), true, &mut |conn| {
+        conn.batch("CREATE TABLE IF NOT EXISTS agency_schema (version BIGINT NOT NULL)")
+            .ctx(open_op)?;
+        let version: i64 = match conn
+            .query_opt("SELECT version FROM agency_schema", &[])
+            .ctx(open_op)?
+        {
+            Some(row) => row.try_get(0).ctx(open_op)?,
+            None => {
+                conn.execute("INSERT INTO agency_schema (version) VALUES (0)", &[])
+                    .ctx(open_op)?;
+                0
+            }
+        };
+        if version > PgStore::SCHEMA_VERSION {
+            return Err(StoreError::backend(
+                open_op(),
+                format!(
+                    "schema version {version} is newer than this build supports ({})",
+                    PgStore::SCHEMA_VERSION
+                ),
+            ));
+        }
+        let from = usize::try_from(version)
+            .map_err(|_| StoreError::corrupt("schema version", version.to_string()))?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {
+            let next = i as i64 + 1;
+            let op = || shared.op(&format!("migrate to schema version {next}"));
+            conn.batch(sql).ctx(op)?;
+            conn.execute("UPDATE agency_schema SET version = $1", &[&next])
+                .ctx(op)?;
+        }
+        Ok(())
+    })
+}
