@@ -25,6 +25,7 @@
 mod blob;
 mod conn;
 mod convert;
+mod fts;
 pub mod scratch;
 mod tx;
 
