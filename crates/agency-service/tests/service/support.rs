@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agency_core::{HandlerId, Limits, OutcomeId, Principal, Timestamp};
+use agency_postgres::PgStore;
+use agency_postgres::scratch::{ScratchDb, admin_url};
 use agency_service::{
     ManualClock, NewOutcome, Service, ServiceBuilder, ServiceConfig, ServiceError, System,
 };
@@ -12,6 +14,9 @@ use agency_store::{BlobStore, FsBlobStore, SqliteStore, Store};
 
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL database of this environment, when the suite runs on
+    /// PostgreSQL (`AGENCY_TEST_STORE=postgres`); dropped with it.
+    pub db: Option<Arc<ScratchDb>>,
     /// The system handle (tests act as the daemon too); it derefs to the
     /// caller-checked [`Service`].
     pub svc: Arc<System>,
@@ -27,10 +32,11 @@ impl Env {
     }
 
     pub fn with_limits(limits: Limits) -> Env {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(ManualClock::new(T0));
-        let (store, blobs) = open_parts(dir.path());
-        Env::assemble(dir, store, blobs, clock, limits)
+        let cfg = ServiceConfig {
+            limits,
+            ..ServiceConfig::default()
+        };
+        Env::with_config(cfg)
     }
 
     /// An environment with a given service configuration (limits and
@@ -38,8 +44,9 @@ impl Env {
     pub fn with_config(cfg: ServiceConfig) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(T0));
-        let (store, blobs) = open_parts(dir.path());
-        Env::assemble_with(dir, store, blobs, clock, cfg)
+        let (store, blobs, db) = open_backend(dir.path(), None);
+        let builder = Service::builder(store, blobs, clock.clone()).config(cfg);
+        Env::built(dir, db, builder, clock)
     }
 
     /// Build an environment around given (possibly wrapped) parts.
@@ -62,9 +69,9 @@ impl Env {
     pub fn with_builder(settings: impl FnOnce(ServiceBuilder) -> ServiceBuilder) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(T0));
-        let (store, blobs) = open_parts(dir.path());
+        let (store, blobs, db) = open_backend(dir.path(), None);
         let builder = Service::builder(store, blobs, clock.clone());
-        Env::built(dir, settings(builder), clock)
+        Env::built(dir, db, settings(builder), clock)
     }
 
     pub fn assemble_with(
@@ -75,14 +82,20 @@ impl Env {
         cfg: ServiceConfig,
     ) -> Env {
         let builder = Service::builder(store, blobs, clock.clone()).config(cfg);
-        Env::built(dir, builder, clock)
+        Env::built(dir, None, builder, clock)
     }
 
-    fn built(dir: tempfile::TempDir, builder: ServiceBuilder, clock: Arc<ManualClock>) -> Env {
+    fn built(
+        dir: tempfile::TempDir,
+        db: Option<Arc<ScratchDb>>,
+        builder: ServiceBuilder,
+        clock: Arc<ManualClock>,
+    ) -> Env {
         let svc = Arc::new(builder.build());
         let root = svc.bootstrap().expect("bootstrap");
         Env {
             dir,
+            db,
             svc,
             clock,
             root,
@@ -92,11 +105,17 @@ impl Env {
     /// Reopen the same files with a fresh service, as after a restart.
     pub fn reopen(self) -> Env {
         let Env {
-            dir, svc, clock, ..
+            dir,
+            db,
+            svc,
+            clock,
+            ..
         } = self;
         drop(svc);
-        let (store, blobs) = open_parts(dir.path());
-        Env::assemble(dir, store, blobs, clock, Limits::default())
+        let (store, blobs, db) = open_backend(dir.path(), db);
+        let builder =
+            Service::builder(store, blobs, clock.clone()).config(ServiceConfig::default());
+        Env::built(dir, db, builder, clock)
     }
 
     /// The clock's time plus `ms`.
@@ -138,10 +157,31 @@ impl Env {
     }
 }
 
-pub fn open_parts(dir: &Path) -> (Arc<dyn Store>, Arc<dyn BlobStore>) {
-    let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
-    let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");
-    (Arc::new(store), Arc::new(blobs))
+/// Whether the suite runs on PostgreSQL (`AGENCY_TEST_STORE=postgres`,
+/// on the server `AGENCY_TEST_POSTGRES` names) rather than SQLite.
+pub fn on_postgres() -> bool {
+    std::env::var("AGENCY_TEST_STORE").is_ok_and(|v| v == "postgres")
+}
+
+/// The store and blobs of an environment: SQLite files in `dir`, or a
+/// PostgreSQL database of its own (`db`, made on first use and reused
+/// when the environment is reopened).
+pub fn open_backend(
+    dir: &Path,
+    db: Option<Arc<ScratchDb>>,
+) -> (Arc<dyn Store>, Arc<dyn BlobStore>, Option<Arc<ScratchDb>>) {
+    if !on_postgres() {
+        let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
+        let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");
+        return (Arc::new(store), Arc::new(blobs), None);
+    }
+    let db = db.unwrap_or_else(|| {
+        let admin = admin_url().expect("AGENCY_TEST_STORE=postgres needs a server");
+        Arc::new(ScratchDb::create(&admin).expect("create a scratch database"))
+    });
+    let store = PgStore::open(db.url()).expect("open the PostgreSQL store");
+    let blobs = store.blobs();
+    (Arc::new(store), Arc::new(blobs), Some(db))
 }
 
 /// Assert an error's kind, printing it otherwise.
