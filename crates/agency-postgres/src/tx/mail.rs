@@ -167,7 +167,8 @@ impl MailTx for PgTx<'_> {
     }
 
     /// The last `n` messages delivered to `to`, acknowledged or not (a
-    /// dropped one was never delivered), newest first.
+    /// dropped one was never delivered), newest first; served by the partial
+    /// index `messages_received`.
     fn received(&mut self, to: MailTarget, n: usize) -> R<Vec<MessageRow>> {
         let to = target_text(to);
         query_rows(
