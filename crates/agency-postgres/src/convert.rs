@@ -9,7 +9,7 @@
 //! integer parameter an `i64`; [`Column`] reads a BIGINT into the narrower
 //! or boolean Rust type a row field has, checking the range.
 
-use std::fmt::Display;
+use std::fmt::{self, Display};
 use std::str::FromStr;
 
 use agency_core::access::FileKind;
@@ -35,7 +35,33 @@ pub(crate) fn db_error(op: String, err: tokio_postgres::Error) -> StoreError {
             .unwrap_or_else(|| err.to_string());
         return StoreError::Unique { op, message };
     }
-    StoreError::backend(op, err)
+    StoreError::backend(op, PgError(err))
+}
+
+/// A client error whose message carries the server's own (its `Display`
+/// alone says only "db error"), kept whole as the source.
+#[derive(Debug)]
+pub(crate) struct PgError(pub(crate) tokio_postgres::Error);
+
+impl fmt::Display for PgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_db_error() {
+            Some(db) => {
+                write!(f, "{}: {}", db.severity(), db.message())?;
+                if let Some(detail) = db.detail() {
+                    write!(f, " ({detail})")?;
+                }
+                Ok(())
+            }
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl std::error::Error for PgError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 /// Attach the operation being attempted to a client result. The op is

@@ -163,6 +163,7 @@ impl PgStore {
             report.blob_bytes += content.len() as u64;
         }
 
+        let high_water = src.key_high_water()?;
         let mut tables = Vec::new();
         self.shared.transaction(&begin_write(false), true, &mut |conn| {
             let mut sink = Inserter {
@@ -186,13 +187,27 @@ impl PgStore {
                     r.try_get(0).ctx(|| op("list the identity columns"))?,
                     r.try_get(1).ctx(|| op("list the identity columns"))?,
                 );
+                let floor = high_water
+                    .iter()
+                    .find(|(name, _)| *name == t)
+                    .map_or(0, |(_, seq)| *seq);
                 let sql = format!(
-                    "SELECT setval(pg_get_serial_sequence($1, $2), GREATEST(MAX({c}), 1), MAX({c}) IS NOT NULL) FROM {t}",
+                    "SELECT setval(pg_get_serial_sequence($1, $2), GREATEST(MAX({c}), $3, 1), GREATEST(MAX({c}), $3) > 0) FROM {t}",
                     c = quote(&c),
                     t = quote(&t)
                 );
-                conn.query(&sql, &[&t, &c])
+                conn.query(&sql, &[&t, &c, &floor])
                     .ctx(|| op(&format!("move the sequence of {t}.{c}")))?;
+            }
+            // The event log's last number survives its rows (readers hold
+            // cursors): carry SQLite's over.
+            if let Some((_, seq)) = high_water.iter().find(|(name, _)| name == "events") {
+                conn.execute(
+                    "INSERT INTO events_end (id, seq) VALUES (1, $1)
+                     ON CONFLICT (id) DO UPDATE SET seq = GREATEST(events_end.seq, $1)",
+                    &[seq],
+                )
+                .ctx(|| op("carry the event log's last number"))?;
             }
             Ok(())
         })?;

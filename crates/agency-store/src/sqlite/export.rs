@@ -3,7 +3,8 @@
 //! one consistent snapshot even while a daemon writes.
 //!
 //! Tables come in the order they were created (a table is created after
-//! the tables it references) and rows in key order. Full-text index tables
+//! the tables it references) and rows in insertion order (key order for
+//! tables without rowids). Full-text index tables
 //! are left out: the target backend derives its own index from the rows.
 
 use rusqlite::types::ValueRef;
@@ -35,6 +36,22 @@ fn is_data_table(name: &str) -> bool {
 }
 
 impl SqliteStore {
+    /// The highest key each AUTOINCREMENT table ever handed out
+    /// (`sqlite_sequence`), deleted rows included: a copy must not hand
+    /// them out again (an event number a reader already saw, say).
+    pub fn key_high_water(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let conn = self.take_reader()?;
+        let out = query_rows(
+            &conn,
+            "SELECT name, seq FROM sqlite_sequence ORDER BY name",
+            [],
+            || self.op("read the key high-water marks"),
+            |r| Ok((col(r, 0, "table name")?, col(r, 1, "sequence")?)),
+        );
+        self.put_reader(conn);
+        out
+    }
+
     /// Hand every row of every table to `sink`, from one snapshot.
     pub fn export(&self, sink: &mut dyn RowSink) -> Result<(), StoreError> {
         let conn = self.take_reader()?;
@@ -62,30 +79,28 @@ fn export_from(
     for table in tables.into_iter().filter(|t| is_data_table(t)) {
         // Names come from sqlite_master, not from outside; quoted anyway.
         let quoted = format!("\"{}\"", table.replace('"', "\"\""));
-        let mut stmt = conn
-            .prepare(&format!("SELECT * FROM {quoted}"))
-            .ctx(op)?;
-        let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
-        // Key order: the primary key's columns, else the rowid.
-        let keys: Vec<String> = query_rows(
-            conn,
-            "SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk",
-            [&table],
-            op,
-            |r| col(r, 0, "key column"),
-        )?;
-        let order = if keys.is_empty() {
-            "rowid".to_owned()
-        } else {
-            keys.iter()
-                .map(|k| format!("\"{}\"", k.replace('"', "\"\"")))
-                .collect::<Vec<_>>()
-                .join(", ")
+        // Insertion order (the rowid), which a backend without rowids
+        // keeps as a sequence column; key order for WITHOUT ROWID tables.
+        let mut stmt = match conn.prepare(&format!("SELECT * FROM {quoted} ORDER BY rowid")) {
+            Ok(stmt) => stmt,
+            Err(_) => {
+                let keys: Vec<String> = query_rows(
+                    conn,
+                    "SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk",
+                    [&table],
+                    op,
+                    |r| col(r, 0, "key column"),
+                )?;
+                let order = keys
+                    .iter()
+                    .map(|k| format!("\"{}\"", k.replace('"', "\"\"")))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                conn.prepare(&format!("SELECT * FROM {quoted} ORDER BY {order}"))
+                    .ctx(op)?
+            }
         };
-        drop(stmt);
-        stmt = conn
-            .prepare(&format!("SELECT * FROM {quoted} ORDER BY {order}"))
-            .ctx(op)?;
+        let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
         sink.table(&table, &columns)?;
         let mut rows = stmt.query([]).ctx(op)?;
         while let Some(row) = rows.next().ctx(op)? {
@@ -150,10 +165,17 @@ mod tests {
         store.export(&mut out).unwrap();
         let names: Vec<&str> = out.0.iter().map(|t| t.0.as_str()).collect();
         assert!(names.contains(&"memories") && names.contains(&"events"));
-        assert!(!names.iter().any(|n| n.contains("fts") || n.starts_with("sqlite_")));
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("fts") || n.starts_with("sqlite_"))
+        );
         let events = out.0.iter().find(|t| t.0 == "events").unwrap();
         assert_eq!(events.1[0], "seq");
         let kinds: Vec<&Cell> = events.2.iter().map(|r| &r[2]).collect();
-        assert_eq!(kinds, [&Cell::Text("b.x".into()), &Cell::Text("a.y".into())]);
+        assert_eq!(
+            kinds,
+            [&Cell::Text("b.x".into()), &Cell::Text("a.y".into())]
+        );
     }
 }
