@@ -13,6 +13,7 @@ mod lessons;
 mod memory;
 mod org;
 mod pipeline;
+mod store;
 
 pub use control::*;
 pub use kb::*;
@@ -20,6 +21,7 @@ pub use lessons::*;
 pub use memory::*;
 pub use org::*;
 pub use pipeline::*;
+pub use store::*;
 
 const AFTER_HELP: &str = "\
 Ids of handlers, outcomes, KB files and agents may be abbreviated to any
@@ -117,6 +119,11 @@ pub enum Command {
     /// export.
     #[command(subcommand)]
     Lessons(LessonsCommand),
+
+    /// The store itself: copy a SQLite home's store into PostgreSQL
+    /// (`migrate --to postgres://…`). Needs no daemon.
+    #[command(subcommand)]
+    Store(StoreCommand),
 
     /// An agent's effective definition after inheritance, and the file
     /// and line each field came from. Needs no daemon.

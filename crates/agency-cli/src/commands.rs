@@ -36,6 +36,7 @@ mod records;
 mod reopen;
 mod runtime;
 mod sandbox_exec;
+mod store;
 mod tokens;
 mod tools;
 mod watch;
@@ -199,6 +200,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pipeline(PipelineCommand::Show(a)) => pipeline::show_run(&ctx, &a.run),
         Command::Pipeline(PipelineCommand::Stop(a)) => pipeline::stop_run(&ctx, &a.run),
         Command::Lessons(c) => lessons::run(&ctx, c),
+        Command::Store(c) => store::run(&ctx, c),
         Command::Cost(a) => cost::cost(&ctx, a.handler.as_deref()),
         Command::Budget(BudgetCommand::Set { handler, limits }) => {
             budget::set(&ctx, &handler, &limits)

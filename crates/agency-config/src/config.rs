@@ -50,6 +50,9 @@ pub struct Config {
     pub watch: crate::watch::WatchConfig,
     /// OpenTelemetry export of the event log (off by default).
     pub telemetry: crate::telemetry::TelemetrySettings,
+    /// Where the store lives: the home's SQLite file (default) or a
+    /// PostgreSQL database by URL.
+    pub store: crate::store::StoreSettings,
     /// What the daemon warns about at start: deprecated settings it has
     /// rewritten (`models::route_direct_settings`). Not a key of the file.
     #[serde(skip)]
@@ -481,6 +484,7 @@ impl Config {
         crate::memory::validate(&cfg.memory, &cfg.secrets).map_err(bad)?;
         crate::watch::validate(&cfg.watch).map_err(bad)?;
         crate::telemetry::validate(&cfg.telemetry).map_err(bad)?;
+        crate::store::validate(&cfg.store).map_err(bad)?;
         for name in cfg.repos.keys() {
             agency_core::validate::check_name("repo", name)
                 .map_err(|e| bad(format!("[repos]: {e}")))?;

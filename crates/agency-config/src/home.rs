@@ -20,12 +20,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agency_core::HandlerId;
+use agency_postgres::PgStore;
 use agency_service::{Service, ServiceBuilder, ServiceConfig, System, SystemClock};
-use agency_store::{FsBlobStore, SqliteStore};
+use agency_store::{BlobStore, FsBlobStore, SqliteStore, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::ConfigError;
+use crate::store::StoreLocation;
 use crate::template::TEMPLATE;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,18 +247,42 @@ impl Home {
     /// declared names, embedder) before building it.
     pub fn service_builder(&self) -> Result<ServiceBuilder, ConfigError> {
         let cfg = Config::load(&self.config_path())?;
-        let store = SqliteStore::open(&self.db_path())?;
-        let blobs = FsBlobStore::open(self.blobs_dir())?;
+        let (store, blobs) = self.open_store(&cfg)?;
         Ok(
-            Service::builder(Arc::new(store), Arc::new(blobs), Arc::new(SystemClock)).config(
-                ServiceConfig {
-                    limits: cfg.limits(),
-                    retention: cfg.retention(),
-                    org_api: cfg.agency_api.service_limits(),
-                    watch: cfg.watch.service(),
-                },
-            ),
+            Service::builder(store, blobs, Arc::new(SystemClock)).config(ServiceConfig {
+                limits: cfg.limits(),
+                retention: cfg.retention(),
+                org_api: cfg.agency_api.service_limits(),
+                watch: cfg.watch.service(),
+            }),
         )
+    }
+
+    /// The store and blob store `[store]` (or `AGENCY_STORE_URL`) names:
+    /// this home's SQLite database and blob directory, or a PostgreSQL
+    /// database holding both.
+    pub fn open_store(
+        &self,
+        cfg: &Config,
+    ) -> Result<(Arc<dyn Store>, Arc<dyn BlobStore>), ConfigError> {
+        let location = cfg
+            .store
+            .location()
+            .map_err(|message| ConfigError::Invalid {
+                path: self.config_path(),
+                message,
+            })?;
+        Ok(match location {
+            StoreLocation::Sqlite => (
+                Arc::new(SqliteStore::open(&self.db_path())?),
+                Arc::new(FsBlobStore::open(self.blobs_dir())?),
+            ),
+            StoreLocation::Postgres(url) => {
+                let store = PgStore::open(&url)?;
+                let blobs = store.blobs();
+                (Arc::new(store), Arc::new(blobs))
+            }
+        })
     }
 
     /// Written by the daemon once it listens.

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod models;
 pub mod sandbox;
 pub mod secrets;
+pub mod store;
 pub mod telemetry;
 pub mod template;
 pub mod upstreams;

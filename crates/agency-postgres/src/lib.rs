@@ -25,6 +25,8 @@
 mod blob;
 mod conn;
 mod convert;
+mod fts;
+mod migrate;
 pub mod scratch;
 mod tx;
 
@@ -37,6 +39,7 @@ use agency_store::{Store, StoreError, Tx};
 pub use blob::PgBlobStore;
 use conn::{Conn, Runtime};
 use convert::Ctx;
+pub use migrate::CopyReport;
 
 /// The schema, one migration per entry; entry `i` takes the database from
 /// version `i` to `i + 1`. Append only: never edit a shipped entry.

@@ -30,6 +30,7 @@ mod calls;
 mod caps;
 mod convert;
 mod events;
+pub mod export;
 mod group;
 mod handler_settings;
 mod handlers;
