@@ -19,7 +19,7 @@ macro_rules! run_cols {
     };
 }
 
-/// An agent and its run (LEFT JOIN): [`agent_cols`] then [`run_cols`].
+/// An agent and its run (LEFT JOIN): `agent_cols!()` then [`run_cols`].
 macro_rules! agent_with_run_cols {
     () => {
         concat!(
