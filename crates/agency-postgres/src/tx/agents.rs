@@ -1,46 +1,184 @@
-//! [`AgentTx`] on PostgreSQL.
-#![allow(unused_variables)]
+//! [`AgentTx`] on PostgreSQL: agent rows (at most one live per handler, a
+//! partial unique index), their bearer tokens (stored hashed), and the
+//! process groups of spawned agents (pgid and the leader's start time),
+//! read back at a restart to stop what a crashed daemon left.
 
 use agency_core::{AgentId, HandlerId, Timestamp};
+use agency_store::StoreError;
 use agency_store::model::{AgentProcessRow, AgentRow, TokenRow};
 use agency_store::tx::AgentTx;
 use agency_store::tx::R;
 
 use crate::PgTx;
-use crate::convert::unported;
+use crate::convert::*;
 
 impl AgentTx for PgTx<'_> {
     fn insert_agent(&mut self, a: &AgentRow) -> R<()> {
-        Err(unported("insert_agent"))
+        let res = execute(
+            self.conn,
+            concat!(
+                "INSERT INTO agents (",
+                agent_cols!(),
+                ") VALUES ($1, $2, $3, $4, $5)"
+            ),
+            &[
+                &a.id.to_string(),
+                &a.handler.to_string(),
+                &a.started_at.0,
+                &a.ended_at.map(|t| t.0),
+                &a.end_reason,
+            ],
+            || format!("insert agent {} for handler {}", a.id, a.handler),
+        );
+        match res {
+            // The partial unique index on live agents is named in the
+            // server's message; turn it into the rule it enforces.
+            Err(StoreError::Unique { op, message })
+                if message.contains("agents_one_live_per_handler") =>
+            {
+                Err(StoreError::Unique {
+                    op,
+                    message: format!("handler {} already has a live agent", a.handler),
+                })
+            }
+            other => other.map(drop),
+        }
     }
+
     fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>> {
-        Err(unported("agent"))
+        query_opt(
+            self.conn,
+            concat!("SELECT ", agent_cols!(), " FROM agents WHERE id = $1"),
+            &[&id.to_string()],
+            || format!("read agent {id}"),
+            agent_row,
+        )
     }
+
     fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool> {
-        Err(unported("end_agent"))
+        let n = execute(
+            self.conn,
+            "UPDATE agents SET ended_at = $2, end_reason = $3 WHERE id = $1 AND ended_at IS NULL",
+            &[&id.to_string(), &at.0, &reason],
+            || format!("end agent {id}"),
+        )?;
+        Ok(n > 0)
     }
+
     fn live_agents_of(&mut self, handlers: &[HandlerId]) -> R<Vec<AgentRow>> {
-        Err(unported("live_agents_of"))
+        query_rows(
+            self.conn,
+            concat!(
+                "SELECT ",
+                agent_cols!(),
+                " FROM agents WHERE ended_at IS NULL AND handler = ANY($1) ORDER BY id"
+            ),
+            &[&text_list(handlers)],
+            || format!("list the live agents of {} handler(s)", handlers.len()),
+            agent_row,
+        )
     }
+
     fn live_agents(&mut self) -> R<Vec<AgentRow>> {
-        Err(unported("live_agents"))
+        query_rows(
+            self.conn,
+            concat!(
+                "SELECT ",
+                agent_cols!(),
+                " FROM agents WHERE ended_at IS NULL ORDER BY id"
+            ),
+            &[],
+            || "list live agents".to_owned(),
+            agent_row,
+        )
     }
-    fn recent_agents(&mut self, limit: usize) -> R<Vec<AgentRow>> {
-        Err(unported("recent_agents"))
+
+    fn recent_agents(&mut self, n: usize) -> R<Vec<AgentRow>> {
+        query_rows(
+            self.conn,
+            concat!(
+                "SELECT ",
+                agent_cols!(),
+                " FROM agents ORDER BY started_at DESC, id DESC LIMIT $1"
+            ),
+            &[&limit(n)],
+            || "list recent agents".to_owned(),
+            agent_row,
+        )
     }
+
     fn insert_token(&mut self, t: &TokenRow) -> R<()> {
-        Err(unported("insert_token"))
+        execute(
+            self.conn,
+            "INSERT INTO tokens (hash, agent, handler, workspace, created_at, revoked_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &t.hash,
+                &t.agent.to_string(),
+                &t.handler.to_string(),
+                &t.workspace,
+                &t.created_at.0,
+                &t.revoked_at.map(|r| r.0),
+            ],
+            || format!("insert token for agent {}", t.agent),
+        )
+        .map(drop)
     }
+
     fn token(&mut self, hash: &str) -> R<Option<TokenRow>> {
-        Err(unported("token"))
+        query_opt(
+            self.conn,
+            "SELECT hash, agent, handler, workspace, created_at, revoked_at FROM tokens WHERE hash = $1",
+            &[&hash],
+            || "read token".to_owned(),
+            |r| {
+                Ok(TokenRow {
+                    hash: col(r, 0, "token hash")?,
+                    agent: col_id(r, 1, "token agent")?,
+                    handler: col_id(r, 2, "token handler")?,
+                    workspace: col(r, 3, "token workspace")?,
+                    created_at: col_ts(r, 4, "token created_at")?,
+                    revoked_at: col_opt_ts(r, 5, "token revoked_at")?,
+                })
+            },
+        )
     }
+
     fn revoke_tokens_of(&mut self, agent: AgentId, at: Timestamp) -> R<u64> {
-        Err(unported("revoke_tokens_of"))
+        execute(
+            self.conn,
+            "UPDATE tokens SET revoked_at = $2 WHERE agent = $1 AND revoked_at IS NULL",
+            &[&agent.to_string(), &at.0],
+            || format!("revoke tokens of agent {agent}"),
+        )
+        .map(|n| n as u64)
     }
+
     fn put_agent_process(&mut self, r: &AgentProcessRow) -> R<()> {
-        Err(unported("put_agent_process"))
+        execute(
+            self.conn,
+            "INSERT INTO agent_processes (agent, pgid, started) VALUES ($1, $2, $3)
+             ON CONFLICT (agent) DO UPDATE SET pgid = $2, started = $3",
+            &[&r.agent.to_string(), &r.pgid, &r.started],
+            || format!("record the process group of agent {}", r.agent),
+        )
+        .map(drop)
     }
+
     fn live_agent_processes(&mut self) -> R<Vec<AgentProcessRow>> {
-        Err(unported("live_agent_processes"))
+        query_rows(
+            self.conn,
+            "SELECT p.agent, p.pgid, p.started FROM agent_processes p
+             JOIN agents a ON a.id = p.agent WHERE a.ended_at IS NULL ORDER BY p.agent",
+            &[],
+            || "list the process groups of live agents".to_owned(),
+            |r| {
+                Ok(AgentProcessRow {
+                    agent: col_id(r, 0, "process agent")?,
+                    pgid: col(r, 1, "process group")?,
+                    started: col(r, 2, "process start time")?,
+                })
+            },
+        )
     }
 }
