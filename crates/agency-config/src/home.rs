@@ -264,7 +264,7 @@ impl Home {
     pub fn open_store(
         &self,
         cfg: &Config,
-    ) -> Result<(Arc<dyn Store>, Arc<dyn BlobStore>), ConfigError> {
+    ) -> Result<StoreParts, ConfigError> {
         let location = cfg
             .store
             .location()
@@ -303,6 +303,9 @@ impl Home {
         let _ = fs::remove_file(self.admin_socket_path());
     }
 }
+
+/// A store and the blob store beside it.
+pub type StoreParts = (Arc<dyn Store>, Arc<dyn BlobStore>);
 
 /// A port of 127.0.0.1 that is free now, outside the kernel's ephemeral
 /// range (`ip_local_port_range`; 32768–60999 when unreadable), picked at

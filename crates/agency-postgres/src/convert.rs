@@ -1,5 +1,4 @@
 //! Conversions between domain values and PostgreSQL columns, the decoding
-#![allow(dead_code, unused_imports, unused_macros)] // while the areas are ported
 //! of each row type, and the mapping of client errors onto [`StoreError`].
 //!
 //! Storage conventions are the SQLite store's: ids are lowercase
@@ -43,7 +42,7 @@ pub(crate) fn db_error(op: String, err: tokio_postgres::Error) -> StoreError {
 #[derive(Debug)]
 pub(crate) struct PgError(pub(crate) tokio_postgres::Error);
 
-impl fmt::Display for PgError {
+impl Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0.as_db_error() {
             Some(db) => {
@@ -74,11 +73,6 @@ impl<T> Ctx<T> for Result<T, tokio_postgres::Error> {
     fn ctx(self, op: impl FnOnce() -> String) -> R<T> {
         self.map_err(|e| db_error(op(), e))
     }
-}
-
-/// An area method this backend does not implement yet.
-pub(crate) fn unported(method: &str) -> StoreError {
-    StoreError::backend(format!("run {method}"), "not implemented on PostgreSQL yet")
 }
 
 /// Run a statement (prepared once per connection) and return the number of
@@ -144,11 +138,6 @@ pub(crate) fn require_row(changed: usize, op: impl FnOnce() -> String) -> R<()> 
 /// A `LIMIT` parameter; anything beyond `i64::MAX` is as good as unlimited.
 pub(crate) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// A count or size as a BIGINT parameter.
-pub(crate) fn int(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// A flag as a 0/1 BIGINT parameter.

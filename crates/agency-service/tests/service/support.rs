@@ -163,13 +163,16 @@ pub fn on_postgres() -> bool {
     std::env::var("AGENCY_TEST_STORE").is_ok_and(|v| v == "postgres")
 }
 
+/// A store, its blobs, and the database they live in (PostgreSQL).
+pub type Backend = (Arc<dyn Store>, Arc<dyn BlobStore>, Option<Arc<ScratchDb>>);
+
 /// The store and blobs of an environment: SQLite files in `dir`, or a
 /// PostgreSQL database of its own (`db`, made on first use and reused
 /// when the environment is reopened).
 pub fn open_backend(
     dir: &Path,
     db: Option<Arc<ScratchDb>>,
-) -> (Arc<dyn Store>, Arc<dyn BlobStore>, Option<Arc<ScratchDb>>) {
+) -> Backend {
     if !on_postgres() {
         let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
         let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");
