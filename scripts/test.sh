@@ -46,6 +46,17 @@ if [ ! -x target/claude-code/node_modules/.bin/claude ]; then
 fi
 export AGENCY_CLAUDE_BIN="$PWD/target/claude-code/node_modules/.bin/claude"
 
+# PostgreSQL: the store conformance suite, the copy from SQLite and the
+# service suite run on it too, each test in a database of its own made on
+# this server (AGENCY_TEST_POSTGRES, by default the local server's `test`
+# database, trust authentication).
+pg_url="${AGENCY_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test}"
+if [ -z "${AGENCY_TEST_POSTGRES:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
+  echo "failed to reach PostgreSQL at 127.0.0.1:5432: start one (apt-get install postgresql; trust authentication for 127.0.0.1, a database named test) or set AGENCY_TEST_POSTGRES to a server's URL" >&2
+  exit 1
+fi
+export AGENCY_TEST_POSTGRES="$pg_url"
+
 # Lints are part of the suite: warnings fail it.
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -58,6 +69,15 @@ cargo test --workspace --doc --locked
 # Property tests read PROPTEST_CASES when set; the defaults in the tests are
 # sized for a 2-core machine.
 cargo test --workspace --all-targets --locked
+
+# The service suite again, on PostgreSQL. Skipped by name: the tests that
+# wrap or break the SQLite store or the file blob store on purpose (crash,
+# faults_io, group_commit, spawn_prep) and the garbage-collection stories
+# that age blobs by their files' times; the PostgreSQL blob store's own
+# collection is tested in crates/agency-postgres/tests/blobs.rs.
+AGENCY_TEST_STORE=postgres cargo test --locked -p agency-service --test service -- \
+  --skip crash:: --skip faults_io:: --skip group_commit:: --skip spawn_prep:: \
+  --skip retention::issue9_item11_gc_ --skip retention::issue9_item11_an_agent_cannot_collect_garbage
 
 # The real daemon, driven by the official Python MCP client.
 cargo build --locked -p agency-cli --bin agency

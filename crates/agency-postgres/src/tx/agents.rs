@@ -13,13 +13,17 @@ use crate::PgTx;
 use crate::convert::*;
 
 impl AgentTx for PgTx<'_> {
+    /// A conflict is reported without failing the statement: on
+    /// PostgreSQL a failed statement aborts its transaction, and the
+    /// service goes on after this one's `Unique` (to name the live agent).
     fn insert_agent(&mut self, a: &AgentRow) -> R<()> {
-        let res = execute(
+        let op = || format!("insert agent {} for handler {}", a.id, a.handler);
+        let inserted = execute(
             self.conn,
             concat!(
                 "INSERT INTO agents (",
                 agent_cols!(),
-                ") VALUES ($1, $2, $3, $4, $5)"
+                ") VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
             ),
             &[
                 &a.id.to_string(),
@@ -28,21 +32,23 @@ impl AgentTx for PgTx<'_> {
                 &a.ended_at.map(|t| t.0),
                 &a.end_reason,
             ],
-            || format!("insert agent {} for handler {}", a.id, a.handler),
-        );
-        match res {
-            // The partial unique index on live agents is named in the
-            // server's message; turn it into the rule it enforces.
-            Err(StoreError::Unique { op, message })
-                if message.contains("agents_one_live_per_handler") =>
-            {
-                Err(StoreError::Unique {
-                    op,
-                    message: format!("handler {} already has a live agent", a.handler),
-                })
-            }
-            other => other.map(drop),
+            op,
+        )?;
+        if inserted == 1 {
+            return Ok(());
         }
+        let taken: bool = query_value(
+            self.conn,
+            "SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)",
+            &[&a.id.to_string()],
+            op,
+        )?;
+        let message = if taken {
+            format!("agent {} exists already", a.id)
+        } else {
+            format!("handler {} already has a live agent", a.handler)
+        };
+        Err(StoreError::Unique { op: op(), message })
     }
 
     fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>> {

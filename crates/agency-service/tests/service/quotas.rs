@@ -47,20 +47,10 @@ pub fn snapshot(env: &Env, h: HandlerId) -> Snapshot {
     }
 }
 
-/// The blobs on disk (`blobs/ab/cdef…`), read directly.
+/// Every blob the blob store holds, sorted.
 pub fn blob_list(env: &Env) -> Vec<BlobId> {
-    let mut out = Vec::new();
-    for d in std::fs::read_dir(env.dir.path().join("blobs")).unwrap() {
-        let d = d.unwrap();
-        let prefix = d.file_name().into_string().unwrap();
-        if prefix.len() != 2 {
-            continue;
-        }
-        for f in std::fs::read_dir(d.path()).unwrap() {
-            let rest = f.unwrap().file_name().into_string().unwrap();
-            out.push(BlobId::parse(&format!("blake3:{prefix}{rest}")).unwrap());
-        }
-    }
+    let mut out = env.blobs.list().unwrap();
+    out.sort();
     out
 }
 

@@ -17,6 +17,8 @@ pub struct Env {
     /// The PostgreSQL database of this environment, when the suite runs on
     /// PostgreSQL (`AGENCY_TEST_STORE=postgres`); dropped with it.
     pub db: Option<Arc<ScratchDb>>,
+    /// The blob store the service writes to.
+    pub blobs: Arc<dyn BlobStore>,
     /// The system handle (tests act as the daemon too); it derefs to the
     /// caller-checked [`Service`].
     pub svc: Arc<System>,
@@ -45,8 +47,8 @@ impl Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(T0));
         let (store, blobs, db) = open_backend(dir.path(), None);
-        let builder = Service::builder(store, blobs, clock.clone()).config(cfg);
-        Env::built(dir, db, builder, clock)
+        let builder = Service::builder(store, blobs.clone(), clock.clone()).config(cfg);
+        Env::built(dir, db, blobs, builder, clock)
     }
 
     /// Build an environment around given (possibly wrapped) parts.
@@ -70,8 +72,8 @@ impl Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(T0));
         let (store, blobs, db) = open_backend(dir.path(), None);
-        let builder = Service::builder(store, blobs, clock.clone());
-        Env::built(dir, db, settings(builder), clock)
+        let builder = Service::builder(store, blobs.clone(), clock.clone());
+        Env::built(dir, db, blobs, settings(builder), clock)
     }
 
     pub fn assemble_with(
@@ -81,13 +83,14 @@ impl Env {
         clock: Arc<ManualClock>,
         cfg: ServiceConfig,
     ) -> Env {
-        let builder = Service::builder(store, blobs, clock.clone()).config(cfg);
-        Env::built(dir, None, builder, clock)
+        let builder = Service::builder(store, blobs.clone(), clock.clone()).config(cfg);
+        Env::built(dir, None, blobs, builder, clock)
     }
 
     fn built(
         dir: tempfile::TempDir,
         db: Option<Arc<ScratchDb>>,
+        blobs: Arc<dyn BlobStore>,
         builder: ServiceBuilder,
         clock: Arc<ManualClock>,
     ) -> Env {
@@ -96,6 +99,7 @@ impl Env {
         Env {
             dir,
             db,
+            blobs,
             svc,
             clock,
             root,
@@ -114,8 +118,8 @@ impl Env {
         drop(svc);
         let (store, blobs, db) = open_backend(dir.path(), db);
         let builder =
-            Service::builder(store, blobs, clock.clone()).config(ServiceConfig::default());
-        Env::built(dir, db, builder, clock)
+            Service::builder(store, blobs.clone(), clock.clone()).config(ServiceConfig::default());
+        Env::built(dir, db, blobs, builder, clock)
     }
 
     /// The clock's time plus `ms`.
@@ -169,10 +173,7 @@ pub type Backend = (Arc<dyn Store>, Arc<dyn BlobStore>, Option<Arc<ScratchDb>>);
 /// The store and blobs of an environment: SQLite files in `dir`, or a
 /// PostgreSQL database of its own (`db`, made on first use and reused
 /// when the environment is reopened).
-pub fn open_backend(
-    dir: &Path,
-    db: Option<Arc<ScratchDb>>,
-) -> Backend {
+pub fn open_backend(dir: &Path, db: Option<Arc<ScratchDb>>) -> Backend {
     if !on_postgres() {
         let store = SqliteStore::open(&dir.join("agency.db")).expect("open store");
         let blobs = FsBlobStore::open(dir.join("blobs")).expect("open blobs");

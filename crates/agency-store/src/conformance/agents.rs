@@ -17,6 +17,28 @@ pub fn one_live_agent_per_handler(new: &New) {
     assert_eq!(op, &format!("insert agent {} for handler {h}", aid(101)));
     assert_eq!(message, &format!("handler {h} already has a live agent"));
 
+    // The refusal leaves the transaction usable: the service names the
+    // live agent in the same transaction (on PostgreSQL a failed statement
+    // would abort it).
+    let (refused, live) = wr(&store, |tx| {
+        let refused = tx.insert_agent(&agent(102, h, 2)).is_err();
+        let live = tx.live_agents_of(&[h])?;
+        tx.append_event(&crate::NewEventRow {
+            at: Timestamp(2),
+            kind: "agent.refused".into(),
+            handler: Some(h),
+            agent: None,
+            outcome: None,
+            summary: String::new(),
+            data: "{}".into(),
+        })?;
+        Ok((refused, live))
+    });
+    assert!(refused);
+    assert_eq!(live, [agent(100, h, 1)]);
+    assert_eq!(rd(&store, |tx| tx.agent(aid(102))), None);
+    assert_eq!(rd(&store, |tx| tx.last_event_seq()), 1, "the transaction committed");
+
     assert!(wr(&store, |tx| tx.end_agent(
         aid(100),
         Timestamp(3),
