@@ -81,5 +81,6 @@ mod sandbox_exec;
 mod sandbox_memory;
 mod sandbox_netns;
 mod sandbox_standby;
+mod store_postgres;
 mod warm;
 mod watch;

@@ -109,9 +109,15 @@ impl TestHome {
 
     /// Start `agency serve` and wait (bounded) until it answers.
     pub fn serve(&self) -> Daemon {
+        self.serve_with(&[])
+    }
+
+    /// `serve` with these variables added to its environment.
+    pub fn serve_with(&self, env: &[(&str, &str)]) -> Daemon {
         let log = std::fs::File::create(self.log_path()).unwrap();
         let child = self
             .command(&["serve"])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
