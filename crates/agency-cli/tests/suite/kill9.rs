@@ -15,6 +15,10 @@
 //! The kill delays come from a seeded generator: the seed is printed, and
 //! `AGENCY_KILL9_SEED=<n>` replays a run. `AGENCY_KILL9_ROUNDS` changes
 //! the number of rounds (default 20).
+//!
+//! It runs twice: on the home's SQLite store, and on a PostgreSQL database
+//! of its own (`AGENCY_STORE_URL`), where an acknowledged write is one the
+//! server committed.
 
 #![allow(clippy::unwrap_used)]
 
@@ -80,13 +84,19 @@ impl Drop for Daemon {
 struct Home {
     tmp: tempfile::TempDir,
     dir: PathBuf,
+    /// The PostgreSQL store every command of this home uses, if any.
+    store_url: Option<String>,
 }
 
 impl Home {
-    fn new() -> Home {
+    fn new(store_url: Option<String>) -> Home {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("home");
-        Home { tmp, dir }
+        Home {
+            tmp,
+            dir,
+            store_url,
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -95,8 +105,12 @@ impl Home {
             .env("AGENCY_HOME", &self.dir)
             .env("HOME", self.tmp.path().join("user"))
             .env_remove("RUST_LOG")
+            .env_remove("AGENCY_STORE_URL")
             .env("AGENCY_WIDE", "1")
             .stdin(Stdio::null());
+        if let Some(url) = &self.store_url {
+            c.env("AGENCY_STORE_URL", url);
+        }
         c
     }
 
@@ -479,6 +493,19 @@ fn fsck_clean(home: &Home) {
 
 #[test]
 fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
+    kill9_rounds(None);
+}
+
+#[test]
+fn acknowledged_kb_writes_survive_sigkill_of_the_daemon_on_postgres() {
+    let admin = agency_postgres::scratch::admin_url()
+        .expect("AGENCY_TEST_POSTGRES=off: no server for this test");
+    let db = agency_postgres::scratch::ScratchDb::create(&admin).unwrap();
+    kill9_rounds(Some(db.url().to_owned()));
+}
+
+fn kill9_rounds(store_url: Option<String>) {
+    let on_postgres = store_url.is_some();
     let seed = std::env::var("AGENCY_KILL9_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -496,7 +523,7 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
     println!("kill9 seed: {seed} (AGENCY_KILL9_SEED={seed} to replay), {rounds} rounds");
     let mut rng = Rng(seed);
 
-    let home = Home::new();
+    let home = Home::new(store_url);
     let init = home.ok(&["init"]);
     let root = init.split_whitespace().last().unwrap().to_owned();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -656,6 +683,12 @@ fn acknowledged_kb_writes_survive_sigkill_of_the_daemon() {
         "{total_acked} acknowledged writes and {total_created} creates survived {rounds} kills; \
          {killed_mid_write} committed without their answer"
     );
+    if on_postgres {
+        assert!(
+            !home.dir.join("agency.db").exists(),
+            "the rows went to PostgreSQL, not to a SQLite file"
+        );
+    }
     // The test is only meaningful if writes were really under way.
     assert!(total_acked > rounds, "too few writes: {total_acked}");
     assert!(total_created > 0, "no create was acknowledged");

@@ -57,7 +57,10 @@ fn a_sqlite_home_is_migrated_and_served_from_postgres() {
     let daemon = home.serve();
     let on_sqlite = view(&home);
     assert!(
-        on_sqlite.0.to_string().contains("Your garden plan is ready"),
+        on_sqlite
+            .0
+            .to_string()
+            .contains("Your garden plan is ready"),
         "{on_sqlite:?}"
     );
     // Not while a daemon may still write.
