@@ -94,3 +94,50 @@ fn a_sqlite_home_is_migrated_and_served_from_postgres() {
     assert_eq!(view(&home), on_sqlite, "the copy serves what SQLite served");
     daemon.terminate();
 }
+
+/// Until handlers are handed out by lease, a second daemon on a database
+/// that one serves is refused (it would start agents for the same
+/// handlers and reap the other's); once the first stops, it starts.
+#[test]
+fn a_second_daemon_on_the_same_database_is_refused() {
+    let db = scratch();
+    let url = db.url();
+    let (a, b) = (TestHome::new(), TestHome::new());
+    for h in [&a, &b] {
+        let init = h
+            .command(&["init"])
+            .env("AGENCY_STORE_URL", url)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+    }
+    let first = a.serve_with(&[("AGENCY_STORE_URL", url)]);
+    let mut second = b
+        .command(&["serve"])
+        .env("AGENCY_STORE_URL", url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = second.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = second.kill();
+            panic!("a second daemon on the same database was not refused");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("another daemon serves the store at agency_t_"),
+        "{stderr}"
+    );
+    first.terminate();
+    let second = b.serve_with(&[("AGENCY_STORE_URL", url)]);
+    second.terminate();
+}

@@ -43,6 +43,7 @@ impl Daemon {
             tracing::warn!("{notice}");
         }
         let lock = lock_home(home)?;
+        let db_lock = lock_database(home, &cfg).await?;
         // Checked before anything starts: a bad OTEL_* variable stops the start.
         let telemetry = cfg
             .telemetry
@@ -101,6 +102,7 @@ impl Daemon {
             stdio: parts.stdio,
             reloader: parts.reloader,
             _lock: lock,
+            _db_lock: db_lock,
         })
     }
 }
@@ -132,6 +134,26 @@ fn lock_home(home: &Home) -> Result<File, DaemonError> {
         });
     }
     Ok(lock)
+}
+
+/// One daemon per PostgreSQL database, as per home: the store's writers
+/// are serialised across daemons, but two daemons would each start agents
+/// for the same handlers and reap each other's.
+async fn lock_database(
+    home: &Home,
+    cfg: &Config,
+) -> Result<Option<agency_postgres::DaemonLock>, DaemonError> {
+    let location = cfg.store.location().map_err(|e| invalid(home, e))?;
+    let agency_config::store::StoreLocation::Postgres(url) = location else {
+        return Ok(None);
+    };
+    let taken = tokio::task::spawn_blocking(move || agency_postgres::DaemonLock::acquire(&url))
+        .await
+        .map_err(|e| invalid(home, format!("failed to lock the store: {e}")))??;
+    match taken {
+        Ok(lock) => Ok(Some(lock)),
+        Err(database) => Err(DaemonError::DatabaseInUse { database }),
+    }
 }
 
 /// Secrets are read once, now: a password manager's CLI is not run at
