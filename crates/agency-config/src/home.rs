@@ -261,10 +261,7 @@ impl Home {
     /// The store and blob store `[store]` (or `AGENCY_STORE_URL`) names:
     /// this home's SQLite database and blob directory, or a PostgreSQL
     /// database holding both.
-    pub fn open_store(
-        &self,
-        cfg: &Config,
-    ) -> Result<StoreParts, ConfigError> {
+    pub fn open_store(&self, cfg: &Config) -> Result<StoreParts, ConfigError> {
         let location = cfg
             .store
             .location()

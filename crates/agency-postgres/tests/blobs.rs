@@ -32,7 +32,7 @@ fn blobs_round_trip_and_are_collected_by_last_put() {
         Err(StoreError::MissingBlob(_))
     ));
     assert_eq!(blobs.check(&missing).unwrap(), BlobCheck::Missing);
-    assert_eq!(blobs.list().unwrap(), [a.clone()]);
+    assert_eq!(blobs.list().unwrap(), std::slice::from_ref(&a));
 
     let past = SystemTime::now() - Duration::from_secs(3600);
     let future = SystemTime::now() + Duration::from_secs(3600);

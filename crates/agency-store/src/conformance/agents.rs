@@ -23,7 +23,7 @@ pub fn one_live_agent_per_handler(new: &New) {
     let (refused, live) = wr(&store, |tx| {
         let refused = tx.insert_agent(&agent(102, h, 2)).is_err();
         let live = tx.live_agents_of(&[h])?;
-        tx.append_event(&crate::NewEventRow {
+        tx.append_event(&NewEventRow {
             at: Timestamp(2),
             kind: "agent.refused".into(),
             handler: Some(h),
@@ -37,7 +37,11 @@ pub fn one_live_agent_per_handler(new: &New) {
     assert!(refused);
     assert_eq!(live, [agent(100, h, 1)]);
     assert_eq!(rd(&store, |tx| tx.agent(aid(102))), None);
-    assert_eq!(rd(&store, |tx| tx.last_event_seq()), 1, "the transaction committed");
+    assert_eq!(
+        rd(&store, |tx| tx.last_event_seq()),
+        1,
+        "the transaction committed"
+    );
 
     assert!(wr(&store, |tx| tx.end_agent(
         aid(100),
