@@ -2,7 +2,7 @@
 //! calls in flight (`budgets`, `budget_reservations`) and the ledger's
 //! running totals per handler subtree (`budget_spend`).
 
-use agency_core::HandlerId;
+use agency_core::{AgentId, HandlerId};
 use agency_store::model::{
     BudgetLimits, BudgetPause, BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals,
 };
@@ -231,6 +231,36 @@ impl BudgetTx for PgTx<'_> {
                     tokens: col(r, 3, "reservation tokens")?,
                     micro_usd: col(r, 4, "reservation cost")?,
                 })
+            },
+        )
+    }
+
+    fn budget_reservations_of_agents(
+        &mut self,
+        agents: &[AgentId],
+    ) -> R<Vec<(i64, BudgetReservationRow)>> {
+        query_rows(
+            self.conn,
+            "SELECT id, at, handler, agent, tokens, micro_usd FROM budget_reservations
+             WHERE agent = ANY($1) ORDER BY id",
+            &[&text_list(agents)],
+            || {
+                format!(
+                    "read the budget reservations of agents {}",
+                    list_text(agents)
+                )
+            },
+            |r| {
+                Ok((
+                    col(r, 0, "reservation id")?,
+                    BudgetReservationRow {
+                        at: col_ts(r, 1, "reservation at")?,
+                        handler: col_id(r, 2, "reservation handler")?,
+                        agent: col_id(r, 3, "reservation agent")?,
+                        tokens: col(r, 4, "reservation tokens")?,
+                        micro_usd: col(r, 5, "reservation cost")?,
+                    },
+                ))
             },
         )
     }

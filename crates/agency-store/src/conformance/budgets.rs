@@ -88,11 +88,11 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
         tokens,
         micro_usd: 2 * tokens,
     };
-    let (r1, r2) = wr(&store, |tx| {
+    let (r1, r2, r3) = wr(&store, |tx| {
         tx.insert_agent(&agent(100, h2, 1))?;
         let r1 = tx.insert_budget_reservation(&reservation(h2, 30))?;
         let r2 = tx.insert_budget_reservation(&reservation(h2, 5))?;
-        tx.insert_budget_reservation(&reservation(h3, 1))?;
+        let r3 = tx.insert_budget_reservation(&reservation(h3, 1))?;
         tx.budget_spend_add(
             &[h2],
             &BudgetSpend {
@@ -100,7 +100,7 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
                 ..BudgetSpend::default()
             },
         )?;
-        Ok((r1, r2))
+        Ok((r1, r2, r3))
     });
     assert_ne!(r1, r2);
     rd(&store, |tx| {
@@ -119,6 +119,16 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
     wr(&store, |tx| tx.delete_budget_reservation(r1));
     assert_eq!(rd(&store, |tx| tx.budget_reservation(r1)), None);
     assert_eq!(rd(&store, |tx| tx.budget_reserved_of(&[h2])).tokens, 5);
+    assert_eq!(
+        rd(&store, |tx| tx
+            .budget_reservations_of_agents(&[aid(100), aid(7)])),
+        [(r2, reservation(h2, 5)), (r3, reservation(h3, 1))],
+        "by agent, in id order"
+    );
+    assert_eq!(
+        rd(&store, |tx| tx.budget_reservations_of_agents(&[aid(7)])),
+        []
+    );
     assert_eq!(wr(&store, |tx| tx.clear_budget_reservations()), 2);
     rd(&store, |tx| {
         assert_eq!(tx.budget_reserved_of(&[h2, h3])?, ReservedTotals::default());

@@ -1,7 +1,7 @@
 //! [`BudgetTx`]: budgets: limits, running totals, reservations of calls in
 //! flight, hop counts.
 
-use agency_core::HandlerId;
+use agency_core::{AgentId, HandlerId};
 
 use super::R;
 use crate::model::{BudgetReservationRow, BudgetRow, BudgetSpend, ReservedTotals};
@@ -25,6 +25,12 @@ pub trait BudgetTx {
     fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64>;
     fn budget_reservation(&mut self, id: i64) -> R<Option<BudgetReservationRow>>;
     fn delete_budget_reservation(&mut self, id: i64) -> R<()>;
+    /// The reservations made for the agents given, as `(id, row)` ordered
+    /// by id: calls in flight of agents whose daemon is gone.
+    fn budget_reservations_of_agents(
+        &mut self,
+        agents: &[AgentId],
+    ) -> R<Vec<(i64, BudgetReservationRow)>>;
     /// The reservations in flight of the handlers given, summed.
     fn budget_reserved_of(&mut self, handlers: &[HandlerId]) -> R<ReservedTotals>;
     /// Drop every reservation (a daemon starting: nothing is in flight),
