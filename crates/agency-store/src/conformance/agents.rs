@@ -37,7 +37,11 @@ pub fn one_live_agent_per_handler(new: &New) {
     assert!(refused);
     assert_eq!(live, [agent(100, h, 1)]);
     assert_eq!(rd(&store, |tx| tx.agent(aid(102))), None);
-    assert_eq!(rd(&store, |tx| tx.last_event_seq()), 1, "the transaction committed");
+    assert_eq!(
+        rd(&store, |tx| tx.last_event_seq()),
+        1,
+        "the transaction committed"
+    );
 
     assert!(wr(&store, |tx| tx.end_agent(
         aid(100),
