@@ -27,7 +27,10 @@ fn blobs_round_trip_and_are_collected_by_last_put() {
     assert_eq!(blobs.get(&a).unwrap(), b"alpha");
     assert_eq!(blobs.check(&a).unwrap(), BlobCheck::Ok);
     let missing = BlobId::of(b"never stored");
-    assert!(matches!(blobs.get(&missing), Err(StoreError::MissingBlob(_))));
+    assert!(matches!(
+        blobs.get(&missing),
+        Err(StoreError::MissingBlob(_))
+    ));
     assert_eq!(blobs.check(&missing).unwrap(), BlobCheck::Missing);
     assert_eq!(blobs.list().unwrap(), [a.clone()]);
 
@@ -45,7 +48,11 @@ fn blobs_round_trip_and_are_collected_by_last_put() {
         [(a.clone(), 5)]
     );
     assert_eq!(blobs.remove_if_put_before(&a, future).unwrap(), Some(5));
-    assert_eq!(blobs.remove_if_put_before(&a, future).unwrap(), None, "gone");
+    assert_eq!(
+        blobs.remove_if_put_before(&a, future).unwrap(),
+        None,
+        "gone"
+    );
     assert!(matches!(blobs.get(&a), Err(StoreError::MissingBlob(_))));
     assert!(blobs.list().unwrap().is_empty());
 
