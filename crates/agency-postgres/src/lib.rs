@@ -45,7 +45,7 @@ pub use migrate::CopyReport;
 
 /// The schema, one migration per entry; entry `i` takes the database from
 /// version `i` to `i + 1`. Append only: never edit a shipped entry.
-const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
 
 /// The advisory lock every write transaction holds (the bytes of "agency").
 /// Advisory locks are per database, so stores on other databases of the

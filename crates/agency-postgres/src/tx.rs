@@ -11,6 +11,7 @@ mod events;
 mod handler_settings;
 mod handlers;
 mod kb;
+mod leases;
 mod lessons;
 mod mail;
 mod maintenance;

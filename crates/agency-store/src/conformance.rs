@@ -36,6 +36,7 @@ pub mod fixtures;
 pub mod handler_settings;
 pub mod handlers;
 pub mod kb;
+pub mod leases;
 pub mod lessons;
 pub mod mail;
 pub mod maintenance;
@@ -98,6 +99,13 @@ macro_rules! store_conformance {
             memory::issue13_embeddings_condensation_and_compactions_round_trip,
             memory::search_is_scoped_to_one_handler_and_states,
             maintenance::id_prefixes_counts_and_referenced_blobs,
+            leases::claims_extend_refuse_and_take_over_with_higher_tokens,
+            leases::renewal_returns_only_the_leases_still_owned,
+            leases::the_fence_holds_only_for_the_current_token_and_release_frees_it,
+            leases::expired_leases_are_listed_oldest_first_and_limited,
+            leases::lease_input_is_validated,
+            leases::db_now_is_the_wall_clock_in_milliseconds,
+            leases::racing_owners_get_distinct_tokens,
             transactions::closure_error_rolls_back_and_is_returned_unchanged,
             transactions::panicking_closures_leave_the_store_usable,
             transactions::concurrent_writers_are_serialized_and_readers_see_snapshots,

@@ -15,6 +15,7 @@ mod dir_sync;
 pub mod error;
 pub mod events;
 pub mod fsck;
+pub mod leases;
 pub mod lessons;
 pub mod mcp_pins;
 pub mod memory;
@@ -37,6 +38,7 @@ pub use calls::{CallRow, CallStatus};
 pub use error::{Cause, StoreError};
 pub use events::{EventFilter, EventRow, EventScope, NewEventRow};
 pub use fsck::{FsckProblem, FsckReport, fsck};
+pub use leases::LeaseRow;
 pub use lessons::{JudgeCheckRow, LessonFilter, LessonLogRow, LessonRow, LessonState};
 pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 pub use memory::{

@@ -35,6 +35,7 @@ mod group;
 mod handler_settings;
 mod handlers;
 mod kb;
+mod leases;
 mod lessons;
 mod mail;
 mod maintenance;
@@ -99,6 +100,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("sqlite/schema_v28.sql"),
     include_str!("sqlite/schema_v29.sql"),
     include_str!("sqlite/schema_v30.sql"),
+    include_str!("sqlite/schema_v31.sql"),
 ];
 
 /// How long a connection waits for a lock held by another process (e.g. a

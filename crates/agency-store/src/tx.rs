@@ -39,6 +39,7 @@ mod events;
 mod handler_settings;
 mod handlers;
 mod kb;
+mod leases;
 mod lessons;
 mod mail;
 mod maintenance;
@@ -63,6 +64,7 @@ pub use events::EventTx;
 pub use handler_settings::HandlerSettingsTx;
 pub use handlers::HandlerTx;
 pub use kb::KbTx;
+pub use leases::LeaseTx;
 pub use lessons::LessonTx;
 pub use mail::MailTx;
 pub use maintenance::MaintenanceTx;
@@ -107,6 +109,7 @@ pub trait Tx:
     + PipelineTx
     + LessonTx
     + CallTx
+    + LeaseTx
 {
 }
 
@@ -134,6 +137,7 @@ impl<T> Tx for T where
         + PipelineTx
         + LessonTx
         + CallTx
+        + LeaseTx
         + ?Sized
 {
 }
@@ -143,7 +147,8 @@ impl<T> Tx for T where
 pub mod prelude {
     pub use super::{
         AgentTx, ApprovalTx, AuditLogTx, BudgetTx, CallTx, CapabilityTx, EventTx,
-        HandlerSettingsTx, HandlerTx, KbTx, LessonTx, MailTx, MaintenanceTx, McpPinTx, MemoryTx,
-        OrgMessageTx, OrgToolTx, OrgTx, OutcomeTx, PipelineTx, ProblemTx, RunTx, Tx, UsageTx,
+        HandlerSettingsTx, HandlerTx, KbTx, LeaseTx, LessonTx, MailTx, MaintenanceTx, McpPinTx,
+        MemoryTx, OrgMessageTx, OrgToolTx, OrgTx, OutcomeTx, PipelineTx, ProblemTx, RunTx, Tx,
+        UsageTx,
     };
 }
