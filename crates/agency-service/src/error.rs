@@ -30,6 +30,13 @@ pub enum ServiceError {
     #[error("failed to start an agent for handler {handler}: agent {agent} is still live")]
     AgentLive { handler: String, agent: String },
 
+    /// This daemon no longer holds the handler's lease: another daemon
+    /// took it over, and whatever was asked as its owner was not done.
+    #[error(
+        "failed to act for handler {handler}: its lease (token {token}) was taken over by another daemon; stop its agent here"
+    )]
+    LeaseLost { handler: String, token: i64 },
+
     /// A quota of `agency.toml` would be exceeded; the text names the key.
     #[error("{0}")]
     Quota(String),
@@ -89,6 +96,7 @@ impl ServiceError {
             ServiceError::PermissionDenied(_) => "permission_denied",
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::AgentLive { .. } => "agent_live",
+            ServiceError::LeaseLost { .. } => "lease_lost",
             ServiceError::Quota(_) => "quota",
             ServiceError::Limited { .. } => "rate_limited",
             ServiceError::InvalidInput(_) => "invalid_input",

@@ -62,6 +62,7 @@ pub use agency_store::{
     CompactionStatus, MemoryChangeRow, MemoryCompactionRow, MemoryCounts, MemoryState,
 };
 pub use agency_store::{ModelCallRow, TokenUsage, UsageTotals};
+pub use agents::leases::{HeldLease, LeaseSpec};
 pub use agents::spawn::{FIRST_MESSAGE_SUBJECTS, PreparedSpawn, SpawnRequest};
 pub use agents::tokens::{MintedToken, TokenIdentity};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};

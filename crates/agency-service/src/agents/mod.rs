@@ -1,6 +1,7 @@
 //! Agent records: the daemon registers each spawn and its end. The store
 //! holds "at most one live agent per handler".
 
+pub(crate) mod leases;
 pub(crate) mod processes;
 pub(crate) mod spawn;
 pub(crate) mod tokens;

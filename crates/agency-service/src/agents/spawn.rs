@@ -32,6 +32,7 @@ use agency_core::prompt::{PROMPT_VERSION, PromptFacts, agent_prompt};
 use agency_store::AgentRunRow;
 
 use crate::Result;
+use crate::agents::leases::{HeldLease, LeaseSpec, claim};
 use crate::agents::tokens::{MintedToken, new_token, start_with_token};
 use crate::budgets::ledger::paused_by;
 use crate::error::ServiceError;
@@ -53,6 +54,9 @@ pub struct SpawnRequest<'a> {
     pub runtime: &'a str,
     /// The daemon's keep-warm defaults.
     pub keep_warm: KeepWarmDefaults,
+    /// With several daemons on one store: claim the handler's lease for
+    /// this daemon first (nothing is started if another daemon holds it).
+    pub lease: Option<&'a LeaseSpec>,
 }
 
 /// Everything a launch needs, read in the transaction that started the
@@ -77,12 +81,15 @@ pub struct PreparedSpawn {
     pub keep_warm: Option<Duration>,
     /// The handler's model upstream (`None`: the runtime's).
     pub upstream: Option<String>,
+    /// The lease claimed for it (when the request asked for one): its
+    /// token goes with every later write made as the owner.
+    pub lease: Option<HeldLease>,
 }
 
 impl System {
     /// Daemon: prepare a spawn for `req.handler` in one write transaction.
-    /// `Ok(None)`: it has no work, is stalled, or a paused budget holds it
-    /// (nothing written). `AgentLive` when it has a live agent already;
+    /// `Ok(None)`: it has no work, is stalled, a paused budget holds it, or
+    /// another daemon holds its lease (nothing written). `AgentLive` when it has a live agent already;
     /// a refusal by a budget or limit is returned after its records are
     /// committed.
     ///
@@ -113,6 +120,14 @@ impl System {
             {
                 return Ok(Ok(None));
             }
+            let lease = match req.lease {
+                None => None,
+                Some(spec) => match claim(op, h, spec)? {
+                    Some(token) => Some(HeldLease { handler: h, token }),
+                    // Another daemon acts for this handler.
+                    None => return Ok(Ok(None)),
+                },
+            };
             let minted = match start_with_token(op, h, &token, Some(req.workspace))? {
                 Ok(m) => m,
                 Err(refused) => return Ok(Err(refused)),
@@ -179,6 +194,7 @@ impl System {
                 mcp_servers,
                 keep_warm,
                 upstream,
+                lease,
             })))
         })?
     }

@@ -64,6 +64,12 @@ impl Service {
     }
 }
 
+/// End an agent that no process of ours will report on (a crashed or
+/// superseded daemon's), in the caller's transaction.
+pub(crate) fn finish_in(op: &mut Op<'_>, row: &AgentRow, report: &RunReport) -> Result<()> {
+    finish(op, row, report, None, None)
+}
+
 fn finish(
     op: &mut Op<'_>,
     row: &AgentRow,
@@ -142,6 +148,18 @@ impl System {
     /// stores usage and transcript, and appends an audit entry saying how it
     /// ended when the agent submitted none.
     pub fn agent_finish(&self, agent: AgentId, report: &RunReport) -> Result<RunOutcome> {
+        self.agent_finish_as(agent, report, None)
+    }
+
+    /// [`System::agent_finish`] made as the holder of the handler's lease
+    /// `token` (several daemons on one store): refused with `LeaseLost`,
+    /// nothing recorded, when another daemon took the lease since.
+    pub fn agent_finish_as(
+        &self,
+        agent: AgentId,
+        report: &RunReport,
+        token: Option<i64>,
+    ) -> Result<RunOutcome> {
         let transcript = report
             .transcript
             .as_deref()
@@ -157,6 +175,9 @@ impl System {
                 .tx
                 .agent(agent)?
                 .ok_or_else(|| ServiceError::not_found("agent", agent))?;
+            if let Some(token) = token {
+                crate::agents::leases::fence(op, row.handler, token)?;
+            }
             let outcome = RunOutcome {
                 made_progress: op.tx.agent_made_progress(agent)?,
                 has_work: op.tx.has_work(row.handler)?,

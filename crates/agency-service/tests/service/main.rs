@@ -25,6 +25,7 @@ mod handoffs;
 mod handover;
 mod invisibility;
 mod kb;
+mod leases;
 mod lessons;
 mod mail;
 mod mail_caps;

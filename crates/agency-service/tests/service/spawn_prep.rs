@@ -96,6 +96,7 @@ fn request(h: HandlerId, ws: &std::path::Path) -> SpawnRequest<'_> {
         workspace: ws,
         runtime: "command",
         keep_warm: DEFAULTS,
+        lease: None,
     }
 }
 

@@ -70,6 +70,7 @@ impl State {
                     workspace: &ws,
                     runtime: &runtime,
                     keep_warm,
+                    lease: None,
                 })
             })
             .await;

@@ -1,0 +1,168 @@
+//! Leases: which daemon acts for a handler when several share one store.
+//!
+//! A daemon claims a handler's lease in the transaction that starts its
+//! agent (`spawn_prepare`), renews all its leases by heartbeat, and gives
+//! one back when the handler has nothing left to do. The lease is for
+//! liveness; the token is for safety: every write a daemon makes as the
+//! owner (starting an agent, recording its end) checks its token in the
+//! same transaction, so a daemon that lost the lease (stalled past it, cut
+//! off from the database) changes nothing and learns so.
+//!
+//! Taking over an expired lease from another owner ends that owner's live
+//! agents of the handler in the store (their tokens die with them, so
+//! their calls are refused from then on) and releases the budget their
+//! calls in flight reserved: nobody will settle those.
+
+use agency_core::{AgentId, HandlerId};
+use agency_store::{BudgetSpend, LeaseRow};
+
+use crate::Result;
+use crate::error::ServiceError;
+use crate::runs::RunReport;
+use crate::service::{Op, System};
+
+/// Who claims, and for how long: a daemon's identity (fresh at every
+/// start) and its lease time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseSpec {
+    pub owner: String,
+    pub ttl_ms: i64,
+}
+
+/// The lease a daemon holds for one handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldLease {
+    pub handler: HandlerId,
+    pub token: i64,
+}
+
+impl From<&LeaseRow> for HeldLease {
+    fn from(r: &LeaseRow) -> Self {
+        HeldLease {
+            handler: r.handler,
+            token: r.token,
+        }
+    }
+}
+
+/// Claim `handler` for `spec.owner` in the caller's transaction: its token,
+/// or `None` when another daemon holds it. A takeover ends the previous
+/// owner's live agents of the handler and releases their reservations.
+pub(crate) fn claim(op: &mut Op<'_>, handler: HandlerId, spec: &LeaseSpec) -> Result<Option<i64>> {
+    let before = op.tx.lease(handler)?;
+    let Some(row) = op.tx.claim_lease(handler, &spec.owner, spec.ttl_ms)? else {
+        return Ok(None);
+    };
+    let taken_over = before.is_some_and(|b| b.owner != spec.owner);
+    if taken_over {
+        end_previous_agents(op, handler, &spec.owner)?;
+    }
+    Ok(Some(row.token))
+}
+
+/// End the live agents of `handler` (a previous owner's) and release the
+/// budget their calls in flight hold.
+fn end_previous_agents(op: &mut Op<'_>, handler: HandlerId, owner: &str) -> Result<()> {
+    let live = op.tx.live_agents_of(&[handler])?;
+    if live.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<AgentId> = live.iter().map(|a| a.id).collect();
+    for (id, r) in op.tx.budget_reservations_of_agents(&ids)? {
+        op.tx.delete_budget_reservation(id)?;
+        let chain: Vec<HandlerId> = crate::budgets::ledger::chain(op.tx, r.handler)?
+            .iter()
+            .map(|h| h.id)
+            .collect();
+        op.tx.budget_spend_add(
+            &chain,
+            &BudgetSpend {
+                reserved_tokens: -r.tokens,
+                reserved_micro_usd: -r.micro_usd,
+                reserved_calls: -1,
+                ..BudgetSpend::default()
+            },
+        )?;
+    }
+    for a in &live {
+        let report = RunReport {
+            reason: format!(
+                "taken over by daemon {owner}: the daemon that started it stopped renewing its lease"
+            ),
+            normal: false,
+            ..RunReport::default()
+        };
+        crate::runs::finish_in(op, a, &report)?;
+    }
+    Ok(())
+}
+
+/// The fence: refuse, changing nothing, unless `token` is still the
+/// handler's lease token.
+pub(crate) fn fence(op: &mut Op<'_>, handler: HandlerId, token: i64) -> Result<()> {
+    if op.tx.lease_holds(handler, token)? {
+        return Ok(());
+    }
+    Err(ServiceError::LeaseLost {
+        handler: handler.to_string(),
+        token,
+    })
+}
+
+impl System {
+    /// Daemon (heartbeat): extend every lease `spec.owner` holds; the ones
+    /// it still holds. A lease missing from the answer was taken over:
+    /// the daemon stops its agent for that handler.
+    pub fn lease_renew(&self, spec: &LeaseSpec) -> Result<Vec<HeldLease>> {
+        self.write(|op| {
+            Ok(op
+                .tx
+                .renew_leases(&spec.owner, spec.ttl_ms)?
+                .iter()
+                .map(HeldLease::from)
+                .collect())
+        })
+    }
+
+    /// Daemon: give a handler's lease back (its agent is gone and it has
+    /// nothing to do, or the daemon stops), so that any daemon may take
+    /// it at once. False if it was not held with that token.
+    pub fn lease_release(&self, owner: &str, lease: HeldLease) -> Result<bool> {
+        self.write(|op| Ok(op.tx.release_lease(lease.handler, owner, lease.token)?))
+    }
+
+    /// Daemon (sweeper and fallback for wake-ups from other daemons):
+    /// handlers with work whose lease this daemon could claim now (no
+    /// lease, an expired one, or its own), at most `limit`.
+    pub fn lease_claimable_work(&self, owner: &str, limit: usize) -> Result<Vec<HandlerId>> {
+        self.read(|tx| {
+            let now = tx.db_now()?;
+            let mut out = Vec::new();
+            let mut after = None;
+            loop {
+                let page = tx.handlers_with_work(after, 256)?;
+                for &h in &page {
+                    let free = match tx.lease(h)? {
+                        None => true,
+                        Some(l) => l.owner == owner || l.expires_at <= now,
+                    };
+                    if free {
+                        out.push(h);
+                        if out.len() >= limit {
+                            return Ok(out);
+                        }
+                    }
+                }
+                match page.last() {
+                    Some(&last) if page.len() == 256 => after = Some(last),
+                    _ => return Ok(out),
+                }
+            }
+        })
+    }
+
+    /// A handler's lease, for status displays and tests.
+    pub fn lease_of(&self, handler: HandlerId) -> Result<Option<LeaseRow>> {
+        self.read(|tx| Ok(tx.lease(handler)?))
+    }
+}

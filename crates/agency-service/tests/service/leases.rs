@@ -1,0 +1,180 @@
+//! Several daemons on one store: a handler's lease goes to one daemon at a
+//! time; a takeover ends the previous owner's agent (its token dies) and
+//! releases the budget its calls in flight held; a write made under a lost
+//! lease changes nothing. Two daemons are two lease owners on one service
+//! here (the store is what they share); runs on both backends.
+
+use agency_core::{MailTarget, Principal};
+use agency_service::{
+    BudgetLimits, KeepWarmDefaults, LeaseSpec, ModelCallRequest, RunReport, SpawnRequest,
+};
+
+use crate::support::{Env, assert_kind};
+
+fn spec(owner: &str, ttl_ms: i64) -> LeaseSpec {
+    LeaseSpec {
+        owner: owner.into(),
+        ttl_ms,
+    }
+}
+
+fn request<'a>(
+    h: agency_core::HandlerId,
+    ws: &'a std::path::Path,
+    lease: &'a LeaseSpec,
+) -> SpawnRequest<'a> {
+    SpawnRequest {
+        handler: h,
+        workspace: ws,
+        runtime: "command",
+        keep_warm: KeepWarmDefaults {
+            default_ms: 0,
+            executive_ms: 0,
+        },
+        lease: Some(lease),
+    }
+}
+
+/// A call reserving 900 tokens: two at once do not fit a budget of 1000.
+fn call() -> ModelCallRequest {
+    ModelCallRequest {
+        upstream: "main".into(),
+        api: "anthropic".into(),
+        model: "m".into(),
+        stream: false,
+        max_tokens: 800,
+        input_estimate: 100,
+        worst_cost_micro_usd: 0,
+        priced: true,
+    }
+}
+
+fn exited() -> RunReport {
+    RunReport {
+        reason: "exited".into(),
+        normal: true,
+        ..RunReport::default()
+    }
+}
+
+#[test]
+fn a_lease_goes_to_one_daemon_and_a_takeover_fences_the_old_one() {
+    let env = Env::new();
+    let h = env.root;
+    let ws = env.dir.path().to_owned();
+    env.svc
+        .budget_set(
+            Principal::User,
+            h,
+            BudgetLimits {
+                tokens: Some(1000),
+                ..BudgetLimits::default()
+            },
+        )
+        .unwrap();
+    env.svc
+        .mail_send(
+            Principal::User,
+            MailTarget::Handler(h),
+            &agency_service::MailBody::Text {
+                subject: Some("work".into()),
+                text: "do it".into(),
+            },
+        )
+        .unwrap();
+    let (a, b) = (spec("daemon-a", 60_000), spec("daemon-b", 60_000));
+
+    // A claims and starts the agent; B is refused while A holds it.
+    let pa = env
+        .svc
+        .spawn_prepare(&request(h, &ws, &a))
+        .unwrap()
+        .unwrap();
+    let la = pa.lease.unwrap();
+    assert_eq!((la.handler, la.token), (h, 1));
+    assert!(
+        env.svc
+            .spawn_prepare(&request(h, &ws, &b))
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(env.svc.lease_claimable_work("daemon-b", 10).unwrap(), []);
+    assert_eq!(env.svc.lease_claimable_work("daemon-a", 10).unwrap(), [h]);
+    // A's agent has a call in flight: 900 of the 1000 tokens reserved.
+    let agent_a = Principal::agent(h, pa.minted.agent);
+    env.svc.model_call_reserve(agent_a, call()).unwrap();
+
+    // A stops renewing (stalled, cut off, killed): its lease lapses.
+    env.svc.lease_renew(&spec("daemon-a", 0)).unwrap();
+    assert_eq!(env.svc.lease_claimable_work("daemon-b", 10).unwrap(), [h]);
+
+    // B takes over: a higher token, A's agent ended, its token dead, its
+    // reservation released (B's own call fits again).
+    let pb = env
+        .svc
+        .spawn_prepare(&request(h, &ws, &b))
+        .unwrap()
+        .unwrap();
+    let lb = pb.lease.unwrap();
+    assert_eq!(lb.token, 2);
+    assert_kind(
+        env.svc.token_authenticate(&pa.minted.token),
+        "permission_denied",
+    );
+    let agent_b = Principal::agent(h, pb.minted.agent);
+    env.svc.model_call_reserve(agent_b, call()).unwrap();
+    let runs = env.svc.runs(Principal::User, Some(h), None, None).unwrap();
+    let ended_a = runs.iter().find(|r| r.agent == pa.minted.agent).unwrap();
+    assert!(
+        ended_a
+            .end_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("taken over by daemon daemon-b"),
+        "{ended_a:?}"
+    );
+
+    // A comes back: whatever it writes as the old owner changes nothing.
+    assert_kind(
+        env.svc
+            .agent_finish_as(pa.minted.agent, &exited(), Some(la.token)),
+        "lease_lost",
+    );
+    let again = env.svc.runs(Principal::User, Some(h), None, None).unwrap();
+    let still = again.iter().find(|r| r.agent == pa.minted.agent).unwrap();
+    assert_eq!(
+        still.end_reason, ended_a.end_reason,
+        "the old owner's report was not recorded"
+    );
+    assert_eq!(
+        env.svc.lease_renew(&a).unwrap(),
+        [],
+        "A learns it lost the lease"
+    );
+    assert_eq!(
+        env.svc
+            .lease_renew(&b)
+            .unwrap()
+            .iter()
+            .map(|l| (l.handler, l.token))
+            .collect::<Vec<_>>(),
+        [(h, 2)]
+    );
+
+    // B finishes as the owner, then gives the lease back: A may claim it
+    // at once, with a higher token still.
+    env.svc
+        .agent_finish_as(pb.minted.agent, &exited(), Some(lb.token))
+        .unwrap();
+    assert!(env.svc.lease_release("daemon-b", lb).unwrap());
+    assert!(
+        !env.svc.lease_release("daemon-b", lb).unwrap(),
+        "released once"
+    );
+    let pa2 = env
+        .svc
+        .spawn_prepare(&request(h, &ws, &a))
+        .unwrap()
+        .unwrap();
+    assert_eq!(pa2.lease.unwrap().token, 3);
+}
