@@ -58,7 +58,9 @@ pub fn service_error(e: &ServiceError) -> Response {
     let status = match e {
         ServiceError::NotFound { .. } => StatusCode::NOT_FOUND,
         ServiceError::PermissionDenied(_) => StatusCode::FORBIDDEN,
-        ServiceError::Conflict { .. } | ServiceError::AgentLive { .. } => StatusCode::CONFLICT,
+        ServiceError::Conflict { .. }
+        | ServiceError::AgentLive { .. }
+        | ServiceError::LeaseLost { .. } => StatusCode::CONFLICT,
         // 403 as for a denied permission (and as Kubernetes answers an
         // exceeded quota): the request is valid but refused by policy, and
         // repeating it will not help until something changes. Not 429,
