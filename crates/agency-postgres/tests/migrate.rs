@@ -39,7 +39,10 @@ fn snapshot(store: &dyn Store) -> String {
         let versions = tx.all_versions()?;
         let files = tx.file(fid(7))?;
         let handler = tx.handler(hid(1))?;
-        Ok::<_, StoreError>(format!("{events:?}\n{versions:?}\n{files:?}\n{handler:?}"))
+        let lease = tx.lease(hid(1))?;
+        Ok::<_, StoreError>(format!(
+            "{events:?}\n{versions:?}\n{files:?}\n{handler:?}\n{lease:?}"
+        ))
     })
     .unwrap()
 }
@@ -67,6 +70,7 @@ fn a_sqlite_store_is_copied_whole_and_left_untouched() {
         for (at, kind) in [(30, "mail.sent"), (10, "agent.started"), (20, "kb.written")] {
             tx.append_event(&event(at, kind))?;
         }
+        tx.claim_lease(hid(1), "daemon-a", 60_000)?;
         Ok::<_, StoreError>(())
     })
     .unwrap();
@@ -79,6 +83,7 @@ fn a_sqlite_store_is_copied_whole_and_left_untouched() {
     let count = |t: &str| report.tables.iter().find(|(n, _)| n == t).map(|(_, n)| *n);
     assert_eq!(count("events"), Some(3));
     assert_eq!(count("versions"), Some(1));
+    assert_eq!(count("handler_leases"), Some(1));
     assert_eq!(count("memories"), Some(0), "empty tables are listed too");
 
     assert_eq!(snapshot(&dst), before, "the copy reads as the source");
