@@ -49,7 +49,7 @@ impl LeaseTx for PgTx<'_> {
         // Every column reference on the right of SET is the old row's: an
         // unexpired lease (necessarily `owner`'s, by the WHERE) keeps its
         // token and claimed_at; an expired one gets the next token.
-        query_opt(
+        let claimed = query_opt(
             self.conn,
             concat!(
                 "INSERT INTO handler_leases AS l (handler, owner, token, expires_at, claimed_at)
@@ -66,7 +66,16 @@ impl LeaseTx for PgTx<'_> {
             &[&handler.to_string(), &owner, &expires, &now.0],
             op,
             lease_row,
-        )
+        )?;
+        // A new token must outlive a crash of the server even when the
+        // claim rides in a lazy transaction (the spawn's): a token lost
+        // after its owner acted on it could be handed out again.
+        if claimed.as_ref().is_some_and(|l| l.claimed_at == now) {
+            self.conn
+                .batch("SET LOCAL synchronous_commit = on")
+                .ctx(op)?;
+        }
+        Ok(claimed)
     }
 
     fn renew_leases(&mut self, owner: &str, ttl_ms: i64) -> R<Vec<LeaseRow>> {
