@@ -66,8 +66,21 @@ pub fn still_ours(agent: agency_core::AgentId, pgid: u32, started: u64) -> bool 
 /// (the daemon was killed and could not), all at once — SIGTERM, one
 /// grace period, SIGKILL. Blocking: run it off the async threads.
 pub fn reap_left_over(svc: &agency_service::System, grace: Duration) {
+    reap_left_over_of(svc, None, grace);
+}
+
+/// [`reap_left_over`] limited to the agents `only` names (a store shared
+/// with other daemons: their agents are theirs to run).
+pub fn reap_left_over_of(
+    svc: &agency_service::System,
+    only: Option<&std::collections::HashSet<agency_core::AgentId>>,
+    grace: Duration,
+) {
     let rows = match svc.live_agent_processes() {
-        Ok(rows) => rows,
+        Ok(rows) => rows
+            .into_iter()
+            .filter(|r| only.is_none_or(|o| o.contains(&r.agent)))
+            .collect::<Vec<_>>(),
         Err(e) => {
             tracing::error!(error = %e, "failed to read the process groups of agents left live");
             return;
@@ -88,7 +101,7 @@ pub fn reap_left_over(svc: &agency_service::System, grace: Duration) {
             })
         })
         .collect();
-    groups.extend(unrecorded_groups(svc, &rows));
+    groups.extend(unrecorded_groups(svc, &rows, only));
     groups.sort_unstable();
     groups.dedup();
     stop_groups(&groups, grace);
@@ -100,13 +113,14 @@ pub fn reap_left_over(svc: &agency_service::System, grace: Duration) {
 fn unrecorded_groups(
     svc: &agency_service::System,
     rows: &[agency_store::AgentProcessRow],
+    only: Option<&std::collections::HashSet<agency_core::AgentId>>,
 ) -> Vec<u32> {
     let recorded: std::collections::HashSet<_> = rows.iter().map(|r| r.agent).collect();
     let marks: std::collections::HashSet<Vec<u8>> = svc
         .agents_live(agency_core::Principal::User)
         .unwrap_or_default()
         .into_iter()
-        .filter(|a| !recorded.contains(&a.id))
+        .filter(|a| !recorded.contains(&a.id) && only.is_none_or(|o| o.contains(&a.id)))
         .map(|a| format!("AGENCY_AGENT={}", a.id).into_bytes())
         .collect();
     if marks.is_empty() {

@@ -40,11 +40,13 @@ use agency_config::{AgentsConfig, LogConfig};
 use agency_http::Activity;
 
 mod finish;
+mod lease;
 mod reconfigure;
 mod spawn;
 mod standby;
 
 use finish::Finish;
+pub use lease::LeaseSettings;
 pub use reconfigure::Reconfigure;
 use spawn::SpawnError;
 use standby::Standby;
@@ -89,6 +91,9 @@ enum Msg {
     Reloaded(Box<AgentsConfig>),
     /// The user changed the handler's keep-warm setting (`reconfigure.rs`).
     KeepWarmChanged(HandlerId),
+    /// A heartbeat's answer: the leases this daemon still holds
+    /// (`lease.rs`).
+    Renewed(Result<Vec<agency_service::HeldLease>, String>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -107,6 +112,8 @@ struct Running {
     live: Option<LiveGuard>,
     /// Its cgroup (sandbox on): killed with the group, removed after exit.
     cgroup: Option<Arc<agency_sandbox::AgentCgroup>>,
+    /// The handler's lease it runs under (several daemons on one store).
+    lease: Option<agency_service::HeldLease>,
 }
 
 impl Running {
@@ -154,6 +161,8 @@ pub struct SupervisorSetup {
     pub warm: Arc<WarmRegistry>,
     /// The runs live now, for their followers (the daemon's routes).
     pub live: Arc<LiveRuns>,
+    /// Several daemons on one store: run agents only under leases.
+    pub lease: Option<LeaseSettings>,
 }
 
 /// What the supervisor tells the parts that keep state per agent which it
@@ -175,6 +184,7 @@ pub struct Supervisor {
     tx: mpsc::UnboundedSender<Msg>,
     dispatcher: JoinHandle<()>,
     parked: JoinHandle<()>,
+    heartbeat: Option<JoinHandle<()>>,
 }
 
 impl Supervisor {
@@ -196,6 +206,10 @@ impl Supervisor {
             agency_store::spread_subdirectories(&setup.runs);
         }
         let parked = tokio::spawn(listen_parked(setup.warm.clone(), tx.clone()));
+        let heartbeat = setup
+            .lease
+            .clone()
+            .map(|l| tokio::spawn(lease::heartbeat(svc.clone(), l, tx.clone())));
         let state = State {
             svc,
             runtime,
@@ -213,6 +227,9 @@ impl Supervisor {
             extra_connect_ports: setup.extra_connect_ports,
             warm: setup.warm,
             live: setup.live,
+            lease: setup.lease,
+            renewed_at: Instant::now(),
+            finishing_leases: HashMap::new(),
             tx: tx.clone(),
             running: HashMap::new(),
             by_agent: HashMap::new(),
@@ -232,6 +249,7 @@ impl Supervisor {
             tx,
             dispatcher,
             parked,
+            heartbeat,
         }
     }
 
@@ -248,6 +266,9 @@ impl Supervisor {
             let _ = wait.await;
         }
         self.parked.abort();
+        if let Some(h) = &self.heartbeat {
+            h.abort();
+        }
         let _ = self.dispatcher.await;
     }
 }
@@ -312,6 +333,11 @@ struct State {
     extra_connect_ports: Vec<u16>,
     warm: Arc<WarmRegistry>,
     live: Arc<LiveRuns>,
+    lease: Option<LeaseSettings>,
+    /// When a heartbeat last renewed this daemon's leases.
+    renewed_at: Instant,
+    /// The leases of handlers whose exited agent is being recorded.
+    finishing_leases: HashMap<HandlerId, agency_service::HeldLease>,
     tx: mpsc::UnboundedSender<Msg>,
     running: HashMap<HandlerId, Running>,
     by_agent: HashMap<AgentId, HandlerId>,
@@ -383,6 +409,7 @@ impl State {
                 Msg::ReleaseDeadline(agent) => self.release_deadline(agent),
                 Msg::Reloaded(cfg) => self.reloaded(*cfg).await,
                 Msg::KeepWarmChanged(h) => self.keep_warm_changed(h).await,
+                Msg::Renewed(r) => self.renewed(r).await,
                 Msg::WarmParked => {
                     if !self.shutting_down && !self.queue.is_empty() {
                         self.yield_warm_slots();
@@ -423,6 +450,12 @@ impl State {
     }
 
     async fn rescan(&mut self) {
+        // Sharing the store: only the work this daemon may claim (every
+        // other handler's would cost a refused claim each).
+        if let Some(l) = self.lease.clone() {
+            self.sweep(&l.spec.owner).await;
+            return;
+        }
         let mut after = None;
         loop {
             let page = self
@@ -695,7 +728,11 @@ impl State {
             config_restart: run.config_restart,
             unconfined,
             live: run.live,
+            lease_token: run.lease.map(|l| l.token),
         };
+        if let Some(l) = run.lease {
+            self.finishing_leases.insert(h, l);
+        }
         let (svc, runtime, tx) = (self.svc.clone(), self.runtime.clone(), self.tx.clone());
         let grace = Duration::from_millis(self.cfg.kill_grace_ms);
         tokio::spawn(async move {
@@ -714,9 +751,16 @@ impl State {
     async fn finished(&mut self, h: HandlerId, outcome: Option<RunOutcome>, config_restart: bool) {
         self.finishing.remove(&h);
         let decided = self.decided.remove(&h);
+        let lease = self.finishing_leases.remove(&h);
+        // Not recorded (a lost lease, a failing store): nothing to decide.
         let Some(outcome) = outcome else { return };
         if !outcome.has_work || self.shutting_down {
             self.failures.remove(&h);
+            // Nothing left to do here: the lease goes back, so that any
+            // daemon may take the handler's next work at once.
+            if let Some(l) = lease {
+                self.release_lease(l).await;
+            }
             return;
         }
         if outcome.made_progress || config_restart || decided {

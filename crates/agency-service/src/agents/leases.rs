@@ -14,7 +14,7 @@
 //! calls in flight reserved: nobody will settle those.
 
 use agency_core::{AgentId, HandlerId};
-use agency_store::{BudgetSpend, LeaseRow};
+use agency_store::{AgentRow, BudgetSpend, LeaseRow, Tx};
 
 use crate::Result;
 use crate::error::ServiceError;
@@ -68,7 +68,27 @@ fn end_previous_agents(op: &mut Op<'_>, handler: HandlerId, owner: &str) -> Resu
         return Ok(());
     }
     let ids: Vec<AgentId> = live.iter().map(|a| a.id).collect();
-    for (id, r) in op.tx.budget_reservations_of_agents(&ids)? {
+    release_reservations(op, &ids)?;
+    for a in &live {
+        let report = RunReport {
+            reason: format!(
+                "taken over by daemon {owner}: the daemon that started it stopped renewing its lease"
+            ),
+            normal: false,
+            ..RunReport::default()
+        };
+        crate::runs::finish_in(op, a, &report)?;
+    }
+    Ok(())
+}
+
+/// Release the budget the calls in flight of `agents` reserved: nobody
+/// will settle them.
+fn release_reservations(op: &mut Op<'_>, agents: &[AgentId]) -> Result<()> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    for (id, r) in op.tx.budget_reservations_of_agents(agents)? {
         op.tx.delete_budget_reservation(id)?;
         let chain: Vec<HandlerId> = crate::budgets::ledger::chain(op.tx, r.handler)?
             .iter()
@@ -84,17 +104,22 @@ fn end_previous_agents(op: &mut Op<'_>, handler: HandlerId, owner: &str) -> Resu
             },
         )?;
     }
-    for a in &live {
-        let report = RunReport {
-            reason: format!(
-                "taken over by daemon {owner}: the daemon that started it stopped renewing its lease"
-            ),
-            normal: false,
-            ..RunReport::default()
-        };
-        crate::runs::finish_in(op, a, &report)?;
-    }
     Ok(())
+}
+
+/// The live agents of handlers `owner` leases or nobody does.
+fn owned_live(tx: &mut dyn Tx, owner: &str) -> Result<Vec<AgentRow>> {
+    let mut out = Vec::new();
+    for a in tx.live_agents()? {
+        let ours = match tx.lease(a.handler)? {
+            None => true,
+            Some(l) => l.owner == owner,
+        };
+        if ours {
+            out.push(a);
+        }
+    }
+    Ok(out)
 }
 
 /// The fence: refuse, changing nothing, unless `token` is still the
@@ -159,6 +184,34 @@ impl System {
                 }
             }
         })
+    }
+
+    /// Daemon, at start on a shared store: end the agents recorded live
+    /// that no other daemon answers for — those of handlers whose lease
+    /// this daemon (`owner`, the same for every start of one home) holds,
+    /// and of handlers without a lease — releasing the budget their calls
+    /// in flight reserved. The agents of handlers another owner leases are
+    /// left alone: that daemon runs them, or the next claim takes them
+    /// over. The ended agents, whose processes the caller stops.
+    pub fn agents_reap_owned(&self, owner: &str, reason: &str) -> Result<Vec<AgentRow>> {
+        self.write(|op| {
+            let reaped = owned_live(op.tx, owner)?;
+            release_reservations(op, &reaped.iter().map(|a| a.id).collect::<Vec<_>>())?;
+            for a in &reaped {
+                let report = RunReport {
+                    reason: reason.to_owned(),
+                    normal: false,
+                    ..RunReport::default()
+                };
+                crate::runs::finish_in(op, a, &report)?;
+            }
+            Ok(reaped)
+        })
+    }
+
+    /// The agents [`System::agents_reap_owned`] would end now.
+    pub fn agents_owned_live(&self, owner: &str) -> Result<Vec<AgentRow>> {
+        self.read(|tx| owned_live(tx, owner))
     }
 
     /// A handler's lease, for status displays and tests.

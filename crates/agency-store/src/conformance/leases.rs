@@ -107,13 +107,21 @@ pub fn renewal_returns_only_the_leases_still_owned(new: &New) {
     assert_eq!(handlers(&rd(store, |tx| tx.leases_of("b"))), [h2, h4]);
     assert_eq!(rd(store, |tx| tx.leases_of("nobody")), []);
 
-    // An expired lease nobody took is still its owner's: renewal extends
-    // it, token unchanged, and then it is refused to others.
+    // An expired lease is lost even if nobody took it yet: renewal leaves
+    // it out (and expired), and claiming it again gives a new token.
     claim(store, h5, "a", 0).expect("free");
     let renewed = wr(store, |tx| tx.renew_leases("a", LONG));
-    assert_eq!(handlers(&renewed), [h1, h3, h5]);
-    assert_eq!(renewed[2].token, 1);
-    assert_eq!(claim(store, h5, "b", LONG), None, "renewed");
+    assert_eq!(handlers(&renewed), [h1, h3]);
+    assert!(rd(store, |tx| tx.lease(h5)).unwrap().expires_at <= rd(store, |tx| tx.db_now()));
+    assert_eq!(
+        claim(store, h5, "a", LONG).expect("expired, so free").token,
+        2
+    );
+    // A released lease is not renewed either.
+    let l1 = rd(store, |tx| tx.lease(h1)).unwrap();
+    assert!(wr(store, |tx| tx.release_lease(h1, "a", l1.token)));
+    let renewed = wr(store, |tx| tx.renew_leases("a", LONG));
+    assert_eq!(handlers(&renewed), [h3, h5]);
 
     // A stale owner learns it lost everything: its renewal is empty.
     claim(store, hid(6), "c", 0).expect("free");

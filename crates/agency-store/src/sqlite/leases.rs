@@ -101,13 +101,18 @@ impl LeaseTx for SqliteTx<'_> {
         let op = || format!("renew the leases of {owner}");
         check_lease_input(owner, Some(ttl_ms), op)?;
         let now = self.db_now()?;
-        execute(
+        let mut renewed = query_rows(
             self.conn,
-            "UPDATE handler_leases SET expires_at = ?2 WHERE owner = ?1",
-            params![owner, now.0.saturating_add(ttl_ms)],
+            &format!(
+                "UPDATE handler_leases SET expires_at = ?2 WHERE owner = ?1 AND expires_at > ?3
+                 RETURNING {COLUMNS}"
+            ),
+            params![owner, now.0.saturating_add(ttl_ms), now.0],
             op,
+            lease_row,
         )?;
-        self.leases_of(owner)
+        renewed.sort_by(|a, b| a.handler.to_string().cmp(&b.handler.to_string()));
+        Ok(renewed)
     }
 
     fn release_lease(&mut self, handler: HandlerId, owner: &str, token: i64) -> R<bool> {

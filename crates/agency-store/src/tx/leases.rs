@@ -35,11 +35,11 @@ pub trait LeaseTx {
     /// owner holds it unexpired. Returns the row as it now is.
     fn claim_lease(&mut self, handler: HandlerId, owner: &str, ttl_ms: i64) -> R<Option<LeaseRow>>;
 
-    /// Extend to `db_now() + ttl_ms` every lease whose row's owner is
-    /// `owner`, expired or not (a takeover changes the owner, so an
-    /// unchanged owner means nobody else acted), tokens unchanged. Returns
-    /// them ordered by handler: a lease another owner took over is not
-    /// among them, which is how a daemon learns it lost it.
+    /// Extend to `db_now() + ttl_ms` every unexpired lease `owner` holds,
+    /// tokens unchanged, and return them ordered by handler. A lease taken
+    /// over by another owner, released, or expired (even if nobody took it
+    /// yet: it is up for grabs, and claiming it again gives a new token) is
+    /// not among them: that is how a daemon learns it no longer holds it.
     fn renew_leases(&mut self, owner: &str, ttl_ms: i64) -> R<Vec<LeaseRow>>;
 
     /// Release a lease: when `owner` holds `handler`'s lease with `token`

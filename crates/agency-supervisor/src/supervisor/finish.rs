@@ -32,6 +32,8 @@ pub(super) struct Finish {
     /// The run as its followers see it: dropped once the run is recorded,
     /// which ends their streams (`live.rs`).
     pub live: Option<LiveGuard>,
+    /// The lease token it ran under: the record is made as its owner.
+    pub lease_token: Option<i64>,
 }
 
 impl Finish {
@@ -54,6 +56,7 @@ impl Finish {
             config_restart,
             unconfined,
             live,
+            lease_token,
         } = self;
         let began = std::time::Instant::now();
         if let Some(pgid) = unconfined {
@@ -99,7 +102,7 @@ impl Finish {
             if let Some(dir) = spec.workspace.parent() {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            svc.agent_finish(agent, &report)
+            svc.agent_finish_as(agent, &report, lease_token)
         })
         .await;
         // Followers read the last of the output and the transcript, and
@@ -108,6 +111,10 @@ impl Finish {
         tracing::debug!(agent = %agent, exit_us = began.elapsed().as_micros(), "agent exit handled");
         match recorded {
             Ok(Ok(outcome)) => Some(outcome),
+            Ok(Err(e)) if e.kind() == "lease_lost" => {
+                tracing::warn!(agent = %agent, error = %e, "the end of agent {agent} was not recorded: another daemon holds its handler's lease");
+                None
+            }
             Ok(Err(e)) => {
                 tracing::warn!(agent = %agent, error = %e, "failed to record the end of agent {agent}");
                 None

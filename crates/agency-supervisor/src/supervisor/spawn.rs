@@ -63,6 +63,7 @@ impl State {
         let ws = workspace.clone();
         let keep_warm = self.cfg.keep_warm_defaults();
         let runtime = self.runtime.name().to_owned();
+        let lease_spec = self.lease.as_ref().map(|l| l.spec.clone());
         let prepared = self
             .blocking(move |s| {
                 s.spawn_prepare(&SpawnRequest {
@@ -70,7 +71,7 @@ impl State {
                     workspace: &ws,
                     runtime: &runtime,
                     keep_warm,
-                    lease: None,
+                    lease: lease_spec.as_ref(),
                 })
             })
             .await;
@@ -96,6 +97,7 @@ impl State {
             mcp_servers,
             keep_warm,
             upstream,
+            lease,
             ..
         } = p;
         let keep_warm_ms = crate::warm::keep_warm_ms(
@@ -304,6 +306,7 @@ impl State {
                 log,
                 live,
                 cgroup: cgroup.clone(),
+                lease,
             },
         );
         // The next confined agent's sandbox, set up while none is needed.
