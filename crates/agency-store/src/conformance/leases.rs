@@ -215,12 +215,13 @@ pub fn expired_leases_are_listed_oldest_first_and_limited(new: &New) {
     assert_eq!(rd(store, |tx| tx.expired_leases(0)), []);
 
     // Ties on expires_at are broken by handler: renewing with ttl 0 in one
-    // statement gives b's leases one expiry.
+    // statement gives b's unexpired leases (h5, h6) one expiry.
+    claim(store, hid(6), "b", LONG).expect("free");
     let renewed = wr(store, |tx| tx.renew_leases("b", 0));
-    assert_eq!(handlers(&renewed), [hid(1), hid(5)]);
+    assert_eq!(handlers(&renewed), [hid(5), hid(6)]);
     assert_eq!(renewed[0].expires_at, renewed[1].expires_at);
     let expired = rd(store, |tx| tx.expired_leases(10));
-    assert_eq!(handlers(&expired), [hid(3), hid(2), hid(1), hid(5)]);
+    assert_eq!(handlers(&expired), [hid(3), hid(1), hid(2), hid(5), hid(6)]);
     let mut sorted = expired.clone();
     sorted.sort_by_key(|r| (r.expires_at, r.handler));
     assert_eq!(expired, sorted);
