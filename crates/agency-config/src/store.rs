@@ -10,11 +10,28 @@
 use serde::{Deserialize, Serialize};
 
 /// `[store]` as written in the file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSettings {
     /// `postgres://…` or `postgresql://…`; empty: the home's SQLite store.
     pub url: String,
+    /// With a PostgreSQL store, how long a daemon's claim on a handler
+    /// lasts without renewal: another daemon takes the handler over this
+    /// long after its daemon died or stalled.
+    pub lease_ms: u64,
+    /// How often a daemon renews its leases (and looks for work other
+    /// daemons left or delivered); well under `lease_ms`.
+    pub heartbeat_ms: u64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            url: String::new(),
+            lease_ms: 15_000,
+            heartbeat_ms: 5_000,
+        }
+    }
 }
 
 /// Where the store is, once the file and the environment are read.
@@ -44,9 +61,23 @@ fn parse(url: &str, origin: &str) -> Result<StoreLocation, String> {
     ))
 }
 
-/// Check the file's value (the environment is read when the store opens).
+/// Check the file's values (the environment is read when the store opens).
 pub fn validate(s: &StoreSettings) -> Result<(), String> {
-    parse(&s.url, "store.url").map(drop)
+    parse(&s.url, "store.url")?;
+    if !(100..=600_000).contains(&s.heartbeat_ms) {
+        return Err(format!(
+            "store.heartbeat_ms = {} is not between 100 and 600000",
+            s.heartbeat_ms
+        ));
+    }
+    if s.lease_ms < 3 * s.heartbeat_ms || s.lease_ms > 3_600_000 {
+        return Err(format!(
+            "store.lease_ms = {} must be at least three heartbeats (3 × store.heartbeat_ms = {}) and at most 3600000, so that a live daemon never loses a lease between two renewals",
+            s.lease_ms,
+            3 * s.heartbeat_ms
+        ));
+    }
+    Ok(())
 }
 
 impl StoreSettings {
@@ -63,6 +94,28 @@ impl StoreSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lease_and_heartbeat_are_checked_together() {
+        let with = |lease_ms, heartbeat_ms| StoreSettings {
+            lease_ms,
+            heartbeat_ms,
+            ..StoreSettings::default()
+        };
+        assert_eq!(validate(&StoreSettings::default()), Ok(()));
+        assert_eq!(validate(&with(300, 100)), Ok(()));
+        let e = validate(&with(200, 100)).unwrap_err();
+        assert!(
+            e.contains("store.lease_ms = 200") && e.contains("300"),
+            "{e}"
+        );
+        assert!(
+            validate(&with(15_000, 50))
+                .unwrap_err()
+                .contains("store.heartbeat_ms")
+        );
+        assert!(validate(&with(4_000_000, 5_000)).is_err());
+    }
 
     #[test]
     fn urls_are_sqlite_postgres_or_refused_without_echoing_them() {

@@ -20,10 +20,6 @@ pub enum DaemonError {
         addr: String,
         pid: u32,
     },
-    #[error(
-        "failed to start: another daemon serves the store at {database}; one daemon per PostgreSQL database: stop that one, or give this home a database of its own ([store] url or AGENCY_STORE_URL)"
-    )]
-    DatabaseInUse { database: String },
     #[error("failed to listen on {addr}: {cause}")]
     Listen {
         addr: String,

@@ -90,8 +90,6 @@ pub struct Daemon {
     // Held for the daemon's lifetime: a second daemon on the same home fails
     // to take it.
     _lock: File,
-    // Likewise for a PostgreSQL store: one daemon per database.
-    _db_lock: Option<agency_postgres::DaemonLock>,
 }
 
 impl Daemon {

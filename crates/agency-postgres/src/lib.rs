@@ -25,7 +25,6 @@
 mod blob;
 mod conn;
 mod convert;
-mod daemon_lock;
 mod fts;
 mod migrate;
 pub mod scratch;
@@ -40,7 +39,6 @@ use agency_store::{Store, StoreError, Tx};
 pub use blob::PgBlobStore;
 use conn::{Conn, Runtime};
 use convert::Ctx;
-pub use daemon_lock::DaemonLock;
 pub use migrate::CopyReport;
 
 /// The schema, one migration per entry; entry `i` takes the database from

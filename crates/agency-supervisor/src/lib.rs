@@ -24,4 +24,4 @@ pub mod tail;
 pub mod warm;
 
 pub use live::{LiveRun, LiveRuns};
-pub use supervisor::{AgentHooks, Reconfigure, Supervisor, SupervisorSetup};
+pub use supervisor::{AgentHooks, LeaseSettings, Reconfigure, Supervisor, SupervisorSetup};

@@ -95,13 +95,50 @@ fn a_sqlite_home_is_migrated_and_served_from_postgres() {
     daemon.terminate();
 }
 
-/// Until handlers are handed out by lease, a second daemon on a database
-/// that one serves is refused (it would start agents for the same
-/// handlers and reap the other's); once the first stops, it starts.
+/// The agents' marks: each agent writes which daemon started it (its MCP
+/// URL) and its pid, then waits.
+fn shared_config(url: &str, marks: &std::path::Path) -> String {
+    let script = format!(
+        "echo \"$AGENCY_MCP_URL $$\" > {}/$AGENCY_AGENT; exec sleep 60",
+        marks.display()
+    );
+    format!(
+        "[store]\nurl = {url:?}\nlease_ms = 1500\nheartbeat_ms = 300\n\
+         [agents]\nruntime = \"command\"\nkill_grace_ms = 300\nsandbox = \"off\"\n\
+         [agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+    )
+}
+
+/// The live agents' marks: (agent, MCP URL of its daemon, pid).
+fn marks_of(dir: &std::path::Path) -> Vec<(String, String, u32)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let mut it = text.split_whitespace();
+        if let (Some(url), Some(pid)) = (it.next(), it.next().and_then(|p| p.parse().ok())) {
+            out.push((e.file_name().into_string().unwrap(), url.to_owned(), pid));
+        }
+    }
+    out
+}
+
+fn mcp_url(home: &TestHome) -> String {
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.dir.join("daemon.json")).unwrap())
+            .unwrap();
+    format!("http://{}/mcp", info["addr"].as_str().unwrap())
+}
+
+/// Two daemons (two homes) on one database run one organisation: the
+/// root's work is taken by one of them; when that one is killed with
+/// SIGKILL, the other takes the handler over once its lease lapses and
+/// starts the next agent, and the dead daemon's agent is ended in the
+/// store ("taken over").
 #[test]
-fn a_second_daemon_on_the_same_database_is_refused() {
+fn two_daemons_share_one_organisation_and_one_takes_over_from_a_killed_one() {
     let db = scratch();
     let url = db.url();
+    let marks = tempfile::tempdir().unwrap();
     let (a, b) = (TestHome::new(), TestHome::new());
     for h in [&a, &b] {
         let init = h
@@ -110,34 +147,75 @@ fn a_second_daemon_on_the_same_database_is_refused() {
             .output()
             .unwrap();
         assert!(init.status.success(), "{init:?}");
+        std::fs::write(h.dir.join("agency.toml"), shared_config(url, marks.path())).unwrap();
     }
-    let first = a.serve_with(&[("AGENCY_STORE_URL", url)]);
-    let mut second = b
-        .command(&["serve"])
-        .env("AGENCY_STORE_URL", url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let da = a.serve();
+    let db_ = b.serve();
+    assert_eq!(a.root(), b.root(), "one organisation");
+    let (url_a, url_b) = (mcp_url(&a), mcp_url(&b));
+
+    a.ok(&["send", "work for whichever daemon takes it"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = second.try_wait().unwrap() {
-            break s;
+    let first = loop {
+        if let Some(m) = marks_of(marks.path()).into_iter().next() {
+            break m;
         }
-        if std::time::Instant::now() > deadline {
-            let _ = second.kill();
-            panic!("a second daemon on the same database was not refused");
-        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no agent started:\n{}\n{}",
+            a.log(),
+            b.log()
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(!status.success());
-    assert!(
-        stderr.contains("another daemon serves the store at agency_t_"),
-        "{stderr}"
+    // Exactly one agent: the other daemon's claim was refused.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(
+        marks_of(marks.path()).len(),
+        1,
+        "{:?}",
+        marks_of(marks.path())
     );
-    first.terminate();
-    let second = b.serve_with(&[("AGENCY_STORE_URL", url)]);
-    second.terminate();
+
+    // Kill the daemon that runs it; the other takes over.
+    let (dead, alive, survivor, survivor_url) = if first.1 == url_a {
+        (da, db_, &b, url_b)
+    } else {
+        assert_eq!(first.1, url_b);
+        (db_, da, &a, url_a)
+    };
+    dead.sigkill();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let second = loop {
+        if let Some(m) = marks_of(marks.path()).into_iter().find(|m| m.0 != first.0) {
+            break m;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no takeover:\n{}",
+            survivor.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        second.1, survivor_url,
+        "the survivor started the next agent"
+    );
+    let runs = survivor.json(&["runs"]);
+    let old = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"] == first.0.as_str())
+        .unwrap_or_else(|| panic!("{runs}"));
+    assert!(
+        old["end_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("taken over"),
+        "{old}"
+    );
+    alive.terminate();
+    // The dead daemon's agent outlived it (another process group): stop it.
+    let _ = Command::new("kill").arg(first.2.to_string()).status();
 }

@@ -22,7 +22,7 @@ use agency_supervisor::claude::ClaudeCodeRuntime;
 use agency_supervisor::confine::Confiner;
 use agency_supervisor::runtime::{BuiltinRuntime, CommandRuntime, Runtime};
 use agency_supervisor::warm::WarmRegistry;
-use agency_supervisor::{Supervisor, SupervisorSetup};
+use agency_supervisor::{LeaseSettings, Supervisor, SupervisorSetup};
 use agency_tools::{LaunchNonces, StdioServers, Tools};
 use axum::Router;
 use axum::middleware::from_fn_with_state;
@@ -43,7 +43,7 @@ impl Daemon {
             tracing::warn!("{notice}");
         }
         let lock = lock_home(home)?;
-        let db_lock = lock_database(home, &cfg).await?;
+        let lease = lease_settings(home, &cfg)?;
         // Checked before anything starts: a bad OTEL_* variable stops the start.
         let telemetry = cfg
             .telemetry
@@ -52,7 +52,7 @@ impl Daemon {
         let secrets = read_secrets(home, &cfg).await?;
         let models =
             reload::build_models(&cfg, &secrets).map_err(|e| invalid(home, e.to_string()))?;
-        let svc = open_system(home, &cfg, &secrets, &models).await?;
+        let svc = open_system(home, &cfg, &secrets, &models, lease.is_some()).await?;
         let listener = bind_agents_listener(home, &cfg).await?;
         let addr = listener.local_addr().map_err(|cause| DaemonError::Listen {
             addr: format!("127.0.0.1:{}", cfg.server.port),
@@ -65,8 +65,8 @@ impl Daemon {
         let (app, v1) = mount_routes(home, &cfg, &svc, &parts, addr, &shutdown_requested)?;
         let (server, shutdown) = serve_agents(listener, app);
         let (admin_server, admin_shutdown) = serve_admin(bind_admin_socket(home)?, v1);
-        reap_left_over(&svc, &cfg).await;
-        let supervisor = start_supervisor(home, &cfg, &svc, &parts, addr, program);
+        reap_left_over(&svc, &cfg, lease.as_ref()).await;
+        let supervisor = start_supervisor(home, &cfg, &svc, &parts, addr, program, lease);
         if let Some(sup) = &supervisor {
             parts.reloader.set_supervisor(sup.reconfigure());
         }
@@ -102,7 +102,6 @@ impl Daemon {
             stdio: parts.stdio,
             reloader: parts.reloader,
             _lock: lock,
-            _db_lock: db_lock,
         })
     }
 }
@@ -134,26 +133,6 @@ fn lock_home(home: &Home) -> Result<File, DaemonError> {
         });
     }
     Ok(lock)
-}
-
-/// One daemon per PostgreSQL database, as per home: the store's writers
-/// are serialised across daemons, but two daemons would each start agents
-/// for the same handlers and reap each other's.
-async fn lock_database(
-    home: &Home,
-    cfg: &Config,
-) -> Result<Option<agency_postgres::DaemonLock>, DaemonError> {
-    let location = cfg.store.location().map_err(|e| invalid(home, e))?;
-    let agency_config::store::StoreLocation::Postgres(url) = location else {
-        return Ok(None);
-    };
-    let taken = tokio::task::spawn_blocking(move || agency_postgres::DaemonLock::acquire(&url))
-        .await
-        .map_err(|e| invalid(home, format!("failed to lock the store: {e}")))??;
-    match taken {
-        Ok(lock) => Ok(Some(lock)),
-        Err(database) => Err(DaemonError::DatabaseInUse { database }),
-    }
 }
 
 /// Secrets are read once, now: a password manager's CLI is not run at
@@ -201,6 +180,7 @@ async fn open_system(
     cfg: &Config,
     secrets: &Secrets,
     models: &Models,
+    shared: bool,
 ) -> Result<Arc<System>, DaemonError> {
     // The embeddings endpoint of semantic memory search, if configured
     // (its key filled in from the secrets, like a model's).
@@ -225,10 +205,16 @@ async fn open_system(
     }
     let svc = Arc::new(builder.build());
     let s = svc.clone();
-    // No model call is in flight before the daemon listens: a budget
-    // reservation left by a daemon that died mid-call is released.
+    // No model call of this daemon is in flight before it listens: a
+    // budget reservation left by a daemon that died mid-call is released.
+    // A shared store holds other daemons' calls in flight: there, the
+    // reservations of the agents reaped or taken over are released with
+    // them (`agents_reap_owned`, the lease takeover).
     tokio::task::spawn_blocking(move || {
         s.bootstrap()?;
+        if shared {
+            return Ok(0);
+        }
         s.budget_clear_reservations()
     })
     .await
@@ -600,15 +586,53 @@ fn serve_admin(listener: tokio::net::UnixListener, v1: Router) -> Served {
 
 /// Agents recorded as live belonged to a previous daemon's processes:
 /// whatever of them still runs (the daemon was killed) is stopped, then
-/// they are ended in the store.
-async fn reap_left_over(svc: &Arc<System>, cfg: &Config) {
+/// they are ended in the store. On a shared store only this home's
+/// previous daemon's (and those no daemon leases): the others run theirs.
+async fn reap_left_over(svc: &Arc<System>, cfg: &Config, lease: Option<&LeaseSettings>) {
     let svc = svc.clone();
     let grace = Duration::from_millis(cfg.agents.kill_grace_ms);
+    let owner = lease.map(|l| l.spec.owner.clone());
     let _ = tokio::task::spawn_blocking(move || {
-        agency_supervisor::process::reap_left_over(&svc, grace);
-        svc.agents_reap("reaped: the daemon restarted")
+        let reason = "reaped: the daemon restarted";
+        let Some(owner) = owner else {
+            agency_supervisor::process::reap_left_over(&svc, grace);
+            return svc.agents_reap(reason).map(drop);
+        };
+        let ours: std::collections::HashSet<_> = svc
+            .agents_owned_live(&owner)?
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        agency_supervisor::process::reap_left_over_of(&svc, Some(&ours), grace);
+        svc.agents_reap_owned(&owner, reason).map(drop)
     })
     .await;
+}
+
+/// With a PostgreSQL store, several daemons may share it: this one runs
+/// agents under leases. Its identity is its home's (host and directory),
+/// the same at every start: a restarted daemon takes its own leases back
+/// at once (the home's lock proves the previous one gone), while another
+/// home's daemon waits for them to expire.
+fn lease_settings(home: &Home, cfg: &Config) -> Result<Option<LeaseSettings>, DaemonError> {
+    let location = cfg.store.location().map_err(|e| invalid(home, e))?;
+    if location == agency_config::store::StoreLocation::Sqlite {
+        return Ok(None);
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned());
+    let dir = home
+        .dir()
+        .canonicalize()
+        .unwrap_or_else(|_| home.dir().to_owned());
+    Ok(Some(LeaseSettings {
+        spec: agency_service::LeaseSpec {
+            owner: format!("{host}:{}", dir.display()),
+            ttl_ms: i64::try_from(cfg.store.lease_ms).unwrap_or(i64::MAX),
+        },
+        heartbeat: Duration::from_millis(cfg.store.heartbeat_ms),
+    }))
 }
 
 /// The configured runtime (`none`: no agent runs). Every runtime reaches
@@ -647,6 +671,7 @@ fn start_supervisor(
     parts: &Parts,
     addr: SocketAddr,
     program: PathBuf,
+    lease: Option<LeaseSettings>,
 ) -> Option<Supervisor> {
     let runtime = runtime(cfg, &program)?;
     Some(Supervisor::start(
@@ -671,6 +696,7 @@ fn start_supervisor(
             extra_connect_ports: vec![parts.egress.addr().port()],
             warm: parts.warm.clone(),
             live: parts.live.clone(),
+            lease,
         },
     ))
 }

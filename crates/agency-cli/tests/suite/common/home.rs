@@ -200,6 +200,12 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// SIGKILL: no destructor, no graceful stop; reaped.
+    pub fn sigkill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, then wait (bounded) for a clean exit.
     pub fn terminate(mut self) -> ExitStatus {
         let pid = self.child.id().to_string();
