@@ -93,7 +93,7 @@ impl LeaseTx for PgTx<'_> {
             op,
             lease_row,
         )?;
-        renewed.sort_by(|a, b| a.handler.to_string().cmp(&b.handler.to_string()));
+        renewed.sort_by_key(|l| l.handler.to_string());
         Ok(renewed)
     }
 

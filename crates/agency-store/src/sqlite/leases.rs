@@ -111,7 +111,7 @@ impl LeaseTx for SqliteTx<'_> {
             op,
             lease_row,
         )?;
-        renewed.sort_by(|a, b| a.handler.to_string().cmp(&b.handler.to_string()));
+        renewed.sort_by_key(|l| l.handler.to_string());
         Ok(renewed)
     }
 
