@@ -70,6 +70,9 @@ pub struct Daemon {
     gc: Option<JoinHandle<()>>,
     /// The problem detector's ticks (`problems.rs`).
     problems: JoinHandle<()>,
+    /// On a store shared with other daemons: their events, relayed to this
+    /// daemon's listeners (`None`: the store is this daemon's alone).
+    relay: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
     /// Drives pipeline runs (`agency-pipeline`'s runner).
     pipelines: agency_pipeline::runner::RunnerHandle,
@@ -157,6 +160,9 @@ impl Daemon {
         }
         self.mcp_shutdown.cancel();
         self.mail.abort();
+        if let Some(r) = self.relay.take() {
+            r.abort();
+        }
         if let Some(gc) = self.gc.take() {
             gc.abort();
         }

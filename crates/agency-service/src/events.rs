@@ -6,9 +6,9 @@ use agency_core::{
     AgentId, CapabilityId, FileId, HandlerId, MailTarget, MessageId, OrgMessageId, OutcomeId,
     OutcomeStatus, Resource,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     MessageDelivered {

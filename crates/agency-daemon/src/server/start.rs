@@ -66,6 +66,9 @@ impl Daemon {
         let (server, shutdown) = serve_agents(listener, app);
         let (admin_server, admin_shutdown) = serve_admin(bind_admin_socket(home)?, v1);
         reap_left_over(&svc, &cfg, lease.as_ref()).await;
+        let relay = lease
+            .as_ref()
+            .map(|l| relay_events(svc.clone(), l.heartbeat));
         let supervisor = start_supervisor(home, &cfg, &svc, &parts, addr, program, lease);
         if let Some(sup) = &supervisor {
             parts.reloader.set_supervisor(sup.reconfigure());
@@ -101,6 +104,7 @@ impl Daemon {
             confiner: parts.confiner,
             stdio: parts.stdio,
             reloader: parts.reloader,
+            relay,
             _lock: lock,
         })
     }
@@ -607,6 +611,38 @@ async fn reap_left_over(svc: &Arc<System>, cfg: &Config, lease: Option<&LeaseSet
         svc.agents_reap_owned(&owner, reason).map(drop)
     })
     .await;
+}
+
+/// On a shared store, what other daemons did reaches this daemon's
+/// scheduler, mail waits and event streams through the log, read every
+/// `every` from where it stood at start.
+fn relay_events(svc: Arc<System>, every: Duration) -> tokio::task::JoinHandle<()> {
+    const PAGE: usize = 1000;
+    tokio::spawn(async move {
+        let s = svc.clone();
+        let mut cursor = match tokio::task::spawn_blocking(move || s.event_log_end()).await {
+            Ok(Ok(end)) => end,
+            _ => 0,
+        };
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            loop {
+                let s = svc.clone();
+                let from = cursor;
+                match tokio::task::spawn_blocking(move || s.relay_logged_events(from, PAGE)).await {
+                    Ok(Ok(next)) if next > from => cursor = next,
+                    Ok(Ok(_)) => break,
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "failed to read other daemons' events");
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    })
 }
 
 /// With a PostgreSQL store, several daemons may share it: this one runs

@@ -19,6 +19,7 @@
 
 pub(crate) mod domain;
 mod read;
+mod relay;
 pub(crate) mod steps;
 
 use agency_api::EventKind;

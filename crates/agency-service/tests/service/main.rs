@@ -51,6 +51,7 @@ mod repo_push;
 mod retention;
 mod run_logs;
 mod runs;
+mod shared_store;
 mod spawn_prep;
 mod story;
 mod system;
