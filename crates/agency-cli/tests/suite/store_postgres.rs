@@ -219,3 +219,112 @@ fn two_daemons_share_one_organisation_and_one_takes_over_from_a_killed_one() {
     // The dead daemon's agent outlived it (another process group): stop it.
     let _ = Command::new("kill").arg(first.2.to_string()).status();
 }
+
+/// Whether a process is alive (not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// The stalled worker: the daemon running a handler's agent is stopped
+/// (SIGSTOP) past its lease, the other daemon takes the handler over;
+/// continued (SIGCONT), the stalled daemon learns at its next heartbeat
+/// that the lease is gone and stops its agent, and what it then writes as
+/// the old owner (the end of that agent's run) changes nothing.
+#[test]
+fn a_stalled_daemon_resumed_after_a_takeover_changes_nothing_and_stops_its_agent() {
+    let db = scratch();
+    let url = db.url();
+    let marks = tempfile::tempdir().unwrap();
+    let (a, b) = (TestHome::new(), TestHome::new());
+    for h in [&a, &b] {
+        let init = h
+            .command(&["init"])
+            .env("AGENCY_STORE_URL", url)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+        std::fs::write(h.dir.join("agency.toml"), shared_config(url, marks.path())).unwrap();
+    }
+    // A alone at first, so that it takes the work.
+    let da = a.serve();
+    a.ok(&["send", "work"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let first = loop {
+        if let Some(m) = marks_of(marks.path()).into_iter().next() {
+            break m;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no agent:\n{}",
+            a.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(first.1, mcp_url(&a));
+    let db_ = b.serve();
+    signal(da.pid(), "-STOP");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let second = loop {
+        if let Some(m) = marks_of(marks.path()).into_iter().find(|m| m.0 != first.0) {
+            break m;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no takeover:\n{}",
+            b.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(second.1, mcp_url(&b), "B took over");
+    let reason_of = |agent: &str| -> String {
+        let runs = b.json(&["runs"]);
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["agent"] == agent)
+            .map(|r| r["end_reason"].as_str().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    let taken = reason_of(&first.0);
+    assert!(taken.contains("taken over"), "{taken}");
+    assert!(alive(first.2), "A's agent still runs while A is stopped");
+
+    signal(da.pid(), "-CONT");
+    // A's next heartbeat finds the lease gone: it stops its agent.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while alive(first.2) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "A did not stop its agent:\n{}",
+            a.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Its report on that agent was refused: the record is B's takeover.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let daemon_log = || std::fs::read_to_string(a.dir.join("logs/daemon.log")).unwrap_or_default();
+    while !daemon_log().contains("another daemon holds its handler's lease") {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon_log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        reason_of(&first.0),
+        taken,
+        "nothing the old owner wrote landed"
+    );
+    // B's agent is untouched.
+    assert!(alive(second.2));
+    da.terminate();
+    db_.terminate();
+}

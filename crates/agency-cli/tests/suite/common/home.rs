@@ -200,6 +200,10 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: no destructor, no graceful stop; reaped.
     pub fn sigkill(mut self) {
         let _ = self.child.kill();
