@@ -38,7 +38,7 @@ impl Runtime {
         Ok(Runtime(Some(rt)))
     }
 
-    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+    pub(crate) fn handle(&self) -> Option<&tokio::runtime::Handle> {
         self.0.as_ref().map(|rt| rt.handle())
     }
 }

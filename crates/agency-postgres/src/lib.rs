@@ -26,6 +26,7 @@ mod blob;
 mod conn;
 mod convert;
 mod fts;
+mod listen;
 mod migrate;
 pub mod scratch;
 mod tx;
@@ -39,11 +40,16 @@ use agency_store::{Store, StoreError, Tx};
 pub use blob::PgBlobStore;
 use conn::{Conn, Runtime};
 use convert::Ctx;
+pub use listen::EventNotifications;
 pub use migrate::CopyReport;
 
 /// The schema, one migration per entry; entry `i` takes the database from
 /// version `i` to `i + 1`. Append only: never edit a shipped entry.
-const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema_v1.sql"),
+    include_str!("schema_v2.sql"),
+    include_str!("schema_v3.sql"),
+];
 
 /// The advisory lock every write transaction holds (the bytes of "agency").
 /// Advisory locks are per database, so stores on other databases of the

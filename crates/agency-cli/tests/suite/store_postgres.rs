@@ -328,3 +328,51 @@ fn a_stalled_daemon_resumed_after_a_takeover_changes_nothing_and_stops_its_agent
     da.terminate();
     db_.terminate();
 }
+
+/// Wake-ups travel between daemons as the database's notifications: mail
+/// sent through a daemon that runs no agents starts the agent on the
+/// daemon that does, although that one's heartbeat (its poll) is ten
+/// minutes away.
+#[test]
+fn mail_sent_through_one_daemon_wakes_the_other_at_once() {
+    let db = scratch();
+    let url = db.url();
+    let marks = tempfile::tempdir().unwrap();
+    let (a, b) = (TestHome::new(), TestHome::new());
+    let slow = shared_config(url, marks.path())
+        .replace("lease_ms = 1500", "lease_ms = 1800000")
+        .replace("heartbeat_ms = 300", "heartbeat_ms = 600000");
+    for (h, config) in [
+        (&a, slow.clone()),
+        (
+            &b,
+            slow.replace("runtime = \"command\"", "runtime = \"none\""),
+        ),
+    ] {
+        let init = h
+            .command(&["init"])
+            .env("AGENCY_STORE_URL", url)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+        std::fs::write(h.dir.join("agency.toml"), config).unwrap();
+    }
+    let da = a.serve();
+    let db_ = b.serve();
+    b.ok(&["send", "work, sent through the daemon without agents"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let started = loop {
+        if let Some(m) = marks_of(marks.path()).into_iter().next() {
+            break m;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not woken:\n{}",
+            a.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(started.1, mcp_url(&a));
+    da.terminate();
+    db_.terminate();
+}

@@ -68,7 +68,7 @@ impl Daemon {
         reap_left_over(&svc, &cfg, lease.as_ref()).await;
         let relay = lease
             .as_ref()
-            .map(|l| relay_events(svc.clone(), l.heartbeat));
+            .map(|l| relay_events(svc.clone(), l.heartbeat, &cfg));
         let supervisor = start_supervisor(home, &cfg, &svc, &parts, addr, program, lease);
         if let Some(sup) = &supervisor {
             parts.reloader.set_supervisor(sup.reconfigure());
@@ -614,10 +614,24 @@ async fn reap_left_over(svc: &Arc<System>, cfg: &Config, lease: Option<&LeaseSet
 }
 
 /// On a shared store, what other daemons did reaches this daemon's
-/// scheduler, mail waits and event streams through the log, read every
-/// `every` from where it stood at start.
-fn relay_events(svc: Arc<System>, every: Duration) -> tokio::task::JoinHandle<()> {
+/// scheduler, mail waits and event streams through the log, read from
+/// where it stood at start whenever the database notifies a commit of new
+/// events (`LISTEN`), and every `every` in case a notification was missed
+/// (the listener reconnecting).
+fn relay_events(svc: Arc<System>, every: Duration, cfg: &Config) -> tokio::task::JoinHandle<()> {
     const PAGE: usize = 1000;
+    let mut heard = match cfg.store.location() {
+        Ok(agency_config::store::StoreLocation::Postgres(url)) => {
+            match agency_postgres::EventNotifications::listen(&url) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    tracing::warn!(error = %e, "failed to listen for other daemons' events; reading them every heartbeat instead");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     tokio::spawn(async move {
         let s = svc.clone();
         let mut cursor = match tokio::task::spawn_blocking(move || s.event_log_end()).await {
@@ -627,7 +641,17 @@ fn relay_events(svc: Arc<System>, every: Duration) -> tokio::task::JoinHandle<()
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            match heard.as_mut() {
+                Some(n) => {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        got = n.next() => if got.is_none() { heard = None },
+                    }
+                }
+                None => {
+                    tick.tick().await;
+                }
+            }
             loop {
                 let s = svc.clone();
                 let from = cursor;
