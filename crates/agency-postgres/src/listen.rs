@@ -91,14 +91,14 @@ async fn listen_once(
         }
     }
     while let Some(m) = messages.next().await {
-        if let AsyncMessage::Notification(n) = m? {
-            if let Ok(seq) = n.payload().parse::<i64>() {
-                tx.send_if_modified(|seen| {
-                    let newer = seq > *seen;
-                    *seen = (*seen).max(seq);
-                    newer
-                });
-            }
+        if let AsyncMessage::Notification(n) = m?
+            && let Ok(seq) = n.payload().parse::<i64>()
+        {
+            tx.send_if_modified(|seen| {
+                let newer = seq > *seen;
+                *seen = (*seen).max(seq);
+                newer
+            });
         }
         if tx.is_closed() {
             return Ok(());
