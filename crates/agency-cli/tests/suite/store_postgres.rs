@@ -103,7 +103,7 @@ fn shared_config(url: &str, marks: &std::path::Path) -> String {
         marks.display()
     );
     format!(
-        "[store]\nurl = {url:?}\nlease_ms = 1500\nheartbeat_ms = 300\n\
+        "[store]\nurl = {url:?}\nlease_ms = 5000\nheartbeat_ms = 500\n\
          [agents]\nruntime = \"command\"\nkill_grace_ms = 300\nsandbox = \"off\"\n\
          [agents.command]\nprogram = \"sh\"\nargs = [\"-c\", {script:?}]\n"
     )
@@ -120,6 +120,26 @@ fn marks_of(dir: &std::path::Path) -> Vec<(String, String, u32)> {
         }
     }
     out
+}
+
+/// Poll `f` (every 50 ms, up to a minute) until it gives a value; fail
+/// with `what` and `log()` otherwise.
+fn wait_for<T>(what: &str, log: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}:\n{}", log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The first mark other than `not`'s (an agent started since).
+fn new_mark(marks: &std::path::Path, not: Option<&str>) -> Option<(String, String, u32)> {
+    marks_of(marks)
+        .into_iter()
+        .find(|m| Some(m.0.as_str()) != not)
 }
 
 fn mcp_url(home: &TestHome) -> String {
@@ -155,20 +175,13 @@ fn two_daemons_share_one_organisation_and_one_takes_over_from_a_killed_one() {
     let (url_a, url_b) = (mcp_url(&a), mcp_url(&b));
 
     a.ok(&["send", "work for whichever daemon takes it"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let first = loop {
-        if let Some(m) = marks_of(marks.path()).into_iter().next() {
-            break m;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no agent started:\n{}\n{}",
-            a.log(),
-            b.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    // Exactly one agent: the other daemon's claim was refused.
+    let first = wait_for(
+        "no agent started",
+        || format!("{}\n{}", a.log(), b.log()),
+        || new_mark(marks.path(), None),
+    );
+    // Exactly one agent: the other daemon's claim was refused (a few
+    // heartbeats later too).
     std::thread::sleep(std::time::Duration::from_millis(1500));
     assert_eq!(
         marks_of(marks.path()).len(),
@@ -185,18 +198,11 @@ fn two_daemons_share_one_organisation_and_one_takes_over_from_a_killed_one() {
         (db_, da, &a, url_a)
     };
     dead.sigkill();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let second = loop {
-        if let Some(m) = marks_of(marks.path()).into_iter().find(|m| m.0 != first.0) {
-            break m;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no takeover:\n{}",
-            survivor.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let second = wait_for(
+        "no takeover",
+        || survivor.log(),
+        || new_mark(marks.path(), Some(&first.0)),
+    );
     assert_eq!(
         second.1, survivor_url,
         "the survivor started the next agent"
@@ -259,33 +265,15 @@ fn a_stalled_daemon_resumed_after_a_takeover_changes_nothing_and_stops_its_agent
     // A alone at first, so that it takes the work.
     let da = a.serve();
     a.ok(&["send", "work"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let first = loop {
-        if let Some(m) = marks_of(marks.path()).into_iter().next() {
-            break m;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no agent:\n{}",
-            a.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let first = wait_for("no agent", || a.log(), || new_mark(marks.path(), None));
     assert_eq!(first.1, mcp_url(&a));
     let db_ = b.serve();
     signal(da.pid(), "-STOP");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let second = loop {
-        if let Some(m) = marks_of(marks.path()).into_iter().find(|m| m.0 != first.0) {
-            break m;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no takeover:\n{}",
-            b.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let second = wait_for(
+        "no takeover",
+        || b.log(),
+        || new_mark(marks.path(), Some(&first.0)),
+    );
     assert_eq!(second.1, mcp_url(&b), "B took over");
     let reason_of = |agent: &str| -> String {
         let runs = b.json(&["runs"]);
@@ -302,22 +290,18 @@ fn a_stalled_daemon_resumed_after_a_takeover_changes_nothing_and_stops_its_agent
 
     signal(da.pid(), "-CONT");
     // A's next heartbeat finds the lease gone: it stops its agent.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while alive(first.2) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "A did not stop its agent:\n{}",
-            a.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for(
+        "A did not stop its agent",
+        || a.log(),
+        || (!alive(first.2)).then_some(()),
+    );
     // Its report on that agent was refused: the record is B's takeover.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let daemon_log = || std::fs::read_to_string(a.dir.join("logs/daemon.log")).unwrap_or_default();
-    while !daemon_log().contains("another daemon holds its handler's lease") {
-        assert!(std::time::Instant::now() < deadline, "{}", daemon_log());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("A's report was not refused", daemon_log, || {
+        daemon_log()
+            .contains("another daemon holds its handler's lease")
+            .then_some(())
+    });
     assert_eq!(
         reason_of(&first.0),
         taken,
@@ -340,8 +324,8 @@ fn mail_sent_through_one_daemon_wakes_the_other_at_once() {
     let marks = tempfile::tempdir().unwrap();
     let (a, b) = (TestHome::new(), TestHome::new());
     let slow = shared_config(url, marks.path())
-        .replace("lease_ms = 1500", "lease_ms = 1800000")
-        .replace("heartbeat_ms = 300", "heartbeat_ms = 600000");
+        .replace("lease_ms = 5000", "lease_ms = 1800000")
+        .replace("heartbeat_ms = 500", "heartbeat_ms = 600000");
     for (h, config) in [
         (&a, slow.clone()),
         (
@@ -360,18 +344,7 @@ fn mail_sent_through_one_daemon_wakes_the_other_at_once() {
     let da = a.serve();
     let db_ = b.serve();
     b.ok(&["send", "work, sent through the daemon without agents"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let started = loop {
-        if let Some(m) = marks_of(marks.path()).into_iter().next() {
-            break m;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not woken:\n{}",
-            a.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let started = wait_for("not woken", || a.log(), || new_mark(marks.path(), None));
     assert_eq!(started.1, mcp_url(&a));
     da.terminate();
     db_.terminate();

@@ -71,9 +71,10 @@ impl State {
                 for (h, run) in self.running.iter_mut() {
                     let Some(l) = run.lease else { continue };
                     if run.stop_reason.is_none() && !held.contains(&(*h, l.token)) {
-                        tracing::warn!(handler = %h, agent = %run.agent, token = l.token, "lease lost: another daemon took over the handler; stopping its agent here");
+                        tracing::warn!(handler = %h, agent = %run.agent, token = l.token, "lease lost (lapsed, or taken over by another daemon); stopping the handler's agent here");
                         run.stop_reason = Some(
-                            "stopped: another daemon took over its handler's lease".to_owned(),
+                            "stopped: its daemon no longer holds the handler's lease (it lapsed, or another daemon took it over)"
+                                .to_owned(),
                         );
                         run.stop(grace);
                     }
