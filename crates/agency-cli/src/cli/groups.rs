@@ -84,6 +84,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "memory",
             "fsck",
             "gc",
+            "store",
         ],
     ),
     (
