@@ -349,3 +349,111 @@ fn mail_sent_through_one_daemon_wakes_the_other_at_once() {
     da.terminate();
     db_.terminate();
 }
+
+/// A TCP forwarder to the database that the test can cut: the daemon
+/// behind it loses the database as if the network went away.
+struct Cuttable {
+    addr: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Cuttable {
+    fn to(target: String) -> Cuttable {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (c, o) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if c.load(Ordering::SeqCst) {
+                    continue; // dropped: refused
+                }
+                let Ok(server) = std::net::TcpStream::connect(&target) else {
+                    continue;
+                };
+                let mut kept = o.lock().unwrap();
+                kept.push(client.try_clone().unwrap());
+                kept.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Cuttable { addr, cut, open }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// `url` with its host and port replaced by `addr`.
+fn via(url: &str, addr: std::net::SocketAddr) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (auth, path) = rest.split_once('/').unwrap();
+    let (user, hostport) = match auth.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), auth),
+    };
+    let target = if hostport.contains(':') {
+        hostport.to_owned()
+    } else {
+        format!("{hostport}:5432")
+    };
+    (format!("{scheme}://{user}{addr}/{path}"), target)
+}
+
+/// A daemon cut off from the database for longer than its lease stops
+/// acting as the owner: it stops its agents, and another daemon takes the
+/// handler over.
+#[test]
+fn a_daemon_cut_off_from_the_database_stops_its_agents_and_another_takes_over() {
+    let db = scratch();
+    let url = db.url();
+    let (a_url, target) = via(url, "127.0.0.1:9".parse().unwrap());
+    let proxy = Cuttable::to(target);
+    let a_url = a_url.replace("127.0.0.1:9", &proxy.addr.to_string());
+    let marks = tempfile::tempdir().unwrap();
+    let (a, b) = (TestHome::new(), TestHome::new());
+    for (h, u) in [(&a, a_url.as_str()), (&b, url)] {
+        let init = h
+            .command(&["init"])
+            .env("AGENCY_STORE_URL", u)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+        std::fs::write(h.dir.join("agency.toml"), shared_config(u, marks.path())).unwrap();
+    }
+    let da = a.serve();
+    a.ok(&["send", "work"]);
+    let first = wait_for("no agent", || a.log(), || new_mark(marks.path(), None));
+    assert_eq!(first.1, mcp_url(&a));
+    let db_ = b.serve();
+    proxy.cut();
+    wait_for(
+        "the cut-off daemon did not stop its agent",
+        || std::fs::read_to_string(a.dir.join("logs/daemon.log")).unwrap_or_default(),
+        || (!alive(first.2)).then_some(()),
+    );
+    let second = wait_for(
+        "no takeover",
+        || b.log(),
+        || new_mark(marks.path(), Some(&first.0)),
+    );
+    assert_eq!(second.1, mcp_url(&b), "B took over");
+    db_.terminate();
+    // A cannot reach its store to stop cleanly: killed.
+    da.sigkill();
+}
