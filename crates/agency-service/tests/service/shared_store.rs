@@ -143,3 +143,46 @@ fn another_daemons_events_reach_this_ones_listeners_through_the_log() {
     assert_eq!(other.relay_logged_events(next, 100).unwrap(), next);
     assert!(heard.try_recv().is_err());
 }
+
+#[test]
+fn an_approval_is_consumed_once_and_asked_again_once_across_two_daemons() {
+    use agency_service::{Admission, ToolCallRequest};
+    let env = Env::new();
+    let other = second(&env);
+    let me = env.agent(env.root);
+    let risky = || ToolCallRequest {
+        tool: "bash".into(),
+        args: serde_json::json!({"command": "rm -rf /tmp/agency-shared-approval"}),
+        read_only: None,
+    };
+    let Admission::Pending { approval, .. } = env.svc.tool_call_admit(me, risky()).unwrap() else {
+        panic!("the default policy asks about rm -rf");
+    };
+    env.svc.approve(Principal::User, approval, false).unwrap();
+    let results: Vec<Admission> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let svc: &System = if i % 2 == 0 { &env.svc } else { &other };
+                s.spawn(move || svc.tool_call_admit(me, risky()).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let allowed = results
+        .iter()
+        .filter(|a| matches!(a, Admission::Allow { .. }))
+        .count();
+    assert_eq!(allowed, 1, "consumed once: {results:?}");
+    let asked: std::collections::HashSet<String> = results
+        .iter()
+        .filter_map(|a| match a {
+            Admission::Pending { approval, .. } => Some(approval.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "one new request, found or created once: {results:?}"
+    );
+}
