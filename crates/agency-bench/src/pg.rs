@@ -33,8 +33,11 @@ pub fn scratch() -> Result<ScratchDb, String> {
     let Some(admin) = admin_url() else {
         return Err("not measured: no PostgreSQL server (AGENCY_TEST_POSTGRES=off)".to_owned());
     };
-    ScratchDb::create(&admin)
-        .map_err(|e| format!("not measured: no PostgreSQL server at {} ({e})", server()))
+    ScratchDb::create(&admin).map_err(|e| {
+        // The URL may carry a password: name the server by host and port.
+        let why = e.to_string().replace(&admin, &server());
+        format!("not measured: no PostgreSQL server at {} ({why})", server())
+    })
 }
 
 /// The `agency.toml` lines that put a home's store in the database `url`.

@@ -94,12 +94,17 @@ impl Section {
     }
 }
 
+/// How the header line of a run with `--only` begins.
+const KEPT_LINE: &str = "- this run measured items ";
+
 /// What an earlier report holds for the items this run leaves out.
 #[derive(Debug, Clone, Default)]
 pub struct Earlier {
     /// Its `- mode:` and `- date:` lines' values.
     pub mode: String,
     pub date: String,
+    /// Its own line about sections it kept from a report before it.
+    pub kept_line: Option<String>,
     /// Its sections by item number (`## 5b.` belongs to item 5), each the
     /// text from its heading to the next, in order.
     pub sections: Vec<(u8, String)>,
@@ -120,6 +125,8 @@ impl Earlier {
                     e.mode = v.trim().to_owned();
                 } else if let Some(v) = line.strip_prefix("- date: ") {
                     e.date = v.trim().to_owned();
+                } else if line.starts_with(KEPT_LINE) {
+                    e.kept_line = Some(line.trim_start_matches("- ").trim().to_owned());
                 }
             }
             if let Some((_, body)) = current.as_mut() {
@@ -213,9 +220,13 @@ pub fn render(
     writeln!(md, "- build: release profile of this workspace")?;
     if let Some(e) = earlier.filter(|_| !only.is_empty()) {
         let items: Vec<String> = only.iter().map(u8::to_string).collect();
+        let chain = match &e.kept_line {
+            Some(l) => format!(", which said in turn: \"{l}\""),
+            None => String::new(),
+        };
         writeln!(
             md,
-            "- this run measured items {} only (`--only`); the other sections are kept as the earlier run wrote them (mode: {}; date: {})",
+            "{KEPT_LINE}{} only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: {}; date: {}){chain}",
             items.join(", "),
             e.mode,
             e.date
