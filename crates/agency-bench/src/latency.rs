@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::Cfg;
 use crate::report::{Row, Section, ratio};
-use crate::util::{Pct, fmt_dur, new_home, repo_root};
+use crate::util::{Pct, fmt_dur, new_home_with, repo_root};
 
 /// The file every subject reads: 4 KiB of text.
 pub fn four_kib() -> Vec<u8> {
@@ -199,7 +199,8 @@ async fn sample(echo: &Echo, mcp: &Client, file: &str, n: usize) -> Result<(Pct,
     Ok((Pct::of(&floor), Pct::of(&subject)))
 }
 
-/// A daemon in this process on a fresh home, an agent token for the root
+/// A daemon in this process on a fresh home (its store SQLite, or the
+/// PostgreSQL database `store` names), an agent token for the root
 /// handler, and a 4 KiB file it created.
 pub struct Subject {
     pub daemon: agency_daemon::Daemon,
@@ -210,9 +211,9 @@ pub struct Subject {
 }
 
 impl Subject {
-    pub async fn start() -> Result<Subject> {
+    pub async fn start(store: Option<&str>) -> Result<Subject> {
         let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
-        let home = new_home(&dir.path().join("home"), "")?;
+        let home = new_home_with(&dir.path().join("home"), "", store)?;
         let daemon = agency_daemon::Daemon::start(&home)
             .await
             .context("failed to start the daemon")?;
@@ -246,17 +247,25 @@ impl Subject {
     }
 }
 
-/// Item 1: `kb_read` through the real daemon against the echo floor.
-pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
-    let n = cfg.pick(5000, 1000);
-    let subject = Subject::start().await?;
-    let echo = Echo::start().await?;
+/// One backend's figures for item 1.
+struct Backend {
+    floor: Pct,
+    plain: Pct,
+    floor_r: Pct,
+    rmcp: Pct,
+    direct: Pct,
+}
+
+/// The daemon on `store` (`None`: SQLite) measured with both clients, each
+/// interleaved with `echo`, and the same work in-process.
+async fn measure(echo: &Echo, store: Option<&str>, n: usize) -> Result<Backend> {
+    let subject = Subject::start(store).await?;
     let url = subject.mcp_url();
     let file = subject.file.to_string();
     let plain = Client::Plain(crate::jsonrpc::Plain::connect(&url, Some(&subject.token)).await?);
-    let (floor, agency) = sample(&echo, &plain, &file, n).await?;
+    let (floor, agency) = sample(echo, &plain, &file, n).await?;
     let rmcp = Client::Rmcp(Mcp::connect(&url, Some(&subject.token)).await?);
-    let (floor_r, agency_r) = sample(&echo, &rmcp, &file, n).await?;
+    let (floor_r, agency_r) = sample(echo, &rmcp, &file, n).await?;
     rmcp.close().await;
     // The same work without HTTP and MCP: what the tool handler calls
     // (token lookup, then kb_read), timed in-process.
@@ -281,44 +290,105 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
         .stop()
         .await
         .context("failed to stop the daemon")?;
-    let mut s = Section::new("1. MCP tool-call latency: kb_read of 4 KiB through the daemon");
+    Ok(Backend {
+        floor,
+        plain: agency,
+        floor_r,
+        rmcp: agency_r,
+        direct,
+    })
+}
+
+/// The rows of one backend (`tag`: "" for SQLite, " on PostgreSQL").
+fn rows(s: &mut Section, b: &Backend, tag: &str) {
     s.rows.push(Row::times(
-        "kb_read p50 (plain JSON-RPC client)",
-        agency.p50,
-        ("bare HTTP echo p50", floor.p50),
+        format!("kb_read p50 (plain JSON-RPC client){tag}"),
+        b.plain.p50,
+        ("bare HTTP echo p50", b.floor.p50),
     ));
     s.rows.push(Row::times(
-        "kb_read p99 (plain JSON-RPC client)",
-        agency.p99,
-        ("bare HTTP echo p99", floor.p99),
+        format!("kb_read p99 (plain JSON-RPC client){tag}"),
+        b.plain.p99,
+        ("bare HTTP echo p99", b.floor.p99),
     ));
     s.rows.push(Row::times(
-        "kb_read p50 (rmcp client)",
-        agency_r.p50,
-        ("bare HTTP echo p50", floor_r.p50),
+        format!("kb_read p50 (rmcp client){tag}"),
+        b.rmcp.p50,
+        ("bare HTTP echo p50", b.floor_r.p50),
     ));
     s.rows.push(Row::times(
-        "kb_read p99 (rmcp client)",
-        agency_r.p99,
-        ("bare HTTP echo p99", floor_r.p99),
+        format!("kb_read p99 (rmcp client){tag}"),
+        b.rmcp.p99,
+        ("bare HTTP echo p99", b.floor_r.p99),
     ));
     s.rows.push(Row::times(
-        "kb_read p50 (plain client), against the same work in-process",
-        agency.p50,
+        format!("kb_read p50 (plain client){tag}, against the same work in-process"),
+        b.plain.p50,
         (
             "token check + Service::kb_read in-process, no HTTP/MCP, p50",
-            direct.p50,
+            b.direct.p50,
         ),
     ));
-    s.shows = format!(
-        "what a tool call costs above the bare HTTP floor: token check, permission check, SQLite read, blob read and MCP framing add {} at p50 (plain client); rmcp's client adds {} more on its own side.",
-        fmt_dur(agency.p50.saturating_sub(floor.p50)),
-        fmt_dur(agency_r.p50.saturating_sub(agency.p50))
-    );
+}
+
+/// Item 1: `kb_read` through the real daemon against the echo floor, with
+/// the store on SQLite (the default) and on PostgreSQL.
+pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
+    let n = cfg.pick(5000, 1000);
+    let echo = Echo::start().await?;
+    let sqlite = measure(&echo, None, n).await?;
+    let scratch = crate::pg::scratch();
+    let pg = match &scratch {
+        Ok(db) => match measure(&echo, Some(db.url()), n).await {
+            Ok(b) => Ok((b, crate::pg::describe(db.url()))),
+            Err(e) => Err(format!("failed: {e:#}")),
+        },
+        Err(reason) => Err(reason.clone()),
+    };
+    drop(scratch);
+    let mut s = Section::new("1. MCP tool-call latency: kb_read of 4 KiB through the daemon");
+    rows(&mut s, &sqlite, "");
+    if let Ok((b, _)) = &pg {
+        rows(&mut s, b, " on PostgreSQL");
+        s.rows.push(Row::times(
+            "kb_read p50 (plain client), PostgreSQL against SQLite (same run)",
+            b.plain.p50,
+            ("SQLite kb_read p50", sqlite.plain.p50),
+        ));
+        s.rows.push(Row::times(
+            "same work in-process p50, PostgreSQL against SQLite (same run)",
+            b.direct.p50,
+            ("SQLite, in-process p50", sqlite.direct.p50),
+        ));
+    }
+    let above = |b: &Backend| fmt_dur(b.plain.p50.saturating_sub(b.floor.p50));
+    s.shows = match &pg {
+        Ok((b, _)) => format!(
+            "what a tool call costs above the bare HTTP floor: token check, permission check, store read, blob read and MCP framing add {} at p50 (plain client) with the store on SQLite and {} with it on PostgreSQL (×{:.2} SQLite's p50: there each statement of the token check, the permission check, the file and version reads and the blob read is a round trip to the server); rmcp's client adds {} more on its own side.",
+            above(&sqlite),
+            above(b),
+            b.plain.p50.as_secs_f64() / sqlite.plain.p50.as_secs_f64().max(1e-9),
+            fmt_dur(sqlite.rmcp.p50.saturating_sub(sqlite.plain.p50))
+        ),
+        Err(_) => format!(
+            "what a tool call costs above the bare HTTP floor: token check, permission check, SQLite read, blob read and MCP framing add {} at p50 (plain client); rmcp's client adds {} more on its own side. PostgreSQL: not measured (below).",
+            above(&sqlite),
+            fmt_dur(sqlite.rmcp.p50.saturating_sub(sqlite.plain.p50))
+        ),
+    };
     s.notes.push(format!(
         "{} samples per client after {WARMUP} warm-up calls, each interleaved with the echo in {ROUNDS} rounds; daemon in this process (`Daemon::start`), stateless MCP endpoint answering in JSON; clients with the agent's bearer token: plain = reqwest speaking MCP's JSON-RPC (`crates/agency-bench/src/jsonrpc.rs`: initialize, notifications/initialized, then tools/call with the protocol-version header), rmcp = rmcp's streamable-HTTP client as the built-in agent uses it; echo: axum route on 127.0.0.1:0 with TCP_NODELAY, reqwest client.",
-        agency.n
+        sqlite.plain.n
     ));
+    match &pg {
+        Ok((b, server)) => s.notes.push(format!(
+            "PostgreSQL rows: the same daemon, clients and echo server, the home's store (rows and blobs) in a fresh database on the server at {} (`[store] url` in the home's agency.toml; dropped after the run), measured after the SQLite rows; server: {server}. The in-process rows show where the time goes: the same token check and read, without HTTP or MCP, cost {} on PostgreSQL against {} on SQLite, which is most of the difference between the two backends' tool calls; the store's connections run on a runtime thread of their own, which each statement's request and answer pass through (`crates/agency-postgres/src/conn.rs`).",
+            crate::pg::server(),
+            fmt_dur(b.direct.p50),
+            fmt_dur(sqlite.direct.p50),
+        )),
+        Err(reason) => s.notes.push(format!("PostgreSQL rows {reason}.")),
+    }
     Ok(vec![s])
 }
 
@@ -436,7 +506,7 @@ pub async fn python_peer(cfg: Cfg) -> Result<Vec<Section>> {
     };
     let n = cfg.pick(3000, 600);
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
-    let subject = Subject::start().await?;
+    let subject = Subject::start(None).await?;
     let file = subject.file.to_string();
     let peer_token = format!("peer-{}", uuid::Uuid::new_v4().simple());
     let echo = Echo::start().await?;

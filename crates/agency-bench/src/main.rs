@@ -8,6 +8,11 @@
 //! cargo run --release -p agency-bench -- [--quick] [--out BENCHMARKS.md] [--only 1,3]
 //! ```
 //!
+//! Items 1, 3 and 4 also report their figures with the store on
+//! PostgreSQL, in a scratch database made per run on the server
+//! `AGENCY_TEST_POSTGRES` names (the local one by default; `off`: none),
+//! and say "not measured" for those rows when no server answers.
+//!
 //! `AGENCY_BENCH_LOG` (a tracing filter such as
 //! `agency_supervisor=debug`) prints the in-process daemon's
 //! diagnostics to stderr, e.g. where each spawn's time goes.
@@ -26,6 +31,7 @@ mod jsonrpc;
 mod latency;
 mod learning;
 mod memory;
+mod pg;
 mod pipelines;
 mod populate;
 mod report;
@@ -55,8 +61,9 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-15); the others are listed as
-    /// not measured.
+    /// Run only these items (comma separated, 1-15); the others keep their
+    /// sections from the report already at --out (or are listed as not
+    /// measured when it has none).
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
 }
@@ -80,6 +87,14 @@ fn main() -> Result<()> {
         return sched::stamp(argv.next());
     }
     let args = Args::parse();
+    // Each item chooses its homes' stores itself (SQLite, and PostgreSQL
+    // for the rows that say so); the variable would move them all.
+    if std::env::var(agency_config::store::STORE_URL_VAR).is_ok_and(|v| !v.trim().is_empty()) {
+        anyhow::bail!(
+            "{} is set: unset it; the bench puts each home's store where its rows say (SQLite, or a scratch PostgreSQL database on the server AGENCY_TEST_POSTGRES names)",
+            agency_config::store::STORE_URL_VAR
+        );
+    }
     // Diagnostics of the in-process daemon, e.g. where a spawn's time goes:
     // AGENCY_BENCH_LOG=agency_supervisor=debug (stderr).
     if let Ok(filter) = std::env::var("AGENCY_BENCH_LOG") {
@@ -130,13 +145,28 @@ fn main() -> Result<()> {
         (14, "14. Pipelines", |c| util::block(pipelines::run(c))),
         (15, "15. Learning loop", |c| util::block(learning::run(c))),
     ];
+    // With --only, the other items' sections of the report already at
+    // --out are kept as they are (rerunning some items updates just those).
+    let earlier = if args.only.is_empty() {
+        None
+    } else {
+        std::fs::read_to_string(&args.out)
+            .ok()
+            .map(|t| report::Earlier::parse(&t))
+    };
     let _guard = rt.enter();
     for (n, title, f) in items {
         if !want(n) {
-            sections.push(Section::not_measured(
-                title,
-                "not selected in this run (--only)",
-            ));
+            match earlier.as_ref().and_then(|e| e.item(n)) {
+                Some(text) => sections.push(Section {
+                    kept: Some(text),
+                    ..Section::new(title)
+                }),
+                None => sections.push(Section::not_measured(
+                    title,
+                    "not selected in this run (--only)",
+                )),
+            }
             continue;
         }
         eprintln!("agency-bench: running {title}");
@@ -154,7 +184,13 @@ fn main() -> Result<()> {
             }
         }
     }
-    let text = report::render(&sections, cfg, started.elapsed())?;
+    let text = report::render(
+        &sections,
+        cfg,
+        started.elapsed(),
+        &args.only,
+        earlier.as_ref(),
+    )?;
     std::fs::write(&args.out, text)
         .with_context(|| format!("failed to write the report {}", args.out.display()))?;
     eprintln!(

@@ -1,7 +1,8 @@
 //! Bulk population of a home's store for the scheduling and scale
 //! benchmarks: rows inserted through the store's own [`Tx`] (the same SQL
-//! the service uses), in a few large transactions, before any daemon opens
-//! the home. Going through the service would cost one durable transaction
+//! the service uses; SQLite or PostgreSQL, whichever the home's
+//! agency.toml names), in a few large transactions, before any daemon
+//! opens the home. Going through the service would cost one durable transaction
 //! per handler (hours for 100,000); the rows written here are the ones the
 //! service would write for the queries measured — outcome rows and DAG
 //! edges, handler rows with their state document and audit log files (one
@@ -17,8 +18,8 @@ use agency_config::Home;
 use agency_core::access::FileKind;
 use agency_core::{FileId, HandlerId, MailTarget, MessageId, OutcomeId, OutcomeStatus, Timestamp};
 use agency_store::{
-    BlobId, BlobStore, FileRow, FsBlobStore, HandlerRow, HandlerStatus, MessageRow, NewEventRow,
-    OutcomeRow, SqliteStore, Store, StoreError, Tx, VersionRow,
+    BlobId, BlobStore, FileRow, HandlerRow, HandlerStatus, MessageRow, NewEventRow, OutcomeRow,
+    Store, StoreError, Tx, VersionRow,
 };
 use anyhow::{Context, Result};
 
@@ -130,11 +131,13 @@ fn file(
 /// Populate `home` (initialised, no daemon running) according to `plan`.
 pub fn populate(home: &Home, plan: &Plan) -> Result<Built> {
     let started = Instant::now();
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(&home.db_path())
-            .with_context(|| format!("failed to open {}", home.db_path().display()))?,
-    );
-    let blobs = FsBlobStore::open(home.blobs_dir()).context("failed to open the blob store")?;
+    // The home's own store, whichever backend its agency.toml names.
+    let config = home
+        .config()
+        .context("failed to read the home's agency.toml")?;
+    let (store, blobs): (Arc<dyn Store>, Arc<dyn BlobStore>) = home
+        .open_store(&config)
+        .with_context(|| format!("failed to open the store of {}", home.dir().display()))?;
     let text = b"# State\n\nPopulated by agency-bench.\n";
     let blob = (
         blobs

@@ -72,6 +72,9 @@ pub struct Section {
     /// Set when the item could not run: the reason.
     pub not_measured: Option<String>,
     pub took: Option<Duration>,
+    /// The section as an earlier report wrote it (heading included), kept
+    /// as is when this run (`--only`) did not measure its item.
+    pub kept: Option<String>,
 }
 
 impl Section {
@@ -91,13 +94,76 @@ impl Section {
     }
 }
 
+/// How the header line of a run with `--only` begins.
+const KEPT_LINE: &str = "- this run measured items ";
+
+/// What an earlier report holds for the items this run leaves out.
+#[derive(Debug, Clone, Default)]
+pub struct Earlier {
+    /// Its `- mode:` and `- date:` lines' values.
+    pub mode: String,
+    pub date: String,
+    /// Its own line about sections it kept from a report before it.
+    pub kept_line: Option<String>,
+    /// Its sections by item number (`## 5b.` belongs to item 5), each the
+    /// text from its heading to the next, in order.
+    pub sections: Vec<(u8, String)>,
+}
+
+impl Earlier {
+    /// Parse a report this program wrote.
+    pub fn parse(text: &str) -> Earlier {
+        let mut e = Earlier::default();
+        let mut current: Option<(u8, String)> = None;
+        for line in text.split_inclusive('\n') {
+            if let Some(head) = line.strip_prefix("## ") {
+                e.sections.extend(current.take());
+                let digits: String = head.chars().take_while(char::is_ascii_digit).collect();
+                current = digits.parse().ok().map(|n| (n, String::new()));
+            } else if current.is_none() {
+                if let Some(v) = line.strip_prefix("- mode: ") {
+                    e.mode = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("- date: ") {
+                    e.date = v.trim().to_owned();
+                } else if line.starts_with(KEPT_LINE) {
+                    e.kept_line = Some(line.trim_start_matches("- ").trim().to_owned());
+                }
+            }
+            if let Some((_, body)) = current.as_mut() {
+                body.push_str(line);
+            }
+        }
+        e.sections.extend(current);
+        e
+    }
+
+    /// The kept text of item `n`'s sections, if the earlier report has any.
+    pub fn item(&self, n: u8) -> Option<String> {
+        let text: String = self
+            .sections
+            .iter()
+            .filter(|(m, _)| *m == n)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
 /// Escape a table cell.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The whole `BENCHMARKS.md`.
-pub fn render(sections: &[Section], cfg: Cfg, took: Duration) -> Result<String> {
+/// `only`: the items this run measured when it was told (`--only`), and
+/// `earlier` the report whose other sections it keeps.
+pub fn render(
+    sections: &[Section],
+    cfg: Cfg,
+    took: Duration,
+    only: &[u8],
+    earlier: Option<&Earlier>,
+) -> Result<String> {
     let mut md = String::new();
     let now = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -152,8 +218,29 @@ pub fn render(sections: &[Section], cfg: Cfg, took: Duration) -> Result<String> 
     writeln!(md, "- cpu: {cpu}")?;
     writeln!(md, "- rustc: {}", command_line("rustc", &["--version"]))?;
     writeln!(md, "- build: release profile of this workspace")?;
+    if let Some(e) = earlier.filter(|_| !only.is_empty()) {
+        let items: Vec<String> = only.iter().map(u8::to_string).collect();
+        let chain = match &e.kept_line {
+            Some(l) => format!(", which said in turn: \"{l}\""),
+            None => String::new(),
+        };
+        writeln!(
+            md,
+            "{KEPT_LINE}{} only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: {}; date: {}){chain}",
+            items.join(", "),
+            e.mode,
+            e.date
+        )?;
+    }
     writeln!(md)?;
     for s in sections {
+        if let Some(text) = &s.kept {
+            md.push_str(text);
+            if !text.ends_with("\n\n") {
+                writeln!(md)?;
+            }
+            continue;
+        }
         writeln!(md, "## {}", s.title)?;
         writeln!(md)?;
         if let Some(reason) = &s.not_measured {

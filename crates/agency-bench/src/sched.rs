@@ -28,7 +28,7 @@ use anyhow::{Context, Result, bail};
 use crate::Cfg;
 use crate::populate::{Plan, populate};
 use crate::report::{Row, Section, ratio};
-use crate::util::{Pct, fmt_dur, new_home};
+use crate::util::{Pct, fmt_dur, new_home_with};
 
 /// The agent program: record when this process started running, then exit.
 /// Runs before any other setup in `main`.
@@ -104,9 +104,15 @@ fn since(t0: u128, t1: u128) -> Duration {
     Duration::from_nanos(u64::try_from(t1.saturating_sub(t0)).unwrap_or(u64::MAX))
 }
 
-/// Latency samples with `n` handlers in the store; agents confined (the
-/// default) or, with `sandbox` false, unconfined (`agents.sandbox = "off"`).
-async fn with_handlers(n: usize, samples: usize, sandbox: bool) -> Result<(Pct, Duration)> {
+/// Latency samples with `n` handlers in the store (the home's SQLite, or
+/// the PostgreSQL database `store` names); agents confined (the default)
+/// or, with `sandbox` false, unconfined (`agents.sandbox = "off"`).
+async fn with_handlers(
+    n: usize,
+    samples: usize,
+    sandbox: bool,
+    store: Option<&str>,
+) -> Result<(Pct, Duration)> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let stamps = dir.path().join("stamps");
     std::fs::create_dir_all(&stamps).context("failed to create the stamp directory")?;
@@ -123,7 +129,7 @@ async fn with_handlers(n: usize, samples: usize, sandbox: bool) -> Result<(Pct, 
         stamps.display().to_string(),
         stamps.display().to_string()
     );
-    let home = new_home(&dir.path().join("home"), &config)?;
+    let home = new_home_with(&dir.path().join("home"), &config, store)?;
     let h2 = home.clone();
     let plan = Plan {
         handlers: n,
@@ -237,14 +243,54 @@ async fn direct(samples: usize) -> Result<Direct> {
     })
 }
 
+/// Item 4's runs with the store on PostgreSQL.
+struct OnPg {
+    small: Pct,
+    large: Pct,
+    bare_small: Pct,
+    small_pop: Duration,
+    large_pop: Duration,
+    server: String,
+}
+
+/// One run of [`with_handlers`] on a fresh PostgreSQL database, or why not.
+async fn pg_handlers(n: usize, samples: usize, sandbox: bool) -> Result<(Pct, Duration), String> {
+    let db = crate::pg::scratch()?;
+    let r = with_handlers(n, samples, sandbox, Some(db.url())).await;
+    drop(db);
+    r.map_err(|e| format!("failed: {e:#}"))
+}
+
+/// The 100-handler, big and sandbox-off runs with the home's store on
+/// PostgreSQL (`[store] url` in the agency.toml the bench writes).
+async fn on_postgres(samples: usize, big: usize) -> Result<OnPg, String> {
+    let (small, small_pop) = pg_handlers(100, samples, true).await?;
+    let (large, large_pop) = pg_handlers(big, samples, true).await?;
+    let (bare_small, _) = pg_handlers(100, samples, false).await?;
+    let server = match crate::pg::scratch() {
+        Ok(db) => crate::pg::describe(db.url()),
+        Err(_) => String::new(),
+    };
+    Ok(OnPg {
+        small,
+        large,
+        bare_small,
+        small_pop,
+        large_pop,
+        server,
+    })
+}
+
 /// Item 4.
 pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let samples = cfg.pick(200, 40);
     let big = cfg.pick(100_000, 10_000);
     let d = direct(samples).await?;
-    let (small, small_pop) = with_handlers(100, samples, true).await?;
-    let (large, large_pop) = with_handlers(big, samples, true).await?;
-    let (bare_small, _) = with_handlers(100, samples, false).await?;
+    let (small, small_pop) = with_handlers(100, samples, true, None).await?;
+    let (large, large_pop) = with_handlers(big, samples, true, None).await?;
+    let (bare_small, _) = with_handlers(100, samples, false, None).await?;
+    // The same three runs with the store on PostgreSQL, a fresh database each.
+    let pg = on_postgres(samples, big).await;
     let bare = "same program spawned directly";
     let boxed = "same program spawned directly in the same sandbox";
     let mut s = Section::new("4. Scheduling latency: message delivered → agent process started");
@@ -307,6 +353,45 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         d.bin_true.p50,
         (&format!("{bare}, p50"), d.bare.p50),
     ));
+    if let Ok(p) = &pg {
+        for (n, q) in [(100, p.small), (big, p.large)] {
+            s.rows.push(Row::times(
+                format!("PostgreSQL store, {n} handlers, p50"),
+                q.p50,
+                (&format!("{boxed}, p50"), d.sandboxed.p50),
+            ));
+            s.rows.push(Row::times(
+                format!("PostgreSQL store, {n} handlers, p99"),
+                q.p99,
+                (&format!("{boxed}, p99"), d.sandboxed.p99),
+            ));
+        }
+        s.rows.push(Row::times(
+            "PostgreSQL store, 100 handlers, sandbox off, p50",
+            p.bare_small.p50,
+            (&format!("{bare}, p50"), d.bare.p50),
+        ));
+        s.rows.push(Row::new(
+            "PostgreSQL store, 100 handlers, sandbox off, p50 above the bare direct spawn",
+            fmt_diff(p.bare_small.p50, d.bare.p50),
+            format!("{} (2 ms: the target)", fmt_dur(Duration::from_millis(2))),
+            ratio(
+                p.bare_small.p50.saturating_sub(d.bare.p50).as_secs_f64(),
+                0.002,
+            ),
+        ));
+        s.rows.push(Row::times(
+            "PostgreSQL store against SQLite (same run), 100 handlers, sandbox off, p50",
+            p.bare_small.p50,
+            ("SQLite store, same run", bare_small.p50),
+        ));
+        s.rows.push(Row::new(
+            format!("PostgreSQL store, {big} vs 100 handlers, p50"),
+            fmt_dur(p.large.p50),
+            format!("{} (100 handlers)", fmt_dur(p.small.p50)),
+            ratio(p.large.p50.as_secs_f64(), p.small.p50.as_secs_f64()),
+        ));
+    }
     let growth = large.p50.as_secs_f64() / small.p50.as_secs_f64().max(1e-9);
     s.shows = format!(
         "how long a delivered message waits for its agent: confined agents start from a standby sandbox set up ahead of need, so the daemon is {} from the direct spawn in the same sandbox at p50 with 100 handlers ({} with {big}) and {} from a bare unconfined spawn; from 100 to {big} handlers the p50 changes ×{growth:.2}{}.",
@@ -319,6 +404,17 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
             ", which points at work proportional to the handlers"
         }
     );
+    match &pg {
+        Ok(p) => s.shows.push_str(&format!(
+            " With the store on PostgreSQL: {} from the direct spawn in the same sandbox at p50 with 100 handlers ({} with {big}), and the daemon's own part without the sandbox {} from the bare spawn against SQLite's {} (×{:.2}).",
+            fmt_diff(p.small.p50, d.sandboxed.p50),
+            fmt_diff(p.large.p50, d.sandboxed.p50),
+            fmt_diff(p.bare_small.p50, d.bare.p50),
+            fmt_diff(bare_small.p50, d.bare.p50),
+            p.bare_small.p50.as_secs_f64() / bare_small.p50.as_secs_f64().max(1e-9),
+        )),
+        Err(_) => s.shows.push_str(" PostgreSQL: not measured (below)."),
+    }
     s.notes.push(format!(
         "{} deliveries with 100 handlers (one each) and {} with {big}, one at a time, each to a different idle handler (user → handler mail through `Service::mail_send` on the in-process daemon); `command` runtime running `agency-bench __stamp`, which writes its start time (CLOCK_REALTIME) and exits; max_concurrent 4; respawn backoff set to an hour so exited agents do not come back during the run. Agents run confined (the default: `agency sandbox-exec`, a cgroup and a network namespace per agent). The baselines spawn the same program from this process with `process_group(0)`, {samples} times each, interleaved: bare, and in the same sandbox (a fresh cgroup and the policy written per spawn, as the daemon does, inside the timed span; the policy has the system directories, both programs and their directory read-only, the stamp directory read-write, two ports).",
         small.n, large.n
@@ -335,6 +431,16 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         small_pop.as_secs_f64(),
         large_pop.as_secs_f64()
     ));
+    match &pg {
+        Ok(p) => s.notes.push(format!(
+            "PostgreSQL rows: the same three runs (100 handlers, {big}, 100 with the sandbox off), each on a home whose store (rows and blobs) is a fresh database on the server at {} (`[store] url` in the agency.toml the bench writes; nothing else changes), populated the same way through the store's `Tx` (100 handlers in {:.1} s, {big} in {:.1} s), measured after the SQLite runs against the same direct baselines; server: {}.",
+            crate::pg::server(),
+            p.small_pop.as_secs_f64(),
+            p.large_pop.as_secs_f64(),
+            p.server
+        )),
+        Err(reason) => s.notes.push(format!("PostgreSQL rows {reason}.")),
+    }
     if cfg.quick {
         s.notes.push(format!(
             "quick mode: {big} handlers instead of 100,000 and {samples} samples instead of 200."

@@ -112,6 +112,33 @@ pub fn new_home(dir: &Path, config: &str) -> Result<Home> {
     Ok(home)
 }
 
+/// A fresh home at `dir` whose store is the PostgreSQL database `url`
+/// (`[store] url` in its `agency.toml`, written before `init` so the home
+/// is bootstrapped there), with `config` after that section.
+pub fn new_home_on(dir: &Path, config: &str, url: &str) -> Result<Home> {
+    let home = Home::new(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    let text = format!("{}{config}", crate::pg::store_config(url));
+    std::fs::write(home.config_path(), text)
+        .with_context(|| format!("failed to write {}", home.config_path().display()))?;
+    home.init().with_context(|| {
+        format!(
+            "failed to initialise the home {} on PostgreSQL",
+            dir.display()
+        )
+    })?;
+    Ok(home)
+}
+
+/// A fresh home on SQLite (`url` `None`, [`new_home`]) or on the
+/// PostgreSQL database `url` ([`new_home_on`]).
+pub fn new_home_with(dir: &Path, config: &str, url: Option<&str>) -> Result<Home> {
+    match url {
+        None => new_home(dir, config),
+        Some(url) => new_home_on(dir, config, url),
+    }
+}
+
 /// Resident memory of a process in KiB (`VmRSS` in `/proc/PID/status`).
 pub fn rss_kib(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/status");
