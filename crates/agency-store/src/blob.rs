@@ -85,7 +85,11 @@ pub enum BlobCheck {
 
 /// Where KB contents live.
 pub trait BlobStore: Send + Sync + fmt::Debug {
-    /// Store `content`; durable when this returns. Idempotent.
+    /// Store `content`; idempotent. Durable when this returns, or, for a
+    /// blob store that shares one write-ahead log with its store's rows
+    /// (PostgreSQL's), at the latest with the store's next durable commit:
+    /// a row that points at the blob, committed after this returned, is
+    /// never durable without it.
     fn put(&self, content: &[u8]) -> Result<BlobId, StoreError>;
     /// Read a blob back, verifying its hash.
     fn get(&self, id: &BlobId) -> Result<Vec<u8>, StoreError>;
