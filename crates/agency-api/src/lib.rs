@@ -72,7 +72,8 @@ pub use replies::{
     ToolDecision, ToolDone, Transcript,
 };
 pub use status::{
-    Counts, LimitResource, LimitScope, LimitView, PAUSED_BY_USER, PausedView, StatusView,
+    Counts, DaemonLeasesView, LimitResource, LimitScope, LimitView, PAUSED_BY_USER, PausedView,
+    StatusView,
 };
 pub use tree::{
     AuditEntry, Capability, Delegation, FinishReport, GrantRequest, HandlerView, HistoryEvent,

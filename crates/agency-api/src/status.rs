@@ -28,6 +28,26 @@ pub struct StatusView {
     /// the user raises the limit or resumes it.
     #[serde(default)]
     pub paused: Vec<PausedView>,
+    /// On a store several daemons share: this daemon's name as a lease
+    /// owner (`host:home`); absent on a store of its own.
+    #[serde(default)]
+    pub lease_owner: Option<String>,
+    /// On a shared store: every daemon holding handlers' leases now, by
+    /// owner (this one included when it holds any).
+    #[serde(default)]
+    pub daemons: Vec<DaemonLeasesView>,
+}
+
+/// One daemon's unexpired leases on a shared store (`StatusView::daemons`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonLeasesView {
+    /// The daemon, as a lease owner: `host:home`.
+    pub owner: String,
+    /// Handlers whose work it holds.
+    pub handlers: i64,
+    /// When the last of its leases expires unless renewed (the database's
+    /// clock, ms since the Unix epoch).
+    pub expires_at: Timestamp,
 }
 
 /// How much the home holds (`StatusView::counts`).

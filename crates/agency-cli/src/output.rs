@@ -120,6 +120,42 @@ pub fn status(s: &StatusView) -> String {
         out.push_str(STALLED_NOTE);
     }
     out.push_str(&paused_lines(&s.paused));
+    out.push_str(&daemon_lines(s));
+    out
+}
+
+/// On a shared store: which daemons hold handlers' work now.
+fn daemon_lines(s: &StatusView) -> String {
+    let Some(me) = &s.lease_owner else {
+        return String::new();
+    };
+    let mut out = format!(
+        "
+Shared store: this daemon is {me}.
+"
+    );
+    if s.daemons.is_empty() {
+        out.push_str(
+            "No daemon holds a handler's lease now.
+",
+        );
+        return out;
+    }
+    let rows = s
+        .daemons
+        .iter()
+        .map(|d| {
+            vec![
+                if &d.owner == me {
+                    format!("{} (this one)", d.owner)
+                } else {
+                    d.owner.clone()
+                },
+                d.handlers.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["DAEMON", "HANDLERS LEASED"], rows));
     out
 }
 

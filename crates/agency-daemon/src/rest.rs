@@ -147,8 +147,15 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
     let runtime = st.runtime.clone();
     let sandbox = st.sandbox.clone();
     let limits = st.limits.clone();
+    let lease_owner = st.lease_owner.clone();
     call(&st.svc, move |svc| {
+        let daemons = match lease_owner {
+            Some(_) => svc.lease_owners()?,
+            None => Vec::new(),
+        };
         Ok(StatusView {
+            lease_owner,
+            daemons,
             runtime,
             sandbox,
             limits,

@@ -173,8 +173,13 @@ impl Drop for Meter {
         };
         let svc = self.svc.clone();
         let settle = move || {
-            if let Err(e) = svc.model_call_settle(reservation, result) {
-                tracing::error!(error = %e, "failed to record a model call's usage");
+            match svc.model_call_settle(reservation, result) {
+                Ok(()) => {}
+                // Fenced: another daemon owns the handler now.
+                Err(e @ agency_service::ServiceError::ReservationReleased { .. }) => {
+                    tracing::warn!(error = %e, "a model call's usage was not recorded");
+                }
+                Err(e) => tracing::error!(error = %e, "failed to record a model call's usage"),
             }
         };
         // A SQLite write: off the async threads when there is a runtime.

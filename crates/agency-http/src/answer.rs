@@ -60,7 +60,8 @@ pub fn service_error(e: &ServiceError) -> Response {
         ServiceError::PermissionDenied(_) => StatusCode::FORBIDDEN,
         ServiceError::Conflict { .. }
         | ServiceError::AgentLive { .. }
-        | ServiceError::LeaseLost { .. } => StatusCode::CONFLICT,
+        | ServiceError::LeaseLost { .. }
+        | ServiceError::ReservationReleased { .. } => StatusCode::CONFLICT,
         // 403 as for a denied permission (and as Kubernetes answers an
         // exceeded quota): the request is valid but refused by policy, and
         // repeating it will not help until something changes. Not 429,

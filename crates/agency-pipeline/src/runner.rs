@@ -47,6 +47,22 @@ pub struct RunnerConfig {
     /// What ToolRunner's live mode runs commands with; `None`: a run
     /// started with live tools fails at that stage.
     pub live_tools: Option<crate::tool_runner::LiveTools>,
+    /// On a store several daemons share: drive a run only while holding
+    /// its lease (`None`: the store is this daemon's alone).
+    pub lease: Option<RunnerLease>,
+}
+
+/// How the runner takes part when daemons share a store.
+#[derive(Debug, Clone)]
+pub struct RunnerLease {
+    /// This daemon's lease owner and lease time.
+    pub spec: agency_service::LeaseSpec,
+    /// How often it looks for runs no daemon drives (a dead daemon's,
+    /// once their lease lapsed).
+    pub sweep: Duration,
+    /// Whether the runner renews this daemon's leases on each sweep: when
+    /// no supervisor does (no agent runtime).
+    pub renew: bool,
 }
 
 /// The running runner; [`RunnerHandle::stop`] ends it with every stage in
@@ -89,13 +105,24 @@ pub fn spawn(sys: Arc<System>, cfg: RunnerConfig) -> RunnerHandle {
         // Subscribed before the scan, so no run started in between is missed.
         let mut events = runner.sys.subscribe();
         runner.clone().scan().await;
+        // Without a shared store nothing is swept: the tick never fires.
+        let period = runner
+            .cfg
+            .lease
+            .as_ref()
+            .map_or(Duration::from_secs(86_400 * 365), |l| l.sweep);
+        let mut sweep = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            match events.recv().await {
-                Ok(Event::PipelineRunReady { run }) => runner.clone().drive(run),
-                Ok(Event::LessonReplayReady { lesson }) => runner.clone().replay(lesson),
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => runner.clone().scan().await,
-                Err(RecvError::Closed) => return,
+            tokio::select! {
+                e = events.recv() => match e {
+                    Ok(Event::PipelineRunReady { run }) => runner.clone().drive(run),
+                    Ok(Event::LessonReplayReady { lesson }) => runner.clone().replay(lesson),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => runner.clone().scan().await,
+                    Err(RecvError::Closed) => return,
+                },
+                _ = sweep.tick(), if runner.cfg.lease.is_some() => runner.clone().sweep().await,
             }
         }
     });
@@ -157,6 +184,42 @@ impl Runner {
         }
     }
 
+    /// Shared store: renew when no supervisor does, then drive the
+    /// unfinished runs no other daemon holds.
+    async fn sweep(self: Arc<Self>) {
+        let Some(lease) = self.cfg.lease.clone() else {
+            return;
+        };
+        let sys = self.sys.clone();
+        let found = blocking(move || {
+            if lease.renew {
+                sys.lease_renew(&lease.spec)?;
+            }
+            sys.pipeline_claimable(&lease.spec.owner)
+        })
+        .await;
+        match found {
+            Ok(runs) => {
+                for run in runs {
+                    self.clone().drive(run);
+                }
+            }
+            Err(e) => tracing::warn!("failed to look for pipeline runs to drive: {e}"),
+        }
+    }
+
+    /// Give a run's lease back: it waits for the user or is over, so any
+    /// daemon may take it when it moves again.
+    async fn release(&self, held: Option<agency_service::HeldLease>) {
+        let (Some(held), Some(lease)) = (held, &self.cfg.lease) else {
+            return;
+        };
+        let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
+        if let Err(e) = blocking(move || sys.lease_release(&owner, held)).await {
+            tracing::warn!(run = %held.handler, "failed to give back the lease of pipeline run {}: {e}", held.handler);
+        }
+    }
+
     fn drive(self: Arc<Self>, run: HandlerId) {
         {
             let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
@@ -192,16 +255,43 @@ impl Runner {
     async fn run_stages(&self, run: HandlerId) -> Result<(), ServiceError> {
         loop {
             let sys = self.sys.clone();
-            let next = blocking(move || sys.pipeline_next(run)).await?;
+            let spec = self.cfg.lease.as_ref().map(|l| l.spec.clone());
+            // `None` too when another daemon holds the run: it drives it.
+            let next = blocking(move || sys.pipeline_next_as(run, spec.as_ref())).await?;
             let Some(next) = next else { return Ok(()) };
-            let idx = next.idx;
+            let (idx, held) = (next.idx, next.lease);
             // `None`: the run waits for the user (an approval).
             let Some(end) = self.run_stage(&next).await else {
+                self.release(held).await;
                 return Ok(());
             };
             let sys = self.sys.clone();
-            let status = blocking(move || sys.pipeline_stage_end(run, idx, end)).await?;
+            let token = held.map(|l| l.token);
+            let status = match blocking(move || sys.pipeline_stage_end_as(run, idx, end, token))
+                .await
+            {
+                Ok(status) => status,
+                Err(e @ ServiceError::LeaseLost { .. }) => {
+                    // Another daemon took the run over while this one
+                    // was at the stage: its end is not recorded here.
+                    tracing::warn!(%run, "{e}");
+                    if let (Some(held), Some(lease)) = (held, &self.cfg.lease) {
+                        let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
+                        let _ = blocking(move || {
+                                sys.lease_lost(
+                                    &owner,
+                                    held,
+                                    "the end of a pipeline stage was refused: another daemon drives the run",
+                                )
+                            })
+                            .await;
+                    }
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             if !matches!(status, agency_core::status::PipelineRunStatus::Running) {
+                self.release(held).await;
                 return Ok(());
             }
         }

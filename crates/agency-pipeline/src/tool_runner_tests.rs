@@ -164,6 +164,7 @@ fn next_stage(run: HandlerId, level: i64) -> (StageModel, NextStage) {
         context: implementor(&["touch probe"]),
         agent: None,
         recalled: None,
+        lease: None,
     };
     (stage, next)
 }

@@ -100,6 +100,7 @@ impl ServiceBuilder {
             post: crate::mail::post,
             problems: std::sync::Mutex::default(),
             tool_steps_off: std::sync::atomic::AtomicBool::new(false),
+            own_events: crate::event_log::own::OwnEvents::default(),
             store: self.store,
             blobs: self.blobs,
             clock: self.clock,

@@ -37,6 +37,14 @@ pub enum ServiceError {
     )]
     LeaseLost { handler: String, token: i64 },
 
+    /// A model call's settlement came after another daemon took its
+    /// handler over and released the call's reservation: only the lease's
+    /// holder writes for the handler, so its usage is not recorded.
+    #[error(
+        "failed to record the usage of model call {call} of handler {handler}: another daemon took the handler over and released the call's reservation; nothing was recorded"
+    )]
+    ReservationReleased { call: i64, handler: String },
+
     /// A quota of `agency.toml` would be exceeded; the text names the key.
     #[error("{0}")]
     Quota(String),
@@ -96,7 +104,9 @@ impl ServiceError {
             ServiceError::PermissionDenied(_) => "permission_denied",
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::AgentLive { .. } => "agent_live",
-            ServiceError::LeaseLost { .. } => "lease_lost",
+            ServiceError::LeaseLost { .. } | ServiceError::ReservationReleased { .. } => {
+                "lease_lost"
+            }
             ServiceError::Quota(_) => "quota",
             ServiceError::Limited { .. } => "rate_limited",
             ServiceError::InvalidInput(_) => "invalid_input",

@@ -103,6 +103,7 @@ macro_rules! store_conformance {
             leases::renewal_returns_only_the_leases_still_owned,
             leases::the_fence_holds_only_for_the_current_token_and_release_frees_it,
             leases::expired_leases_are_listed_oldest_first_and_limited,
+            leases::leases_read_by_page_and_summed_by_owner,
             leases::lease_input_is_validated,
             leases::db_now_is_the_wall_clock_in_milliseconds,
             leases::racing_owners_get_distinct_tokens,

@@ -28,6 +28,16 @@ pub struct LeaseRow {
     pub claimed_at: Timestamp,
 }
 
+/// One owner's unexpired leases, summed ([`crate::tx::LeaseTx::lease_owners`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseOwnerRow {
+    pub owner: String,
+    /// Handlers whose lease it holds, unexpired.
+    pub handlers: i64,
+    /// When the last of them expires, on the database's clock.
+    pub expires_at: Timestamp,
+}
+
 /// The input rule every backend applies to a lease change: an owner is
 /// named (not empty) and a time to live is not negative. `op` says what
 /// was being done ("claim the lease of handler …"), for the error.

@@ -38,7 +38,7 @@ pub use calls::{CallRow, CallStatus};
 pub use error::{Cause, StoreError};
 pub use events::{EventFilter, EventRow, EventScope, NewEventRow};
 pub use fsck::{FsckProblem, FsckReport, fsck};
-pub use leases::LeaseRow;
+pub use leases::{LeaseOwnerRow, LeaseRow};
 pub use lessons::{JudgeCheckRow, LessonFilter, LessonLogRow, LessonRow, LessonState};
 pub use mcp_pins::{McpPinChangeRow, McpPinRow, PinChangeStatus};
 pub use memory::{

@@ -233,6 +233,7 @@ impl Style {
             "agent" => "35",
             "approval" | "budget" => "33",
             "handler" if kind == "handler.stalled" => "31",
+            "lease" if kind == "lease.lost" => "31",
             "model_call" => "34",
             "tool" => "94",
             _ => "37",

@@ -151,6 +151,69 @@ exec sleep 300
     story.stop();
 }
 
+/// Issue 33, the store on PostgreSQL: the database is a port on loopback
+/// that holds every row of every handler, with no permission check of
+/// Agency's in front of it (trust authentication here, as on this
+/// machine). A confined agent of a daemon on that store cannot connect to
+/// it, and finds its URL neither in its environment nor in the daemon's.
+/// The control (the daemon's own port) shows the probe connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue33_an_agent_cannot_reach_the_postgres_store() {
+    let db = agency_postgres::scratch::ScratchDb::create(
+        &agency_postgres::scratch::admin_url().expect("PostgreSQL is configured (scripts/test.sh)"),
+    )
+    .unwrap();
+    // postgres://user@host:port/name
+    let port: u16 = db
+        .url()
+        .rsplit_once('@')
+        .and_then(|(_, at)| at.split_once('/'))
+        .and_then(|(addr, _)| addr.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(5432);
+    let out = tempfile::tempdir().unwrap();
+    let script = format!(
+        r#"{pre}
+r db_port bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'
+r db_localhost bash -c 'exec 3<>/dev/tcp/localhost/{port}'
+r env_url sh -c 'env | grep -i postgres'
+r daemon_environ cat /proc/$PPID/environ
+r config cat "$H/agency.toml"
+P=${{AGENCY_MCP_URL#http://127.0.0.1:}}; P=${{P%%/*}}
+r daemon_port bash -c "exec 3<>/dev/tcp/127.0.0.1/$P"
+echo done > "$O/done"
+exec sleep 300
+"#,
+        pre = preamble(out.path()),
+    );
+    let config = format!(
+        "{}[store]\nurl = {:?}\n",
+        config(&script, "", &granting(out.path(), "")),
+        db.url()
+    );
+    let story = Story::start_on_store(&config, Duration::from_secs(60), db.url()).await;
+    send(&story);
+    story
+        .wait_file(&out.path().join("done"), Duration::from_secs(60))
+        .await;
+    for name in [
+        "db_port",
+        "db_localhost",
+        "env_url",
+        "daemon_environ",
+        "config",
+    ] {
+        assert_denied(out.path(), name);
+    }
+    assert_ok(out.path(), "daemon_port");
+    let status = json(&story.home, &["status"]);
+    assert!(
+        status["lease_owner"].is_string(),
+        "the daemon runs on the shared store: {status}"
+    );
+    story.stop();
+}
+
 /// A fork bomb is bounded by `[sandbox] max_processes` (the agent's
 /// cgroup), and the daemon answers meanwhile. The bomb is a binary tree of
 /// sleeping shells (each starts a `sleep`, then two subtrees, then waits),

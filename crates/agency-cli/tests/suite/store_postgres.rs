@@ -198,6 +198,26 @@ fn two_daemons_share_one_organisation_and_one_takes_over_from_a_killed_one() {
         marks_of(marks.path())
     );
 
+    // `agency status` on either daemon shows who holds the work: the
+    // daemon that started the agent, one handler.
+    let (sa, sb) = (a.json(&["status"]), b.json(&["status"]));
+    let (owner_a, owner_b) = (
+        sa["lease_owner"].as_str().unwrap().to_owned(),
+        sb["lease_owner"].as_str().unwrap().to_owned(),
+    );
+    assert_ne!(owner_a, owner_b, "each daemon has its own name");
+    let holder = if first.1 == url_a { &owner_a } else { &owner_b };
+    for s in [&sa, &sb] {
+        assert_eq!(
+            s["daemons"],
+            serde_json::json!([{"owner": holder, "handlers": 1, "expires_at": s["daemons"][0]["expires_at"]}]),
+            "{s}"
+        );
+    }
+    let text = a.ok(&["status"]);
+    assert!(text.contains("Shared store: this daemon is"), "{text}");
+    assert!(text.contains(holder.as_str()), "{text}");
+
     // Kill the daemon that runs it; the other takes over.
     let (dead, alive, survivor, survivor_url) = if first.1 == url_a {
         (da, db_, &b, url_b)

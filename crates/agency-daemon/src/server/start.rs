@@ -62,13 +62,15 @@ impl Daemon {
         let confiner = start_sandbox(home, &cfg, &program, addr).await?;
         let parts = Parts::build(home, &cfg, &svc, secrets, models, confiner, addr).await?;
         let shutdown_requested = Arc::new(Notify::new());
-        let (app, v1) = mount_routes(home, &cfg, &svc, &parts, addr, &shutdown_requested)?;
+        let owner = lease.as_ref().map(|l| l.spec.owner.clone());
+        let (app, v1) = mount_routes(home, &cfg, &svc, &parts, addr, &shutdown_requested, owner)?;
         let (server, shutdown) = serve_agents(listener, app);
         let (admin_server, admin_shutdown) = serve_admin(bind_admin_socket(home)?, v1);
         reap_left_over(&svc, &cfg, lease.as_ref()).await;
         let relay = lease
             .as_ref()
             .map(|l| relay_events(svc.clone(), l.heartbeat, &cfg));
+        let runner_lease = lease.clone();
         let supervisor = start_supervisor(home, &cfg, &svc, &parts, addr, program, lease);
         if let Some(sup) = &supervisor {
             parts.reloader.set_supervisor(sup.reconfigure());
@@ -82,7 +84,14 @@ impl Daemon {
         let gc = crate::retention::spawn(svc.clone(), cfg.retention.gc_interval_hours);
         let problems = crate::problems::spawn(svc.clone(), cfg.watch.tick_seconds);
         let telemetry = start_telemetry(home, telemetry, &svc)?;
-        let pipelines = start_pipelines(home, &svc, &parts, addr);
+        // With no supervisor (no agent runtime) the runner renews the
+        // leases of the runs it drives.
+        let runner_lease = runner_lease.map(|l| agency_pipeline::runner::RunnerLease {
+            spec: l.spec,
+            sweep: l.heartbeat,
+            renew: supervisor.is_none(),
+        });
+        let pipelines = start_pipelines(home, &svc, &parts, addr, runner_lease);
         Ok(Daemon {
             pipelines,
             gc,
@@ -394,6 +403,7 @@ fn start_pipelines(
     svc: &Arc<System>,
     parts: &Parts,
     addr: SocketAddr,
+    lease: Option<agency_pipeline::runner::RunnerLease>,
 ) -> agency_pipeline::runner::RunnerHandle {
     use agency_config::models::Api;
     use agency_pipeline::{Upstream, WireApi};
@@ -438,6 +448,7 @@ fn start_pipelines(
                 root: agency_pipeline::tool_runner::root_of(home.dir()),
                 timeout: agency_pipeline::tool_runner::DEFAULT_TIMEOUT,
             }),
+            lease,
         },
     )
 }
@@ -452,8 +463,10 @@ fn mount_routes(
     parts: &Parts,
     addr: SocketAddr,
     shutdown_requested: &Arc<Notify>,
+    lease_owner: Option<String>,
 ) -> Result<(Router, Router), DaemonError> {
     let state = Arc::new(AppState {
+        lease_owner,
         runtime: cfg.agents.runtime.clone(),
         sandbox: parts.confiner.status(),
         limits: parts.confiner.limits(),

@@ -157,6 +157,7 @@ impl Runner {
                 context,
                 agent: None,
                 recalled: None,
+                lease: None,
             };
             let end = self.call_model(&n, stage, minted).await;
             let scores: BTreeMap<String, i64> =

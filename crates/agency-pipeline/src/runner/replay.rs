@@ -149,6 +149,7 @@ impl Runner {
                 context,
                 agent: None,
                 recalled: None,
+                lease: None,
             };
             let end = match &stage.kind {
                 StageKind::Llm { .. } => self.call_model(&next, stage, minted).await,

@@ -1,12 +1,15 @@
 //! [`LeaseTx`] on PostgreSQL: the `handler_leases` table (migration 2).
 //! The clock is the server's `clock_timestamp()` (the time of the call,
-//! not of the transaction's start). A claim is one
-//! `INSERT … ON CONFLICT … DO UPDATE … WHERE` at the time read just before
-//! it: it takes, extends or leaves the row in one statement, and a refused
-//! claim changes nothing (no failed statement to abort the transaction).
+//! not of the transaction's start). A claim updates the row when it is
+//! free or the claimant's, locked `FOR UPDATE SKIP LOCKED` (a row another
+//! transaction is claiming is passed over, not waited for), else inserts
+//! the first row `ON CONFLICT DO NOTHING`: a refused claim changes nothing
+//! and never fails a statement (which would abort the transaction). Today
+//! writers are serialised by the store's lock, so no row is ever skipped;
+//! the claim stays correct without that lock.
 
 use agency_core::{HandlerId, Timestamp};
-use agency_store::leases::{LeaseRow, check_lease_input};
+use agency_store::leases::{LeaseOwnerRow, LeaseRow, check_lease_input};
 use agency_store::tx::LeaseTx;
 use agency_store::tx::R;
 use tokio_postgres::Row;
@@ -17,6 +20,9 @@ use crate::convert::*;
 macro_rules! lease_cols {
     () => {
         "handler, owner, token, expires_at, claimed_at"
+    };
+    (l) => {
+        "l.handler, l.owner, l.token, l.expires_at, l.claimed_at"
     };
 }
 
@@ -46,27 +52,50 @@ impl LeaseTx for PgTx<'_> {
         check_lease_input(owner, Some(ttl_ms), op)?;
         let now = self.db_now()?;
         let expires = now.0.saturating_add(ttl_ms);
-        // Every column reference on the right of SET is the old row's: an
-        // unexpired lease (necessarily `owner`'s, by the WHERE) keeps its
-        // token and claimed_at; an expired one gets the next token.
-        let claimed = query_opt(
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&handler.to_string(), &owner, &expires, &now.0];
+        // Take the row if it is free (expired) or ours, locking it with
+        // SKIP LOCKED: a row another transaction is claiming is passed
+        // over, not waited for (it is not free). Every column reference
+        // on the right of SET is the old row's: an unexpired lease
+        // (necessarily `owner`'s) keeps its token and claimed_at; an
+        // expired one gets the next token.
+        let mut claimed = query_opt(
             self.conn,
             concat!(
-                "INSERT INTO handler_leases AS l (handler, owner, token, expires_at, claimed_at)
-                 VALUES ($1, $2, 1, $3, $4)
-                 ON CONFLICT (handler) DO UPDATE SET
-                     owner = EXCLUDED.owner,
+                "UPDATE handler_leases AS l SET
+                     owner = $2,
                      token = CASE WHEN l.expires_at > $4 THEN l.token ELSE l.token + 1 END,
-                     expires_at = EXCLUDED.expires_at,
+                     expires_at = $3,
                      claimed_at = CASE WHEN l.expires_at > $4 THEN l.claimed_at ELSE $4 END
-                 WHERE l.expires_at <= $4 OR l.owner = EXCLUDED.owner
+                 FROM (SELECT handler FROM handler_leases
+                       WHERE handler = $1 AND (expires_at <= $4 OR owner = $2)
+                       FOR UPDATE SKIP LOCKED) AS free
+                 WHERE l.handler = free.handler
                  RETURNING ",
-                lease_cols!()
+                lease_cols!(l)
             ),
-            &[&handler.to_string(), &owner, &expires, &now.0],
+            &params,
             op,
             lease_row,
         )?;
+        if claimed.is_none() {
+            // No row yet, or one held by another owner (or being claimed):
+            // only a first claim inserts; a conflict leaves it alone.
+            claimed = query_opt(
+                self.conn,
+                concat!(
+                    "INSERT INTO handler_leases (handler, owner, token, expires_at, claimed_at)
+                     VALUES ($1, $2, 1, $3, $4)
+                     ON CONFLICT (handler) DO NOTHING
+                     RETURNING ",
+                    lease_cols!()
+                ),
+                &params,
+                op,
+                lease_row,
+            )?;
+        }
         // A new token must outlive a crash of the server even when the
         // claim rides in a lazy transaction (the spawn's): a token lost
         // after its owner acted on it could be handed out again.
@@ -136,6 +165,38 @@ impl LeaseTx for PgTx<'_> {
             &[&owner],
             || format!("list the leases of {owner}"),
             lease_row,
+        )
+    }
+
+    fn leases_for(&mut self, handlers: &[HandlerId]) -> R<Vec<LeaseRow>> {
+        query_rows(
+            self.conn,
+            concat!(
+                "SELECT ",
+                lease_cols!(),
+                " FROM handler_leases WHERE handler = ANY($1) ORDER BY handler"
+            ),
+            &[&text_list(handlers)],
+            || format!("read the leases of {} handler(s)", handlers.len()),
+            lease_row,
+        )
+    }
+
+    fn lease_owners(&mut self) -> R<Vec<LeaseOwnerRow>> {
+        let now = self.db_now()?;
+        query_rows(
+            self.conn,
+            "SELECT owner, COUNT(*), MAX(expires_at) FROM handler_leases
+             WHERE expires_at > $1 GROUP BY owner ORDER BY owner",
+            &[&now.0],
+            || "list the owners of leases".to_owned(),
+            |r| {
+                Ok(LeaseOwnerRow {
+                    owner: col(r, 0, "lease owner")?,
+                    handlers: col(r, 1, "lease count")?,
+                    expires_at: col_ts(r, 2, "lease expires_at")?,
+                })
+            },
         )
     }
 

@@ -13,11 +13,13 @@
 //! their calls are refused from then on) and releases the budget their
 //! calls in flight reserved: nobody will settle those.
 
+use agency_api::EventKind;
 use agency_core::{AgentId, HandlerId};
 use agency_store::{AgentRow, BudgetSpend, LeaseRow, Tx};
 
 use crate::Result;
 use crate::error::ServiceError;
+use crate::event_log::Record;
 use crate::runs::RunReport;
 use crate::service::{Op, System};
 
@@ -53,9 +55,29 @@ pub(crate) fn claim(op: &mut Op<'_>, handler: HandlerId, spec: &LeaseSpec) -> Re
     let Some(row) = op.tx.claim_lease(handler, &spec.owner, spec.ttl_ms)? else {
         return Ok(None);
     };
-    let taken_over = before.is_some_and(|b| b.owner != spec.owner);
-    if taken_over {
+    let from = before
+        .as_ref()
+        .filter(|b| b.owner != spec.owner)
+        .map(|b| b.owner.clone());
+    if from.is_some() {
         end_previous_agents(op, handler, &spec.owner)?;
+    }
+    // An extension of a lease still held is no news; a new token is.
+    if before.is_none_or(|b| b.token != row.token) {
+        let summary = match &from {
+            Some(prev) => format!(
+                "daemon {} claimed handler {handler} after daemon {prev} (token {})",
+                spec.owner, row.token
+            ),
+            None => format!(
+                "daemon {} claimed handler {handler} (token {})",
+                spec.owner, row.token
+            ),
+        };
+        op.record(
+            Record::new(EventKind::LeaseClaimed, Some(handler), summary)
+                .data(serde_json::json!({"owner": spec.owner, "token": row.token, "from": from})),
+        );
     }
     Ok(Some(row.token))
 }
@@ -109,17 +131,18 @@ fn release_reservations(op: &mut Op<'_>, agents: &[AgentId]) -> Result<()> {
 
 /// The live agents of handlers `owner` leases or nobody does.
 fn owned_live(tx: &mut dyn Tx, owner: &str) -> Result<Vec<AgentRow>> {
-    let mut out = Vec::new();
-    for a in tx.live_agents()? {
-        let ours = match tx.lease(a.handler)? {
-            None => true,
-            Some(l) => l.owner == owner,
-        };
-        if ours {
-            out.push(a);
-        }
-    }
-    Ok(out)
+    let live = tx.live_agents()?;
+    let handlers: Vec<HandlerId> = live.iter().map(|a| a.handler).collect();
+    let others: std::collections::HashSet<HandlerId> = tx
+        .leases_for(&handlers)?
+        .into_iter()
+        .filter(|l| l.owner != owner)
+        .map(|l| l.handler)
+        .collect();
+    Ok(live
+        .into_iter()
+        .filter(|a| !others.contains(&a.handler))
+        .collect())
 }
 
 /// The fence: refuse, changing nothing, unless `token` is still the
@@ -153,7 +176,43 @@ impl System {
     /// nothing to do, or the daemon stops), so that any daemon may take
     /// it at once. False if it was not held with that token.
     pub fn lease_release(&self, owner: &str, lease: HeldLease) -> Result<bool> {
-        self.write(|op| Ok(op.tx.release_lease(lease.handler, owner, lease.token)?))
+        self.write(|op| {
+            let released = op.tx.release_lease(lease.handler, owner, lease.token)?;
+            if released {
+                op.record(
+                    Record::new(
+                        EventKind::LeaseReleased,
+                        Some(lease.handler),
+                        format!(
+                            "daemon {owner} gave back handler {} (token {})",
+                            lease.handler, lease.token
+                        ),
+                    )
+                    .data(serde_json::json!({"owner": owner, "token": lease.token})),
+                );
+            }
+            Ok(released)
+        })
+    }
+
+    /// Daemon: log that it noticed it no longer holds `lease` and stopped
+    /// its agent for the handler (`reason` says how it learnt). A record
+    /// only: it changes nothing the lease guards.
+    pub fn lease_lost(&self, owner: &str, lease: HeldLease, reason: &str) -> Result<()> {
+        self.write_lazy(|op| {
+            op.record(
+                Record::new(
+                    EventKind::LeaseLost,
+                    Some(lease.handler),
+                    format!(
+                        "daemon {owner} lost handler {} (token {}): {reason}",
+                        lease.handler, lease.token
+                    ),
+                )
+                .data(serde_json::json!({"owner": owner, "token": lease.token, "reason": reason})),
+            );
+            Ok(())
+        })
     }
 
     /// Daemon (sweeper and fallback for wake-ups from other daemons):
@@ -166,8 +225,13 @@ impl System {
             let mut after = None;
             loop {
                 let page = tx.handlers_with_work(after, 256)?;
+                let leases: std::collections::HashMap<HandlerId, LeaseRow> = tx
+                    .leases_for(&page)?
+                    .into_iter()
+                    .map(|l| (l.handler, l))
+                    .collect();
                 for &h in &page {
-                    let free = match tx.lease(h)? {
+                    let free = match leases.get(&h) {
                         None => true,
                         Some(l) => l.owner == owner || l.expires_at <= now,
                     };
@@ -212,6 +276,21 @@ impl System {
     /// The agents [`System::agents_reap_owned`] would end now.
     pub fn agents_owned_live(&self, owner: &str) -> Result<Vec<AgentRow>> {
         self.read(|tx| owned_live(tx, owner))
+    }
+
+    /// `agency status` on a shared store: every daemon holding leases now.
+    pub fn lease_owners(&self) -> Result<Vec<agency_api::DaemonLeasesView>> {
+        self.read(|tx| {
+            Ok(tx
+                .lease_owners()?
+                .into_iter()
+                .map(|o| agency_api::DaemonLeasesView {
+                    owner: o.owner,
+                    handlers: o.handlers,
+                    expires_at: o.expires_at,
+                })
+                .collect())
+        })
     }
 
     /// A handler's lease, for status displays and tests.

@@ -370,7 +370,10 @@ fn build_tree(root: HandlerId, rows: &[HandlerRow], totals: &[UsageTotals]) -> C
 impl System {
     /// Gateway: record what a reserved call used. Not authenticated again:
     /// the agent may have ended while its last answer was streaming, and
-    /// that answer was still spent.
+    /// that answer was still spent. Refused, changing nothing
+    /// (`ServiceError::ReservationReleased`), when its reservation is gone:
+    /// another daemon took the handler over and released it, and only the
+    /// lease's holder writes for the handler.
     pub fn model_call_settle(
         &self,
         reservation: ModelReservation,
@@ -384,21 +387,33 @@ impl System {
                 ledger,
                 at,
             } = reservation;
-            // The reservation is gone if a daemon restart cleared it (and
-            // the ledger's in-flight totals with it).
-            let held = op.tx.budget_reservation(ledger)?;
+            // The fence of a settlement: its reservation. A daemon that
+            // took the handler over released the reservations of the
+            // agents it ended (`agents/leases.rs`), in the transaction that
+            // raised the lease's token, so a settlement that finds none
+            // comes from an owner that lost the lease, and changes nothing.
+            // The row must be this agent's: SQLite may give a deleted
+            // reservation's number to the next one.
+            let held = op
+                .tx
+                .budget_reservation(ledger)?
+                .filter(|r| r.agent == agent);
+            let Some(held) = held else {
+                return Err(ServiceError::ReservationReleased {
+                    call: ledger,
+                    handler: handler.to_string(),
+                });
+            };
             op.tx.delete_budget_reservation(ledger)?;
-            let mut delta = BudgetSpend {
+            let delta = BudgetSpend {
                 tokens: result.usage.total(),
                 micro_usd: result.cost_micro_usd,
                 calls: 1,
+                reserved_tokens: -held.tokens,
+                reserved_micro_usd: -held.micro_usd,
+                reserved_calls: -1,
                 ..BudgetSpend::default()
             };
-            if let Some(r) = held {
-                delta.reserved_tokens = -r.tokens;
-                delta.reserved_micro_usd = -r.micro_usd;
-                delta.reserved_calls = -1;
-            }
             let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
             op.tx.budget_spend_add(&ids, &delta)?;
             let u = &result.usage;

@@ -18,6 +18,7 @@
 //! own handler and those below it, the user everything.
 
 pub(crate) mod domain;
+pub(crate) mod own;
 mod read;
 mod relay;
 pub(crate) mod steps;
@@ -104,9 +105,11 @@ impl Op<'_> {
         self.log.push(Pending::Record(r));
     }
 
-    /// Append what the operation logged; the highest number given, if any.
-    pub(crate) fn flush_log(&mut self) -> Result<Option<i64>> {
-        let mut last = None;
+    /// Append what the operation logged; the lowest and highest numbers
+    /// given, if any (writers are serialised, so the operation's events
+    /// are numbered without a gap).
+    pub(crate) fn flush_log(&mut self) -> Result<Option<(i64, i64)>> {
+        let mut given: Option<(i64, i64)> = None;
         for p in std::mem::take(&mut self.log) {
             let record = match p {
                 Pending::Domain(e) => match domain::describe(self.tx, &e)? {
@@ -115,8 +118,9 @@ impl Op<'_> {
                 },
                 Pending::Record(r) => r,
             };
-            last = Some(self.tx.append_event(&record.into_row(self.now))?);
+            let seq = self.tx.append_event(&record.into_row(self.now))?;
+            given = Some(given.map_or((seq, seq), |(first, _)| (first, seq)));
         }
-        Ok(last)
+        Ok(given)
     }
 }

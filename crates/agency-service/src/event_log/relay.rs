@@ -6,9 +6,8 @@
 //! reads the log after a cursor and hands this daemon's listeners the
 //! wake-ups it holds: new and deferred mail, outcomes, handlers created or stopped,
 //! agents ended, approvals decided, budgets resumed, capabilities and
-//! keep-warm changed. A daemon's own events come back too; each listener
-//! re-reads the state it cares about on a wake-up, so a repeat costs a
-//! read and changes nothing.
+//! keep-warm changed. A daemon's own events are passed over (`own.rs`):
+//! its listeners had them at commit.
 
 use agency_store::{EventFilter, EventScope};
 
@@ -50,6 +49,8 @@ pub(crate) fn event_of(kind: &str, data: &str) -> Option<Event> {
 impl System {
     /// Daemon: the log's last event number (where a relay starts).
     pub fn event_log_end(&self) -> Result<i64> {
+        // From here on, remember which events are this daemon's own.
+        self.own_events.enable();
         self.read(|tx| Ok(tx.last_event_seq()?))
     }
 
@@ -70,7 +71,12 @@ impl System {
         let Some(last) = rows.last().map(|r| r.seq) else {
             return Ok(after);
         };
-        for r in &rows {
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let own = self.own_events.take_own(&seqs, last);
+        for (r, own) in rows.iter().zip(own) {
+            if own {
+                continue;
+            }
             if let Some(e) = event_of(&r.event.kind, &r.event.data) {
                 // No listener is not an error: nothing waits now.
                 let _ = self.events.send(e);

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::check::validate_artifact;
 use super::stored_model;
 use crate::Result;
+use crate::agents::leases::{HeldLease, LeaseSpec, claim, fence};
 use crate::error::ServiceError;
 use crate::event_log::Record;
 use crate::render::{Author, create_file, outcome_event, render_outcome_file};
@@ -45,6 +46,9 @@ pub struct NextStage {
     /// For the built-in Retriever: what the pipeline's library recalled
     /// for the words of its reads.
     pub recalled: Option<super::Recalled>,
+    /// The run's lease, when it was taken under one
+    /// ([`System::pipeline_next_as`]): its end is recorded under it.
+    pub lease: Option<HeldLease>,
 }
 
 /// How a stage ended, as the engine reports it.
@@ -78,10 +82,43 @@ impl System {
         })
     }
 
+    /// Daemon sharing the store with others (the runner's sweep): the
+    /// unfinished runs whose lease is free (none, or lapsed) or
+    /// `owner`'s, oldest first.
+    pub fn pipeline_claimable(&self, owner: &str) -> Result<Vec<HandlerId>> {
+        self.read(|tx| {
+            let mut runs = tx.pipeline_runs(true, super::MAX_RUNS_LISTED)?;
+            runs.retain(|r| r.status == PipelineRunStatus::Running);
+            runs.reverse();
+            let ids: Vec<HandlerId> = runs.into_iter().map(|r| r.id).collect();
+            let now = tx.db_now()?;
+            let held: std::collections::HashSet<HandlerId> = tx
+                .leases_for(&ids)?
+                .into_iter()
+                .filter(|l| l.owner != owner && l.expires_at > now)
+                .map(|l| l.handler)
+                .collect();
+            Ok(ids.into_iter().filter(|h| !held.contains(h)).collect())
+        })
+    }
+
     /// Daemon: the stage `run` is at, marked running, with its context;
     /// `None` when the run is not `running` (done, failed, waiting for the
     /// user). Every artifact read back is validated again.
     pub fn pipeline_next(&self, run: HandlerId) -> Result<Option<NextStage>> {
+        self.pipeline_next_as(run, None)
+    }
+
+    /// [`System::pipeline_next`] for a daemon sharing the store: the run's
+    /// handler's lease is claimed for `lease.owner` in the same
+    /// transaction, and `None` (nothing written) when another daemon
+    /// holds it. Taking over a lapsed lease ends the previous owner's
+    /// stage agent, so a stage is driven by one daemon at a time.
+    pub fn pipeline_next_as(
+        &self,
+        run: HandlerId,
+        lease: Option<&LeaseSpec>,
+    ) -> Result<Option<NextStage>> {
         let token = crate::agents::tokens::new_token();
         // Committed without an fsync (like a spawn's record): losing it to
         // a power cut loses nothing a restart would not redo, since a
@@ -93,6 +130,16 @@ impl System {
             if r.status != PipelineRunStatus::Running {
                 return Ok(None);
             }
+            let held = match lease {
+                None => None,
+                Some(spec) => match claim(op, run, spec)? {
+                    None => return Ok(None),
+                    Some(token) => Some(HeldLease {
+                        handler: run,
+                        token,
+                    }),
+                },
+            };
             let model = stored_model(&r)?;
             let mut stages = op.tx.pipeline_stages(run)?;
             let idx = r.stage as usize;
@@ -154,9 +201,9 @@ impl System {
                     .ok_or_else(|| ServiceError::not_found("KB file", file))?;
                 files.push((read.stage.clone(), v.hash));
             }
-            Ok(Some((r, model, idx, files, agent)))
+            Ok(Some((r, model, idx, files, agent, held)))
         })?;
-        let Some((r, model, idx, files, agent)) = taken else {
+        let Some((r, model, idx, files, agent, held)) = taken else {
             return Ok(None);
         };
         let mut context = Map::new();
@@ -226,6 +273,7 @@ impl System {
             context,
             agent,
             recalled,
+            lease: held,
         }))
     }
 
@@ -241,7 +289,23 @@ impl System {
         idx: usize,
         end: StageEnd,
     ) -> Result<PipelineRunStatus> {
+        self.pipeline_stage_end_as(run, idx, end, None)
+    }
+
+    /// [`System::pipeline_stage_end`] as the holder of the run's lease
+    /// token `token` (several daemons): refused with `LeaseLost`, changing
+    /// nothing, when another daemon took the run over since.
+    pub fn pipeline_stage_end_as(
+        &self,
+        run: HandlerId,
+        idx: usize,
+        end: StageEnd,
+        token: Option<i64>,
+    ) -> Result<PipelineRunStatus> {
         self.write(|op| {
+            if let Some(token) = token {
+                fence(op, run, token)?;
+            }
             let Some(mut r) = op.tx.pipeline_run(run)? else {
                 return Err(ServiceError::not_found("pipeline run", run));
             };

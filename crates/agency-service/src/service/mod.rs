@@ -35,6 +35,9 @@ pub struct Service {
     pub(crate) events: broadcast::Sender<Event>,
     /// Told the number of the latest committed events (`event_log/`).
     pub(crate) event_seq: Arc<watch::Sender<i64>>,
+    /// The numbers of the events this process committed, which the relay
+    /// of a shared store passes over (`event_log/own.rs`).
+    pub(crate) own_events: crate::event_log::own::OwnEvents,
     pub(crate) read_audit: ReadAudit,
     /// Names the configuration declares, as the daemon last said
     /// (`declared.rs`).
@@ -192,7 +195,8 @@ impl Service {
         } else {
             agency_store::write(&*self.store, body)?
         };
-        if let Some(seq) = last {
+        if let Some((first, seq)) = last {
+            self.own_events.committed(first, seq);
             self.event_seq.send_replace(seq);
         }
         for e in events {

@@ -102,7 +102,7 @@ fn a_lease_goes_to_one_daemon_and_a_takeover_fences_the_old_one() {
     assert_eq!(env.svc.lease_claimable_work("daemon-a", 10).unwrap(), [h]);
     // A's agent has a call in flight: 900 of the 1000 tokens reserved.
     let agent_a = Principal::agent(h, pa.minted.agent);
-    env.svc.model_call_reserve(agent_a, call()).unwrap();
+    let in_flight_a = env.svc.model_call_reserve(agent_a, call()).unwrap();
 
     // A stops renewing (stalled, cut off, killed): its lease lapses.
     env.svc.lease_renew(&spec("daemon-a", 0)).unwrap();
@@ -146,6 +146,32 @@ fn a_lease_goes_to_one_daemon_and_a_takeover_fences_the_old_one() {
         still.end_reason, ended_a.end_reason,
         "the old owner's report was not recorded"
     );
+    // Its call's answer ends: the settlement is fenced too (B released
+    // the reservation), so no spend, call or model-call row appears.
+    let cost_before = env.svc.cost_tree(Principal::User, Some(h)).unwrap();
+    let used = agency_service::ModelCallResult {
+        status: 200,
+        usage: agency_store::TokenUsage {
+            input_tokens: 50,
+            output_tokens: 50,
+            ..Default::default()
+        },
+        cost_micro_usd: 10,
+        estimated: false,
+    };
+    assert_kind(env.svc.model_call_settle(in_flight_a, used), "lease_lost");
+    assert_eq!(
+        env.svc.cost_tree(Principal::User, Some(h)).unwrap(),
+        cost_before,
+        "the old owner's settlement recorded nothing"
+    );
+    assert_eq!(
+        env.svc
+            .model_calls_of(Principal::User, pa.minted.agent)
+            .unwrap()
+            .len(),
+        0
+    );
     assert_eq!(
         env.svc.lease_renew(&a).unwrap(),
         [],
@@ -177,4 +203,47 @@ fn a_lease_goes_to_one_daemon_and_a_takeover_fences_the_old_one() {
         .unwrap()
         .unwrap();
     assert_eq!(pa2.lease.unwrap().token, 3);
+
+    // The log tells the story: each new token (not A's extensions), the
+    // takeover with whom it came from, the release. The loss is logged by
+    // the daemon that notices it (`lease_lost`).
+    env.svc
+        .lease_lost("daemon-a", la, "its renewal found it taken over")
+        .unwrap();
+    let page = env
+        .svc
+        .events_read(
+            Principal::User,
+            &agency_service::EventQuery {
+                kinds: vec!["lease".into()],
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let story: Vec<(&str, &str, i64, &serde_json::Value)> = page
+        .events
+        .iter()
+        .map(|e| {
+            assert_eq!(e.handler, Some(h));
+            (
+                e.kind.as_str(),
+                e.data["owner"].as_str().unwrap(),
+                e.data["token"].as_i64().unwrap(),
+                &e.data["from"],
+            )
+        })
+        .collect();
+    let null = serde_json::Value::Null;
+    let (from_a, from_b) = (serde_json::json!("daemon-a"), serde_json::json!("daemon-b"));
+    assert_eq!(
+        story,
+        [
+            ("lease.claimed", "daemon-a", 1, &null),
+            ("lease.claimed", "daemon-b", 2, &from_a),
+            ("lease.released", "daemon-b", 2, &null),
+            ("lease.claimed", "daemon-a", 3, &from_b),
+            ("lease.lost", "daemon-a", 1, &null),
+        ]
+    );
 }

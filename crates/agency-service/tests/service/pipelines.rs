@@ -365,3 +365,71 @@ fn issue31_a_stopped_run_takes_no_more_stages_and_keeps_what_it_stored() {
     );
     assert_kind(env.svc.pipeline_stop(U, run), "invalid_input");
 }
+
+/// Several daemons on one store: a run's stage is taken under the run's
+/// lease, so only one daemon drives it; when that daemon's lease lapses,
+/// another takes the stage over (the first one's stage agent ends) and the
+/// first one's late stage end changes nothing.
+#[test]
+fn issue33_a_run_is_driven_by_one_daemon_and_a_takeover_fences_the_old_one() {
+    use agency_service::LeaseSpec;
+    let spec = |owner: &str, ttl_ms| LeaseSpec {
+        owner: owner.into(),
+        ttl_ms,
+    };
+    let env = Env::new();
+    let run = start(&env, json!("fix the login bug"));
+    let (a, b) = (spec("daemon-a", 60_000), spec("daemon-b", 60_000));
+    assert_eq!(env.svc.pipeline_claimable("daemon-a").unwrap(), [run]);
+
+    let taken_a = env.svc.pipeline_next_as(run, Some(&a)).unwrap().unwrap();
+    let la = taken_a.lease.unwrap();
+    assert_eq!((la.handler, la.token), (run, 1));
+    let agent_a = taken_a.agent.as_ref().unwrap().as_ref().unwrap().agent;
+    assert!(env.svc.pipeline_next_as(run, Some(&b)).unwrap().is_none());
+    assert_eq!(env.svc.pipeline_claimable("daemon-b").unwrap(), []);
+    assert_eq!(env.svc.pipeline_claimable("daemon-a").unwrap(), [run]);
+
+    // A stalls past its lease: B takes the stage over; A's stage agent ends.
+    env.svc.lease_renew(&spec("daemon-a", 0)).unwrap();
+    assert_eq!(env.svc.pipeline_claimable("daemon-b").unwrap(), [run]);
+    let taken_b = env.svc.pipeline_next_as(run, Some(&b)).unwrap().unwrap();
+    let lb = taken_b.lease.unwrap();
+    assert_eq!((taken_b.idx, lb.token), (0, 2));
+    let live: Vec<_> = env
+        .svc
+        .agents_live(U)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert!(!live.contains(&agent_a), "A's stage agent was ended");
+
+    // A's late end is refused and changes nothing; B's is recorded.
+    let keywords = json!({"keywords": ["login"]});
+    assert_kind(
+        env.svc.pipeline_stage_end_as(
+            run,
+            0,
+            end(StageStatus::Ok, Some(json!({"keywords": ["from A"]}))),
+            Some(la.token),
+        ),
+        "lease_lost",
+    );
+    let view = env.svc.pipeline_show(U, run).unwrap();
+    assert_eq!(view.run.stage, 0, "A's end did not move the run");
+    assert_eq!(
+        env.svc
+            .pipeline_stage_end_as(
+                run,
+                0,
+                end(StageStatus::Ok, Some(keywords.clone())),
+                Some(lb.token)
+            )
+            .unwrap(),
+        PipelineRunStatus::Running
+    );
+    let next = env.svc.pipeline_next_as(run, Some(&b)).unwrap().unwrap();
+    assert_eq!(next.idx, 1);
+    assert_eq!(next.context["Observer"], keywords, "B's artifact, not A's");
+}

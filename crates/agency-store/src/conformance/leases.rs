@@ -227,6 +227,50 @@ pub fn expired_leases_are_listed_oldest_first_and_limited(new: &New) {
     assert_eq!(expired, sorted);
 }
 
+pub fn leases_read_by_page_and_summed_by_owner(new: &New) {
+    let (_d, store) = new();
+    let store = &*store;
+    assert_eq!(rd(store, |tx| tx.leases_for(&[hid(1), hid(2)])), []);
+    assert_eq!(rd(store, |tx| tx.lease_owners()), []);
+    claim(store, hid(3), "a", LONG).expect("free");
+    claim(store, hid(1), "a", LONG).expect("free");
+    claim(store, hid(2), "b", LONG).expect("free");
+    claim(store, hid(4), "b", 0).expect("free");
+    // Expired rows too, ordered by handler; handlers without a row and
+    // repeats add nothing.
+    let page = rd(store, |tx| {
+        tx.leases_for(&[hid(4), hid(3), hid(9), hid(1), hid(3)])
+    });
+    assert_eq!(handlers(&page), [hid(1), hid(3), hid(4)]);
+    assert_eq!(page[2].expires_at, page[2].claimed_at, "the expired one");
+    for row in &page {
+        assert_eq!(rd(store, |tx| tx.lease(row.handler)).as_ref(), Some(row));
+    }
+    assert_eq!(rd(store, |tx| tx.leases_for(&[])), []);
+
+    // Owners of unexpired leases only: b's expired h4 does not count.
+    let owners = rd(store, |tx| tx.lease_owners());
+    let summary: Vec<(&str, i64)> = owners
+        .iter()
+        .map(|o| (o.owner.as_str(), o.handlers))
+        .collect();
+    assert_eq!(summary, [("a", 2), ("b", 1)]);
+    let a_last = rd(store, |tx| tx.leases_of("a"))
+        .iter()
+        .map(|l| l.expires_at)
+        .max();
+    assert_eq!(Some(owners[0].expires_at), a_last);
+    wr(store, |tx| tx.renew_leases("b", 0));
+    assert_eq!(
+        rd(store, |tx| tx.lease_owners())
+            .iter()
+            .map(|o| o.owner.as_str())
+            .collect::<Vec<_>>(),
+        ["a"],
+        "b's leases lapsed"
+    );
+}
+
 pub fn lease_input_is_validated(new: &New) {
     let (_d, store) = new();
     let store = &*store;

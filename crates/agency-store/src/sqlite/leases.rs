@@ -9,7 +9,7 @@ use rusqlite::params;
 use super::SqliteTx;
 use super::convert::*;
 use crate::error::StoreError;
-use crate::leases::{LeaseRow, check_lease_input};
+use crate::leases::{LeaseOwnerRow, LeaseRow, check_lease_input};
 use crate::tx::LeaseTx;
 
 const COLUMNS: &str = "handler, owner, token, expires_at, claimed_at";
@@ -146,6 +146,37 @@ impl LeaseTx for SqliteTx<'_> {
             [owner],
             || format!("list the leases of {owner}"),
             lease_row,
+        )
+    }
+
+    fn leases_for(&mut self, handlers: &[HandlerId]) -> R<Vec<LeaseRow>> {
+        query_rows(
+            self.conn,
+            &format!(
+                "SELECT {COLUMNS} FROM handler_leases
+                 WHERE handler IN (SELECT value FROM json_each(?1)) ORDER BY handler"
+            ),
+            [json_list(handlers, true)],
+            || format!("read the leases of {} handler(s)", handlers.len()),
+            lease_row,
+        )
+    }
+
+    fn lease_owners(&mut self) -> R<Vec<LeaseOwnerRow>> {
+        let now = self.db_now()?;
+        query_rows(
+            self.conn,
+            "SELECT owner, COUNT(*), MAX(expires_at) FROM handler_leases
+             WHERE expires_at > ?1 GROUP BY owner ORDER BY owner",
+            [now.0],
+            || "list the owners of leases".to_owned(),
+            |r| {
+                Ok(LeaseOwnerRow {
+                    owner: col(r, 0, "lease owner")?,
+                    handlers: col(r, 1, "lease count")?,
+                    expires_at: col_ts(r, 2, "lease expires_at")?,
+                })
+            },
         )
     }
 

@@ -4,7 +4,7 @@
 use agency_core::{HandlerId, Timestamp};
 
 use super::R;
-use crate::leases::LeaseRow;
+use crate::leases::{LeaseOwnerRow, LeaseRow};
 
 /// Handler leases. Times are the database's own clock ([`db_now`]), so
 /// every daemon sharing a database measures leases on one clock; a lease
@@ -55,6 +55,14 @@ pub trait LeaseTx {
     /// The lease rows whose owner is `owner` (expired ones too), ordered by
     /// handler.
     fn leases_of(&mut self, owner: &str) -> R<Vec<LeaseRow>>;
+
+    /// The lease rows of `handlers` that have one (expired ones too),
+    /// ordered by handler: one read for a page of handlers.
+    fn leases_for(&mut self, handlers: &[HandlerId]) -> R<Vec<LeaseRow>>;
+
+    /// Every owner holding an unexpired lease, with how many it holds and
+    /// when the last of them expires, ordered by owner.
+    fn lease_owners(&mut self) -> R<Vec<LeaseOwnerRow>>;
 
     /// The expired lease rows (`expires_at <= db_now()`), ordered by
     /// (expires_at, handler), at most `limit`: the sweeper's work list.

@@ -68,15 +68,28 @@ impl State {
                 self.renewed_at = Instant::now();
                 let held: HashSet<(HandlerId, i64)> =
                     held.iter().map(|l| (l.handler, l.token)).collect();
+                let mut lost = Vec::new();
                 for (h, run) in self.running.iter_mut() {
                     let Some(l) = run.lease else { continue };
                     if run.stop_reason.is_none() && !held.contains(&(*h, l.token)) {
+                        lost.push(l);
                         tracing::warn!(handler = %h, agent = %run.agent, token = l.token, "lease lost (lapsed, or taken over by another daemon); stopping the handler's agent here");
                         run.stop_reason = Some(
                             "stopped: its daemon no longer holds the handler's lease (it lapsed, or another daemon took it over)"
                                 .to_owned(),
                         );
                         run.stop(grace);
+                    }
+                }
+                for l in lost {
+                    let owner = settings.spec.owner.clone();
+                    let logged = self
+                        .blocking(move |s| {
+                            s.lease_lost(&owner, l, "its renewal found it taken over or lapsed; the agent here was stopped")
+                        })
+                        .await;
+                    if let Err(e) = logged {
+                        tracing::warn!(handler = %l.handler, error = %e, "failed to log the loss of the lease of handler {}", l.handler);
                     }
                 }
                 self.sweep(&settings.spec.owner).await;

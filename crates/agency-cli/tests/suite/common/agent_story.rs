@@ -165,6 +165,24 @@ impl Story {
         Story::start_full(config, timeout, &[], policy).await
     }
 
+    /// As `start_with_env`, with the store in the database `url` names
+    /// (`AGENCY_STORE_URL` for `init`, which makes the root handler
+    /// there, and for the daemon).
+    pub async fn start_on_store(config: &str, timeout: Duration, url: &str) -> Story {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let init = Command::new(BIN)
+            .arg("init")
+            .env("AGENCY_HOME", &home)
+            .env("AGENCY_STORE_URL", url)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+        std::fs::write(home.join("agency.toml"), config).unwrap();
+        std::fs::write(home.join("policy.toml"), WALLS_ONLY_POLICY).unwrap();
+        Story::serve_home(tmp, home, timeout, &[("AGENCY_STORE_URL", url)]).await
+    }
+
     async fn start_full(
         config: &str,
         timeout: Duration,
@@ -172,6 +190,15 @@ impl Story {
         policy: Option<&str>,
     ) -> Story {
         let (tmp, home) = init_home_with_policy(config, policy);
+        Story::serve_home(tmp, home, timeout, env).await
+    }
+
+    async fn serve_home(
+        tmp: tempfile::TempDir,
+        home: PathBuf,
+        timeout: Duration,
+        env: &[(&str, &str)],
+    ) -> Story {
         let log = std::fs::File::create(tmp.path().join("serve.log")).unwrap();
         let serve = serve_command(&home, log)
             .envs(env.iter().copied())
