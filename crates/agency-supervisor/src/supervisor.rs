@@ -93,7 +93,11 @@ enum Msg {
     KeepWarmChanged(HandlerId),
     /// A heartbeat's answer: the leases this daemon still holds
     /// (`lease.rs`).
-    Renewed(Result<Vec<agency_service::HeldLease>, String>),
+    /// With when the renewal began.
+    Renewed(
+        tokio::time::Instant,
+        Result<Vec<agency_service::HeldLease>, String>,
+    ),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -114,6 +118,9 @@ struct Running {
     cgroup: Option<Arc<agency_sandbox::AgentCgroup>>,
     /// The handler's lease it runs under (several daemons on one store).
     lease: Option<agency_service::HeldLease>,
+    /// When it was recorded here, after its lease was claimed: a renewal
+    /// begun earlier may not know that lease yet, and does not judge it.
+    leased_at: tokio::time::Instant,
 }
 
 impl Running {
@@ -409,7 +416,7 @@ impl State {
                 Msg::ReleaseDeadline(agent) => self.release_deadline(agent),
                 Msg::Reloaded(cfg) => self.reloaded(*cfg).await,
                 Msg::KeepWarmChanged(h) => self.keep_warm_changed(h).await,
-                Msg::Renewed(r) => self.renewed(r).await,
+                Msg::Renewed(began, r) => self.renewed(began, r).await,
                 Msg::WarmParked => {
                     if !self.shutting_down && !self.queue.is_empty() {
                         self.yield_warm_slots();

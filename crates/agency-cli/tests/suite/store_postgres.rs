@@ -36,15 +36,10 @@ fn the_main_job_runs_on_postgres_with_nothing_in_sqlite() {
         stdout.contains("subject  Your garden plan is ready"),
         "{stdout}"
     );
-    // The same model calls as on SQLite. The run count may be one more:
-    // under load the PostgreSQL daemon has been seen to start one extra
-    // agent that made no model call (its lease sweep or the relay of its
-    // own events waking the scheduler once more); to be explained.
-    assert!(stdout.contains(", 45 model calls."), "{stdout}");
-    assert!(
-        stdout.contains("7 agent runs") || stdout.contains("8 agent runs"),
-        "{stdout}"
-    );
+    // The same runs and model calls as on SQLite. An eighth run, under
+    // load, was a heartbeat whose renewal read the leases just before a
+    // claim committed and took the new agent's lease for lost.
+    assert!(stdout.contains("7 agent runs, 45 model calls."), "{stdout}");
     assert!(!home.join("agency.db").exists(), "no SQLite store was made");
     assert!(!home.join("blobs").exists(), "no blob directory was made");
 }

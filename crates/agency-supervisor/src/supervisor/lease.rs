@@ -4,7 +4,9 @@
 //! The spawn claims it (in the spawn's own transaction); a heartbeat
 //! renews every lease this daemon holds, on the database's clock, and the
 //! answer says which it still holds: an agent whose lease is gone (another
-//! daemon took it over while this one was stalled) is stopped. When no
+//! daemon took it over while this one was stalled) is stopped — only an
+//! agent recorded before the renewal began: one claimed meanwhile may be
+//! missing from an answer read before its claim committed. When no
 //! renewal has succeeded for a whole lease time (the store unreachable),
 //! every agent is stopped: this daemon no longer acts as their owner. The
 //! same tick sweeps for work this daemon may claim (leases expired with a
@@ -44,12 +46,13 @@ pub(super) async fn heartbeat(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        let began = Instant::now();
         let (s, spec) = (svc.clone(), settings.spec.clone());
         let renewed = tokio::task::spawn_blocking(move || s.lease_renew(&spec))
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r.map_err(|e| e.to_string()));
-        if tx.send(Msg::Renewed(renewed)).is_err() {
+        if tx.send(Msg::Renewed(began, renewed)).is_err() {
             return;
         }
     }
@@ -58,19 +61,28 @@ pub(super) async fn heartbeat(
 impl State {
     /// A heartbeat's answer: stop the agents whose lease is gone, or every
     /// agent once a whole lease time passed without a renewal; then sweep.
-    pub(super) async fn renewed(&mut self, renewed: Result<Vec<HeldLease>, String>) {
+    pub(super) async fn renewed(
+        &mut self,
+        began: Instant,
+        renewed: Result<Vec<HeldLease>, String>,
+    ) {
         let Some(settings) = self.lease.clone() else {
             return;
         };
         let grace = Duration::from_millis(self.cfg.kill_grace_ms);
         match renewed {
             Ok(held) => {
-                self.renewed_at = Instant::now();
+                self.renewed_at = began;
                 let held: HashSet<(HandlerId, i64)> =
                     held.iter().map(|l| (l.handler, l.token)).collect();
                 let mut lost = Vec::new();
                 for (h, run) in self.running.iter_mut() {
                     let Some(l) = run.lease else { continue };
+                    // Claimed after this renewal read the leases: the
+                    // answer cannot tell (the next one will).
+                    if run.leased_at > began {
+                        continue;
+                    }
                     if run.stop_reason.is_none() && !held.contains(&(*h, l.token)) {
                         lost.push(l);
                         tracing::warn!(handler = %h, agent = %run.agent, token = l.token, "lease lost (lapsed, or taken over by another daemon); stopping the handler's agent here");

@@ -307,6 +307,7 @@ impl State {
                 live,
                 cgroup: cgroup.clone(),
                 lease,
+                leased_at: tokio::time::Instant::now(),
             },
         );
         // The next confined agent's sandbox, set up while none is needed.
