@@ -94,10 +94,7 @@ enum Msg {
     /// A heartbeat's answer: the leases this daemon still holds
     /// (`lease.rs`).
     /// With when the renewal began.
-    Renewed(
-        tokio::time::Instant,
-        Result<Vec<agency_service::HeldLease>, String>,
-    ),
+    Renewed(Instant, Result<Vec<agency_service::HeldLease>, String>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -120,7 +117,7 @@ struct Running {
     lease: Option<agency_service::HeldLease>,
     /// When it was recorded here, after its lease was claimed: a renewal
     /// begun earlier may not know that lease yet, and does not judge it.
-    leased_at: tokio::time::Instant,
+    leased_at: Instant,
 }
 
 impl Running {
