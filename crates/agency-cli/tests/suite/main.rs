@@ -39,6 +39,7 @@ mod cli;
 mod cli_extras;
 mod cli_layout;
 mod daemon_walls;
+mod daemons_three;
 mod demo;
 mod dev_story_builtin;
 mod dev_story_claude;
