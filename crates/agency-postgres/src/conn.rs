@@ -163,6 +163,28 @@ impl Conn {
         Ok(rows.into_iter().next())
     }
 
+    /// Run one statement in a transaction of its own, `begin` … COMMIT,
+    /// pipelined: the three go out together and cost one round trip. A
+    /// failed statement leaves the transaction aborted, which the COMMIT
+    /// then rolls back.
+    pub(crate) fn execute_alone(
+        &mut self,
+        begin: &str,
+        sql: &str,
+        params: Params,
+    ) -> Result<u64, tokio_postgres::Error> {
+        let st = self.prepare(sql)?;
+        let (began, done, committed) = block_on(futures_util::future::join3(
+            self.client.batch_execute(begin),
+            self.client.execute(&st, params),
+            self.client.batch_execute("COMMIT"),
+        ));
+        began?;
+        let n = done?;
+        committed?;
+        Ok(n)
+    }
+
     /// Run statements without parameters in one round trip (the simple
     /// query protocol): BEGIN with its options, COMMIT, a migration.
     pub(crate) fn batch(&mut self, sql: &str) -> Result<(), tokio_postgres::Error> {

@@ -9,12 +9,21 @@
 //!   reservations, find-or-create of approvals, one live agent per
 //!   handler), a closure runs exactly once (no serialisation failure to
 //!   retry), and commit order is the order of the event log's sequence
-//!   numbers, so a reader following the log by cursor never skips one.
+//!   numbers, so a reader following the log by cursor never skips one
+//!   (numbers are assigned inside the transaction, under the lock).
+//! - **Group commit.** Within one store, concurrent write closures share
+//!   one such transaction, each in a savepoint of its own, one after the
+//!   other on the store's writer connection (`group`): one turn of the lock
+//!   and one WAL flush for the batch instead of one each. A closure that
+//!   fails or panics is rolled back to its savepoint alone; a write returns
+//!   only once its batch committed, and a failed commit fails every write
+//!   of the batch.
 //! - **Snapshots.** A read runs in `REPEATABLE READ READ ONLY`: one
 //!   consistent snapshot, alongside writes and other reads.
-//! - **Durability.** A commit returns once it is flushed
-//!   (`synchronous_commit` on); a lazy write turns it off for its own
-//!   transaction only.
+//! - **Durability.** A write returns once its batch's commit is flushed
+//!   (`synchronous_commit` as the server has it); a batch of lazy writes
+//!   only commits without waiting for the flush (`synchronous_commit =
+//!   off` for that transaction).
 //! - **Schema.** Its own list of migrations (not SQLite's), applied under
 //!   the same lock, tracked in `agency_schema`.
 //!
@@ -26,6 +35,7 @@ mod blob;
 mod conn;
 mod convert;
 mod fts;
+mod group;
 mod listen;
 mod migrate;
 pub mod scratch;
@@ -40,6 +50,7 @@ use agency_store::{Store, StoreError, Tx};
 pub use blob::PgBlobStore;
 use conn::{Conn, Runtime};
 use convert::Ctx;
+use group::Writer;
 pub use listen::EventNotifications;
 pub use migrate::CopyReport;
 
@@ -143,6 +154,8 @@ impl Shared {
 /// `Arc`.
 pub struct PgStore {
     shared: Arc<Shared>,
+    /// The writer connection and the batch of writes open on it.
+    writer: Writer,
 }
 
 impl fmt::Debug for PgStore {
@@ -196,7 +209,10 @@ impl PgStore {
             idle: Mutex::new(Vec::new()),
         });
         migrate(&shared)?;
-        Ok(PgStore { shared })
+        Ok(PgStore {
+            shared,
+            writer: Writer::new(),
+        })
     }
 
     /// The blob store of the same database.
@@ -210,18 +226,11 @@ impl PgStore {
     }
 }
 
-/// Begin a write: take the writers' lock first, so the transaction sees
-/// every write committed before it (READ COMMITTED takes its snapshot per
-/// statement, after the lock is held).
-fn begin_write(lazy: bool) -> String {
-    let sync = if lazy {
-        "SET LOCAL synchronous_commit = off; "
-    } else {
-        ""
-    };
-    format!(
-        "BEGIN ISOLATION LEVEL READ COMMITTED; {sync}SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-    )
+/// Begin a transaction that writes outside the batches of `group`
+/// (migrations, a copy into the store), holding the writers' lock as a
+/// batch does.
+fn begin_locked() -> String {
+    format!("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
 }
 
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -239,16 +248,14 @@ impl Store for PgStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.shared
-            .transaction(&begin_write(false), true, &mut |conn| f(&mut PgTx { conn }))
+        self.writer.write(&self.shared, f, false)
     }
 
     fn write_lazy_dyn(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.shared
-            .transaction(&begin_write(true), true, &mut |conn| f(&mut PgTx { conn }))
+        self.writer.write(&self.shared, f, true)
     }
 }
 
@@ -257,7 +264,7 @@ impl Store for PgStore {
 /// once cannot both apply one.
 fn migrate(shared: &Shared) -> Result<(), StoreError> {
     let open_op = || shared.op("open the store");
-    shared.transaction(&begin_write(false), true, &mut |conn| {
+    shared.transaction(&begin_locked(), true, &mut |conn| {
         conn.batch("CREATE TABLE IF NOT EXISTS agency_schema (version BIGINT NOT NULL)")
             .ctx(open_op)?;
         let version: i64 = match conn

@@ -15,7 +15,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use crate::conn::Conn;
 use crate::convert::Ctx;
-use crate::{PgStore, begin_write};
+use crate::{PgStore, begin_locked};
 
 /// What a copy moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,7 +127,7 @@ impl PgStore {
         let target = self.shared.target.clone();
         let op = |what: &str| format!("{what} of {target}");
         // Refuse a store that holds anything: a copy merges nothing.
-        self.shared.transaction(&begin_write(false), false, &mut |conn| {
+        self.shared.transaction(&begin_locked(), false, &mut |conn| {
             let tables: Vec<String> = conn
                 .query(TABLES, &[])
                 .ctx(|| op("list the tables"))?
@@ -165,7 +165,7 @@ impl PgStore {
 
         let high_water = src.key_high_water()?;
         let mut tables = Vec::new();
-        self.shared.transaction(&begin_write(false), true, &mut |conn| {
+        self.shared.transaction(&begin_locked(), true, &mut |conn| {
             let mut sink = Inserter {
                 conn,
                 sql: String::new(),
