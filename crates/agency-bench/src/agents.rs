@@ -33,7 +33,7 @@ use serde_json::json;
 
 use crate::Cfg;
 use crate::report::{Row, Section, ratio};
-use crate::util::{agency_bin, fmt_dur, new_home, self_cpu};
+use crate::util::{agency_bin, fmt_dur, new_home_with, self_cpu};
 use crate::watching::{Watched, Watcher};
 
 pub(crate) const CALLS: usize = 20;
@@ -82,7 +82,7 @@ pub(crate) const SERIAL: Shape = Shape {
     batched: false,
 };
 /// The same tool calls in a single model turn.
-const BATCHED: Shape = Shape {
+pub(crate) const BATCHED: Shape = Shape {
     title: "Bench batched task",
     reads: CALLS - 1,
     batched: true,
@@ -178,6 +178,29 @@ pub(crate) struct RunStats {
     pub logged_steps: usize,
     /// What the live subscriber saw, with `Setup::watch`.
     pub watched: Option<Watched>,
+    /// Handlers (the root aside) two of whose runs overlapped in time.
+    pub overlapping: usize,
+}
+
+/// Handlers other than `root` with two runs overlapping in time (a run
+/// still live counts as never ending).
+fn overlapping(agents: &[agency_store::AgentRow], root: agency_core::HandlerId) -> usize {
+    let mut by_handler: std::collections::HashMap<_, Vec<(i64, i64)>> =
+        std::collections::HashMap::new();
+    for a in agents.iter().filter(|a| a.handler != root) {
+        by_handler
+            .entry(a.handler)
+            .or_default()
+            .push((a.started_at.0, a.ended_at.map_or(i64::MAX, |t| t.0)));
+    }
+    let mut n = 0;
+    for runs in by_handler.values_mut() {
+        runs.sort_unstable();
+        if runs.windows(2).any(|w| w[1].0 < w[0].1) {
+            n += 1;
+        }
+    }
+    n
 }
 
 pub(crate) async fn one_run(
@@ -187,13 +210,43 @@ pub(crate) async fn one_run(
     shape: Shape,
     setup: Setup,
 ) -> Result<RunStats> {
+    one_run_on(bin, model_url, n, shape, setup, &Store::Sqlite).await
+}
+
+/// Where a run's daemons keep their store.
+#[derive(Debug, Clone)]
+pub(crate) enum Store {
+    /// One daemon, its home's SQLite store.
+    Sqlite,
+    /// `daemons` daemons (each with a home of its own, in this process)
+    /// sharing the PostgreSQL database `url`.
+    Postgres { url: String, daemons: usize },
+}
+
+/// [`one_run`] on `store`. With several daemons the CPU time is all of
+/// theirs, and `overlapping` counts handlers two of whose runs overlapped.
+pub(crate) async fn one_run_on(
+    bin: &Path,
+    model_url: &str,
+    n: usize,
+    shape: Shape,
+    setup: Setup,
+    store: &Store,
+) -> Result<RunStats> {
     let dir = tempfile::tempdir().context("failed to create a temporary directory")?;
     let config = format!(
         "[agents]\nruntime = \"builtin\"\nmax_concurrent = {}\nagency_program = {:?}\n[agents.builtin]\napi = \"anthropic\"\nbase_url = {model_url:?}\nmodel = \"scripted\"\nmax_turns = 40\n",
         setup.max_concurrent,
         bin.display().to_string()
     );
-    let home = new_home(&dir.path().join("home"), &config)?;
+    let (url, daemons) = match store {
+        Store::Sqlite => (None, 1),
+        Store::Postgres { url, daemons } => (Some(url.as_str()), (*daemons).max(1)),
+    };
+    let homes = (0..daemons)
+        .map(|i| new_home_with(&dir.path().join(format!("home{i}")), &config, url))
+        .collect::<Result<Vec<_>>>()?;
+    let home = homes[0].clone();
     // The handlers, made by the root handler's agent through the service
     // (outcome_create + delegate, as an agent would), before the daemon runs.
     let h2 = home.clone();
@@ -229,10 +282,15 @@ pub(crate) async fn one_run(
     .context("failed to join the populating task")??;
     let cpu0 = self_cpu()?;
     let t0 = Instant::now();
-    let daemon = agency_daemon::Daemon::start(&home)
-        .await
-        .context("failed to start the daemon")?;
-    let svc = daemon.service().clone();
+    let mut running = Vec::new();
+    for h in &homes {
+        running.push(
+            agency_daemon::Daemon::start(h)
+                .await
+                .context("failed to start the daemon")?,
+        );
+    }
+    let svc = running[0].service().clone();
     // Before the first agent's first tool call: an agent is spawned, opens
     // its MCP session and asks the model first.
     svc.bench_log_tool_steps(setup.tool_steps);
@@ -291,8 +349,9 @@ pub(crate) async fn one_run(
         .saturating_sub(watch_cpu);
     let (logged, logged_steps) = log_count(&svc, log_start).await?;
     let s = svc.clone();
-    let (ok, tool_calls) = tokio::task::spawn_blocking(move || {
-        let agents = s.agents_recent(Principal::User, Some(n + 10))?;
+    let (ok, tool_calls, overlapping) = tokio::task::spawn_blocking(move || {
+        let agents = s.agents_recent(Principal::User, Some(3 * n + 10))?;
+        let overlapping = overlapping(&agents, root);
         let (mut ok, mut calls) = (0, 0);
         for a in agents.iter().filter(|a| a.handler != root) {
             let run = s.agent_run(Principal::User, a.id)?;
@@ -304,12 +363,15 @@ pub(crate) async fn one_run(
                 ok += 1;
             }
         }
-        anyhow::Ok((ok, calls))
+        anyhow::Ok((ok, calls, overlapping))
     })
     .await
     .context("failed to join a task")??;
-    daemon.stop().await.context("failed to stop the daemon")?;
+    for daemon in running {
+        daemon.stop().await.context("failed to stop the daemon")?;
+    }
     Ok(RunStats {
+        overlapping,
         n,
         wall,
         cpu,

@@ -24,6 +24,7 @@
 
 mod agents;
 mod budget;
+mod daemons;
 mod dashboard;
 mod gateway;
 mod growth;
@@ -61,7 +62,7 @@ struct Args {
     /// Where to write the report (overwritten).
     #[arg(long, default_value = "BENCHMARKS.md")]
     out: PathBuf,
-    /// Run only these items (comma separated, 1-15); the others keep their
+    /// Run only these items (comma separated, 1-16); the others keep their
     /// sections from the report already at --out (or are listed as not
     /// measured when it has none).
     #[arg(long, value_delimiter = ',')]
@@ -112,7 +113,7 @@ fn main() -> Result<()> {
     let want = |n: u8| args.only.is_empty() || args.only.contains(&n);
     let mut sections: Vec<Section> = Vec::new();
     type Item = (u8, &'static str, fn(Cfg) -> Result<Vec<Section>>);
-    let items: [Item; 15] = [
+    let items: [Item; 16] = [
         (1, "1. MCP tool-call latency", |c| {
             util::block(latency::agency_vs_echo(c))
         }),
@@ -144,6 +145,9 @@ fn main() -> Result<()> {
         }),
         (14, "14. Pipelines", |c| util::block(pipelines::run(c))),
         (15, "15. Learning loop", |c| util::block(learning::run(c))),
+        (16, "16. Several daemons on one PostgreSQL store", |c| {
+            util::block(daemons::run(c))
+        }),
     ];
     // With --only, the other items' sections of the report already at
     // --out are kept as they are (rerunning some items updates just those).
