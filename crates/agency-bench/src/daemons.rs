@@ -120,7 +120,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     s.rows.push(Row::new(
         "3 daemons: handlers whose runs overlapped in time",
         format!("{} of {}", three.overlapping, three.n),
-        format!("{} of {} (1 daemon on SQLite)", sqlite.overlapping, sqlite.n),
+        format!(
+            "{} of {} (1 daemon on SQLite)",
+            sqlite.overlapping, sqlite.n
+        ),
         "",
     ));
     let m_sqlite = model_call(&sqlite, &sqlite_batched);
@@ -242,7 +245,11 @@ fn marks(dir: &Path) -> Vec<(String, String, u32)> {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
         let mut it = text.split_whitespace();
         if let (Some(url), Some(pid)) = (it.next(), it.next().and_then(|p| p.parse().ok())) {
-            out.push((e.file_name().to_string_lossy().into_owned(), url.to_owned(), pid));
+            out.push((
+                e.file_name().to_string_lossy().into_owned(),
+                url.to_owned(),
+                pid,
+            ));
         }
     }
     out
@@ -278,8 +285,7 @@ fn takeover_once(bin: &Path, url: &str) -> Result<Duration> {
                 String::from_utf8_lossy(&init.stderr)
             );
         }
-        std::fs::write(home.join("agency.toml"), &config)
-            .context("failed to write agency.toml")?;
+        std::fs::write(home.join("agency.toml"), &config).context("failed to write agency.toml")?;
         homes.push(home);
     }
     let mut daemons = vec![Serve::start(bin, &homes[0])?, Serve::start(bin, &homes[1])?];
