@@ -68,8 +68,10 @@ const MIGRATIONS: &[&str] = &[
 const WRITE_LOCK: i64 = 0x6167_656e_6379;
 
 /// Idle connections kept for reuse; more may be open at a peak, each
-/// closed after its transaction.
-const MAX_IDLE: usize = 32;
+/// closed after its transaction. Small, because every daemon sharing the
+/// server keeps its own (PostgreSQL allows 100 connections by default;
+/// three daemons kept 99 open with 32).
+const MAX_IDLE: usize = 8;
 
 /// One open transaction on a connection: the [`Tx`] handed to transaction
 /// closures. The store has already begun the transaction on `conn`.
