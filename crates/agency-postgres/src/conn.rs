@@ -18,6 +18,11 @@ use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 /// A bound parameter list.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
+/// How long a session may sit idle inside a transaction before the server
+/// ends it (milliseconds): far longer than any pause between a closure's
+/// statements, shorter than the default lease (15 s).
+const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
+
 /// Statements cached per connection before the cache is emptied: room for
 /// every statement the store issues (a few dozen fixed ones plus the
 /// variants of the few built from filters).
@@ -101,6 +106,15 @@ impl Conn {
             tokio::spawn(async move {
                 let _ = connection.await;
             });
+            // A daemon stopped (SIGSTOP, a stalled VM) inside a write
+            // transaction would hold the writers' lock of every daemon on
+            // the database for as long as it stays stopped: the server ends
+            // such a session instead, and the others go on.
+            client
+                .batch_execute(&format!(
+                    "SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
+                ))
+                .await?;
             Ok::<Client, tokio_postgres::Error>(client)
         });
         let client = block_on(task)
