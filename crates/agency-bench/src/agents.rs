@@ -522,8 +522,20 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
 }
 
 /// Daemon CPU per agent of one run.
-fn per_agent_cpu(r: &RunStats) -> Duration {
+pub(crate) fn per_agent_cpu(r: &RunStats) -> Duration {
     r.cpu / r.n.max(1) as u32
+}
+
+/// M in nanoseconds: the CPU per agent a serial run spends beyond a
+/// batched one, over the 19 model calls it makes more.
+fn model_call_ns(serial: &RunStats, batched: &RunStats) -> f64 {
+    let ns = |r: &RunStats| per_agent_cpu(r).as_nanos() as f64;
+    (ns(serial) - ns(batched)) / (CALLS - 1) as f64
+}
+
+/// M (see [`model_call_ns`]); noise that makes it negative shows as zero.
+pub(crate) fn model_call_cpu(serial: &RunStats, batched: &RunStats) -> Duration {
+    Duration::from_nanos(model_call_ns(serial, batched).max(0.0) as u64)
 }
 
 /// The daemon's CPU per agent split into its parts (see the module doc);
@@ -537,7 +549,7 @@ struct Parts {
 impl Parts {
     fn of(serial: &RunStats, batched: &RunStats, single: &RunStats) -> Parts {
         let ns = |r: &RunStats| per_agent_cpu(r).as_nanos() as f64;
-        let model_call = (ns(serial) - ns(batched)) / (CALLS - 1) as f64;
+        let model_call = model_call_ns(serial, batched);
         let tool_call = (ns(batched) - ns(single)) / (CALLS - 1) as f64;
         let agent = ns(single) - tool_call - 2.0 * model_call;
         let d = |x: f64| Duration::from_nanos(x.max(0.0) as u64);

@@ -126,8 +126,8 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         ),
         "",
     ));
-    let m_sqlite = model_call(&sqlite, &sqlite_batched);
-    let m_pg = model_call(&pg_runs[0], &pg_batched);
+    let m_sqlite = agents::model_call_cpu(&sqlite, &sqlite_batched);
+    let m_pg = agents::model_call_cpu(&pg_runs[0], &pg_batched);
     s.rows.push(Row::times(
         "daemon CPU per model call through the gateway (M, derived), SQLite",
         m_sqlite,
@@ -157,10 +157,10 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     s.notes.push(format!(
         "M, as in item 6: a second run of {n} agents per backend whose agents make the same 20 tool calls in one model turn (2 model calls instead of 21): M = (CPU per agent of the first − of the second) / 19; {} and {} of daemon CPU per agent on SQLite, {} and {} on PostgreSQL (1 daemon).",
-        fmt_dur(per_agent(&sqlite)),
-        fmt_dur(per_agent(&sqlite_batched)),
-        fmt_dur(per_agent(&pg_runs[0])),
-        fmt_dur(per_agent(&pg_batched)),
+        fmt_dur(agents::per_agent_cpu(&sqlite)),
+        fmt_dur(agents::per_agent_cpu(&sqlite_batched)),
+        fmt_dur(agents::per_agent_cpu(&pg_runs[0])),
+        fmt_dur(agents::per_agent_cpu(&pg_batched)),
     ));
     s.notes.push(format!(
         "takeover: two `agency serve` processes (lease_ms {LEASE_MS}, heartbeat_ms {HEARTBEAT_MS}) on a fresh database per round, a `command` agent that records which daemon started it and sleeps; the daemon running it gets SIGKILL and the clock runs until the other daemon has started the handler's next agent (its mark appears). Rounds: {}.",
@@ -175,16 +175,6 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
             .push(format!("quick mode: {n} agents instead of 200."));
     }
     Ok(vec![s])
-}
-
-fn per_agent(r: &RunStats) -> Duration {
-    r.cpu / r.n.max(1) as u32
-}
-
-/// M from a serial run and a batched one (item 6's derivation).
-fn model_call(serial: &RunStats, batched: &RunStats) -> Duration {
-    let ns = |r: &RunStats| per_agent(r).as_nanos() as f64;
-    Duration::from_nanos(((ns(serial) - ns(batched)) / 19.0).max(0.0) as u64)
 }
 
 /// A daemon process of a takeover round.
