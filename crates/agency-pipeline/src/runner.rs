@@ -195,13 +195,19 @@ impl Runner {
             if lease.renew {
                 sys.lease_renew(&lease.spec)?;
             }
-            sys.pipeline_claimable(&lease.spec.owner)
+            Ok::<_, ServiceError>((
+                sys.pipeline_claimable(&lease.spec.owner)?,
+                sys.lesson_replays_claimable(&lease.spec.owner)?,
+            ))
         })
         .await;
         match found {
-            Ok(runs) => {
+            Ok((runs, replays)) => {
                 for run in runs {
                     self.clone().drive(run);
+                }
+                for lesson in replays {
+                    self.clone().replay(lesson);
                 }
             }
             Err(e) => tracing::warn!("failed to look for pipeline runs to drive: {e}"),

@@ -15,6 +15,7 @@ use agency_org::pipeline::{StageKind, StageModel};
 use agency_service::lessons::{Frozen, ReplayJob, ReplayResult, ReplayScores};
 use agency_service::pipelines::NextStage;
 use agency_service::pipelines::judge::judged;
+use agency_service::{HeldLease, ServiceError};
 use serde_json::{Map, Value};
 
 use super::{Runner, blocking, succeeded};
@@ -37,12 +38,8 @@ impl Runner {
         let this = self.clone();
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         tasks.spawn(async move {
-            let result = this.run_replay(lesson).await;
-            let sys = this.sys.clone();
-            if let Some(result) = result
-                && let Err(e) = blocking(move || sys.lesson_replay_end(lesson, result)).await
-            {
-                tracing::error!(%lesson, "failed to record the replay of lesson {lesson}: {e}");
+            if let Some((result, held)) = this.run_replay(lesson).await {
+                this.record_replay(lesson, result, held).await;
             }
             this.replaying
                 .lock()
@@ -51,21 +48,62 @@ impl Runner {
         });
     }
 
-    /// The replay's result; `None` when the lesson no longer waits for one.
-    async fn run_replay(&self, lesson: LessonId) -> Option<ReplayResult> {
+    /// Record the end of a replay; on a shared store only while this
+    /// daemon still holds the replay handler's lease.
+    async fn record_replay(&self, lesson: LessonId, result: ReplayResult, held: Option<HeldLease>) {
+        let sys = self.sys.clone();
+        let owner = self.cfg.lease.as_ref().map(|l| l.spec.owner.clone());
+        let ended = blocking(move || {
+            let held = owner.as_deref().zip(held);
+            sys.lesson_replay_end_as(lesson, result, held)
+        })
+        .await;
+        match ended {
+            Ok(()) => {}
+            Err(e @ ServiceError::LeaseLost { .. }) => {
+                // Another daemon took the replay over while this one ran
+                // it: its verdict is the one recorded.
+                tracing::warn!(%lesson, "{e}");
+                if let (Some(held), Some(lease)) = (held, &self.cfg.lease) {
+                    let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
+                    let _ = blocking(move || {
+                        sys.lease_lost(
+                            &owner,
+                            held,
+                            "the end of a lesson's replay was refused: another daemon replays it",
+                        )
+                    })
+                    .await;
+                }
+            }
+            Err(e) => {
+                tracing::error!(%lesson, "failed to record the replay of lesson {lesson}: {e}");
+            }
+        }
+    }
+
+    /// The replay's result, and the lease it ran under; `None` when the
+    /// lesson no longer waits for one, or another daemon replays it.
+    async fn run_replay(&self, lesson: LessonId) -> Option<(ReplayResult, Option<HeldLease>)> {
         let sys = self.sys.clone();
         let job = match blocking(move || sys.lesson_replay_job(lesson)).await {
             Ok(Some(job)) => job,
             Ok(None) => return None,
-            Err(e) => return Some(failed_replay(e.to_string())),
+            Err(e) => return Some((failed_replay(e.to_string()), None)),
         };
         let (sys, handler) = (self.sys.clone(), job.handler);
-        let minted = match blocking(move || sys.agent_start_with_token(handler, None)).await {
-            Ok(m) => m,
+        let spec = self.cfg.lease.as_ref().map(|l| l.spec.clone());
+        let started =
+            blocking(move || sys.agent_start_with_token_as(handler, None, spec.as_ref())).await;
+        let (minted, held) = match started {
+            Ok(Some(started)) => started,
+            // Another daemon holds the replay's handler: it replays.
+            Ok(None) => return None,
             Err(e) => {
-                return Some(failed_replay(format!(
-                    "failed to start the replay's agent: {e}"
-                )));
+                return Some((
+                    failed_replay(format!("failed to start the replay's agent: {e}")),
+                    None,
+                ));
             }
         };
         let mut result = ReplayResult::default();
@@ -102,7 +140,7 @@ impl Runner {
         {
             result.error = Some(format!("the replay's budget was reached ({e})"));
         }
-        Some(result)
+        Some((result, held))
     }
 
     /// One variant of frozen run `f`: the affected stages re-run with the

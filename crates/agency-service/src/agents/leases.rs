@@ -129,20 +129,52 @@ fn release_reservations(op: &mut Op<'_>, agents: &[AgentId]) -> Result<()> {
     Ok(())
 }
 
-/// The live agents of handlers `owner` leases or nobody does.
+/// The live agents a daemon starting as `owner` answers for: those of
+/// handlers it leases, and those no daemon leases that a process was
+/// recorded for (a daemon without leases spawned them: the store was its
+/// alone before). An unleased agent without a process is an attached
+/// client's (`agency token mint`): its token works on every daemon, so
+/// no daemon's start ends it; revoking its token does.
 fn owned_live(tx: &mut dyn Tx, owner: &str) -> Result<Vec<AgentRow>> {
     let live = tx.live_agents()?;
     let handlers: Vec<HandlerId> = live.iter().map(|a| a.handler).collect();
-    let others: std::collections::HashSet<HandlerId> = tx
+    let owners: std::collections::HashMap<HandlerId, String> = tx
         .leases_for(&handlers)?
         .into_iter()
-        .filter(|l| l.owner != owner)
-        .map(|l| l.handler)
+        .map(|l| (l.handler, l.owner))
+        .collect();
+    let spawned: std::collections::HashSet<AgentId> = tx
+        .live_agent_processes()?
+        .into_iter()
+        .map(|p| p.agent)
         .collect();
     Ok(live
         .into_iter()
-        .filter(|a| !others.contains(&a.handler))
+        .filter(|a| match owners.get(&a.handler) {
+            Some(o) => o == owner,
+            None => spawned.contains(&a.id),
+        })
         .collect())
+}
+
+/// Give `lease` back in the caller's transaction, logged; false if
+/// `owner` did not hold it with that token.
+pub(crate) fn release_in(op: &mut Op<'_>, owner: &str, lease: HeldLease) -> Result<bool> {
+    let released = op.tx.release_lease(lease.handler, owner, lease.token)?;
+    if released {
+        op.record(
+            Record::new(
+                EventKind::LeaseReleased,
+                Some(lease.handler),
+                format!(
+                    "daemon {owner} gave back handler {} (token {})",
+                    lease.handler, lease.token
+                ),
+            )
+            .data(serde_json::json!({"owner": owner, "token": lease.token})),
+        );
+    }
+    Ok(released)
 }
 
 /// The fence: refuse, changing nothing, unless `token` is still the
@@ -176,23 +208,7 @@ impl System {
     /// nothing to do, or the daemon stops), so that any daemon may take
     /// it at once. False if it was not held with that token.
     pub fn lease_release(&self, owner: &str, lease: HeldLease) -> Result<bool> {
-        self.write(|op| {
-            let released = op.tx.release_lease(lease.handler, owner, lease.token)?;
-            if released {
-                op.record(
-                    Record::new(
-                        EventKind::LeaseReleased,
-                        Some(lease.handler),
-                        format!(
-                            "daemon {owner} gave back handler {} (token {})",
-                            lease.handler, lease.token
-                        ),
-                    )
-                    .data(serde_json::json!({"owner": owner, "token": lease.token})),
-                );
-            }
-            Ok(released)
-        })
+        self.write(|op| release_in(op, owner, lease))
     }
 
     /// Daemon: log that it noticed it no longer holds `lease` and stopped
@@ -253,10 +269,11 @@ impl System {
     /// Daemon, at start on a shared store: end the agents recorded live
     /// that no other daemon answers for — those of handlers whose lease
     /// this daemon (`owner`, the same for every start of one home) holds,
-    /// and of handlers without a lease — releasing the budget their calls
-    /// in flight reserved. The agents of handlers another owner leases are
-    /// left alone: that daemon runs them, or the next claim takes them
-    /// over. The ended agents, whose processes the caller stops.
+    /// and spawned agents of handlers without a lease — releasing the
+    /// budget their calls in flight reserved. The agents of handlers
+    /// another owner leases are left alone: that daemon runs them, or the
+    /// next claim takes them over; so are attached clients' agents. The
+    /// ended agents, whose processes the caller stops.
     pub fn agents_reap_owned(&self, owner: &str, reason: &str) -> Result<Vec<AgentRow>> {
         self.write(|op| {
             let reaped = owned_live(op.tx, owner)?;

@@ -9,6 +9,7 @@ use agency_store::{IdKind, TokenRow};
 
 use crate::Result;
 use crate::agents::insert_live_agent;
+use crate::agents::leases::{HeldLease, LeaseSpec, claim, release_in};
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::service::{Op, Service, System, authenticate};
@@ -180,6 +181,38 @@ impl System {
     ) -> Result<MintedToken> {
         let token = new_token();
         self.write(|op| start_with_token(op, handler, &token, workspace))?
+    }
+
+    /// [`System::agent_start_with_token`] for a daemon sharing the store
+    /// (a lesson's replay): the handler's lease is claimed for
+    /// `lease.owner` in the same transaction, and `None` (nothing written)
+    /// when another daemon holds it. Taking over a lapsed lease ends the
+    /// previous owner's agent of the handler.
+    pub fn agent_start_with_token_as(
+        &self,
+        handler: HandlerId,
+        workspace: Option<&Path>,
+        lease: Option<&LeaseSpec>,
+    ) -> Result<Option<(MintedToken, Option<HeldLease>)>> {
+        let token = new_token();
+        self.write(|op| {
+            let held = match lease {
+                None => None,
+                Some(spec) => match claim(op, handler, spec)? {
+                    None => return Ok(Ok(None)),
+                    Some(token) => Some(HeldLease { handler, token }),
+                },
+            };
+            let started = start_with_token(op, handler, &token, workspace)?;
+            if started.is_err()
+                && let (Some(spec), Some(held)) = (lease, held)
+            {
+                // Refused (a paused budget, a limit): no agent runs under
+                // the claim, so it is not kept (renewals would keep it).
+                release_in(op, &spec.owner, held)?;
+            }
+            Ok(started.map(|m| Some((m, held))))
+        })?
     }
 
     /// Resolve a bearer token to the agent it names.

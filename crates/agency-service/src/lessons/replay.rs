@@ -20,11 +20,12 @@ use agency_core::status::{LessonState, PipelineRunStatus};
 use agency_core::usage::BudgetLimits;
 use agency_core::{HandlerId, LessonId, OutcomeId, OutcomeStatus};
 use agency_org::pipeline::{PipelineModel, StageKind};
-use agency_store::{BudgetRow, LessonFilter, LessonRow, OutcomeRow};
+use agency_store::{BudgetRow, LessonFilter, LessonRow, OutcomeRow, Tx};
 use serde_json::{Map, Value, json};
 
 use super::record;
 use crate::Result;
+use crate::agents::leases::{HeldLease, fence, release_in};
 use crate::error::ServiceError;
 use crate::pipelines::judge::DIMENSIONS;
 use crate::render::{Author, outcome_event, render_outcome_file};
@@ -192,6 +193,18 @@ pub fn affected(m: &PipelineModel) -> Option<(usize, usize)> {
     Some((first, last))
 }
 
+/// The handler the latest replay of `lesson` runs as (named when it
+/// started).
+fn replay_handler_of(tx: &mut dyn Tx, lesson: LessonId) -> Result<Option<HandlerId>> {
+    Ok(tx
+        .lesson_log(lesson, usize::MAX)?
+        .into_iter()
+        .rfind(|e| e.action == "replay_started")
+        .and_then(|e| serde_json::from_str::<Value>(&e.detail).ok())
+        .and_then(|d| d.get("handler").and_then(Value::as_str).map(str::to_owned))
+        .and_then(|h| h.parse::<HandlerId>().ok()))
+}
+
 impl System {
     /// Daemon: the lessons waiting for their replay, oldest first.
     pub fn lesson_replays_pending(&self) -> Result<Vec<LessonId>> {
@@ -206,6 +219,33 @@ impl System {
         })
     }
 
+    /// Daemon on a shared store (the runner's sweep): the lessons waiting
+    /// for a replay that `owner` may run now — nobody else holds their
+    /// replay handler's lease, or it lapsed (its daemon died mid-replay).
+    pub fn lesson_replays_claimable(&self, owner: &str) -> Result<Vec<LessonId>> {
+        let pending = self.lesson_replays_pending()?;
+        if pending.is_empty() {
+            return Ok(pending);
+        }
+        self.read(|tx| {
+            let now = tx.db_now()?;
+            let mut out = Vec::new();
+            for lesson in pending {
+                let Some(h) = replay_handler_of(tx, lesson)? else {
+                    continue;
+                };
+                let free = tx
+                    .leases_for(&[h])?
+                    .first()
+                    .is_none_or(|l| l.owner == owner || l.expires_at <= now);
+                if free {
+                    out.push(lesson);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Daemon: what replaying `lesson` takes; `None` when it no longer
     /// waits for a replay. An `Err` names why no job could be built (the
     /// caller ends the replay with it).
@@ -217,13 +257,7 @@ impl System {
             if l.state != LessonState::Replaying {
                 return Ok(None);
             }
-            let started = tx
-                .lesson_log(lesson, usize::MAX)?
-                .into_iter()
-                .rfind(|e| e.action == "replay_started")
-                .and_then(|e| serde_json::from_str::<Value>(&e.detail).ok())
-                .and_then(|d| d.get("handler").and_then(Value::as_str).map(str::to_owned))
-                .and_then(|h| h.parse::<HandlerId>().ok())
+            let started = replay_handler_of(tx, lesson)?
                 .ok_or_else(|| ServiceError::not_found("replay handler of lesson", lesson))?;
             let runs = super::learn::runs_of(tx, lesson)?;
             let mut frozen = Vec::new();
@@ -303,7 +337,26 @@ impl System {
     /// handler's outcome is closed; the history keeps the scores, calls
     /// and cost.
     pub fn lesson_replay_end(&self, lesson: LessonId, result: ReplayResult) -> Result<()> {
+        self.lesson_replay_end_as(lesson, result, None)
+    }
+
+    /// [`System::lesson_replay_end`] for a daemon sharing the store: the
+    /// end is recorded only while `held` (the replay handler's lease, as
+    /// [`System::agent_start_with_token_as`] claimed it for `owner`) is
+    /// still this daemon's — else `LeaseLost` and nothing changes: another
+    /// daemon took the replay over and records its own. The lease is
+    /// given back in the same transaction.
+    pub fn lesson_replay_end_as(
+        &self,
+        lesson: LessonId,
+        result: ReplayResult,
+        held: Option<(&str, HeldLease)>,
+    ) -> Result<()> {
         self.write(|op| {
+            if let Some((owner, lease)) = held {
+                fence(op, lease.handler, lease.token)?;
+                release_in(op, owner, lease)?;
+            }
             let Some(mut l) = op.tx.lesson(lesson)? else {
                 return Err(ServiceError::not_found("lesson", lesson));
             };

@@ -247,3 +247,40 @@ fn a_lease_goes_to_one_daemon_and_a_takeover_fences_the_old_one() {
         ]
     );
 }
+
+/// An attached client's agent (`agency token mint`) answers to no daemon:
+/// its token works on every one, so a daemon starting on the shared store
+/// leaves it live; a spawned agent no daemon leases (left by a daemon that
+/// ran without leases: its process is recorded) is ended.
+#[test]
+fn issue33_a_daemon_start_ends_left_over_spawns_but_not_attached_clients() {
+    let env = Env::new();
+    let attached = env.agent(env.root);
+    let o = env.outcome(env.root, "work", &[env.root.root()]);
+    let child = env.svc.delegate(attached, o, &[]).unwrap().handler;
+    let spawned = env.svc.agent_start_with_token(child, None).unwrap();
+    env.svc
+        .agent_record_process(spawned.agent, 4_000_000, 1)
+        .unwrap();
+
+    let reaped = env
+        .svc
+        .agents_reap_owned("daemon-a", "reaped: the daemon restarted")
+        .unwrap();
+    assert_eq!(
+        reaped.iter().map(|a| a.id).collect::<Vec<_>>(),
+        [spawned.agent]
+    );
+    let live: Vec<_> = env
+        .svc
+        .agents_live(Principal::User)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.handler)
+        .collect();
+    assert_eq!(
+        live,
+        [env.root],
+        "the attached client's agent is still live"
+    );
+}

@@ -100,8 +100,14 @@ fn scores(safety: i64, clarity: i64) -> Option<BTreeMap<String, i64>> {
 
 /// The replay's verdict on `runs`: without and with the lesson.
 fn replayed(env: &Env, id: LessonId, without: (i64, i64), with: (i64, i64)) {
+    env.svc
+        .lesson_replay_end(id, verdict(env, id, without, with))
+        .unwrap();
+}
+
+fn verdict(env: &Env, id: LessonId, without: (i64, i64), with: (i64, i64)) -> ReplayResult {
     let lesson = env.svc.lesson_show(Principal::User, id).unwrap();
-    let result = ReplayResult {
+    ReplayResult {
         runs: lesson
             .lesson
             .supporting_runs
@@ -116,8 +122,99 @@ fn replayed(env: &Env, id: LessonId, without: (i64, i64), with: (i64, i64)) {
         calls: 8,
         cost_micro_usd: 40,
         error: None,
+    }
+}
+
+/// Two daemons sharing the store: a replay runs under its handler's lease,
+/// so one daemon runs it; when that daemon stops renewing, another takes
+/// it over (the first one's agent ends), and the first one's late verdict
+/// changes nothing.
+#[test]
+fn issue33_a_replay_is_run_by_one_daemon_and_a_takeover_fences_the_old_one() {
+    use agency_service::{HeldLease, LeaseSpec};
+    let env = Env::new();
+    for _ in 0..2 {
+        run(
+            &env,
+            5,
+            lesson("Route tests", "Add a request test with every route."),
+        );
+    }
+    let l = find(&env, "Route tests");
+    assert_eq!(l.state, LessonState::Replaying);
+    let shown = env.svc.lesson_show(Principal::User, l.id).unwrap();
+    let h: HandlerId = shown
+        .history
+        .iter()
+        .rfind(|e| e.action == "replay_started")
+        .and_then(|e| e.detail["handler"].as_str())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let spec = |owner: &str, ttl_ms| LeaseSpec {
+        owner: owner.into(),
+        ttl_ms,
     };
-    env.svc.lesson_replay_end(id, result).unwrap();
+    let (a, b) = (spec("daemon-a", 60_000), spec("daemon-b", 60_000));
+
+    let (minted_a, held_a) = env
+        .svc
+        .agent_start_with_token_as(h, None, Some(&a))
+        .unwrap()
+        .unwrap();
+    let held_a: HeldLease = held_a.unwrap();
+    assert!(
+        env.svc
+            .agent_start_with_token_as(h, None, Some(&b))
+            .unwrap()
+            .is_none(),
+        "B does not start a second replay"
+    );
+    assert_eq!(env.svc.lesson_replays_claimable("daemon-b").unwrap(), []);
+    assert_eq!(
+        env.svc.lesson_replays_claimable("daemon-a").unwrap(),
+        [l.id]
+    );
+
+    // A stops renewing: B's sweep finds the replay and takes it over.
+    env.svc.lease_renew(&spec("daemon-a", 0)).unwrap();
+    assert_eq!(
+        env.svc.lesson_replays_claimable("daemon-b").unwrap(),
+        [l.id]
+    );
+    let (_, held_b) = env
+        .svc
+        .agent_start_with_token_as(h, None, Some(&b))
+        .unwrap()
+        .unwrap();
+    let held_b = held_b.unwrap();
+    assert!(held_b.token > held_a.token);
+    assert_kind(
+        env.svc.token_authenticate(&minted_a.token),
+        "permission_denied",
+    );
+
+    // A's late verdict (it would reject) is refused and changes nothing.
+    assert_kind(
+        env.svc.lesson_replay_end_as(
+            l.id,
+            verdict(&env, l.id, (5, 3), (2, 5)),
+            Some(("daemon-a", held_a)),
+        ),
+        "lease_lost",
+    );
+    assert_eq!(find(&env, "Route tests").state, LessonState::Replaying);
+    // B's is recorded, and B gives the lease back with it.
+    env.svc
+        .lesson_replay_end_as(
+            l.id,
+            verdict(&env, l.id, (5, 3), (5, 4)),
+            Some(("daemon-b", held_b)),
+        )
+        .unwrap();
+    assert_eq!(find(&env, "Route tests").state, LessonState::Admitted);
+    assert_eq!(env.svc.lease_renew(&b).unwrap(), [], "released");
+    assert_eq!(env.svc.lesson_replays_claimable("daemon-a").unwrap(), []);
 }
 
 #[test]
