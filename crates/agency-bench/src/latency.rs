@@ -382,7 +382,7 @@ pub async fn agency_vs_echo(cfg: Cfg) -> Result<Vec<Section>> {
     ));
     match &pg {
         Ok((b, server)) => s.notes.push(format!(
-            "PostgreSQL rows: the same daemon, clients and echo server, the home's store (rows and blobs) in a fresh database on the server at {} (`[store] url` in the home's agency.toml; dropped after the run), measured after the SQLite rows; server: {server}. The in-process rows show where the time goes: the same token check and read, without HTTP or MCP, cost {} on PostgreSQL against {} on SQLite, which is most of the difference between the two backends' tool calls; the store's connections run on a runtime thread of their own, which each statement's request and answer pass through (`crates/agency-postgres/src/conn.rs`).",
+            "PostgreSQL rows: the same daemon, clients and echo server, the home's store (rows and blobs) in a fresh database on the server at {} (`[store] url` in the home's agency.toml; dropped after the run), measured after the SQLite rows; server: {server}. The in-process rows show where the time goes: the same token check and read, without HTTP or MCP, cost {} on PostgreSQL against {} on SQLite, which is most of the difference between the two backends' tool calls; each statement is a round trip to the server, driven by the thread that waits for it (`crates/agency-postgres/src/conn.rs`).",
             crate::pg::server(),
             fmt_dur(b.direct.p50),
             fmt_dur(sqlite.direct.p50),

@@ -240,7 +240,10 @@ impl State {
     fn enter(&mut self, shared: &Shared, lazy: bool) -> Result<(), StoreError> {
         let op = || shared.op("begin a write transaction");
         if self.batch.is_none() {
-            let mut conn = match self.conn.take() {
+            let mut conn = match self.conn.take().map(|mut c| {
+                c.refresh();
+                c
+            }) {
                 Some(c) if !c.is_closed() => c,
                 _ => shared.take()?,
             };

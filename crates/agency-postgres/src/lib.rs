@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agency_store::{Store, StoreError, Tx};
 
 pub use blob::PgBlobStore;
-use conn::{Conn, Runtime};
+use conn::Conn;
 use convert::Ctx;
 use group::Writer;
 pub use listen::EventNotifications;
@@ -84,7 +84,6 @@ struct Shared {
     config: tokio_postgres::Config,
     /// Where the connections live, for error messages (no password).
     target: String,
-    runtime: Runtime,
     idle: Mutex<Vec<Conn>>,
 }
 
@@ -98,10 +97,14 @@ impl Shared {
             .idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+            .pop()
+            .map(|mut c| {
+                c.refresh();
+                c
+            });
         match idle {
             Some(c) if !c.is_closed() => Ok(c),
-            _ => Conn::connect(&self.runtime, &self.config)
+            _ => Conn::connect(&self.config)
                 .map_err(|e| StoreError::backend(self.op("connect"), e.to_string())),
         }
     }
@@ -198,16 +201,9 @@ impl PgStore {
                 format!("the URL is not a PostgreSQL connection URL: {e}"),
             )
         })?;
-        let runtime = Runtime::new().map_err(|e| {
-            StoreError::backend(
-                "open the PostgreSQL store",
-                format!("failed to start its runtime: {e}"),
-            )
-        })?;
         let shared = Arc::new(Shared {
             target: describe(&config),
             config,
-            runtime,
             idle: Mutex::new(Vec::new()),
         });
         migrate(&shared)?;

@@ -8,7 +8,7 @@
 
 use agency_store::StoreError;
 
-use crate::conn::{Conn, Runtime};
+use crate::conn::Conn;
 use crate::convert::Ctx;
 
 /// The server tests run against unless told otherwise.
@@ -49,9 +49,7 @@ fn admin(url: &str, sql: &str) -> Result<(), StoreError> {
     let config: tokio_postgres::Config = url
         .parse()
         .map_err(|e| StoreError::backend(op(), format!("not a PostgreSQL URL: {e}")))?;
-    let rt = Runtime::new().map_err(|e| StoreError::backend(op(), e))?;
-    let mut conn =
-        Conn::connect(&rt, &config).map_err(|e| StoreError::backend(op(), e.to_string()))?;
+    let mut conn = Conn::connect(&config).map_err(|e| StoreError::backend(op(), e.to_string()))?;
     conn.batch(sql).ctx(op)
 }
 
