@@ -275,6 +275,10 @@ pub(crate) async fn one_run_on(
             svc.delegate(who, o, &[])
                 .context("failed to delegate an outcome")?;
         }
+        // Done: on a shared store no daemon's start ends an attached
+        // client's agent, and the root gets another one below.
+        svc.token_revoke(Principal::User, minted.agent)
+            .context("failed to revoke the populating token")?;
         svc.flush_read_audit()?;
         anyhow::Ok(svc.events_end(Principal::User)?)
     })

@@ -185,10 +185,16 @@ pub(crate) fn file_at_level(
     let Some(level) = kb_level(tx, caller, &file)? else {
         return Err(ServiceError::not_found("KB file", id));
     };
+    ensure_level(id, level, need, what)?;
+    Ok((file, level))
+}
+
+/// Refuse unless `level` (the caller's on file `id`) is at least `need`.
+pub(crate) fn ensure_level(id: FileId, level: Level, need: Level, what: &str) -> Result<()> {
     if level < need {
         return Err(ServiceError::denied(format!(
             "failed to {what} KB file {id}: you have {level} access and this needs {need}; ask your boss to grant {need} on it"
         )));
     }
-    Ok((file, level))
+    Ok(())
 }

@@ -12,7 +12,7 @@ use agency_core::{FileId, Level, Principal, Resource, kb_access};
 use agency_store::{BlobId, CapOrigin, FileRow, KbAction, KbAuditRow, NewCapability, Tx};
 
 use crate::Result;
-use crate::access::{file_at_level, kb_level};
+use crate::access::{ensure_level, file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
 use crate::render::{Author, append_version, create_file};
@@ -69,7 +69,7 @@ impl Service {
             let caller = authenticate(tx, who)?;
             // Say "Agency writes this" before "you may not", so an agent is
             // pointed at the operation it should use instead.
-            let (f, _) = file_at_level(tx, &caller, file, Level::None, "write")?;
+            let (f, level) = file_at_level(tx, &caller, file, Level::None, "write")?;
             if f.kind.system_written() {
                 return Err(ServiceError::invalid(format!(
                     "failed to write KB file {file}: Agency writes {} files itself; use the outcome or audit operations",
@@ -81,7 +81,7 @@ impl Service {
                     "failed to write KB file {file}: it is a message body, which never changes once sent; send a new message instead"
                 )));
             }
-            file_at_level(tx, &caller, file, Level::Write, "write")?;
+            ensure_level(file, level, Level::Write, "write")?;
             check_base(tx, &f, base_version, &base_hash)?;
             Ok((caller, f))
         };
