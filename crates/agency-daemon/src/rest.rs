@@ -147,7 +147,7 @@ async fn status(State(st): State<Arc<AppState>>) -> Response {
     let runtime = st.runtime.clone();
     let sandbox = st.sandbox.clone();
     let limits = st.limits.clone();
-    let lease_owner = st.lease_owner.clone();
+    let lease_owner = st.lease.as_ref().map(|l| l.owner.clone());
     call(&st.svc, move |svc| {
         let daemons = match lease_owner {
             Some(_) => svc.lease_owners()?,
@@ -535,8 +535,11 @@ struct MintReq {
 
 async fn mint(State(st): State<Arc<AppState>>, axum::Json(req): axum::Json<MintReq>) -> Answer {
     let h: HandlerId = parse("handler", &req.handler)?;
+    // On a shared store the client's agent is this daemon's: the handler's
+    // lease is claimed for it, as for an agent this daemon spawns.
+    let lease = st.lease.clone();
     Ok(call(&st.svc, move |svc| {
-        svc.token_mint(USER, h, req.workspace.as_deref())
+        svc.token_mint_as(USER, h, req.workspace.as_deref(), lease.as_ref())
     })
     .await)
 }

@@ -52,9 +52,9 @@ pub(crate) struct AppState {
     pub confiner: Arc<Confiner>,
     /// The runs live now (`rest/follow.rs` streams them).
     pub live: Arc<agency_supervisor::LiveRuns>,
-    /// This daemon's lease owner name on a shared store (`None`: the
-    /// store is its alone).
-    pub lease_owner: Option<String>,
+    /// This daemon's lease owner name and lease time on a shared store
+    /// (`None`: the store is its alone).
+    pub lease: Option<agency_service::LeaseSpec>,
 }
 
 /// A running daemon (in this process).

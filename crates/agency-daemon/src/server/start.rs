@@ -62,8 +62,8 @@ impl Daemon {
         let confiner = start_sandbox(home, &cfg, &program, addr).await?;
         let parts = Parts::build(home, &cfg, &svc, secrets, models, confiner, addr).await?;
         let shutdown_requested = Arc::new(Notify::new());
-        let owner = lease.as_ref().map(|l| l.spec.owner.clone());
-        let (app, v1) = mount_routes(home, &cfg, &svc, &parts, addr, &shutdown_requested, owner)?;
+        let spec = lease.as_ref().map(|l| l.spec.clone());
+        let (app, v1) = mount_routes(home, &cfg, &svc, &parts, addr, &shutdown_requested, spec)?;
         let (server, shutdown) = serve_agents(listener, app);
         let (admin_server, admin_shutdown) = serve_admin(bind_admin_socket(home)?, v1);
         reap_left_over(&svc, &cfg, lease.as_ref()).await;
@@ -463,10 +463,10 @@ fn mount_routes(
     parts: &Parts,
     addr: SocketAddr,
     shutdown_requested: &Arc<Notify>,
-    lease_owner: Option<String>,
+    lease: Option<agency_service::LeaseSpec>,
 ) -> Result<(Router, Router), DaemonError> {
     let state = Arc::new(AppState {
-        lease_owner,
+        lease,
         runtime: cfg.agents.runtime.clone(),
         sandbox: parts.confiner.status(),
         limits: parts.confiner.limits(),

@@ -93,6 +93,21 @@ impl Service {
         handler: HandlerId,
         workspace: Option<&Path>,
     ) -> Result<MintedToken> {
+        self.token_mint_as(who, handler, workspace, None)
+    }
+
+    /// [`Service::token_mint`] through a daemon sharing the store: the
+    /// client's agent is that daemon's, so the handler's lease is claimed
+    /// for `lease.owner` in the same transaction (renewed by its
+    /// heartbeats, given back when the token is revoked). Refused while
+    /// another daemon holds the lease.
+    pub fn token_mint_as(
+        &self,
+        who: Principal,
+        handler: HandlerId,
+        workspace: Option<&Path>,
+        lease: Option<&LeaseSpec>,
+    ) -> Result<MintedToken> {
         if !who.is_user() {
             return Err(ServiceError::denied(
                 "failed to mint a token: only the user may mint tokens",
@@ -107,7 +122,25 @@ impl Service {
             )));
         }
         let token = new_token();
-        self.write(|op| start_with_token(op, handler, &token, workspace))?
+        self.write(|op| {
+            let mut held = None;
+            if let Some(spec) = lease {
+                let Some(token) = claim(op, handler, spec)? else {
+                    let by = op.tx.lease(handler)?.map(|l| l.owner).unwrap_or_default();
+                    return Err(ServiceError::invalid(format!(
+                        "failed to mint a token for handler {handler}: daemon {by} runs it now; mint it through that daemon, or once the handler is idle"
+                    )));
+                };
+                held = Some(HeldLease { handler, token });
+            }
+            let started = start_with_token(op, handler, &token, workspace)?;
+            if started.is_err()
+                && let (Some(spec), Some(held)) = (lease, held)
+            {
+                release_in(op, &spec.owner, held)?;
+            }
+            Ok(started)
+        })?
     }
 
     /// The user revokes an agent's token; the agent is ended with it.
@@ -121,12 +154,25 @@ impl Service {
             let Some(row) = op.tx.agent(agent)? else {
                 return Err(ServiceError::not_found("agent", agent));
             };
+            // Read while the agent is live (the list is of live agents').
+            let spawned = op
+                .tx
+                .live_agent_processes()?
+                .iter()
+                .any(|p| p.agent == agent);
             let revoked = op.tx.revoke_tokens_of(agent, op.now)?;
             if op.tx.end_agent(agent, op.now, "token_revoked")? {
                 op.emit(Event::AgentEnded {
                     agent,
                     handler: row.handler,
                 });
+                // An attached client's agent (no process was recorded for
+                // it) held its handler's lease through the daemon that
+                // minted it: nothing runs under it now. A spawned agent's
+                // lease stays until its daemon records the run.
+                if !spawned && let Some(l) = op.tx.lease(row.handler)? {
+                    release_in(op, &l.owner, HeldLease::from(&l))?;
+                }
             }
             Ok(revoked > 0)
         })

@@ -284,3 +284,52 @@ fn issue33_a_daemon_start_ends_left_over_spawns_but_not_attached_clients() {
         "the attached client's agent is still live"
     );
 }
+
+/// A token minted through a daemon sharing the store makes the client's
+/// agent that daemon's: the handler's lease is claimed for it, another
+/// daemon neither mints for the handler nor ends the agent at its start,
+/// the minting daemon's restart does (as a single daemon's would), and
+/// revoking the token gives the lease back.
+#[test]
+fn issue33_a_token_minted_through_a_daemon_is_that_daemons() {
+    let env = Env::new();
+    let (a, b) = (spec("daemon-a", 60_000), spec("daemon-b", 60_000));
+    let h = env.root;
+    let minted = env
+        .svc
+        .token_mint_as(Principal::User, h, None, Some(&a))
+        .unwrap();
+    assert_eq!(env.svc.lease_of(h).unwrap().unwrap().owner, "daemon-a");
+    let e = env
+        .svc
+        .token_mint_as(Principal::User, h, None, Some(&b))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("daemon daemon-a runs it now"), "{e}");
+    assert_eq!(
+        env.svc
+            .agents_reap_owned("daemon-b", "reaped: the daemon restarted")
+            .unwrap(),
+        []
+    );
+    let reaped = env
+        .svc
+        .agents_reap_owned("daemon-a", "reaped: the daemon restarted")
+        .unwrap();
+    assert_eq!(
+        reaped.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [minted.agent]
+    );
+
+    let again = env
+        .svc
+        .token_mint_as(Principal::User, h, None, Some(&a))
+        .unwrap();
+    assert_eq!(env.svc.lease_renew(&a).unwrap().len(), 1);
+    assert!(env.svc.token_revoke(Principal::User, again.agent).unwrap());
+    assert_eq!(env.svc.lease_renew(&a).unwrap(), [], "given back");
+    // B may now mint for the handler.
+    env.svc
+        .token_mint_as(Principal::User, h, None, Some(&b))
+        .unwrap();
+}
