@@ -226,6 +226,16 @@ impl Runner {
         }
     }
 
+    /// Log that this daemon found `held` taken over (`why`: how it learnt).
+    async fn lost(&self, held: Option<agency_service::HeldLease>, why: &'static str) {
+        if let (Some(held), Some(lease)) = (held, &self.cfg.lease) {
+            let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
+            if let Err(e) = blocking(move || sys.lease_lost(&owner, held, why)).await {
+                tracing::warn!(handler = %held.handler, "failed to log the loss of the lease of {}: {e}", held.handler);
+            }
+        }
+    }
+
     fn drive(self: Arc<Self>, run: HandlerId) {
         {
             let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
@@ -273,29 +283,22 @@ impl Runner {
             };
             let sys = self.sys.clone();
             let token = held.map(|l| l.token);
-            let status = match blocking(move || sys.pipeline_stage_end_as(run, idx, end, token))
-                .await
-            {
-                Ok(status) => status,
-                Err(e @ ServiceError::LeaseLost { .. }) => {
-                    // Another daemon took the run over while this one
-                    // was at the stage: its end is not recorded here.
-                    tracing::warn!(%run, "{e}");
-                    if let (Some(held), Some(lease)) = (held, &self.cfg.lease) {
-                        let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
-                        let _ = blocking(move || {
-                                sys.lease_lost(
-                                    &owner,
-                                    held,
-                                    "the end of a pipeline stage was refused: another daemon drives the run",
-                                )
-                            })
-                            .await;
+            let status =
+                match blocking(move || sys.pipeline_stage_end_as(run, idx, end, token)).await {
+                    Ok(status) => status,
+                    Err(e @ ServiceError::LeaseLost { .. }) => {
+                        // Another daemon took the run over while this one
+                        // was at the stage: its end is not recorded here.
+                        tracing::warn!(%run, "{e}");
+                        self.lost(
+                        held,
+                        "the end of a pipeline stage was refused: another daemon drives the run",
+                    )
+                    .await;
+                        return Ok(());
                     }
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
+                    Err(e) => return Err(e),
+                };
             if !matches!(status, agency_core::status::PipelineRunStatus::Running) {
                 self.release(held).await;
                 return Ok(());

@@ -64,17 +64,11 @@ impl Runner {
                 // Another daemon took the replay over while this one ran
                 // it: its verdict is the one recorded.
                 tracing::warn!(%lesson, "{e}");
-                if let (Some(held), Some(lease)) = (held, &self.cfg.lease) {
-                    let (sys, owner) = (self.sys.clone(), lease.spec.owner.clone());
-                    let _ = blocking(move || {
-                        sys.lease_lost(
-                            &owner,
-                            held,
-                            "the end of a lesson's replay was refused: another daemon replays it",
-                        )
-                    })
-                    .await;
-                }
+                self.lost(
+                    held,
+                    "the end of a lesson's replay was refused: another daemon replays it",
+                )
+                .await;
             }
             Err(e) => {
                 tracing::error!(%lesson, "failed to record the replay of lesson {lesson}: {e}");

@@ -82,6 +82,36 @@ pub(crate) fn start_with_token(
     }))
 }
 
+/// An agent started, and the lease it runs under (on a shared store).
+type Leased = (MintedToken, Option<HeldLease>);
+
+/// [`start_with_token`] under `handler`'s lease when `lease` is given:
+/// claimed for `lease.owner` first, `None` (nothing written) when another
+/// daemon holds it. A refused start gives its claim back: no agent runs
+/// under it, and renewals would keep it.
+fn start_leased(
+    op: &mut Op<'_>,
+    handler: HandlerId,
+    token: &str,
+    workspace: Option<&Path>,
+    lease: Option<&LeaseSpec>,
+) -> Result<Option<Result<Leased>>> {
+    let held = match lease {
+        None => None,
+        Some(spec) => match claim(op, handler, spec)? {
+            None => return Ok(None),
+            Some(token) => Some(HeldLease { handler, token }),
+        },
+    };
+    let started = start_with_token(op, handler, token, workspace)?;
+    if started.is_err()
+        && let (Some(spec), Some(held)) = (lease, held)
+    {
+        release_in(op, &spec.owner, held)?;
+    }
+    Ok(Some(started.map(|m| (m, held))))
+}
+
 impl Service {
     /// The user mints a token that lets an external MCP client act as an
     /// agent of `handler` (it becomes that handler's one live agent).
@@ -123,23 +153,13 @@ impl Service {
         }
         let token = new_token();
         self.write(|op| {
-            let mut held = None;
-            if let Some(spec) = lease {
-                let Some(token) = claim(op, handler, spec)? else {
-                    let by = op.tx.lease(handler)?.map(|l| l.owner).unwrap_or_default();
-                    return Err(ServiceError::invalid(format!(
-                        "failed to mint a token for handler {handler}: daemon {by} runs it now; mint it through that daemon, or once the handler is idle"
-                    )));
-                };
-                held = Some(HeldLease { handler, token });
-            }
-            let started = start_with_token(op, handler, &token, workspace)?;
-            if started.is_err()
-                && let (Some(spec), Some(held)) = (lease, held)
-            {
-                release_in(op, &spec.owner, held)?;
-            }
-            Ok(started)
+            let Some(started) = start_leased(op, handler, &token, workspace, lease)? else {
+                let by = op.tx.lease(handler)?.map(|l| l.owner).unwrap_or_default();
+                return Err(ServiceError::invalid(format!(
+                    "failed to mint a token for handler {handler}: daemon {by} runs it now; mint it through that daemon, or once the handler is idle"
+                )));
+            };
+            Ok(started.map(|(m, _)| m))
         })?
     }
 
@@ -242,22 +262,10 @@ impl System {
     ) -> Result<Option<(MintedToken, Option<HeldLease>)>> {
         let token = new_token();
         self.write(|op| {
-            let held = match lease {
-                None => None,
-                Some(spec) => match claim(op, handler, spec)? {
-                    None => return Ok(Ok(None)),
-                    Some(token) => Some(HeldLease { handler, token }),
-                },
-            };
-            let started = start_with_token(op, handler, &token, workspace)?;
-            if started.is_err()
-                && let (Some(spec), Some(held)) = (lease, held)
-            {
-                // Refused (a paused budget, a limit): no agent runs under
-                // the claim, so it is not kept (renewals would keep it).
-                release_in(op, &spec.owner, held)?;
-            }
-            Ok(started.map(|m| Some((m, held))))
+            Ok(match start_leased(op, handler, &token, workspace, lease)? {
+                None => Ok(None),
+                Some(started) => started.map(Some),
+            })
         })?
     }
 
