@@ -50,6 +50,8 @@ pub enum Event {
     KbWritten {
         file: FileId,
         by: Option<HandlerId>,
+        /// The file's description, for the log's summary.
+        description: String,
     },
     AgentStarted {
         agent: AgentId,

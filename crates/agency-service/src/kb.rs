@@ -15,7 +15,7 @@ use crate::Result;
 use crate::access::{ensure_level, file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::render::{Author, append_version, create_file};
+use crate::render::{Author, append_stored_version, create_file};
 use crate::service::{Caller, Op, Service, authenticate};
 use crate::views::{FileContent, FileInfo, Page, VersionInfo};
 
@@ -86,17 +86,18 @@ impl Service {
             Ok((caller, f))
         };
         self.read(|tx| check(tx).map(drop))?;
-        self.blobs.put(content)?;
+        let stored = (self.blobs.put(content)?, content.len());
         let v = self.write(|op| {
             let (caller, f) = check(op.tx)?;
             let author = Author {
                 handler: caller.handler(),
                 agent: caller.agent(),
             };
-            let v = append_version(op, f.id, f.latest_version, content, author)?;
+            let v = append_stored_version(op, f.id, f.latest_version, stored.clone(), author)?;
             op.emit(Event::KbWritten {
                 file,
                 by: caller.handler(),
+                description: f.description,
             });
             Ok(v)
         })?;
@@ -385,6 +386,7 @@ pub(crate) fn create_document(
     op.emit(Event::KbWritten {
         file: id,
         by: caller.handler(),
+        description: description.to_owned(),
     });
     Ok(())
 }

@@ -12,7 +12,7 @@ use agency_core::render::{
     OPEN_CHILDREN_SHOWN, OutcomeDoc, PARENTS_SHOWN, render_audit_log_tail, render_outcome,
 };
 use agency_core::{AgentId, FileId, HandlerId, OutcomeId};
-use agency_store::{FileRow, KbAction, KbAuditRow, OutcomeEventRow, VersionRow};
+use agency_store::{BlobId, FileRow, KbAction, KbAuditRow, OutcomeEventRow, VersionRow};
 
 use crate::Result;
 use crate::error::ServiceError;
@@ -62,6 +62,19 @@ pub(crate) fn append_version(
     put_version(op, file, latest + 1, content, author, KbAction::Write)
 }
 
+/// [`append_version`] of content whose blob the caller stored (durably)
+/// before the transaction, as `hash`: it is not stored again (on
+/// PostgreSQL that is a round trip less while the writer holds its turn).
+pub(crate) fn append_stored_version(
+    op: &mut Op<'_>,
+    file: FileId,
+    latest: i64,
+    stored: (BlobId, usize),
+    author: Author,
+) -> Result<VersionRow> {
+    insert_version(op, file, latest + 1, stored, author, KbAction::Write)
+}
+
 /// Store the blob (durably), then the version row and its audit record.
 fn put_version(
     op: &mut Op<'_>,
@@ -71,11 +84,24 @@ fn put_version(
     author: Author,
     action: KbAction,
 ) -> Result<VersionRow> {
+    let hash = op.blobs.put(content)?;
+    insert_version(op, file, version, (hash, content.len()), author, action)
+}
+
+/// The version row of a stored blob, and its audit record.
+fn insert_version(
+    op: &mut Op<'_>,
+    file: FileId,
+    version: i64,
+    (hash, size): (BlobId, usize),
+    author: Author,
+    action: KbAction,
+) -> Result<VersionRow> {
     let v = VersionRow {
         file,
         version,
-        hash: op.blobs.put(content)?,
-        size: content.len() as i64,
+        hash,
+        size: size as i64,
         created_at: op.now,
         handler: author.handler,
         agent: author.agent,

@@ -99,10 +99,13 @@ pub(super) fn describe(tx: &mut dyn Tx, e: &Event) -> Result<Option<Record>> {
             Some(*holder),
             format!("revoked {resource}"),
         ),
-        Event::KbWritten { file, by } => {
-            let what = tx.file(*file)?.map(|f| f.description).unwrap_or_default();
-            Record::new(EventKind::KbWritten, *by, format!("wrote KB file {what:?}"))
-        }
+        Event::KbWritten {
+            by, description, ..
+        } => Record::new(
+            EventKind::KbWritten,
+            *by,
+            format!("wrote KB file {description:?}"),
+        ),
         Event::AgentStarted { agent, handler } => Record::new(
             EventKind::AgentStarted,
             Some(*handler),
