@@ -143,6 +143,10 @@ enum Asked {
     Failed(String),
 }
 
+/// How a runner learns it lost a run's lease.
+const STAGE_END_REFUSED: &str =
+    "the end of a pipeline stage was refused: another daemon drives the run";
+
 #[derive(Debug)]
 struct Runner {
     sys: Arc<System>,
@@ -290,11 +294,7 @@ impl Runner {
                         // Another daemon took the run over while this one
                         // was at the stage: its end is not recorded here.
                         tracing::warn!(%run, "{e}");
-                        self.lost(
-                        held,
-                        "the end of a pipeline stage was refused: another daemon drives the run",
-                    )
-                    .await;
+                        self.lost(held, STAGE_END_REFUSED).await;
                         return Ok(());
                     }
                     Err(e) => return Err(e),

@@ -15,7 +15,7 @@ use crate::Result;
 use crate::access::{ensure_level, file_at_level, kb_level};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::render::{Author, append_stored_version, create_file};
+use crate::render::{Author, Content, append_version_of, create_file_of};
 use crate::service::{Caller, Op, Service, authenticate};
 use crate::views::{FileContent, FileInfo, Page, VersionInfo};
 
@@ -37,11 +37,12 @@ impl Service {
             Ok(caller)
         };
         self.read(|tx| check(tx).map(drop))?;
-        self.blobs.put(content)?;
+        let hash = self.blobs.put(content)?;
         let id = FileId::new_random();
         self.write(|op| {
             let caller = check(op.tx)?;
-            create_document(op, &caller, id, FileKind::Document, description, content)?;
+            let stored = Content::Stored(hash.clone(), content.len());
+            create_document_of(op, &caller, id, FileKind::Document, description, stored)?;
             Ok(id)
         })
     }
@@ -86,14 +87,15 @@ impl Service {
             Ok((caller, f))
         };
         self.read(|tx| check(tx).map(drop))?;
-        let stored = (self.blobs.put(content)?, content.len());
+        let hash = self.blobs.put(content)?;
+        let stored = || Content::Stored(hash.clone(), content.len());
         let v = self.write(|op| {
             let (caller, f) = check(op.tx)?;
             let author = Author {
                 handler: caller.handler(),
                 agent: caller.agent(),
             };
-            let v = append_stored_version(op, f.id, f.latest_version, stored.clone(), author)?;
+            let v = append_version_of(op, f.id, f.latest_version, stored(), author)?;
             op.emit(Event::KbWritten {
                 file,
                 by: caller.handler(),
@@ -338,6 +340,18 @@ pub(crate) fn create_document(
     description: &str,
     content: &[u8],
 ) -> Result<()> {
+    create_document_of(op, caller, id, kind, description, Content::Bytes(content))
+}
+
+/// [`create_document`] of either kind of [`Content`].
+fn create_document_of(
+    op: &mut Op<'_>,
+    caller: &Caller,
+    id: FileId,
+    kind: FileKind,
+    description: &str,
+    content: Content<'_>,
+) -> Result<()> {
     let row = FileRow {
         id,
         kind,
@@ -347,7 +361,7 @@ pub(crate) fn create_document(
         created_by: caller.handler(),
         latest_version: 0,
     };
-    create_file(
+    create_file_of(
         op,
         row,
         content,

@@ -39,16 +39,43 @@ pub(crate) fn actor_label(e: &OutcomeEventRow) -> String {
     }
 }
 
+/// A version's content: bytes to store, or a blob the caller stored
+/// (durably) before the transaction, with its size — not stored again (on
+/// PostgreSQL that is a round trip less while the writer holds its turn).
+pub(crate) enum Content<'a> {
+    Bytes(&'a [u8]),
+    Stored(BlobId, usize),
+}
+
 /// Insert a new file with `content` as version 1.
 pub(crate) fn create_file(
     op: &mut Op<'_>,
-    mut row: FileRow,
+    row: FileRow,
     content: &[u8],
+    author: Author,
+) -> Result<VersionRow> {
+    create_file_of(op, row, Content::Bytes(content), author)
+}
+
+/// [`create_file`] of either kind of [`Content`].
+pub(crate) fn create_file_of(
+    op: &mut Op<'_>,
+    mut row: FileRow,
+    content: Content<'_>,
     author: Author,
 ) -> Result<VersionRow> {
     row.latest_version = 0;
     op.tx.insert_file(&row)?;
-    put_version(op, row.id, 1, content, author, KbAction::Create)
+    let stored = stored(op, content)?;
+    insert_version(op, row.id, 1, stored, author, KbAction::Create)
+}
+
+/// The blob of `content` and its size, storing it if it is not yet.
+fn stored(op: &mut Op<'_>, content: Content<'_>) -> Result<(BlobId, usize)> {
+    Ok(match content {
+        Content::Bytes(b) => (op.blobs.put(b)?, b.len()),
+        Content::Stored(hash, size) => (hash, size),
+    })
 }
 
 /// Append a version to an existing file (the caller checked the base).
@@ -59,33 +86,19 @@ pub(crate) fn append_version(
     content: &[u8],
     author: Author,
 ) -> Result<VersionRow> {
-    put_version(op, file, latest + 1, content, author, KbAction::Write)
+    append_version_of(op, file, latest, Content::Bytes(content), author)
 }
 
-/// [`append_version`] of content whose blob the caller stored (durably)
-/// before the transaction, as `hash`: it is not stored again (on
-/// PostgreSQL that is a round trip less while the writer holds its turn).
-pub(crate) fn append_stored_version(
+/// [`append_version`] of either kind of [`Content`].
+pub(crate) fn append_version_of(
     op: &mut Op<'_>,
     file: FileId,
     latest: i64,
-    stored: (BlobId, usize),
+    content: Content<'_>,
     author: Author,
 ) -> Result<VersionRow> {
+    let stored = stored(op, content)?;
     insert_version(op, file, latest + 1, stored, author, KbAction::Write)
-}
-
-/// Store the blob (durably), then the version row and its audit record.
-fn put_version(
-    op: &mut Op<'_>,
-    file: FileId,
-    version: i64,
-    content: &[u8],
-    author: Author,
-    action: KbAction,
-) -> Result<VersionRow> {
-    let hash = op.blobs.put(content)?;
-    insert_version(op, file, version, (hash, content.len()), author, action)
 }
 
 /// The version row of a stored blob, and its audit record.
