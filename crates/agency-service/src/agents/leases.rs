@@ -177,6 +177,12 @@ pub(crate) fn release_in(op: &mut Op<'_>, owner: &str, lease: HeldLease) -> Resu
     Ok(released)
 }
 
+/// Whether `owner` may claim lease `l` now (`now` on the database's
+/// clock): it is its own, or it expired.
+pub(crate) fn claimable_by(l: &LeaseRow, owner: &str, now: agency_core::Timestamp) -> bool {
+    l.owner == owner || l.expires_at <= now
+}
+
 /// The fence: refuse, changing nothing, unless `token` is still the
 /// handler's lease token.
 pub(crate) fn fence(op: &mut Op<'_>, handler: HandlerId, token: i64) -> Result<()> {
@@ -249,7 +255,7 @@ impl System {
                 for &h in &page {
                     let free = match leases.get(&h) {
                         None => true,
-                        Some(l) => l.owner == owner || l.expires_at <= now,
+                        Some(l) => claimable_by(l, owner, now),
                     };
                     if free {
                         out.push(h);

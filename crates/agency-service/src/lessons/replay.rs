@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::record;
 use crate::Result;
-use crate::agents::leases::{HeldLease, fence, release_in};
+use crate::agents::leases::{HeldLease, claimable_by, fence, release_in};
 use crate::error::ServiceError;
 use crate::pipelines::judge::DIMENSIONS;
 use crate::render::{Author, outcome_event, render_outcome_file};
@@ -193,6 +193,17 @@ pub fn affected(m: &PipelineModel) -> Option<(usize, usize)> {
     Some((first, last))
 }
 
+/// The lessons waiting for their replay, oldest first.
+fn replays_pending(tx: &mut dyn Tx) -> Result<Vec<LessonId>> {
+    let filter = LessonFilter {
+        pipeline: None,
+        states: vec![LessonState::Replaying],
+    };
+    let mut ls = tx.lessons(&filter, super::api::MAX_LISTED)?;
+    ls.reverse();
+    Ok(ls.into_iter().map(|l| l.id).collect())
+}
+
 /// The handler the latest replay of `lesson` runs as (named when it
 /// started).
 fn replay_handler_of(tx: &mut dyn Tx, lesson: LessonId) -> Result<Option<HandlerId>> {
@@ -208,26 +219,18 @@ fn replay_handler_of(tx: &mut dyn Tx, lesson: LessonId) -> Result<Option<Handler
 impl System {
     /// Daemon: the lessons waiting for their replay, oldest first.
     pub fn lesson_replays_pending(&self) -> Result<Vec<LessonId>> {
-        self.read(|tx| {
-            let filter = LessonFilter {
-                pipeline: None,
-                states: vec![LessonState::Replaying],
-            };
-            let mut ls = tx.lessons(&filter, super::api::MAX_LISTED)?;
-            ls.reverse();
-            Ok(ls.into_iter().map(|l| l.id).collect())
-        })
+        self.read(replays_pending)
     }
 
     /// Daemon on a shared store (the runner's sweep): the lessons waiting
     /// for a replay that `owner` may run now — nobody else holds their
     /// replay handler's lease, or it lapsed (its daemon died mid-replay).
     pub fn lesson_replays_claimable(&self, owner: &str) -> Result<Vec<LessonId>> {
-        let pending = self.lesson_replays_pending()?;
-        if pending.is_empty() {
-            return Ok(pending);
-        }
         self.read(|tx| {
+            let pending = replays_pending(tx)?;
+            if pending.is_empty() {
+                return Ok(pending);
+            }
             let now = tx.db_now()?;
             let mut out = Vec::new();
             for lesson in pending {
@@ -237,7 +240,7 @@ impl System {
                 let free = tx
                     .leases_for(&[h])?
                     .first()
-                    .is_none_or(|l| l.owner == owner || l.expires_at <= now);
+                    .is_none_or(|l| claimable_by(l, owner, now));
                 if free {
                     out.push(lesson);
                 }

@@ -95,7 +95,7 @@ impl System {
             let held: std::collections::HashSet<HandlerId> = tx
                 .leases_for(&ids)?
                 .into_iter()
-                .filter(|l| l.owner != owner && l.expires_at > now)
+                .filter(|l| !crate::agents::leases::claimable_by(l, owner, now))
                 .map(|l| l.handler)
                 .collect();
             Ok(ids.into_iter().filter(|h| !held.contains(h)).collect())
