@@ -55,6 +55,9 @@ pub(crate) struct AppState {
     /// This daemon's lease owner name and lease time on a shared store
     /// (`None`: the store is its alone).
     pub lease: Option<agency_service::LeaseSpec>,
+    /// The gateway's queue of settlements: flushed before costs are read,
+    /// so `agency cost` after a call counts it.
+    pub settler: Arc<agency_gateway::Settler>,
 }
 
 /// A running daemon (in this process).
@@ -77,6 +80,8 @@ pub struct Daemon {
     /// daemon's listeners (`None`: the store is this daemon's alone).
     relay: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
+    /// The model gateway's queue of settlements (flushed at stop).
+    settler: Arc<agency_gateway::Settler>,
     /// Drives pipeline runs (`agency-pipeline`'s runner).
     pipelines: agency_pipeline::runner::RunnerHandle,
     /// The OpenTelemetry exporter (`None`: `[telemetry]` off).
@@ -105,6 +110,13 @@ impl Daemon {
 
     pub fn service(&self) -> &Arc<System> {
         &self.svc
+    }
+
+    /// Wait until the model calls that have ended are settled (the gateway
+    /// commits settlements in batches, a few milliseconds after the call).
+    pub async fn flush_settlements(&self) {
+        let settler = self.settler.clone();
+        let _ = tokio::task::spawn_blocking(move || settler.flush()).await;
     }
 
     /// The egress proxy's address (127.0.0.1, any port), which agents get
@@ -141,6 +153,9 @@ impl Daemon {
         if let Some(sup) = self.supervisor.take() {
             sup.shutdown().await;
         }
+        // The calls of the agents just stopped, settled before their runs'
+        // ends are exported.
+        self.flush_settlements().await;
         // A stage in flight is handed out again at the next start.
         self.pipelines.stop();
         // After the agents, so their runs' ends are exported; a collector
@@ -178,6 +193,8 @@ impl Daemon {
         if let Some(server) = self.admin_server.take() {
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
         }
+        // And those of attached clients' calls that ended in the grace.
+        self.flush_settlements().await;
         self.home.remove_daemon_info();
         Ok(())
     }

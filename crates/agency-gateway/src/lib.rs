@@ -18,7 +18,8 @@
 //! answer as it streams by (`usage.rs`) when the answer ends or
 //! the client goes away (the budget seam: `Service::model_call_reserve`);
 //! a call whose final usage was never read is charged at its reservation
-//! (`meter.rs`). Request bodies are read within a deadline and a
+//! (`meter.rs`); settlements are queued and committed in batches
+//! (`settle.rs`). Request bodies are read within a deadline and a
 //! per-agent in-flight cap (`body.rs`); `count_tokens`, which the
 //! provider does not bill, is still refused while the subtree is paused.
 
@@ -30,6 +31,7 @@ pub mod body;
 mod head;
 mod json;
 mod meter;
+mod settle;
 mod usage;
 
 use std::sync::Arc;
@@ -51,6 +53,7 @@ use agency_config::upstreams::Models;
 use agency_http::{AgentGuard, error};
 use agency_service::System;
 use meter::{Meter, Phase};
+pub use settle::Settler;
 use usage::UsageTap;
 
 /// Request headers never forwarded: the agent's credential, what names
@@ -97,6 +100,8 @@ pub struct Gateway {
     /// Forwards to the upstreams: no redirects (a redirect would carry the
     /// provider key elsewhere), a connect timeout, no overall timeout.
     pub client: reqwest::Client,
+    /// Commits the calls' settlements in batches (`settle.rs`).
+    pub settler: Arc<Settler>,
 }
 
 /// `/model/{upstream}/{*path}`, behind the agent token guard.
@@ -259,7 +264,7 @@ async fn forward(
         let svc = st.svc.clone();
         let r = admission(move || svc.model_call_reserve(who, request)).await;
         match r {
-            Ok(r) => meter = Some(Meter::new(st.svc.clone(), price, r)),
+            Ok(r) => meter = Some(Meter::new(st.settler.clone(), price, r)),
             Err(refusal) => return refusal,
         }
     } else {

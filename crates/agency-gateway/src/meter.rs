@@ -20,7 +20,9 @@
 
 use std::sync::Arc;
 
-use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, System, TokenUsage};
+use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, TokenUsage};
+
+use crate::settle::Settler;
 use serde_json::Value;
 
 use crate::usage::{Seen, UsageTap};
@@ -111,7 +113,7 @@ pub(crate) enum Phase {
 
 /// One metered call in flight; settled exactly once, when dropped.
 pub(crate) struct Meter {
-    svc: Arc<System>,
+    settler: Arc<Settler>,
     price: Option<Price>,
     reservation: Option<ModelReservation>,
     pub(crate) phase: Phase,
@@ -119,9 +121,9 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    pub(crate) fn new(svc: Arc<System>, price: Option<Price>, r: ModelReservation) -> Meter {
+    pub(crate) fn new(settler: Arc<Settler>, price: Option<Price>, r: ModelReservation) -> Meter {
         Meter {
-            svc,
+            settler,
             price,
             reservation: Some(r),
             phase: Phase::NotSent,
@@ -171,22 +173,7 @@ impl Drop for Meter {
             cost_micro_usd: self.price.map_or(0, |p| p.cost_micro_usd(&usage)),
             estimated,
         };
-        let svc = self.svc.clone();
-        let settle = move || {
-            match svc.model_call_settle(reservation, result) {
-                Ok(()) => {}
-                // Fenced: another daemon owns the handler now.
-                Err(e @ agency_service::ServiceError::ReservationReleased { .. }) => {
-                    tracing::warn!(error = %e, "a model call's usage was not recorded");
-                }
-                Err(e) => tracing::error!(error = %e, "failed to record a model call's usage"),
-            }
-        };
-        // A SQLite write: off the async threads when there is a runtime.
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(settle)),
-            Err(_) => settle(),
-        }
+        self.settler.settle(reservation, result);
     }
 }
 

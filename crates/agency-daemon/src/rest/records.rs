@@ -100,12 +100,23 @@ async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String
 }
 
 async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
-    Ok(call(&st.svc, move |svc| svc.cost_tree(USER, None)).await)
+    let settler = st.settler.clone();
+    Ok(call(&st.svc, move |svc| {
+        settler.flush();
+        svc.cost_tree(USER, None)
+    })
+    .await)
 }
 
 async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st.svc, move |svc| svc.cost_tree(USER, Some(id))).await)
+    let settler = st.settler.clone();
+    Ok(call(&st.svc, move |svc| {
+        // Calls that have ended are counted, not still held as reservations.
+        settler.flush();
+        svc.cost_tree(USER, Some(id))
+    })
+    .await)
 }
 
 async fn budgets_all(State(st): State<Arc<AppState>>) -> Answer {

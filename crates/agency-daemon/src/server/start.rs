@@ -98,6 +98,7 @@ impl Daemon {
             problems,
             telemetry,
             mcp_shutdown: parts.mcp_shutdown,
+            settler: parts.settler.clone(),
             addr,
             home: home.clone(),
             svc,
@@ -329,6 +330,8 @@ struct Parts {
     upload_packs: Arc<UploadPacks>,
     /// Cancelled at stop so open MCP event streams end.
     mcp_shutdown: agency_mcp::CancellationToken,
+    /// The gateway's settlements, flushed at stop after the agents.
+    settler: Arc<agency_gateway::Settler>,
 }
 
 impl Parts {
@@ -389,6 +392,7 @@ impl Parts {
             live: LiveRuns::new(),
             upload_packs: Arc::default(),
             mcp_shutdown: agency_mcp::CancellationToken::new(),
+            settler: agency_gateway::Settler::start(svc.clone()),
         })
     }
 }
@@ -483,6 +487,7 @@ fn mount_routes(
         reloader: parts.reloader.clone(),
         confiner: parts.confiner.clone(),
         live: parts.live.clone(),
+        settler: parts.settler.clone(),
     });
     // The dashboard: its pages on this TCP listener (its own session
     // guard), its login URLs minted on `/v1`.
@@ -544,6 +549,7 @@ fn mount_routes(
             models: parts.reloader.models.clone(),
             bodies: Arc::default(),
             client: parts.tools.proxy_client.clone(),
+            settler: parts.settler.clone(),
         }),
         agent_guard,
     ))

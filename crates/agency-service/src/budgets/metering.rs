@@ -31,7 +31,7 @@ use agency_store::{
 use crate::Result;
 use crate::budgets::ledger::{Charge, admit, chain, held, pause_reached, refuse};
 use crate::error::ServiceError;
-use crate::service::{Caller, Service, System, authenticate};
+use crate::service::{Caller, Op, Service, System, authenticate};
 pub use agency_api::CostNode;
 
 /// Handlers [`Service::handler_costs`] reads in one call at most.
@@ -379,95 +379,126 @@ impl System {
         reservation: ModelReservation,
         result: ModelCallResult,
     ) -> Result<()> {
+        self.write_lazy(move |op| settle_in(op, reservation, result))
+    }
+
+    /// Settle several calls in one transaction (the gateway queues its
+    /// settlements and commits them together: one commit, and one write of
+    /// the pages they share, instead of one each). Each call's refusal
+    /// (its reservation released, see [`System::model_call_settle`]) is
+    /// its own and writes nothing; any other failure fails them all, and
+    /// nothing is written.
+    pub fn model_call_settle_batch(
+        &self,
+        calls: &[(ModelReservation, ModelCallResult)],
+    ) -> Result<Vec<Result<()>>> {
         self.write_lazy(|op| {
-            let ModelReservation {
-                handler,
-                agent,
-                request,
-                ledger,
-                at,
-            } = reservation;
-            // The fence of a settlement: its reservation. A daemon that
-            // took the handler over released the reservations of the
-            // agents it ended (`agents/leases.rs`), in the transaction that
-            // raised the lease's token, so a settlement that finds none
-            // comes from an owner that lost the lease, and changes nothing.
-            // The row must be this agent's: SQLite may give a deleted
-            // reservation's number to the next one.
-            let held = op
-                .tx
-                .budget_reservation(ledger)?
-                .filter(|r| r.agent == agent);
-            let Some(held) = held else {
-                return Err(ServiceError::ReservationReleased {
-                    call: ledger,
-                    handler: handler.to_string(),
-                });
-            };
-            op.tx.delete_budget_reservation(ledger)?;
-            let delta = BudgetSpend {
-                tokens: result.usage.total(),
-                micro_usd: result.cost_micro_usd,
-                calls: 1,
-                reserved_tokens: -held.tokens,
-                reserved_micro_usd: -held.micro_usd,
-                reserved_calls: -1,
-                ..BudgetSpend::default()
-            };
-            let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
-            op.tx.budget_spend_add(&ids, &delta)?;
-            let u = &result.usage;
-            let outcome = match result.status {
-                200..=299 => "ok".to_owned(),
-                0 => "unreachable".to_owned(),
-                s => format!("HTTP {s}"),
-            };
-            op.record(
-                Record::new(
-                    EventKind::ModelCallEnded,
-                    Some(handler),
-                    format!(
-                        "model call {ledger} to {} {outcome}: {} in / {} out tokens, ${:.4}{}",
-                        request.model,
-                        u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
-                        u.output_tokens,
-                        result.cost_micro_usd as f64 / 1e6,
-                        if request.priced { "" } else { " (unpriced)" }
-                    ),
-                )
-                .agent(Some(agent))
-                .data(serde_json::json!({
-                    "call": ledger,
-                    "upstream": request.upstream,
-                    "api": request.api,
-                    "model": request.model,
-                    "status": result.status,
-                    "input_tokens": u.input_tokens,
-                    "output_tokens": u.output_tokens,
-                    "cache_read_tokens": u.cache_read_tokens,
-                    "cache_write_tokens": u.cache_write_tokens,
-                    "cost_micro_usd": result.cost_micro_usd,
-                    "unpriced": !request.priced,
-                    "estimated": result.estimated,
-                    "duration_ms": op.now.0.saturating_sub(at.0),
-                })),
-            );
-            op.tx.insert_model_call(&ModelCallRow {
-                at: op.now,
-                handler,
-                agent,
-                upstream: request.upstream,
-                api: request.api,
-                model: request.model,
-                stream: request.stream,
-                status: result.status,
-                usage: result.usage,
-                cost_micro_usd: result.cost_micro_usd,
-                unpriced: !request.priced,
-                estimated: result.estimated,
-            })?;
-            pause_reached(op, handler)?;
-            Ok(())
+            let mut out = Vec::with_capacity(calls.len());
+            for (reservation, result) in calls {
+                match settle_in(op, reservation.clone(), *result) {
+                    Err(e @ ServiceError::ReservationReleased { .. }) => out.push(Err(e)),
+                    Err(e) => return Err(e),
+                    Ok(()) => out.push(Ok(())),
+                }
+            }
+            Ok(out)
         })
     }
+}
+
+/// One settlement inside `op`'s transaction; a released reservation is
+/// refused before anything is written.
+fn settle_in(
+    op: &mut Op<'_>,
+    reservation: ModelReservation,
+    result: ModelCallResult,
+) -> Result<()> {
+    let ModelReservation {
+        handler,
+        agent,
+        request,
+        ledger,
+        at,
+    } = reservation;
+    // The fence of a settlement: its reservation. A daemon that
+    // took the handler over released the reservations of the
+    // agents it ended (`agents/leases.rs`), in the transaction that
+    // raised the lease's token, so a settlement that finds none
+    // comes from an owner that lost the lease, and changes nothing.
+    // The row must be this agent's: SQLite may give a deleted
+    // reservation's number to the next one.
+    let held = op
+        .tx
+        .budget_reservation(ledger)?
+        .filter(|r| r.agent == agent);
+    let Some(held) = held else {
+        return Err(ServiceError::ReservationReleased {
+            call: ledger,
+            handler: handler.to_string(),
+        });
+    };
+    op.tx.delete_budget_reservation(ledger)?;
+    let delta = BudgetSpend {
+        tokens: result.usage.total(),
+        micro_usd: result.cost_micro_usd,
+        calls: 1,
+        reserved_tokens: -held.tokens,
+        reserved_micro_usd: -held.micro_usd,
+        reserved_calls: -1,
+        ..BudgetSpend::default()
+    };
+    let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
+    op.tx.budget_spend_add(&ids, &delta)?;
+    let u = &result.usage;
+    let outcome = match result.status {
+        200..=299 => "ok".to_owned(),
+        0 => "unreachable".to_owned(),
+        s => format!("HTTP {s}"),
+    };
+    op.record(
+        Record::new(
+            EventKind::ModelCallEnded,
+            Some(handler),
+            format!(
+                "model call {ledger} to {} {outcome}: {} in / {} out tokens, ${:.4}{}",
+                request.model,
+                u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+                u.output_tokens,
+                result.cost_micro_usd as f64 / 1e6,
+                if request.priced { "" } else { " (unpriced)" }
+            ),
+        )
+        .agent(Some(agent))
+        .data(serde_json::json!({
+            "call": ledger,
+            "upstream": request.upstream,
+            "api": request.api,
+            "model": request.model,
+            "status": result.status,
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "cache_read_tokens": u.cache_read_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+            "cost_micro_usd": result.cost_micro_usd,
+            "unpriced": !request.priced,
+            "estimated": result.estimated,
+            "duration_ms": op.now.0.saturating_sub(at.0),
+        })),
+    );
+    op.tx.insert_model_call(&ModelCallRow {
+        at: op.now,
+        handler,
+        agent,
+        upstream: request.upstream,
+        api: request.api,
+        model: request.model,
+        stream: request.stream,
+        status: result.status,
+        usage: result.usage,
+        cost_micro_usd: result.cost_micro_usd,
+        unpriced: !request.priced,
+        estimated: result.estimated,
+    })?;
+    pause_reached(op, handler)?;
+    Ok(())
 }

@@ -120,6 +120,40 @@ fn a_reservation_holds_until_settled_with_the_actual_usage() {
     env.svc.model_call_settle(second, used(0, 10)).unwrap();
 }
 
+/// The gateway settles calls together: each is settled as alone, and one
+/// whose reservation is gone (settled already) is refused by itself,
+/// writing nothing, while the others in its batch count.
+#[test]
+fn settlements_in_one_batch_count_each_and_a_released_one_alone_is_refused() {
+    let env = Env::new();
+    env.svc
+        .budget_set(Principal::User, env.root, tokens(10_000))
+        .unwrap();
+    let agent = env.agent(env.root);
+    let a = env.svc.model_call_reserve(agent, request(600, 0)).unwrap();
+    let b = env.svc.model_call_reserve(agent, request(500, 0)).unwrap();
+    let c = env.svc.model_call_reserve(agent, request(400, 0)).unwrap();
+    // `b` is settled on its own first: its reservation is gone.
+    env.svc.model_call_settle(b.clone(), used(1, 1)).unwrap();
+    let mut each = env
+        .svc
+        .model_call_settle_batch(&[(a, used(10, 20)), (b, used(100, 200)), (c, used(3, 4))])
+        .unwrap()
+        .into_iter();
+    assert!(each.next().unwrap().is_ok());
+    assert_kind(each.next().unwrap(), "lease_lost");
+    assert!(each.next().unwrap().is_ok());
+    assert!(each.next().is_none());
+    let shown = env.svc.budget_show(Principal::User, None).unwrap();
+    // 2 (b alone) + 30 (a) + 7 (c); b's second usage is not counted.
+    assert_eq!(shown.spent.tokens, 39);
+    assert_eq!(shown.spent.calls, 3);
+    assert_eq!(shown.spent.reserved_tokens, 0);
+    assert_eq!(shown.spent.reserved_calls, 0);
+    let cost = env.svc.cost_tree(Principal::User, None).unwrap();
+    assert_eq!(cost.subtree.calls, 3);
+}
+
 #[test]
 fn call_and_cost_limits_refuse_and_budgets_are_the_users_to_set() {
     let env = Env::new();
