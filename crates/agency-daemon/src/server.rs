@@ -57,7 +57,7 @@ pub(crate) struct AppState {
     pub lease: Option<agency_service::LeaseSpec>,
     /// The gateway's queue of settlements: flushed before costs are read,
     /// so `agency cost` after a call counts it.
-    pub settler: Arc<agency_gateway::Settler>,
+    pub metering: Arc<agency_gateway::Metering>,
 }
 
 /// A running daemon (in this process).
@@ -81,7 +81,7 @@ pub struct Daemon {
     relay: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
     /// The model gateway's queue of settlements (flushed at stop).
-    settler: Arc<agency_gateway::Settler>,
+    metering: Arc<agency_gateway::Metering>,
     /// Drives pipeline runs (`agency-pipeline`'s runner).
     pipelines: agency_pipeline::runner::RunnerHandle,
     /// The OpenTelemetry exporter (`None`: `[telemetry]` off).
@@ -115,8 +115,8 @@ impl Daemon {
     /// Wait until the model calls that have ended are settled (the gateway
     /// commits settlements in batches, a few milliseconds after the call).
     pub async fn flush_settlements(&self) {
-        let settler = self.settler.clone();
-        let _ = tokio::task::spawn_blocking(move || settler.flush()).await;
+        let metering = self.metering.clone();
+        let _ = tokio::task::spawn_blocking(move || metering.flush()).await;
     }
 
     /// The egress proxy's address (127.0.0.1, any port), which agents get

@@ -31,7 +31,7 @@ pub mod body;
 mod head;
 mod json;
 mod meter;
-mod settle;
+mod metering;
 mod usage;
 
 use std::sync::Arc;
@@ -53,7 +53,7 @@ use agency_config::upstreams::Models;
 use agency_http::{AgentGuard, error};
 use agency_service::System;
 use meter::{Meter, Phase};
-pub use settle::Settler;
+pub use metering::Metering;
 use usage::UsageTap;
 
 /// Request headers never forwarded: the agent's credential, what names
@@ -101,7 +101,7 @@ pub struct Gateway {
     /// provider key elsewhere), a connect timeout, no overall timeout.
     pub client: reqwest::Client,
     /// Commits the calls' settlements in batches (`settle.rs`).
-    pub settler: Arc<Settler>,
+    pub metering: Arc<Metering>,
 }
 
 /// `/model/{upstream}/{*path}`, behind the agent token guard.
@@ -261,11 +261,9 @@ async fn forward(
             Ok(p) => p,
             Err(e) => return error(StatusCode::BAD_REQUEST, "invalid", &e),
         };
-        let svc = st.svc.clone();
-        let r = admission(move || svc.model_call_reserve(who, request)).await;
-        match r {
-            Ok(r) => meter = Some(Meter::new(st.settler.clone(), price, r)),
-            Err(refusal) => return refusal,
+        match st.metering.reserve(who, request).await {
+            Ok(r) => meter = Some(Meter::new(st.metering.clone(), price, r)),
+            Err(e) => return refusal(&e),
         }
     } else {
         // Not billed (`count_tokens`), yet it reaches the provider: a
@@ -379,22 +377,27 @@ fn not_an_object(name: &str) -> Response {
     )
 }
 
-/// Run one of the service's admissions off the async threads (a store
-/// write); its refusal as the answer to send back. A budget reached is a
+/// A refused admission as the answer to send back: a budget reached is a
 /// 429 the agent can act on (stop and ask for more); anything else is a
 /// refusal.
+fn refusal(e: &agency_service::ServiceError) -> Response {
+    match e {
+        agency_service::ServiceError::Quota(_) => {
+            error(StatusCode::TOO_MANY_REQUESTS, "budget", &e.to_string())
+        }
+        _ => error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
+    }
+}
+
+/// Run one of the service's admissions off the async threads (a store
+/// write); its refusal as the answer to send back ([`refusal`]).
 async fn admission<T: Send + 'static>(
     f: impl FnOnce() -> agency_service::Result<T> + Send + 'static,
 ) -> Result<T, Response> {
     let span = tracing::Span::current();
     match tokio::task::spawn_blocking(move || span.in_scope(f)).await {
         Ok(Ok(r)) => Ok(r),
-        Ok(Err(e @ agency_service::ServiceError::Quota(_))) => Err(error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "budget",
-            &e.to_string(),
-        )),
-        Ok(Err(e)) => Err(error(StatusCode::FORBIDDEN, "denied", &e.to_string())),
+        Ok(Err(e)) => Err(refusal(&e)),
         Err(_) => Err(error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, TokenUsage};
 
-use crate::settle::Settler;
+use crate::metering::Metering;
 use serde_json::Value;
 
 use crate::usage::{Seen, UsageTap};
@@ -113,7 +113,7 @@ pub(crate) enum Phase {
 
 /// One metered call in flight; settled exactly once, when dropped.
 pub(crate) struct Meter {
-    settler: Arc<Settler>,
+    metering: Arc<Metering>,
     price: Option<Price>,
     reservation: Option<ModelReservation>,
     pub(crate) phase: Phase,
@@ -121,9 +121,9 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    pub(crate) fn new(settler: Arc<Settler>, price: Option<Price>, r: ModelReservation) -> Meter {
+    pub(crate) fn new(metering: Arc<Metering>, price: Option<Price>, r: ModelReservation) -> Meter {
         Meter {
-            settler,
+            metering,
             price,
             reservation: Some(r),
             phase: Phase::NotSent,
@@ -173,7 +173,7 @@ impl Drop for Meter {
             cost_micro_usd: self.price.map_or(0, |p| p.cost_micro_usd(&usage)),
             estimated,
         };
-        self.settler.settle(reservation, result);
+        self.metering.settle(reservation, result);
     }
 }
 

@@ -67,7 +67,7 @@ pub use agents::spawn::{FIRST_MESSAGE_SUBJECTS, PreparedSpawn, SpawnRequest};
 pub use agents::tokens::{MintedToken, TokenIdentity};
 pub use approvals::{Admission, ApprovalView, EACH_USE, ToolCallRequest, args_hash};
 pub use budgets::metering::{
-    CostNode, MAX_COST_HANDLERS, ModelCallRequest, ModelCallResult, ModelReservation,
+    CostNode, MAX_COST_HANDLERS, MeterBatch, ModelCallRequest, ModelCallResult, ModelReservation,
 };
 pub use budgets::{BudgetNode, PauseReport, ResumeReport};
 pub use builder::ServiceBuilder;

@@ -100,9 +100,9 @@ async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String
 }
 
 async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
-    let settler = st.settler.clone();
+    let metering = st.metering.clone();
     Ok(call(&st.svc, move |svc| {
-        settler.flush();
+        metering.flush();
         svc.cost_tree(USER, None)
     })
     .await)
@@ -110,10 +110,10 @@ async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
 
 async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    let settler = st.settler.clone();
+    let metering = st.metering.clone();
     Ok(call(&st.svc, move |svc| {
         // Calls that have ended are counted, not still held as reservations.
-        settler.flush();
+        metering.flush();
         svc.cost_tree(USER, Some(id))
     })
     .await)

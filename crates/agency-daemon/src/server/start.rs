@@ -98,7 +98,7 @@ impl Daemon {
             problems,
             telemetry,
             mcp_shutdown: parts.mcp_shutdown,
-            settler: parts.settler.clone(),
+            metering: parts.metering.clone(),
             addr,
             home: home.clone(),
             svc,
@@ -331,7 +331,7 @@ struct Parts {
     /// Cancelled at stop so open MCP event streams end.
     mcp_shutdown: agency_mcp::CancellationToken,
     /// The gateway's settlements, flushed at stop after the agents.
-    settler: Arc<agency_gateway::Settler>,
+    metering: Arc<agency_gateway::Metering>,
 }
 
 impl Parts {
@@ -392,7 +392,7 @@ impl Parts {
             live: LiveRuns::new(),
             upload_packs: Arc::default(),
             mcp_shutdown: agency_mcp::CancellationToken::new(),
-            settler: agency_gateway::Settler::start(svc.clone()),
+            metering: agency_gateway::Metering::start(svc.clone()),
         })
     }
 }
@@ -487,7 +487,7 @@ fn mount_routes(
         reloader: parts.reloader.clone(),
         confiner: parts.confiner.clone(),
         live: parts.live.clone(),
-        settler: parts.settler.clone(),
+        metering: parts.metering.clone(),
     });
     // The dashboard: its pages on this TCP listener (its own session
     // guard), its login URLs minted on `/v1`.
@@ -549,7 +549,7 @@ fn mount_routes(
             models: parts.reloader.models.clone(),
             bodies: Arc::default(),
             client: parts.tools.proxy_client.clone(),
-            settler: parts.settler.clone(),
+            metering: parts.metering.clone(),
         }),
         agent_guard,
     ))

@@ -117,75 +117,7 @@ impl Service {
         who: Principal,
         request: ModelCallRequest,
     ) -> Result<ModelReservation> {
-        self.write_lazy(|op| match authenticate(op.tx, who)? {
-            Caller::User => Err(ServiceError::denied(
-                "failed to reserve a model call: only an agent calls models through the gateway",
-            )),
-            Caller::Handler { row, agent } => {
-                if !request.priced
-                    && let Some(holder) = cost_limited(op.tx, row.id)?
-                {
-                    return Err(ServiceError::denied(format!(
-                        "failed to call the model: model {:?} has no price and the budget of \
-                         handler {holder} limits cost, so the call's cost could not be counted; \
-                         ask the user to price it ([prices.\"{}\"] in agency.toml, or \
-                         default_price in [models.{}]) or to use a priced model",
-                        request.model, request.model, request.upstream
-                    )));
-                }
-                let worst_tokens = request
-                    .max_tokens
-                    .max(0)
-                    .saturating_add(request.input_estimate.max(0));
-                let charge = Charge {
-                    delta: BudgetSpend {
-                        reserved_tokens: worst_tokens,
-                        reserved_micro_usd: request.worst_cost_micro_usd.max(0),
-                        reserved_calls: 1,
-                        ..BudgetSpend::default()
-                    },
-                    blocked_by_pause: true,
-                    ..Charge::default()
-                };
-                if let Err(r) = admit(op, row.id, &charge, "call the model")? {
-                    // Committed with the pause it may record.
-                    return Ok(Err(refuse(op, r)?));
-                }
-                let ledger = op.tx.insert_budget_reservation(&BudgetReservationRow {
-                    at: op.now,
-                    handler: row.id,
-                    agent,
-                    tokens: worst_tokens,
-                    micro_usd: request.worst_cost_micro_usd.max(0),
-                })?;
-                op.record(
-                    Record::new(
-                        EventKind::ModelCallStarted,
-                        Some(row.id),
-                        format!(
-                            "model call {ledger} to {} ({})",
-                            request.model, request.upstream
-                        ),
-                    )
-                    .agent(Some(agent))
-                    .data(serde_json::json!({
-                        "call": ledger,
-                        "upstream": request.upstream,
-                        "api": request.api,
-                        "model": request.model,
-                        "stream": request.stream,
-                        "max_tokens": request.max_tokens,
-                    })),
-                );
-                Ok(Ok(ModelReservation {
-                    handler: row.id,
-                    agent,
-                    request,
-                    ledger,
-                    at: op.now,
-                }))
-            }
-        })?
+        self.write_lazy(move |op| reserve_in(op, who, request))?
     }
 
     /// Gateway: admit one call that the provider does not bill
@@ -382,27 +314,129 @@ impl System {
         self.write_lazy(move |op| settle_in(op, reservation, result))
     }
 
-    /// Settle several calls in one transaction (the gateway queues its
-    /// settlements and commits them together: one commit, and one write of
-    /// the pages they share, instead of one each). Each call's refusal
-    /// (its reservation released, see [`System::model_call_settle`]) is
-    /// its own and writes nothing; any other failure fails them all, and
-    /// nothing is written.
-    pub fn model_call_settle_batch(
+    /// Settle and reserve several calls in one transaction (the gateway
+    /// queues its metering and commits it together: one commit, and one
+    /// write of the pages the calls share, instead of a transaction each).
+    /// The settlements go first, so a reservation sees the budget they
+    /// leave. Each call's refusal is its own: a settlement whose
+    /// reservation is gone (see [`System::model_call_settle`]) and a
+    /// reservation refused before it wrote anything change nothing, and
+    /// a reservation refused by a budget commits the pause it records, as
+    /// alone. A store failure fails them all, and nothing is written.
+    pub fn model_call_meter_batch(
         &self,
-        calls: &[(ModelReservation, ModelCallResult)],
-    ) -> Result<Vec<Result<()>>> {
+        settle: &[(ModelReservation, ModelCallResult)],
+        reserve: &[(Principal, ModelCallRequest)],
+    ) -> Result<MeterBatch> {
         self.write_lazy(|op| {
-            let mut out = Vec::with_capacity(calls.len());
-            for (reservation, result) in calls {
+            let mut settled = Vec::with_capacity(settle.len());
+            for (reservation, result) in settle {
                 match settle_in(op, reservation.clone(), *result) {
-                    Err(e @ ServiceError::ReservationReleased { .. }) => out.push(Err(e)),
+                    Err(e @ ServiceError::ReservationReleased { .. }) => settled.push(Err(e)),
                     Err(e) => return Err(e),
-                    Ok(()) => out.push(Ok(())),
+                    Ok(()) => settled.push(Ok(())),
                 }
             }
-            Ok(out)
+            let mut reserved = Vec::with_capacity(reserve.len());
+            for (who, request) in reserve {
+                match reserve_in(op, *who, request.clone()) {
+                    Ok(r) => reserved.push(r),
+                    Err(e @ ServiceError::Store(_)) => return Err(e),
+                    // Decided before its first write (`reserve_in`).
+                    Err(e) => reserved.push(Err(e)),
+                }
+            }
+            Ok(MeterBatch { settled, reserved })
         })
+    }
+}
+
+/// What [`System::model_call_meter_batch`] did, call by call, in the order
+/// it was given them.
+#[derive(Debug)]
+pub struct MeterBatch {
+    pub settled: Vec<Result<()>>,
+    pub reserved: Vec<Result<ModelReservation>>,
+}
+
+/// One reservation inside `op`'s transaction: the outer error is a
+/// refusal decided before anything was written (or a store failure), the
+/// inner one a refusal to commit with what it recorded (a pause). Keep it
+/// so: [`System::model_call_meter_batch`] goes on with the other calls of
+/// its transaction after an outer refusal.
+fn reserve_in(
+    op: &mut Op<'_>,
+    who: Principal,
+    request: ModelCallRequest,
+) -> Result<Result<ModelReservation>> {
+    match authenticate(op.tx, who)? {
+        Caller::User => Err(ServiceError::denied(
+            "failed to reserve a model call: only an agent calls models through the gateway",
+        )),
+        Caller::Handler { row, agent } => {
+            if !request.priced
+                && let Some(holder) = cost_limited(op.tx, row.id)?
+            {
+                return Err(ServiceError::denied(format!(
+                    "failed to call the model: model {:?} has no price and the budget of \
+                     handler {holder} limits cost, so the call's cost could not be counted; \
+                     ask the user to price it ([prices.\"{}\"] in agency.toml, or \
+                     default_price in [models.{}]) or to use a priced model",
+                    request.model, request.model, request.upstream
+                )));
+            }
+            let worst_tokens = request
+                .max_tokens
+                .max(0)
+                .saturating_add(request.input_estimate.max(0));
+            let charge = Charge {
+                delta: BudgetSpend {
+                    reserved_tokens: worst_tokens,
+                    reserved_micro_usd: request.worst_cost_micro_usd.max(0),
+                    reserved_calls: 1,
+                    ..BudgetSpend::default()
+                },
+                blocked_by_pause: true,
+                ..Charge::default()
+            };
+            if let Err(r) = admit(op, row.id, &charge, "call the model")? {
+                // Committed with the pause it may record.
+                return Ok(Err(refuse(op, r)?));
+            }
+            let ledger = op.tx.insert_budget_reservation(&BudgetReservationRow {
+                at: op.now,
+                handler: row.id,
+                agent,
+                tokens: worst_tokens,
+                micro_usd: request.worst_cost_micro_usd.max(0),
+            })?;
+            op.record(
+                Record::new(
+                    EventKind::ModelCallStarted,
+                    Some(row.id),
+                    format!(
+                        "model call {ledger} to {} ({})",
+                        request.model, request.upstream
+                    ),
+                )
+                .agent(Some(agent))
+                .data(serde_json::json!({
+                    "call": ledger,
+                    "upstream": request.upstream,
+                    "api": request.api,
+                    "model": request.model,
+                    "stream": request.stream,
+                    "max_tokens": request.max_tokens,
+                })),
+            );
+            Ok(Ok(ModelReservation {
+                handler: row.id,
+                agent,
+                request,
+                ledger,
+                at: op.now,
+            }))
+        }
     }
 }
 

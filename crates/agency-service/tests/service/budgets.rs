@@ -137,8 +137,12 @@ fn settlements_in_one_batch_count_each_and_a_released_one_alone_is_refused() {
     env.svc.model_call_settle(b.clone(), used(1, 1)).unwrap();
     let mut each = env
         .svc
-        .model_call_settle_batch(&[(a, used(10, 20)), (b, used(100, 200)), (c, used(3, 4))])
+        .model_call_meter_batch(
+            &[(a, used(10, 20)), (b, used(100, 200)), (c, used(3, 4))],
+            &[],
+        )
         .unwrap()
+        .settled
         .into_iter();
     assert!(each.next().unwrap().is_ok());
     assert_kind(each.next().unwrap(), "lease_lost");
@@ -152,6 +156,45 @@ fn settlements_in_one_batch_count_each_and_a_released_one_alone_is_refused() {
     assert_eq!(shown.spent.reserved_calls, 0);
     let cost = env.svc.cost_tree(Principal::User, None).unwrap();
     assert_eq!(cost.subtree.calls, 3);
+}
+
+/// Reservations in one batch are decided one after the other, after the
+/// batch's settlements: a settlement frees room for the reservation after
+/// it, a refused one (not an agent; over the budget) reserves nothing and
+/// does not stop the others.
+#[test]
+fn reservations_in_one_batch_see_the_settlements_before_them_and_refuse_alone() {
+    let env = Env::new();
+    env.svc
+        .budget_set(Principal::User, env.root, tokens(1000))
+        .unwrap();
+    let agent = env.agent(env.root);
+    let held = env.svc.model_call_reserve(agent, request(900, 0)).unwrap();
+    let done = env
+        .svc
+        .model_call_meter_batch(
+            &[(held, used(50, 50))],
+            &[
+                (agent, request(800, 0)),
+                (Principal::User, request(1, 0)),
+                (agent, request(800, 0)),
+                (agent, request(50, 0)),
+            ],
+        )
+        .unwrap();
+    assert!(done.settled.iter().all(|r| r.is_ok()));
+    let mut each = done.reserved.into_iter();
+    // 100 spent + 800 fits only because the settlement went first.
+    let first = each.next().unwrap().unwrap();
+    assert_kind(each.next().unwrap(), "permission_denied");
+    assert_kind(each.next().unwrap(), "quota");
+    let last = each.next().unwrap().unwrap();
+    let shown = env.svc.budget_show(Principal::User, None).unwrap();
+    assert_eq!(shown.spent.tokens, 100);
+    assert_eq!(shown.spent.reserved_tokens, 850);
+    assert_eq!(shown.spent.reserved_calls, 2);
+    env.svc.model_call_settle(first, used(0, 0)).unwrap();
+    env.svc.model_call_settle(last, used(0, 0)).unwrap();
 }
 
 #[test]
