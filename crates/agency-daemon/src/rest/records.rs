@@ -99,6 +99,8 @@ async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String
     Ok(call(&st.svc, move |svc| svc.outcomes_of(USER, id)).await)
 }
 
+// Costs and budgets count the calls that have ended, not their
+// reservations: the gateway's queue of settlements is flushed first.
 async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
     let metering = st.metering.clone();
     Ok(call(&st.svc, move |svc| {
@@ -112,7 +114,6 @@ async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Ans
     let id: HandlerId = parse("handler", &id)?;
     let metering = st.metering.clone();
     Ok(call(&st.svc, move |svc| {
-        // Calls that have ended are counted, not still held as reservations.
         metering.flush();
         svc.cost_tree(USER, Some(id))
     })
@@ -120,12 +121,22 @@ async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Ans
 }
 
 async fn budgets_all(State(st): State<Arc<AppState>>) -> Answer {
-    Ok(call(&st.svc, move |svc| svc.budget_show(USER, None)).await)
+    let metering = st.metering.clone();
+    Ok(call(&st.svc, move |svc| {
+        metering.flush();
+        svc.budget_show(USER, None)
+    })
+    .await)
 }
 
 async fn budgets_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    Ok(call(&st.svc, move |svc| svc.budget_show(USER, Some(id))).await)
+    let metering = st.metering.clone();
+    Ok(call(&st.svc, move |svc| {
+        metering.flush();
+        svc.budget_show(USER, Some(id))
+    })
+    .await)
 }
 
 /// The limits of `agency budget set`; a limit left out is no limit.
