@@ -154,9 +154,17 @@ pub(crate) struct Charge {
 /// A handler and every ancestor, nearest first (finite even if a corrupt
 /// boss column made a cycle).
 pub(crate) fn chain(tx: &mut dyn Tx, handler: HandlerId) -> Result<Vec<HandlerRow>> {
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    let mut next = Some(handler);
+    let row = tx
+        .handler(handler)?
+        .ok_or_else(|| ServiceError::not_found("handler", handler))?;
+    chain_from(tx, row)
+}
+
+/// [`chain`] from a handler's row already read in this transaction.
+pub(crate) fn chain_from(tx: &mut dyn Tx, first: HandlerRow) -> Result<Vec<HandlerRow>> {
+    let mut seen = BTreeSet::from([first.id]);
+    let mut next = first.boss;
+    let mut out = vec![first];
     while let Some(h) = next {
         if !seen.insert(h) {
             break;
@@ -219,7 +227,18 @@ pub(crate) fn admit(
     action: &str,
 ) -> Result<std::result::Result<(), Refusal>> {
     let rows = chain(op.tx, handler)?;
-    for h in held(op.tx, &rows)? {
+    admit_on(op, &rows, charge, action)
+}
+
+/// [`admit`] for the chain `rows` (the acting handler first), already read
+/// in this transaction.
+pub(crate) fn admit_on(
+    op: &mut Op<'_>,
+    rows: &[HandlerRow],
+    charge: &Charge,
+    action: &str,
+) -> Result<std::result::Result<(), Refusal>> {
+    for h in held(op.tx, rows)? {
         if let Some(r) = check(op, &h, charge, action)? {
             return Ok(Err(r));
         }
@@ -408,10 +427,10 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
 }
 
 /// After spend was added (a settled model call): pause every budget on the
-/// chain whose consumption limit the settled spend has now reached.
-pub(crate) fn pause_reached(op: &mut Op<'_>, handler: HandlerId) -> Result<()> {
-    let rows = chain(op.tx, handler)?;
-    for h in held(op.tx, &rows)? {
+/// chain `rows` (read in this transaction, the acting handler first) whose
+/// consumption limit the settled spend has now reached.
+pub(crate) fn pause_reached(op: &mut Op<'_>, rows: &[HandlerRow]) -> Result<()> {
+    for h in held(op.tx, rows)? {
         if h.budget.paused.is_some() {
             continue;
         }

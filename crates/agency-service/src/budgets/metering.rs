@@ -29,7 +29,9 @@ use agency_store::{
 };
 
 use crate::Result;
-use crate::budgets::ledger::{Charge, admit, chain, held, pause_reached, refuse};
+use crate::budgets::ledger::{
+    Charge, admit, admit_on, chain, chain_from, held, pause_reached, refuse,
+};
 use crate::error::ServiceError;
 use crate::service::{Caller, Op, Service, System, authenticate};
 pub use agency_api::CostNode;
@@ -399,7 +401,8 @@ fn reserve_in(
                 blocked_by_pause: true,
                 ..Charge::default()
             };
-            if let Err(r) = admit(op, row.id, &charge, "call the model")? {
+            let rows = chain_from(op.tx, row.clone())?;
+            if let Err(r) = admit_on(op, &rows, &charge, "call the model")? {
                 // Committed with the pause it may record.
                 return Ok(Err(refuse(op, r)?));
             }
@@ -420,14 +423,14 @@ fn reserve_in(
                     ),
                 )
                 .agent(Some(agent))
-                .data(serde_json::json!({
-                    "call": ledger,
-                    "upstream": request.upstream,
-                    "api": request.api,
-                    "model": request.model,
-                    "stream": request.stream,
-                    "max_tokens": request.max_tokens,
-                })),
+                .data(call_data(
+                    ledger,
+                    &request,
+                    serde_json::json!({
+                        "stream": request.stream,
+                        "max_tokens": request.max_tokens,
+                    }),
+                )),
             );
             Ok(Ok(ModelReservation {
                 handler: row.id,
@@ -481,7 +484,8 @@ fn settle_in(
         reserved_calls: -1,
         ..BudgetSpend::default()
     };
-    let ids: Vec<HandlerId> = chain(op.tx, handler)?.iter().map(|r| r.id).collect();
+    let rows = chain(op.tx, handler)?;
+    let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
     op.tx.budget_spend_add(&ids, &delta)?;
     let u = &result.usage;
     let outcome = match result.status {
@@ -503,11 +507,10 @@ fn settle_in(
             ),
         )
         .agent(Some(agent))
-        .data(serde_json::json!({
-            "call": ledger,
-            "upstream": request.upstream,
-            "api": request.api,
-            "model": request.model,
+        .data(call_data(
+            ledger,
+            &request,
+            serde_json::json!({
             "status": result.status,
             "input_tokens": u.input_tokens,
             "output_tokens": u.output_tokens,
@@ -517,7 +520,8 @@ fn settle_in(
             "unpriced": !request.priced,
             "estimated": result.estimated,
             "duration_ms": op.now.0.saturating_sub(at.0),
-        })),
+            }),
+        )),
     );
     op.tx.insert_model_call(&ModelCallRow {
         at: op.now,
@@ -533,6 +537,25 @@ fn settle_in(
         unpriced: !request.priced,
         estimated: result.estimated,
     })?;
-    pause_reached(op, handler)?;
+    pause_reached(op, &rows)?;
     Ok(())
+}
+
+/// The data of a call's event: the call's number, upstream, API and model
+/// (both events of a call carry them), and `more`.
+fn call_data(
+    ledger: i64,
+    request: &ModelCallRequest,
+    more: serde_json::Value,
+) -> serde_json::Value {
+    let mut data = serde_json::json!({
+        "call": ledger,
+        "upstream": request.upstream,
+        "api": request.api,
+        "model": request.model,
+    });
+    if let (Some(d), serde_json::Value::Object(more)) = (data.as_object_mut(), more) {
+        d.extend(more);
+    }
+    data
 }
