@@ -55,8 +55,8 @@ pub(crate) struct AppState {
     /// This daemon's lease owner name and lease time on a shared store
     /// (`None`: the store is its alone).
     pub lease: Option<agency_service::LeaseSpec>,
-    /// The gateway's queue of settlements: flushed before costs are read,
-    /// so `agency cost` after a call counts it.
+    /// The gateway's metering queue: flushed before costs and budgets are
+    /// read, so `agency cost` after a call counts it.
     pub metering: Arc<agency_gateway::Metering>,
 }
 
@@ -80,7 +80,7 @@ pub struct Daemon {
     /// daemon's listeners (`None`: the store is this daemon's alone).
     relay: Option<JoinHandle<()>>,
     supervisor: Option<Supervisor>,
-    /// The model gateway's queue of settlements (flushed at stop).
+    /// The model gateway's metering queue (flushed at stop).
     metering: Arc<agency_gateway::Metering>,
     /// Drives pipeline runs (`agency-pipeline`'s runner).
     pipelines: agency_pipeline::runner::RunnerHandle,

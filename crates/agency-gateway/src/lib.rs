@@ -18,8 +18,8 @@
 //! answer as it streams by (`usage.rs`) when the answer ends or
 //! the client goes away (the budget seam: `Service::model_call_reserve`);
 //! a call whose final usage was never read is charged at its reservation
-//! (`meter.rs`); settlements are queued and committed in batches
-//! (`settle.rs`). Request bodies are read within a deadline and a
+//! (`meter.rs`); reservations and settlements of concurrent calls are
+//! committed together (`metering.rs`). Request bodies are read within a deadline and a
 //! per-agent in-flight cap (`body.rs`); `count_tokens`, which the
 //! provider does not bill, is still refused while the subtree is paused.
 
@@ -100,7 +100,8 @@ pub struct Gateway {
     /// Forwards to the upstreams: no redirects (a redirect would carry the
     /// provider key elsewhere), a connect timeout, no overall timeout.
     pub client: reqwest::Client,
-    /// Commits the calls' settlements in batches (`settle.rs`).
+    /// Commits the calls' reservations and settlements in batches
+    /// (`metering.rs`).
     pub metering: Arc<Metering>,
 }
 

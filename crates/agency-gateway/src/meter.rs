@@ -21,10 +21,9 @@
 use std::sync::Arc;
 
 use agency_service::{ModelCallRequest, ModelCallResult, ModelReservation, TokenUsage};
-
-use crate::metering::Metering;
 use serde_json::Value;
 
+use crate::metering::Metering;
 use crate::usage::{Seen, UsageTap};
 use agency_config::models::Price;
 use agency_config::upstreams::{Models, Upstream};

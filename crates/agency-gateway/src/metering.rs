@@ -78,14 +78,7 @@ impl Metering {
         request: ModelCallRequest,
     ) -> Result<ModelReservation> {
         let (tx, rx) = oneshot::channel();
-        let refused = {
-            let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
-            match guard.as_ref() {
-                Some(s) => s.send(Msg::Reserve(who, request, tx)).err(),
-                None => Some(mpsc::SendError(Msg::Reserve(who, request, tx))),
-            }
-        };
-        if let Some(mpsc::SendError(Msg::Reserve(who, request, _))) = refused {
+        if let Some(Msg::Reserve(who, request, _)) = self.send(Msg::Reserve(who, request, tx)) {
             // The queue is closed (the daemon is stopping): alone, off the
             // async threads.
             let svc = self.svc.clone();
@@ -100,15 +93,17 @@ impl Metering {
     /// Queue one call's settlement; settled at once, on this thread, once
     /// the queue is closed (a call ending while the daemon stops).
     pub(crate) fn settle(&self, reservation: ModelReservation, result: ModelCallResult) {
-        let refused = {
-            let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
-            match guard.as_ref() {
-                Some(s) => s.send(Msg::Settle(reservation, result)).err(),
-                None => Some(mpsc::SendError(Msg::Settle(reservation, result))),
-            }
-        };
-        if let Some(mpsc::SendError(Msg::Settle(r, result))) = refused {
+        if let Some(Msg::Settle(r, result)) = self.send(Msg::Settle(reservation, result)) {
             report(self.svc.model_call_settle(r, result));
+        }
+    }
+
+    /// Queue `m` for the thread; `m` back if the queue is closed.
+    fn send(&self, m: Msg) -> Option<Msg> {
+        let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(s) => s.send(m).err().map(|mpsc::SendError(m)| m),
+            None => Some(m),
         }
     }
 
@@ -116,16 +111,9 @@ impl Metering {
     /// failed and been logged).
     pub fn flush(&self) {
         let (tx, rx) = mpsc::channel();
-        {
-            let guard = self.sender.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(s) = guard.as_ref() else {
-                return;
-            };
-            if s.send(Msg::Flush(tx)).is_err() {
-                return;
-            }
+        if self.send(Msg::Flush(tx)).is_none() {
+            let _ = rx.recv();
         }
-        let _ = rx.recv();
     }
 }
 

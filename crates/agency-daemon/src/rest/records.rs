@@ -99,44 +99,37 @@ async fn handler_outcomes(State(st): State<Arc<AppState>>, Path(id): Path<String
     Ok(call(&st.svc, move |svc| svc.outcomes_of(USER, id)).await)
 }
 
-// Costs and budgets count the calls that have ended, not their
-// reservations: the gateway's queue of settlements is flushed first.
-async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
+/// [`call`] for a read of spend: costs and budgets count the calls that
+/// have ended, not their reservations, so the gateway's metering queue is
+/// flushed first.
+async fn spend<T: serde::Serialize + Send + 'static>(
+    st: &AppState,
+    f: impl FnOnce(&agency_service::System) -> agency_service::Result<T> + Send + 'static,
+) -> axum::response::Response {
     let metering = st.metering.clone();
-    Ok(call(&st.svc, move |svc| {
+    call(&st.svc, move |svc| {
         metering.flush();
-        svc.cost_tree(USER, None)
+        f(svc)
     })
-    .await)
+    .await
+}
+
+async fn cost_all(State(st): State<Arc<AppState>>) -> Answer {
+    Ok(spend(&st, move |svc| svc.cost_tree(USER, None)).await)
 }
 
 async fn cost_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    let metering = st.metering.clone();
-    Ok(call(&st.svc, move |svc| {
-        metering.flush();
-        svc.cost_tree(USER, Some(id))
-    })
-    .await)
+    Ok(spend(&st, move |svc| svc.cost_tree(USER, Some(id))).await)
 }
 
 async fn budgets_all(State(st): State<Arc<AppState>>) -> Answer {
-    let metering = st.metering.clone();
-    Ok(call(&st.svc, move |svc| {
-        metering.flush();
-        svc.budget_show(USER, None)
-    })
-    .await)
+    Ok(spend(&st, move |svc| svc.budget_show(USER, None)).await)
 }
 
 async fn budgets_of(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Answer {
     let id: HandlerId = parse("handler", &id)?;
-    let metering = st.metering.clone();
-    Ok(call(&st.svc, move |svc| {
-        metering.flush();
-        svc.budget_show(USER, Some(id))
-    })
-    .await)
+    Ok(spend(&st, move |svc| svc.budget_show(USER, Some(id))).await)
 }
 
 /// The limits of `agency budget set`; a limit left out is no limit.

@@ -330,7 +330,7 @@ struct Parts {
     upload_packs: Arc<UploadPacks>,
     /// Cancelled at stop so open MCP event streams end.
     mcp_shutdown: agency_mcp::CancellationToken,
-    /// The gateway's settlements, flushed at stop after the agents.
+    /// The gateway's metering queue, flushed at stop after the agents.
     metering: Arc<agency_gateway::Metering>,
 }
 

@@ -401,14 +401,15 @@ fn reserve_in(
                 blocked_by_pause: true,
                 ..Charge::default()
             };
-            let rows = chain_from(op.tx, row.clone())?;
+            let handler = row.id;
+            let rows = chain_from(op.tx, row)?;
             if let Err(r) = admit_on(op, &rows, &charge, "call the model")? {
                 // Committed with the pause it may record.
                 return Ok(Err(refuse(op, r)?));
             }
             let ledger = op.tx.insert_budget_reservation(&BudgetReservationRow {
                 at: op.now,
-                handler: row.id,
+                handler,
                 agent,
                 tokens: worst_tokens,
                 micro_usd: request.worst_cost_micro_usd.max(0),
@@ -416,7 +417,7 @@ fn reserve_in(
             op.record(
                 Record::new(
                     EventKind::ModelCallStarted,
-                    Some(row.id),
+                    Some(handler),
                     format!(
                         "model call {ledger} to {} ({})",
                         request.model, request.upstream
@@ -433,7 +434,7 @@ fn reserve_in(
                 )),
             );
             Ok(Ok(ModelReservation {
-                handler: row.id,
+                handler,
                 agent,
                 request,
                 ledger,
