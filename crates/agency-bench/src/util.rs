@@ -173,6 +173,37 @@ pub fn self_cpu() -> Result<Duration> {
     ))
 }
 
+/// CPU time the whole machine has spent busy (every state of the `cpu`
+/// line of `/proc/stat` but idle and iowait, all cores summed): the CPU of
+/// this process, of servers it talks to, and of the kernel on their behalf.
+pub fn machine_busy() -> Result<Duration> {
+    let text = std::fs::read_to_string("/proc/stat").context("failed to read /proc/stat")?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .context("failed to find the cpu line in /proc/stat")?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().context("failed to parse /proc/stat"))
+        .collect::<Result<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is
+    // already counted in user).
+    let busy: u64 = f
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4 && *i != 7)
+        .map(|(_, v)| v)
+        .sum();
+    Ok(Duration::from_secs_f64(busy as f64 / clock_ticks()? as f64))
+}
+
+/// The cores this machine has.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `getconf CLK_TCK` (100 on Linux almost everywhere; asked, not assumed).
 fn clock_ticks() -> Result<u64> {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();

@@ -47,10 +47,27 @@ fn content(w: usize, i: u64) -> Vec<u8> {
     v
 }
 
+/// What one timed run of writers did.
+#[derive(Debug, Clone, Copy)]
+struct Rate {
+    per_sec: f64,
+    writes: u64,
+    /// The machine's busy CPU time over the writers' window
+    /// (`util::machine_busy`): the writers', the server's and the kernel's.
+    busy: Duration,
+}
+
+impl Rate {
+    /// The machine's CPU per write.
+    fn busy_per_write(&self) -> Option<Duration> {
+        (self.writes > 0).then(|| self.busy / u32::try_from(self.writes).unwrap_or(u32::MAX))
+    }
+}
+
 /// Writes per second through `Service::kb_write`, the store on SQLite
 /// (`store` `None`) or on the PostgreSQL database `store` names; and how
 /// many writes were made.
-fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<(f64, u64)> {
+fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<Rate> {
     let home = new_home_with(&dir.join("home"), "", store)?;
     let svc = Arc::new(home.open_service().context("failed to open the service")?);
     let root = svc
@@ -71,6 +88,7 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<(f64,
         files.push((f, c.version, c.hash.as_str().to_owned()));
     }
     let done = Arc::new(AtomicU64::new(0));
+    let busy0 = crate::util::machine_busy()?;
     let start = Instant::now();
     let deadline = start + secs;
     let handles: Vec<_> = files
@@ -98,9 +116,14 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<(f64,
             .map_err(|_| anyhow::anyhow!("a writer thread panicked"))??;
     }
     let took = start.elapsed().as_secs_f64();
+    let busy = crate::util::machine_busy()?.saturating_sub(busy0);
     svc.flush_read_audit()?;
     let n = done.load(Ordering::Relaxed);
-    Ok((n as f64 / took, n))
+    Ok(Rate {
+        per_sec: n as f64 / took,
+        writes: n,
+        busy,
+    })
 }
 
 /// The same durability without Agency: blob temp → fsync → rename → fsync
@@ -177,7 +200,7 @@ fn put_blob(dir: &Path, hash: &str, content: &[u8]) -> Result<()> {
 /// own connection to `url`, each write `BEGIN`, one `INSERT` of a row
 /// with the 4 KiB content, `COMMIT` (synchronous_commit on), into the
 /// table `table` (made here).
-fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Result<f64> {
+fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Result<Rate> {
     let rt = |what: &str| {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -204,6 +227,7 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
     drop(client);
     let _ = setup.block_on(task);
     let done = Arc::new(AtomicU64::new(0));
+    let busy0 = crate::util::machine_busy()?;
     let start = Instant::now();
     let deadline = start + secs;
     let handles: Vec<_> = (0..writers)
@@ -258,7 +282,14 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
         h.join()
             .map_err(|_| anyhow::anyhow!("a floor writer thread panicked"))??;
     }
-    Ok(done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+    let took = start.elapsed().as_secs_f64();
+    let busy = crate::util::machine_busy()?.saturating_sub(busy0);
+    let n = done.load(Ordering::Relaxed);
+    Ok(Rate {
+        per_sec: n as f64 / took,
+        writes: n,
+        busy,
+    })
 }
 
 /// Committed transactions in the database `url` so far
@@ -301,12 +332,12 @@ fn pg_commits(url: &str) -> Result<i64> {
 /// The PostgreSQL half of item 3: writes/s of the floor before, the
 /// service, and the floor after.
 struct PgRun {
-    ours: f64,
-    f1: f64,
-    f2: f64,
+    ours: Rate,
+    f1: Rate,
+    f2: Rate,
     /// The floor with one connection: commits one at a time, as the
     /// service's writers' lock makes them.
-    single: f64,
+    single: Rate,
     /// Committed transactions in the service's database per kb_write.
     commits_per_write: Option<f64>,
     /// The server's version and durability settings.
@@ -319,7 +350,8 @@ fn pg_run(dir: &Path, secs: Duration) -> Result<PgRun, String> {
     let go = || -> Result<PgRun> {
         let f1 = pg_floor_rate(floors.url(), "floor1", WRITERS, secs)?;
         let before = pg_commits(service.url()).ok();
-        let (ours, writes) = service_rate(&dir.join("svc-pg"), secs, Some(service.url()))?;
+        let ours = service_rate(&dir.join("svc-pg"), secs, Some(service.url()))?;
+        let writes = ours.writes;
         // Let the service's backends, closed as its store dropped, report.
         std::thread::sleep(Duration::from_millis(1500));
         let after = pg_commits(service.url()).ok();
@@ -360,7 +392,7 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
     // Floor, subject, floor again: the floor reported is the mean of both,
     // so a drift in the disk's speed during the run shows less.
     let f1 = floor_rate(&dir.path().join("f1"), secs)?;
-    let (ours, _) = service_rate(&dir.path().join("svc"), secs, None)?;
+    let ours = service_rate(&dir.path().join("svc"), secs, None)?.per_sec;
     let f2 = floor_rate(&dir.path().join("f2"), secs)?;
     let floor = (f1 + f2) / 2.0;
     // The same on PostgreSQL, after SQLite's (its own floor before and after).
@@ -373,34 +405,57 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
         ratio(ours, floor),
     ));
     if let Ok(p) = &pg {
-        let pfloor = (p.f1 + p.f2) / 2.0;
+        let pfloor = (p.f1.per_sec + p.f2.per_sec) / 2.0;
         s.rows.push(Row::new(
             "kb_write through the service on PostgreSQL, writes/s",
-            format!("{:.0}", p.ours),
+            format!("{:.0}", p.ours.per_sec),
             format!(
                 "{pfloor:.0} (PostgreSQL per-insert commit, 16 connections; runs {:.0} and {:.0})",
-                p.f1, p.f2
+                p.f1.per_sec, p.f2.per_sec
             ),
-            ratio(p.ours, pfloor),
+            ratio(p.ours.per_sec, pfloor),
         ));
         s.rows.push(Row::new(
             "kb_write through the service, PostgreSQL against SQLite (same run), writes/s",
-            format!("{:.0}", p.ours),
+            format!("{:.0}", p.ours.per_sec),
             format!("{ours:.0} (the service on SQLite)"),
-            ratio(p.ours, ours),
+            ratio(p.ours.per_sec, ours),
         ));
         s.rows.push(Row::new(
             "reference: PostgreSQL per-insert commit, 1 connection, writes/s",
-            format!("{:.0}", p.single),
+            format!("{:.0}", p.single.per_sec),
             format!("{pfloor:.0} (the same with 16 connections)"),
-            ratio(p.single, pfloor),
+            ratio(p.single.per_sec, pfloor),
         ));
+        let floor_busy = Rate {
+            per_sec: pfloor,
+            writes: p.f1.writes + p.f2.writes,
+            busy: p.f1.busy + p.f2.busy,
+        }
+        .busy_per_write();
+        if let (Some(svc), Some(floor)) = (p.ours.busy_per_write(), floor_busy) {
+            let us = |d: Duration| d.as_secs_f64() * 1e6;
+            s.rows.push(Row::new(
+                "machine CPU per write on PostgreSQL (the writers, the server and the kernel)",
+                format!("{:.0} µs", us(svc)),
+                format!("{:.0} µs (the floor's, 16 connections)", us(floor)),
+                ratio(us(svc), us(floor)),
+            ));
+            let cores = crate::util::cores() as f64;
+            let needed = svc.as_secs_f64() * pfloor;
+            s.rows.push(Row::new(
+                "cores the service's writes would keep busy at the floor's rate",
+                format!("{needed:.1}"),
+                format!("{cores:.0} (this machine's)"),
+                ratio(needed, cores),
+            ));
+        }
     }
     s.shows = match &pg {
         Ok(p) => format!(
             "the durable-write rate of the service, with its permission check, compare-and-set and audit record, against naive per-write durable commits of the same data on the same backend (above 1: the service's batching saves more than its own work costs): ×{} on SQLite (against blob fsyncs + SQLite inserts) and ×{} on PostgreSQL (against PostgreSQL's own per-insert commit).",
             ratio(ours, floor).trim_start_matches('×'),
-            ratio(p.ours, (p.f1 + p.f2) / 2.0).trim_start_matches('×')
+            ratio(p.ours.per_sec, (p.f1.per_sec + p.f2.per_sec) / 2.0).trim_start_matches('×')
         ),
         Err(_) => "the durable-write rate of the service, with its permission check, compare-and-set and audit record, against naive per-write fsyncs of the same data (above 1: group commit saves more fsync time than the service's own work costs). PostgreSQL: not measured (below).".to_owned(),
     };
@@ -425,6 +480,11 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
             }
         )),
         Err(reason) => s.notes.push(format!("PostgreSQL rows {reason}.")),
+    }
+    if pg.is_ok() {
+        s.notes.push(
+            "Machine CPU (PostgreSQL rows): the busy time of all cores from `/proc/stat` (user, nice, system, irq and softirq; idle, iowait and steal left out) over each run's writing window, set-up outside it, divided by the run's writes: the writers' threads, the server's backends and the kernel's work for both, and anything else the machine ran meanwhile. The row after it multiplies the service's CPU per write by the floor's rate: above this machine's cores, the floor's rate is out of reach for the service's work per write on this machine, however its round trips are ordered or overlapped.".to_owned(),
+        );
     }
     Ok(vec![s])
 }

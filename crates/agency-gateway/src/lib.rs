@@ -32,6 +32,7 @@ mod head;
 mod json;
 mod meter;
 mod metering;
+mod relay;
 mod usage;
 
 use std::sync::Arc;
@@ -343,21 +344,34 @@ async fn forward(
             out = out.header(k, v);
         }
     }
-    let stream = answer.bytes_stream();
-    let body = match meter {
-        None => Body::from_stream(stream),
+    let stream = relay::Coalesce::new(answer.bytes_stream());
+    let mut stream = match meter {
+        None => stream.boxed(),
         Some(mut m) => {
             m.phase = Phase::Answered(i64::from(status.as_u16()));
             m.tap = Some(UsageTap::new(upstream.api, sse));
             // The meter lives in the closure: it settles when the body is
             // dropped, after its last byte or when the agent goes away.
-            Body::from_stream(stream.map(move |chunk| {
-                if let (Ok(bytes), Some(tap)) = (&chunk, m.tap.as_mut()) {
-                    tap.feed(bytes);
-                }
-                chunk
-            }))
+            stream
+                .map(move |chunk| {
+                    if let (Ok(bytes), Some(tap)) = (&chunk, m.tap.as_mut()) {
+                        tap.feed(bytes);
+                    }
+                    chunk
+                })
+                .boxed()
         }
+    };
+    // The answer's first bytes go out with its head, in one write (the
+    // head is sent as soon as it is returned, the body polled after). A
+    // failure is not put first: the head would be dropped unsent with it.
+    let body = match stream.next().await {
+        Some(Ok(first)) => Body::from_stream(futures_util::stream::iter([Ok(first)]).chain(stream)),
+        Some(Err(e)) => Body::from_stream(futures_util::stream::once(async move {
+            tokio::task::yield_now().await;
+            Err::<axum::body::Bytes, _>(e)
+        })),
+        None => Body::empty(),
     };
     out.body(body).unwrap_or_else(|e| {
         error(

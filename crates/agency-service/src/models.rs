@@ -97,7 +97,13 @@ pub(crate) fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<Handl
         if !seen.insert(h) {
             break; // a corrupt boss cycle: nothing further up
         }
-        if let Some(u) = tx.handler_model(h)? {
+        // The handler's own setting was read above.
+        let set = if h == handler {
+            own.clone()
+        } else {
+            tx.handler_model(h)?
+        };
+        if let Some(u) = set {
             return Ok(HandlerModel {
                 handler,
                 own,

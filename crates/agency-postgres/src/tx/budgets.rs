@@ -170,12 +170,24 @@ impl BudgetTx for PgTx<'_> {
     /// Add `d` (which may hold negative amounts: a settled reservation) to
     /// the running totals of each handler given.
     fn budget_spend_add(&mut self, handlers: &[HandlerId], d: &BudgetSpend) -> R<()> {
-        for h in handlers {
+        if handlers.is_empty() {
+            return Ok(());
+        }
+        // One statement (one round trip) for the whole chain. The rows are
+        // locked in the order given, handler first and root last, as every
+        // caller's chain runs: two chains that share ancestors lock them in
+        // the same order. A handler given twice counts twice, as on SQLite
+        // (an upsert may not touch a row twice: repeats go one at a time).
+        let mut seen = std::collections::HashSet::new();
+        let (once, again): (Vec<HandlerId>, Vec<HandlerId>) =
+            handlers.iter().partition(|h| seen.insert(**h));
+        for list in std::iter::once(once).chain(again.into_iter().map(|h| vec![h])) {
             execute(
                 self.conn,
                 "INSERT INTO budget_spend AS s (handler, tokens, micro_usd, calls, tool_calls, spawns,
                    handlers, reserved_tokens, reserved_micro_usd, reserved_calls)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                 SELECT h, $2, $3, $4, $5, $6, $7, $8, $9, $10
+                 FROM unnest($1::text[]) WITH ORDINALITY AS u(h, n) ORDER BY n
                  ON CONFLICT (handler) DO UPDATE SET tokens = s.tokens + $2,
                    micro_usd = s.micro_usd + $3, calls = s.calls + $4,
                    tool_calls = s.tool_calls + $5, spawns = s.spawns + $6,
@@ -184,7 +196,7 @@ impl BudgetTx for PgTx<'_> {
                    reserved_micro_usd = s.reserved_micro_usd + $9,
                    reserved_calls = s.reserved_calls + $10",
                 &[
-                    &h.to_string(),
+                    &text_list(&list),
                     &d.tokens,
                     &d.micro_usd,
                     &d.calls,
@@ -195,7 +207,7 @@ impl BudgetTx for PgTx<'_> {
                     &d.reserved_micro_usd,
                     &d.reserved_calls,
                 ],
-                || format!("update the budget ledger of handler {h}"),
+                || format!("update the budget ledger of {} handler(s)", list.len()),
             )?;
         }
         Ok(())

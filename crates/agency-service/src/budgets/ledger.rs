@@ -187,13 +187,21 @@ pub(crate) struct Held {
 }
 
 pub(crate) fn held(tx: &mut dyn Tx, rows: &[HandlerRow]) -> Result<Vec<Held>> {
+    held_by(tx, rows.iter().map(|r| r.id))
+}
+
+/// [`held`] of a chain given by its handlers' ids, the acting one first.
+pub(crate) fn held_by(
+    tx: &mut dyn Tx,
+    chain: impl IntoIterator<Item = HandlerId>,
+) -> Result<Vec<Held>> {
     let mut out = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
+    for (i, id) in chain.into_iter().enumerate() {
         // A row without limits still holds while paused by hand.
-        if let Some(budget) = tx.budget_of(r.id)?
+        if let Some(budget) = tx.budget_of(id)?
             && (!budget.limits.is_empty() || budget.paused.is_some())
         {
-            let spend = tx.budget_spend_of(r.id)?;
+            let spend = tx.budget_spend_of(id)?;
             out.push(Held {
                 budget,
                 spend,
@@ -429,8 +437,8 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
 /// After spend was added (a settled model call): pause every budget on the
 /// chain `rows` (read in this transaction, the acting handler first) whose
 /// consumption limit the settled spend has now reached.
-pub(crate) fn pause_reached(op: &mut Op<'_>, rows: &[HandlerRow]) -> Result<()> {
-    for h in held(op.tx, rows)? {
+pub(crate) fn pause_reached(op: &mut Op<'_>, chain: &[HandlerId]) -> Result<()> {
+    for h in held_by(op.tx, chain.iter().copied())? {
         if h.budget.paused.is_some() {
             continue;
         }

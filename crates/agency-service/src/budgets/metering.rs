@@ -76,6 +76,9 @@ pub struct ModelReservation {
     /// The ledger row holding the call's worst case until it settles;
     /// also the call's id in the event log.
     ledger: i64,
+    /// The handler and its ancestors, as the reservation charged them:
+    /// the settlement takes the reservation back from the same handlers.
+    chain: Vec<HandlerId>,
     /// When it was admitted.
     at: agency_core::Timestamp,
 }
@@ -438,6 +441,7 @@ fn reserve_in(
                 agent,
                 request,
                 ledger,
+                chain: rows.iter().map(|r| r.id).collect(),
                 at: op.now,
             }))
         }
@@ -456,6 +460,7 @@ fn settle_in(
         agent,
         request,
         ledger,
+        chain,
         at,
     } = reservation;
     // The fence of a settlement: its reservation. A daemon that
@@ -485,9 +490,7 @@ fn settle_in(
         reserved_calls: -1,
         ..BudgetSpend::default()
     };
-    let rows = chain(op.tx, handler)?;
-    let ids: Vec<HandlerId> = rows.iter().map(|r| r.id).collect();
-    op.tx.budget_spend_add(&ids, &delta)?;
+    op.tx.budget_spend_add(&chain, &delta)?;
     let u = &result.usage;
     let outcome = match result.status {
         200..=299 => "ok".to_owned(),
@@ -538,7 +541,7 @@ fn settle_in(
         unpriced: !request.priced,
         estimated: result.estimated,
     })?;
-    pause_reached(op, &rows)?;
+    pause_reached(op, &chain)?;
     Ok(())
 }
 

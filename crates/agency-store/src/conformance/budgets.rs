@@ -79,6 +79,37 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
     });
     assert_eq!(rd(&store, |tx| tx.budget_spend_of(h1)).tokens, 20);
     assert_eq!(rd(&store, |tx| tx.budget_spend_of(h2)).calls, 1);
+    // A whole chain in one call, negative amounts, a handler given twice
+    // (counted twice), and none at all.
+    let back = BudgetSpend {
+        tokens: -3,
+        reserved_calls: 2,
+        ..BudgetSpend::default()
+    };
+    wr(&store, |tx| {
+        tx.budget_spend_add(&[h3, h2, h1], &back)?;
+        tx.budget_spend_add(&[h1, h3, h1], &back)?;
+        tx.budget_spend_add(&[], &back)
+    });
+    let totals = |h| {
+        let s = rd(&store, |tx| tx.budget_spend_of(h));
+        (s.tokens, s.reserved_calls)
+    };
+    assert_eq!(totals(h1), (20 - 9, 6));
+    assert_eq!(totals(h2), (10 - 3, 2));
+    assert_eq!(totals(h3), (-6, 4));
+    wr(&store, |tx| {
+        let undo = BudgetSpend {
+            tokens: 3,
+            reserved_calls: -2,
+            ..BudgetSpend::default()
+        };
+        tx.budget_spend_add(&[h3, h2, h1], &undo)?;
+        tx.budget_spend_add(&[h1, h3, h1], &undo)
+    });
+    assert_eq!(totals(h1), (20, 0));
+    assert_eq!(totals(h2), (10, 0));
+    assert_eq!(totals(h3), (0, 0));
 
     // Reservations of calls in flight.
     let reservation = |h, tokens| BudgetReservationRow {

@@ -153,35 +153,43 @@ impl BudgetTx for SqliteTx<'_> {
     /// Add `d` (which may hold negative amounts: a settled reservation) to
     /// the running totals of each handler given.
     fn budget_spend_add(&mut self, handlers: &[HandlerId], d: &BudgetSpend) -> R<()> {
-        let c = self.conn;
-        for h in handlers {
-            execute(
-                c,
-                "INSERT INTO budget_spend (handler, tokens, micro_usd, calls, tool_calls, spawns,
-                   handlers, reserved_tokens, reserved_micro_usd, reserved_calls)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                 ON CONFLICT (handler) DO UPDATE SET tokens = tokens + ?2,
-                   micro_usd = micro_usd + ?3, calls = calls + ?4, tool_calls = tool_calls + ?5,
-                   spawns = spawns + ?6, handlers = handlers + ?7,
-                   reserved_tokens = reserved_tokens + ?8,
-                   reserved_micro_usd = reserved_micro_usd + ?9,
-                   reserved_calls = reserved_calls + ?10",
-                params![
-                    h.to_string(),
-                    d.tokens,
-                    d.micro_usd,
-                    d.calls,
-                    d.tool_calls,
-                    d.spawns,
-                    d.handlers,
-                    d.reserved_tokens,
-                    d.reserved_micro_usd,
-                    d.reserved_calls
-                ],
-                || format!("update the budget ledger of handler {h}"),
-            )?;
+        if handlers.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        // One statement for the whole chain (a model call's reservation
+        // and settlement each add to every ancestor). `WHERE true`: an
+        // upsert from a SELECT needs it to parse.
+        execute(
+            self.conn,
+            "INSERT INTO budget_spend (handler, tokens, micro_usd, calls, tool_calls, spawns,
+               handlers, reserved_tokens, reserved_micro_usd, reserved_calls)
+             SELECT value, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM json_each(?1) WHERE true
+             ON CONFLICT (handler) DO UPDATE SET tokens = tokens + ?2,
+               micro_usd = micro_usd + ?3, calls = calls + ?4, tool_calls = tool_calls + ?5,
+               spawns = spawns + ?6, handlers = handlers + ?7,
+               reserved_tokens = reserved_tokens + ?8,
+               reserved_micro_usd = reserved_micro_usd + ?9,
+               reserved_calls = reserved_calls + ?10",
+            params![
+                json_list(handlers, true),
+                d.tokens,
+                d.micro_usd,
+                d.calls,
+                d.tool_calls,
+                d.spawns,
+                d.handlers,
+                d.reserved_tokens,
+                d.reserved_micro_usd,
+                d.reserved_calls
+            ],
+            || {
+                format!(
+                    "update the budget ledger of handlers {}",
+                    list_text(handlers)
+                )
+            },
+        )
+        .map(drop)
     }
 
     fn insert_budget_reservation(&mut self, r: &BudgetReservationRow) -> R<i64> {
