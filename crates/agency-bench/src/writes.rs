@@ -55,12 +55,19 @@ struct Rate {
     /// The machine's busy CPU time over the writers' window
     /// (`util::machine_busy`): the writers', the server's and the kernel's.
     busy: Duration,
+    /// Of it, this process's (`util::self_cpu`).
+    own: Duration,
 }
 
 impl Rate {
     /// The machine's CPU per write.
     fn busy_per_write(&self) -> Option<Duration> {
         (self.writes > 0).then(|| self.busy / u32::try_from(self.writes).unwrap_or(u32::MAX))
+    }
+
+    /// This process's CPU per write.
+    fn own_per_write(&self) -> Option<Duration> {
+        (self.writes > 0).then(|| self.own / u32::try_from(self.writes).unwrap_or(u32::MAX))
     }
 }
 
@@ -89,6 +96,7 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<Rate>
     }
     let done = Arc::new(AtomicU64::new(0));
     let busy0 = crate::util::machine_busy()?;
+    let own0 = crate::util::self_cpu()?;
     let start = Instant::now();
     let deadline = start + secs;
     let handles: Vec<_> = files
@@ -117,12 +125,14 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<Rate>
     }
     let took = start.elapsed().as_secs_f64();
     let busy = crate::util::machine_busy()?.saturating_sub(busy0);
+    let own = crate::util::self_cpu()?.saturating_sub(own0);
     svc.flush_read_audit()?;
     let n = done.load(Ordering::Relaxed);
     Ok(Rate {
         per_sec: n as f64 / took,
         writes: n,
         busy,
+        own,
     })
 }
 
@@ -228,6 +238,7 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
     let _ = setup.block_on(task);
     let done = Arc::new(AtomicU64::new(0));
     let busy0 = crate::util::machine_busy()?;
+    let own0 = crate::util::self_cpu()?;
     let start = Instant::now();
     let deadline = start + secs;
     let handles: Vec<_> = (0..writers)
@@ -284,11 +295,13 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
     }
     let took = start.elapsed().as_secs_f64();
     let busy = crate::util::machine_busy()?.saturating_sub(busy0);
+    let own = crate::util::self_cpu()?.saturating_sub(own0);
     let n = done.load(Ordering::Relaxed);
     Ok(Rate {
         per_sec: n as f64 / took,
         writes: n,
         busy,
+        own,
     })
 }
 
@@ -427,18 +440,31 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
             format!("{pfloor:.0} (the same with 16 connections)"),
             ratio(p.single.per_sec, pfloor),
         ));
-        let floor_busy = Rate {
+        let floors = Rate {
             per_sec: pfloor,
             writes: p.f1.writes + p.f2.writes,
             busy: p.f1.busy + p.f2.busy,
-        }
-        .busy_per_write();
-        if let (Some(svc), Some(floor)) = (p.ours.busy_per_write(), floor_busy) {
+            own: p.f1.own + p.f2.own,
+        };
+        if let (Some(svc), Some(floor), Some(svc_own), Some(floor_own)) = (
+            p.ours.busy_per_write(),
+            floors.busy_per_write(),
+            p.ours.own_per_write(),
+            floors.own_per_write(),
+        ) {
             let us = |d: Duration| d.as_secs_f64() * 1e6;
             s.rows.push(Row::new(
                 "machine CPU per write on PostgreSQL (the writers, the server and the kernel)",
-                format!("{:.0} µs", us(svc)),
-                format!("{:.0} µs (the floor's, 16 connections)", us(floor)),
+                format!(
+                    "{:.0} µs ({:.0} µs of it this process's)",
+                    us(svc),
+                    us(svc_own)
+                ),
+                format!(
+                    "{:.0} µs (the floor's, 16 connections; {:.0} µs of it this process's)",
+                    us(floor),
+                    us(floor_own)
+                ),
                 ratio(us(svc), us(floor)),
             ));
             let cores = crate::util::cores() as f64;

@@ -68,10 +68,15 @@ const MIGRATIONS: &[&str] = &[
 const WRITE_LOCK: i64 = 0x6167_656e_6379;
 
 /// Idle connections kept for reuse; more may be open at a peak, each
-/// closed after its transaction. Small, because every daemon sharing the
-/// server keeps its own (PostgreSQL allows 100 connections by default;
-/// three daemons kept 99 open with 32).
-const MAX_IDLE: usize = 8;
+/// closed after its transaction. A connection closed is a backend the
+/// server forks again for the next one, milliseconds of its CPU: with 8
+/// kept, sixteen writers (a check, a blob put and a write each, on
+/// connections of their own) made the server spend ~3 ms of CPU per KB
+/// write, most of it forking and ending backends (benchmark item 3: 24
+/// kept, 1.5 ms). Not more, because every daemon sharing the server keeps
+/// its own (PostgreSQL allows 100 connections by default; three daemons
+/// keep at most 3 × (24 + the writer and the listener) = 78).
+const MAX_IDLE: usize = 24;
 
 /// One open transaction on a connection: the [`Tx`] handed to transaction
 /// closures. The store has already begun the transaction on `conn`.
