@@ -71,6 +71,35 @@ impl Rate {
     }
 }
 
+/// The clocks of one writing window: wall, the machine's busy CPU and this
+/// process's.
+struct Window {
+    start: Instant,
+    busy: Duration,
+    own: Duration,
+}
+
+impl Window {
+    fn open() -> Result<Window> {
+        Ok(Window {
+            busy: crate::util::machine_busy()?,
+            own: crate::util::self_cpu()?,
+            start: Instant::now(),
+        })
+    }
+
+    /// The window's rate after `writes` writes.
+    fn close(&self, writes: u64) -> Result<Rate> {
+        let took = self.start.elapsed().as_secs_f64();
+        Ok(Rate {
+            per_sec: writes as f64 / took,
+            writes,
+            busy: crate::util::machine_busy()?.saturating_sub(self.busy),
+            own: crate::util::self_cpu()?.saturating_sub(self.own),
+        })
+    }
+}
+
 /// Writes per second through `Service::kb_write`, the store on SQLite
 /// (`store` `None`) or on the PostgreSQL database `store` names; and how
 /// many writes were made.
@@ -95,10 +124,8 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<Rate>
         files.push((f, c.version, c.hash.as_str().to_owned()));
     }
     let done = Arc::new(AtomicU64::new(0));
-    let busy0 = crate::util::machine_busy()?;
-    let own0 = crate::util::self_cpu()?;
-    let start = Instant::now();
-    let deadline = start + secs;
+    let window = Window::open()?;
+    let deadline = window.start + secs;
     let handles: Vec<_> = files
         .into_iter()
         .enumerate()
@@ -123,17 +150,9 @@ fn service_rate(dir: &Path, secs: Duration, store: Option<&str>) -> Result<Rate>
         h.join()
             .map_err(|_| anyhow::anyhow!("a writer thread panicked"))??;
     }
-    let took = start.elapsed().as_secs_f64();
-    let busy = crate::util::machine_busy()?.saturating_sub(busy0);
-    let own = crate::util::self_cpu()?.saturating_sub(own0);
+    let rate = window.close(done.load(Ordering::Relaxed))?;
     svc.flush_read_audit()?;
-    let n = done.load(Ordering::Relaxed);
-    Ok(Rate {
-        per_sec: n as f64 / took,
-        writes: n,
-        busy,
-        own,
-    })
+    Ok(rate)
 }
 
 /// The same durability without Agency: blob temp → fsync → rename → fsync
@@ -237,10 +256,8 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
     drop(client);
     let _ = setup.block_on(task);
     let done = Arc::new(AtomicU64::new(0));
-    let busy0 = crate::util::machine_busy()?;
-    let own0 = crate::util::self_cpu()?;
-    let start = Instant::now();
-    let deadline = start + secs;
+    let window = Window::open()?;
+    let deadline = window.start + secs;
     let handles: Vec<_> = (0..writers)
         .map(|w| {
             let done = done.clone();
@@ -293,16 +310,7 @@ fn pg_floor_rate(url: &str, table: &str, writers: usize, secs: Duration) -> Resu
         h.join()
             .map_err(|_| anyhow::anyhow!("a floor writer thread panicked"))??;
     }
-    let took = start.elapsed().as_secs_f64();
-    let busy = crate::util::machine_busy()?.saturating_sub(busy0);
-    let own = crate::util::self_cpu()?.saturating_sub(own0);
-    let n = done.load(Ordering::Relaxed);
-    Ok(Rate {
-        per_sec: n as f64 / took,
-        writes: n,
-        busy,
-        own,
-    })
+    window.close(done.load(Ordering::Relaxed))
 }
 
 /// Committed transactions in the database `url` so far
@@ -509,7 +517,7 @@ pub fn run(cfg: Cfg) -> Result<Vec<Section>> {
     }
     if pg.is_ok() {
         s.notes.push(
-            "Machine CPU (PostgreSQL rows): the busy time of all cores from `/proc/stat` (user, nice, system, irq and softirq; idle, iowait and steal left out) over each run's writing window, set-up outside it, divided by the run's writes: the writers' threads, the server's backends and the kernel's work for both, and anything else the machine ran meanwhile. The row after it multiplies the service's CPU per write by the floor's rate: above this machine's cores, the floor's rate is out of reach for the service's work per write on this machine, however its round trips are ordered or overlapped.".to_owned(),
+            "Machine CPU (PostgreSQL rows): the busy time of all cores from `/proc/stat` (user, nice, system, irq and softirq; idle, iowait and steal left out) over each run's writing window, set-up outside it, divided by the run's writes: the writers' threads, the server's backends and the kernel's work for both, and anything else the machine ran meanwhile. The row after it multiplies the service's CPU per write by the floor's rate: above this machine's cores, the floor's rate is out of reach for the service's work per write on this machine, however its round trips are ordered or overlapped. The service's part left outside this process (the server's) is what its statements cost there; it was more while the store kept 8 idle connections instead of 24 (a backend forked for a connection and ended after one transaction, over and over: 3.6 ms of machine CPU per write, 525 writes/s).".to_owned(),
         );
     }
     Ok(vec![s])
