@@ -434,9 +434,9 @@ pub(crate) fn pause(op: &mut Op<'_>, holder: HandlerId, what: &str) -> Result<()
     Ok(())
 }
 
-/// After spend was added (a settled model call): pause every budget on the
-/// chain `rows` (read in this transaction, the acting handler first) whose
-/// consumption limit the settled spend has now reached.
+/// After spend was added (a settled model call): pause every budget on
+/// `chain` (handler ids, the acting handler first) whose consumption limit
+/// the settled spend has now reached.
 pub(crate) fn pause_reached(op: &mut Op<'_>, chain: &[HandlerId]) -> Result<()> {
     for h in held_by(op.tx, chain.iter().copied())? {
         if h.budget.paused.is_some() {
