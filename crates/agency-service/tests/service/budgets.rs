@@ -41,6 +41,17 @@ fn tokens(n: i64) -> BudgetLimits {
     }
 }
 
+/// A fresh service whose root handler has a budget of `limit` tokens, and
+/// an agent of the root.
+fn root_with_tokens(limit: i64) -> (Env, Principal) {
+    let env = Env::new();
+    env.svc
+        .budget_set(Principal::User, env.root, tokens(limit))
+        .unwrap();
+    let agent = env.agent(env.root);
+    (env, agent)
+}
+
 #[test]
 fn a_limit_on_a_boss_stops_its_underlings_calls() {
     let env = Env::new();
@@ -98,11 +109,7 @@ fn a_limit_on_a_boss_stops_its_underlings_calls() {
 
 #[test]
 fn a_reservation_holds_until_settled_with_the_actual_usage() {
-    let env = Env::new();
-    env.svc
-        .budget_set(Principal::User, env.root, tokens(1000))
-        .unwrap();
-    let agent = env.agent(env.root);
+    let (env, agent) = root_with_tokens(1000);
     let first = env.svc.model_call_reserve(agent, request(600, 0)).unwrap();
     // In flight: 600 reserved, so a second worst case of 600 does not fit.
     assert_kind(env.svc.model_call_reserve(agent, request(600, 0)), "quota");
@@ -125,11 +132,7 @@ fn a_reservation_holds_until_settled_with_the_actual_usage() {
 /// writing nothing, while the others in its batch count.
 #[test]
 fn settlements_in_one_batch_count_each_and_a_released_one_alone_is_refused() {
-    let env = Env::new();
-    env.svc
-        .budget_set(Principal::User, env.root, tokens(10_000))
-        .unwrap();
-    let agent = env.agent(env.root);
+    let (env, agent) = root_with_tokens(10_000);
     let a = env.svc.model_call_reserve(agent, request(600, 0)).unwrap();
     let b = env.svc.model_call_reserve(agent, request(500, 0)).unwrap();
     let c = env.svc.model_call_reserve(agent, request(400, 0)).unwrap();
@@ -164,11 +167,7 @@ fn settlements_in_one_batch_count_each_and_a_released_one_alone_is_refused() {
 /// does not stop the others.
 #[test]
 fn reservations_in_one_batch_see_the_settlements_before_them_and_refuse_alone() {
-    let env = Env::new();
-    env.svc
-        .budget_set(Principal::User, env.root, tokens(1000))
-        .unwrap();
-    let agent = env.agent(env.root);
+    let (env, agent) = root_with_tokens(1000);
     let held = env.svc.model_call_reserve(agent, request(900, 0)).unwrap();
     let done = env
         .svc
