@@ -110,11 +110,26 @@ pub struct Gateway {
 pub fn routes(state: Arc<Gateway>, guard: AgentGuard) -> Router {
     Router::new()
         .route("/model/{upstream}/{*path}", post(forward))
-        .layer(from_fn_with_state(guard, agency_http::agent_only))
+        .layer(from_fn_with_state(guard, agent_and_model))
         // Outermost: Anthropic clients send their key as `x-api-key`.
         .layer(from_fn(api_key_as_bearer))
         .with_state(state)
 }
+
+/// The agent's token check, with its handler's model upstream read in the
+/// same transaction (every call needs both).
+async fn agent_and_model(State(guard): State<AgentGuard>, req: Request, next: Next) -> Response {
+    agency_http::agent_only_with(&guard, req, next, |svc, token| {
+        svc.token_model(token)
+            .map(|(id, chosen)| (id, Chosen(chosen)))
+    })
+    .await
+}
+
+/// The upstream the calling agent's handler uses (`None`: the runtime's),
+/// as read with its token.
+#[derive(Debug, Clone)]
+struct Chosen(Option<String>);
 
 /// The Anthropic SDKs (Claude Code with `ANTHROPIC_API_KEY`, the built-in
 /// loop) send the key as `x-api-key`: the agent's token then arrives
@@ -143,6 +158,7 @@ fn route_of(api: Api, path: &str) -> Option<bool> {
 async fn forward(
     State(st): State<Arc<Gateway>>,
     Extension(id): Extension<AgentIdentity>,
+    Extension(Chosen(chosen)): Extension<Chosen>,
     Path((name, path)): Path<(String, String)>,
     req: Request,
 ) -> Response {
@@ -160,13 +176,7 @@ async fn forward(
     };
     // An agent uses its handler's upstream (`agency model set`, inherited)
     // or the runtime's, and no other: it cannot pick a dearer model than
-    // the one the user gave it.
-    // A read on the store's reader pool: inline on the async worker, as
-    // the token check is (a blocking-pool hop costs more than the read).
-    let chosen = match st.svc.model_effective(id.handler) {
-        Ok(c) => c,
-        Err(e) => return error(StatusCode::FORBIDDEN, "denied", &e.to_string()),
-    };
+    // the one the user gave it. `chosen` was read with its token.
     if let Some(own) = models.allowed_for(chosen.as_deref())
         && own != name
     {

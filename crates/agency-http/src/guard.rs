@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agency_mcp::AgentIdentity;
-use agency_service::System;
+use agency_service::{System, TokenIdentity};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
@@ -102,8 +102,24 @@ pub struct AgentGuard {
 /// MCP tools, the gateway and the launchers read it. No `WWW-Authenticate`
 /// header: MCP clients would start OAuth discovery instead of using their
 /// static header.
-pub async fn agent_only(State(st): State<AgentGuard>, mut req: Request, next: Next) -> Response {
-    let Some(token) = bearer(req.headers()).map(str::to_owned) else {
+pub async fn agent_only(State(st): State<AgentGuard>, req: Request, next: Next) -> Response {
+    agent_only_with(&st, req, next, |svc, token| {
+        svc.token_authenticate(token).map(|id| (id, ()))
+    })
+    .await
+}
+
+/// [`agent_only`] whose token check `check` also reads what the route
+/// needs of the agent in the same transaction (`System::token_model`);
+/// that goes into the request extensions beside the identity. Any failure
+/// of `check` refuses the request as unauthenticated.
+pub async fn agent_only_with<T: Clone + Send + Sync + 'static>(
+    st: &AgentGuard,
+    mut req: Request,
+    next: Next,
+    check: impl FnOnce(&System, &str) -> agency_service::Result<(TokenIdentity, T)>,
+) -> Response {
+    let Some(token) = bearer(req.headers()) else {
         return error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -114,14 +130,15 @@ pub async fn agent_only(State(st): State<AgentGuard>, mut req: Request, next: Ne
     // the token's hash, tens of microseconds, which a hop to the blocking
     // pool and back would cost several times over. It runs under the
     // request's span (the token itself is never logged).
-    match st.svc.token_authenticate(&token) {
-        Ok(id) => {
+    match check(&st.svc, token) {
+        Ok((id, more)) => {
             st.activity.touch(id.agent);
             req.extensions_mut().insert(AgentIdentity {
                 handler: id.handler,
                 agent: id.agent,
                 workspace: id.workspace,
             });
+            req.extensions_mut().insert(more);
             next.run(req).await
         }
         Err(e) => error(StatusCode::UNAUTHORIZED, "unauthorized", &e.to_string()),

@@ -15,5 +15,6 @@ pub mod guard;
 pub use activity::Activity;
 pub use answer::{Answer, BadRequest, call, error, limited, parse, service_error};
 pub use guard::{
-    AdminHash, AgentGuard, ListenerPort, admin_only, agent_only, bearer, loopback_only,
+    AdminHash, AgentGuard, ListenerPort, admin_only, agent_only, agent_only_with, bearer,
+    loopback_only,
 };

@@ -127,4 +127,10 @@ impl System {
     pub fn model_effective(&self, handler: HandlerId) -> Result<Option<String>> {
         self.read(|tx| Ok(handler_model(tx, handler)?.effective))
     }
+
+    /// Gateway: the agent `token` names and the upstream its handler's
+    /// agents use ([`System::model_effective`]), in one read.
+    pub fn token_model(&self, token: &str) -> Result<(crate::TokenIdentity, Option<String>)> {
+        self.token_authenticate_and(token, |tx, id| Ok(handler_model(tx, id.handler)?.effective))
+    }
 }

@@ -114,6 +114,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// five and wrote ×0.7–×1.1 of the naive floor, ×1.25–×1.36 with 32. An idle reader holds at most its page cache (2 MiB).
 const MAX_IDLE_READERS: usize = 32;
 
+/// The WAL's size, in pages, at which a commit copies it back into the
+/// database (SQLite's default is 1000). Each checkpoint writes every page
+/// the WAL holds once and fsyncs the database file; the pages every model
+/// call's metering touches (the event log's, the ledger's) are the same
+/// few, so a longer interval writes them back fewer times: 5000 pages cost
+/// the gateway ~3% less CPU per call than 1000, measured. The WAL file
+/// stays at its largest size (here ~20 MiB) once reached.
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 5000;
+
 /// Prepared statements cached per connection: room for every statement the
 /// store issues (a few dozen, plus one KB search per number of terms), so
 /// none is re-prepared in steady state.
@@ -361,6 +370,8 @@ fn connect(path: &Path, reader: bool) -> Result<Connection, StoreError> {
     }
     conn.pragma_update(None, "synchronous", "FULL").ctx(op)?;
     conn.pragma_update(None, "foreign_keys", true).ctx(op)?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+        .ctx(op)?;
     Ok(conn)
 }
 

@@ -271,6 +271,19 @@ impl System {
 
     /// Resolve a bearer token to the agent it names.
     pub fn token_authenticate(&self, token: &str) -> Result<TokenIdentity> {
+        self.token_authenticate_and(token, |_, _| Ok(()))
+            .map(|(id, ())| id)
+    }
+
+    /// [`System::token_authenticate`], and `then` read for the agent it
+    /// names in the same read transaction: a request that needs both pays
+    /// for one snapshot (the gateway reads the handler's model upstream
+    /// on every call). A failure of `then` is its own error, not a bad token.
+    pub fn token_authenticate_and<T>(
+        &self,
+        token: &str,
+        then: impl FnOnce(&mut dyn agency_store::Tx, &TokenIdentity) -> Result<T>,
+    ) -> Result<(TokenIdentity, T)> {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
             return Err(invalid_token());
         }
@@ -286,7 +299,8 @@ impl System {
                 workspace: row.workspace.map(PathBuf::from),
             };
             authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
-            Ok(identity)
+            let more = then(tx, &identity)?;
+            Ok((identity, more))
         })
     }
 }

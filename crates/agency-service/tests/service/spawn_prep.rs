@@ -2,6 +2,8 @@
 //! wrapper counts the transactions the service opens; `spawn_prepare` must
 //! open exactly one (a write) and still return all that the separate reads
 //! it replaced returned, and write the run record with the prompt's hash.
+//! The gateway's token check with its model read is held to one read the
+//! same way.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -256,4 +258,37 @@ fn issue_15_a_handler_that_may_not_start_gets_no_agent_and_one_transaction() {
         svc.spawn_prepare(&request(HandlerId::new_random(), &ws)),
         "not_found",
     );
+}
+
+/// Issue 33 item 5 (M, the gateway's CPU per model call): the gateway's
+/// token check reads the handler's model upstream in the same read
+/// transaction, and it says what the two separate reads say (none, the
+/// boss's inherited, the handler's own); a revoked token gets neither.
+#[test]
+fn issue33_the_gateway_reads_the_token_and_the_model_in_one_transaction() {
+    let (env, counting) = env();
+    let svc = &env.svc;
+    let r = env.agent(env.root);
+    let a = env.outcome(env.root, "A", &[env.root.root()]);
+    let h = svc.delegate(r, a, &[]).unwrap().handler;
+    let minted = svc.token_mint(Principal::User, h, None).unwrap();
+    for (on_root, on_h, want) in [
+        (None, None, None),
+        (Some("slow"), None, Some("slow")),
+        (Some("slow"), Some("fast"), Some("fast")),
+    ] {
+        svc.model_set(Principal::User, env.root, on_root).unwrap();
+        svc.model_set(Principal::User, h, on_h).unwrap();
+        svc.flush_read_audit().unwrap();
+        counting.take();
+        let (id, chosen) = svc.token_model(&minted.token).unwrap();
+        assert_eq!(counting.take(), (1, 0), "one read, no write");
+        assert_eq!(chosen.as_deref(), want);
+        assert_eq!(id, svc.token_authenticate(&minted.token).unwrap());
+        assert_eq!(chosen, svc.model_effective(h).unwrap());
+        assert_eq!((id.handler, id.agent), (h, minted.agent));
+    }
+    svc.token_revoke(Principal::User, minted.agent).unwrap();
+    assert_kind(svc.token_model(&minted.token), "permission_denied");
+    assert_kind(svc.token_model("agency_not-a-token"), "permission_denied");
 }
