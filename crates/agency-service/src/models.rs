@@ -131,6 +131,11 @@ impl System {
     /// Gateway: the agent `token` names and the upstream its handler's
     /// agents use ([`System::model_effective`]), in one read.
     pub fn token_model(&self, token: &str) -> Result<(crate::TokenIdentity, Option<String>)> {
-        self.token_authenticate_and(token, |tx, id| Ok(handler_model(tx, id.handler)?.effective))
+        let h = crate::agents::tokens::token_hash(token)?;
+        self.read(|tx| {
+            let id = crate::agents::tokens::identity_in(tx, &h)?;
+            let chosen = handler_model(tx, id.handler)?.effective;
+            Ok((id, chosen))
+        })
     }
 }

@@ -42,6 +42,30 @@ fn invalid_token() -> ServiceError {
     )
 }
 
+/// The hash a token is stored by; refused at once when it cannot be one
+/// of ours.
+pub(crate) fn token_hash(token: &str) -> Result<String> {
+    if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
+        return Err(invalid_token());
+    }
+    Ok(hash(token))
+}
+
+/// The live agent whose token has hash `h`, in `tx`.
+pub(crate) fn identity_in(tx: &mut dyn agency_store::Tx, h: &str) -> Result<TokenIdentity> {
+    let row = tx
+        .token(h)?
+        .filter(|t| t.revoked_at.is_none())
+        .ok_or_else(invalid_token)?;
+    let identity = TokenIdentity {
+        handler: row.handler,
+        agent: row.agent,
+        workspace: row.workspace.map(PathBuf::from),
+    };
+    authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
+    Ok(identity)
+}
+
 /// A fresh bearer token (made outside the transaction that stores its
 /// hash: the random source is not the store's business).
 pub(crate) fn new_token() -> String {
@@ -271,36 +295,7 @@ impl System {
 
     /// Resolve a bearer token to the agent it names.
     pub fn token_authenticate(&self, token: &str) -> Result<TokenIdentity> {
-        self.token_authenticate_and(token, |_, _| Ok(()))
-            .map(|(id, ())| id)
-    }
-
-    /// [`System::token_authenticate`], and `then` read for the agent it
-    /// names in the same read transaction: a request that needs both pays
-    /// for one snapshot (the gateway reads the handler's model upstream
-    /// on every call). A failure of `then` is its own error, not a bad token.
-    pub fn token_authenticate_and<T>(
-        &self,
-        token: &str,
-        then: impl FnOnce(&mut dyn agency_store::Tx, &TokenIdentity) -> Result<T>,
-    ) -> Result<(TokenIdentity, T)> {
-        if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
-            return Err(invalid_token());
-        }
-        let h = hash(token);
-        self.read(|tx| {
-            let row = tx
-                .token(&h)?
-                .filter(|t| t.revoked_at.is_none())
-                .ok_or_else(invalid_token)?;
-            let identity = TokenIdentity {
-                handler: row.handler,
-                agent: row.agent,
-                workspace: row.workspace.map(PathBuf::from),
-            };
-            authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
-            let more = then(tx, &identity)?;
-            Ok((identity, more))
-        })
+        let h = token_hash(token)?;
+        self.read(|tx| identity_in(tx, &h))
     }
 }
