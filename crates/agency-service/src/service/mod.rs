@@ -243,10 +243,38 @@ fn op_span(closure: &'static str, kind: &'static str) -> tracing::Span {
     tracing::info_span!("op", name = %op_name(closure), kind = %kind)
 }
 
+/// The method's name in a closure's type name: without the closures
+/// nested in it (`::{{closure}}`) and, for a generic method, its type
+/// arguments (`method<T, F>`, which may name closures and paths of their own).
 fn op_name(closure: &'static str) -> &'static str {
     let mut path = closure;
-    while let Some(outer) = path.strip_suffix("::{{closure}}") {
-        path = outer;
+    loop {
+        if let Some(outer) = path.strip_suffix("::{{closure}}") {
+            path = outer;
+        } else if path.ends_with('>') {
+            // Back to the `<` that opens the trailing type arguments.
+            let mut depth = 0usize;
+            let mut open = None;
+            for (i, b) in path.bytes().enumerate().rev() {
+                match b {
+                    b'>' => depth += 1,
+                    b'<' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            open = Some(i);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match open {
+                Some(i) if i > 0 => path = &path[..i],
+                _ => break,
+            }
+        } else {
+            break;
+        }
     }
     path.rsplit("::").next().unwrap_or(path)
 }
@@ -302,5 +330,19 @@ mod tests {
             op_name("agency_service::mail::send::{{closure}}::{{closure}}"),
             "send"
         );
+        // A generic method: its type arguments, closures among them, go.
+        assert_eq!(
+            op_name(
+                "agency_service::agents::tokens::<impl agency_service::service::system::System>::token_then<(), agency_service::agents::tokens::<impl agency_service::service::system::System>::token_authenticate::{{closure}}>::{{closure}}"
+            ),
+            "token_then"
+        );
+        assert_eq!(
+            op_name("agency_service::x::run<alloc::vec::Vec<u8>>::{{closure}}"),
+            "run"
+        );
+        // Nothing that parses: the string as it is, never a panic.
+        assert_eq!(op_name(">"), ">");
+        assert_eq!(op_name("a<b>>"), "a<b>>");
     }
 }
