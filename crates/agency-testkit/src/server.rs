@@ -127,6 +127,22 @@ impl ModelServer {
                     format!("failed to bind the model server to 127.0.0.1:{port}: {e}"),
                 )
             })?;
+        ModelServer::serve_on(script, listener)
+    }
+
+    /// Starts serving `script` on a listener the caller bound, for a script
+    /// that must name the server's own port: bind port 0, read the port,
+    /// write the script, then serve (re-binding a port once freed can find
+    /// it taken).
+    pub fn start_on_listener(
+        script: Script,
+        listener: std::net::TcpListener,
+    ) -> io::Result<ModelServer> {
+        listener.set_nonblocking(true)?;
+        ModelServer::serve_on(script, TcpListener::from_std(listener)?)
+    }
+
+    fn serve_on(script: Script, listener: TcpListener) -> io::Result<ModelServer> {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             engine: Engine::new(script),

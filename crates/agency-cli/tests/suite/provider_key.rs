@@ -144,18 +144,14 @@ async fn key_is_nowhere(key: &str, shell_tool: &str, runtime_toml: &str, key_in:
     let out = tempfile::tempdir().unwrap();
     let keys = tempfile::tempdir().unwrap();
     // The script names the model server's port, which is known only once
-    // it listens: reserve one by binding, then hand it over.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // it listens: bind first, then write the script and serve on it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
     let script = script(shell_tool, &blocking_command(out.path(), port));
-    let model = agency_testkit::ModelServer::start_on(
+    let model = agency_testkit::ModelServer::start_on_listener(
         agency_testkit::Script::from_json(&script).unwrap(),
-        port,
+        listener,
     )
-    .await
     .unwrap();
     let key_file = keys.path().join("provider_key");
     std::fs::write(&key_file, key).unwrap();
