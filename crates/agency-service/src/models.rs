@@ -8,8 +8,6 @@
 //! Only the user sets it: a model is spend, and an agent choosing a dearer
 //! one for itself or its underlings is what budgets are there to prevent.
 
-use std::collections::BTreeSet;
-
 use agency_core::{HandlerId, Principal};
 use agency_store::Tx;
 
@@ -88,36 +86,18 @@ impl Service {
     }
 }
 
-/// Walk from `handler` up to the root for the nearest upstream set.
+/// The nearest upstream set on `handler` or up its chain of bosses (one
+/// statement: the gateway reads it with every call's token).
 pub(crate) fn handler_model(tx: &mut dyn Tx, handler: HandlerId) -> Result<HandlerModel> {
-    let own = tx.handler_model(handler)?;
-    let mut seen = BTreeSet::new();
-    let mut next = Some(handler);
-    while let Some(h) = next {
-        if !seen.insert(h) {
-            break; // a corrupt boss cycle: nothing further up
-        }
-        // The handler's own setting was read above.
-        let set = if h == handler {
-            own.clone()
-        } else {
-            tx.handler_model(h)?
-        };
-        if let Some(u) = set {
-            return Ok(HandlerModel {
-                handler,
-                own,
-                effective: Some(u),
-                set_on: Some(h),
-            });
-        }
-        next = tx.handler(h)?.and_then(|r| r.boss);
-    }
+    let nearest = tx.handler_model_up(handler)?;
     Ok(HandlerModel {
         handler,
-        own,
-        effective: None,
-        set_on: None,
+        own: nearest
+            .as_ref()
+            .filter(|(on, _)| *on == handler)
+            .map(|(_, u)| u.clone()),
+        set_on: nearest.as_ref().map(|(on, _)| *on),
+        effective: nearest.map(|(_, u)| u),
     })
 }
 

@@ -76,6 +76,7 @@ macro_rules! store_conformance {
             handlers::handler_tree_and_work,
             handlers::active_subtree_counts_stop_at_the_limit,
             handler_settings::model_standing_and_keep_warm_are_set_and_cleared,
+            handler_settings::the_nearest_model_up_the_chain_of_bosses,
             agents::one_live_agent_per_handler,
             agents::tokens_and_process_groups,
             audit_log::audit_log_whole_and_in_pages,

@@ -49,6 +49,32 @@ impl HandlerSettingsTx for SqliteTx<'_> {
         )
     }
 
+    fn handler_model_up(&mut self, handler: HandlerId) -> R<Option<(HandlerId, String)>> {
+        // The walk goes up only from handlers without a model of their own,
+        // so at most one handler of `up` has one: the nearest. `UNION`
+        // drops a handler met again, which ends a cycle.
+        query_opt(
+            self.conn,
+            "WITH RECURSIVE up(id) AS (
+               SELECT ?1
+               UNION
+               SELECT h.boss FROM up
+                 JOIN handlers h ON h.id = up.id
+                 LEFT JOIN handler_models m ON m.handler = up.id
+                WHERE h.boss IS NOT NULL AND m.handler IS NULL
+             )
+             SELECT m.handler, m.upstream FROM up JOIN handler_models m ON m.handler = up.id",
+            [handler.to_string()],
+            || format!("read the model upstream handler {handler} inherits"),
+            |r| {
+                Ok((
+                    col_id(r, 0, "handler model holder")?,
+                    col(r, 1, "handler model upstream")?,
+                ))
+            },
+        )
+    }
+
     /// Set (`Some`) or clear (`None`) a handler's standing instructions.
     fn set_handler_standing(&mut self, h: HandlerId, text: Option<&str>, at: Timestamp) -> R<()> {
         let c = self.conn;

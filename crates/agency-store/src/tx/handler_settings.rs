@@ -17,6 +17,12 @@ pub trait HandlerSettingsTx {
         at: Timestamp,
     ) -> R<()>;
     fn handler_model(&mut self, handler: HandlerId) -> R<Option<String>>;
+    /// The nearest model upstream up `handler`'s chain of bosses, starting
+    /// with its own: `(the handler it is set on, the upstream)`. One
+    /// statement whatever the depth (on PostgreSQL a round trip per handler
+    /// walked was most of a gateway call's token check); a boss cycle in
+    /// corrupt data ends the walk, it does not loop.
+    fn handler_model_up(&mut self, handler: HandlerId) -> R<Option<(HandlerId, String)>>;
     /// Set (`Some`) or clear (`None`) a handler's standing instructions.
     fn set_handler_standing(
         &mut self,
