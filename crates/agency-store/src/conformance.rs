@@ -93,6 +93,7 @@ macro_rules! store_conformance {
             lessons::lessons_round_trip_search_and_history,
             calls::calls_are_recorded_listed_and_answered_once,
             budgets::budgets_spend_reservations_and_hops,
+            budgets::budgets_of_a_chain_with_their_totals,
             approvals::approvals_are_bound_and_decided_once,
             mcp_pins::pins_seal_and_changes,
             orgs::organisations_agents_grants_and_tools,

@@ -21,6 +21,21 @@ macro_rules! budget_cols {
     };
 }
 
+/// The running totals in the nine columns from `base` on.
+fn spend_at(r: &Row, base: usize) -> R<BudgetSpend> {
+    Ok(BudgetSpend {
+        tokens: col(r, base, "spent tokens")?,
+        micro_usd: col(r, base + 1, "spent cost")?,
+        calls: col(r, base + 2, "spent calls")?,
+        tool_calls: col(r, base + 3, "spent tool calls")?,
+        spawns: col(r, base + 4, "spent spawns")?,
+        handlers: col(r, base + 5, "spent handlers")?,
+        reserved_tokens: col(r, base + 6, "reserved tokens")?,
+        reserved_micro_usd: col(r, base + 7, "reserved cost")?,
+        reserved_calls: col(r, base + 8, "reserved calls")?,
+    })
+}
+
 fn budget_row(r: &Row) -> R<BudgetRow> {
     let paused_at = col_opt_ts(r, 12, "budget paused at")?;
     let reason: Option<String> = col(r, 13, "budget paused reason")?;
@@ -150,21 +165,28 @@ impl BudgetTx for PgTx<'_> {
              FROM budget_spend WHERE handler = $1",
             &[&handler.to_string()],
             || format!("read the budget ledger of handler {handler}"),
-            |r| {
-                Ok(BudgetSpend {
-                    tokens: col(r, 0, "spent tokens")?,
-                    micro_usd: col(r, 1, "spent cost")?,
-                    calls: col(r, 2, "spent calls")?,
-                    tool_calls: col(r, 3, "spent tool calls")?,
-                    spawns: col(r, 4, "spent spawns")?,
-                    handlers: col(r, 5, "spent handlers")?,
-                    reserved_tokens: col(r, 6, "reserved tokens")?,
-                    reserved_micro_usd: col(r, 7, "reserved cost")?,
-                    reserved_calls: col(r, 8, "reserved calls")?,
-                })
-            },
+            |r| spend_at(r, 0),
         )?
         .unwrap_or_default())
+    }
+
+    fn budgets_with_spend(&mut self, handlers: &[HandlerId]) -> R<Vec<(BudgetRow, BudgetSpend)>> {
+        query_rows(
+            self.conn,
+            concat!(
+                "SELECT b.*, coalesce(s.tokens, 0), coalesce(s.micro_usd, 0), coalesce(s.calls, 0),
+                    coalesce(s.tool_calls, 0), coalesce(s.spawns, 0), coalesce(s.handlers, 0),
+                    coalesce(s.reserved_tokens, 0), coalesce(s.reserved_micro_usd, 0),
+                    coalesce(s.reserved_calls, 0)
+                 FROM (SELECT ",
+                budget_cols!(),
+                " FROM budgets WHERE handler = ANY($1)) b
+                 LEFT JOIN budget_spend s ON s.handler = b.handler"
+            ),
+            &[&text_list(handlers)],
+            || format!("read the budgets of {} handler(s)", handlers.len()),
+            |r| Ok((budget_row(r)?, spend_at(r, 15)?)),
+        )
     }
 
     /// Add `d` (which may hold negative amounts: a settled reservation) to

@@ -195,13 +195,19 @@ pub(crate) fn held_by(
     tx: &mut dyn Tx,
     chain: impl IntoIterator<Item = HandlerId>,
 ) -> Result<Vec<Held>> {
+    let ids: Vec<HandlerId> = chain.into_iter().collect();
+    // One read for the whole chain; kept in the chain's order.
+    let mut found: std::collections::HashMap<HandlerId, (BudgetRow, BudgetSpend)> = tx
+        .budgets_with_spend(&ids)?
+        .into_iter()
+        .map(|(b, s)| (b.handler, (b, s)))
+        .collect();
     let mut out = Vec::new();
-    for (i, id) in chain.into_iter().enumerate() {
+    for (i, id) in ids.iter().enumerate() {
         // A row without limits still holds while paused by hand.
-        if let Some(budget) = tx.budget_of(id)?
+        if let Some((budget, spend)) = found.remove(id)
             && (!budget.limits.is_empty() || budget.paused.is_some())
         {
-            let spend = tx.budget_spend_of(id)?;
             out.push(Held {
                 budget,
                 spend,

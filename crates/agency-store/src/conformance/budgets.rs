@@ -180,3 +180,52 @@ pub fn budgets_spend_reservations_and_hops(new: &New) {
     });
     assert_eq!(rd(&store, |tx| tx.handler_hops(h2)), 4);
 }
+
+/// The budgets of a chain in one read: each with its running totals (zeros
+/// before any), handlers without a budget left out, in any order.
+pub fn budgets_of_a_chain_with_their_totals(new: &New) {
+    let (_d, store) = new();
+    let [h1, h2, h3] = wr(&store, |tx| {
+        let h1 = add_handler(tx, 1, None)?;
+        let h2 = add_handler(tx, 2, Some(h1))?;
+        Ok([h1, h2, add_handler(tx, 3, Some(h2))?])
+    });
+    let budget = |h, calls| BudgetRow {
+        handler: h,
+        limits: BudgetLimits {
+            calls: Some(calls),
+            ..BudgetLimits::default()
+        },
+        set_at: Timestamp(1),
+        carved_by: None,
+        paused: None,
+        warned: 0,
+    };
+    assert!(rd(&store, |tx| tx.budgets_with_spend(&[h1, h2, h3])).is_empty());
+    let delta = BudgetSpend {
+        tokens: 7,
+        calls: 1,
+        reserved_micro_usd: 3,
+        ..BudgetSpend::default()
+    };
+    wr(&store, |tx| {
+        tx.set_budget(&budget(h1, 10))?;
+        tx.set_budget(&budget(h3, 5))?;
+        // Totals on h1 and on h2 (which holds no budget), none on h3.
+        tx.budget_spend_add(&[h1, h2], &delta)
+    });
+    let mut got = rd(&store, |tx| tx.budgets_with_spend(&[h3, h2, h1, hid(99)]));
+    got.sort_by_key(|(b, _)| b.handler);
+    let mut want = vec![
+        (budget(h1, 10), delta),
+        (budget(h3, 5), BudgetSpend::default()),
+    ];
+    want.sort_by_key(|(b, _)| b.handler);
+    assert_eq!(got, want);
+    assert_eq!(
+        rd(&store, |tx| tx.budgets_with_spend(&[h2])),
+        [],
+        "totals without a budget are not a budget"
+    );
+    assert_eq!(rd(&store, |tx| tx.budgets_with_spend(&[])), []);
+}

@@ -16,6 +16,21 @@ const BUDGET_COLUMNS: &str = "handler, max_tokens, max_micro_usd, max_calls, set
     max_tool_calls, max_spawns, max_live_agents, max_handlers, max_depth, max_wall_clock_ms,
     carved_by, paused_at, paused_reason, warned";
 
+/// The running totals in the nine columns from `base` on.
+fn spend_at(r: &rusqlite::Row<'_>, base: usize) -> R<BudgetSpend> {
+    Ok(BudgetSpend {
+        tokens: col(r, base, "spent tokens")?,
+        micro_usd: col(r, base + 1, "spent cost")?,
+        calls: col(r, base + 2, "spent calls")?,
+        tool_calls: col(r, base + 3, "spent tool calls")?,
+        spawns: col(r, base + 4, "spent spawns")?,
+        handlers: col(r, base + 5, "spent handlers")?,
+        reserved_tokens: col(r, base + 6, "reserved tokens")?,
+        reserved_micro_usd: col(r, base + 7, "reserved cost")?,
+        reserved_calls: col(r, base + 8, "reserved calls")?,
+    })
+}
+
 fn budget_row(r: &rusqlite::Row<'_>) -> R<BudgetRow> {
     let paused_at = col_opt_ts(r, 12, "budget paused at")?;
     let reason: Option<String> = col(r, 13, "budget paused reason")?;
@@ -133,21 +148,28 @@ impl BudgetTx for SqliteTx<'_> {
              FROM budget_spend WHERE handler = ?1",
             [handler.to_string()],
             || format!("read the budget ledger of handler {handler}"),
-            |r| {
-                Ok(BudgetSpend {
-                    tokens: col(r, 0, "spent tokens")?,
-                    micro_usd: col(r, 1, "spent cost")?,
-                    calls: col(r, 2, "spent calls")?,
-                    tool_calls: col(r, 3, "spent tool calls")?,
-                    spawns: col(r, 4, "spent spawns")?,
-                    handlers: col(r, 5, "spent handlers")?,
-                    reserved_tokens: col(r, 6, "reserved tokens")?,
-                    reserved_micro_usd: col(r, 7, "reserved cost")?,
-                    reserved_calls: col(r, 8, "reserved calls")?,
-                })
-            },
+            |r| spend_at(r, 0),
         )?
         .unwrap_or_default())
+    }
+
+    fn budgets_with_spend(&mut self, handlers: &[HandlerId]) -> R<Vec<(BudgetRow, BudgetSpend)>> {
+        let c = self.conn;
+        query_rows(
+            c,
+            &format!(
+                "SELECT b.*, coalesce(s.tokens, 0), coalesce(s.micro_usd, 0), coalesce(s.calls, 0),
+                    coalesce(s.tool_calls, 0), coalesce(s.spawns, 0), coalesce(s.handlers, 0),
+                    coalesce(s.reserved_tokens, 0), coalesce(s.reserved_micro_usd, 0),
+                    coalesce(s.reserved_calls, 0)
+                 FROM (SELECT {BUDGET_COLUMNS} FROM budgets
+                        WHERE handler IN (SELECT value FROM json_each(?1))) b
+                 LEFT JOIN budget_spend s ON s.handler = b.handler"
+            ),
+            [json_list(handlers, true)],
+            || format!("read the budgets of {} handler(s)", handlers.len()),
+            |r| Ok((budget_row(r)?, spend_at(r, 15)?)),
+        )
     }
 
     /// Add `d` (which may hold negative amounts: a settled reservation) to

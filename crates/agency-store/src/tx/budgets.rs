@@ -19,6 +19,11 @@ pub trait BudgetTx {
     fn budgets_after(&mut self, after: Option<HandlerId>, limit: usize) -> R<Vec<BudgetRow>>;
     /// The running totals of a handler's subtree (zeros if none yet).
     fn budget_spend_of(&mut self, handler: HandlerId) -> R<BudgetSpend>;
+    /// The budgets held by any of `handlers`, each with its running totals
+    /// (zeros if none yet), in no particular order: one statement for a
+    /// chain of handlers, where `budget_of` and `budget_spend_of` make two
+    /// per handler (on PostgreSQL, round trips of every charged call).
+    fn budgets_with_spend(&mut self, handlers: &[HandlerId]) -> R<Vec<(BudgetRow, BudgetSpend)>>;
     /// Add `delta` to the running totals of every handler given.
     fn budget_spend_add(&mut self, handlers: &[HandlerId], delta: &BudgetSpend) -> R<()>;
     /// Record the worst case of a model call in flight; returns its id.
