@@ -75,6 +75,7 @@ macro_rules! store_conformance {
             outcomes::history_pages_and_child_counts,
             handlers::handler_tree_and_work,
             handlers::active_subtree_counts_stop_at_the_limit,
+            handlers::the_chain_of_bosses_in_one_read,
             handler_settings::model_standing_and_keep_warm_are_set_and_cleared,
             handler_settings::the_nearest_model_up_the_chain_of_bosses,
             agents::one_live_agent_per_handler,

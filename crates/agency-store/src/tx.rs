@@ -62,7 +62,7 @@ pub use calls::CallTx;
 pub use caps::CapabilityTx;
 pub use events::EventTx;
 pub use handler_settings::HandlerSettingsTx;
-pub use handlers::HandlerTx;
+pub use handlers::{HandlerTx, chain_order};
 pub use kb::KbTx;
 pub use leases::LeaseTx;
 pub use lessons::LessonTx;

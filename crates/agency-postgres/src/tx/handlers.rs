@@ -61,6 +61,27 @@ impl HandlerTx for PgTx<'_> {
         )
     }
 
+    fn handler_chain(&mut self, id: HandlerId) -> R<Vec<HandlerRow>> {
+        // `UNION` drops a handler met again: a cycle ends the walk.
+        let rows = query_rows(
+            self.conn,
+            concat!(
+                "WITH RECURSIVE up(id) AS (
+                   SELECT $1::text COLLATE \"C\"
+                   UNION
+                   SELECT h.boss FROM up JOIN handlers h ON h.id = up.id WHERE h.boss IS NOT NULL
+                 )
+                 SELECT ",
+                handler_cols!(),
+                " FROM handlers WHERE id IN (SELECT id FROM up)"
+            ),
+            &[&id.to_string()],
+            || format!("read the chain of bosses of handler {id}"),
+            handler_row,
+        )?;
+        Ok(agency_store::tx::chain_order(id, rows))
+    }
+
     fn update_handler(&mut self, h: &HandlerRow) -> R<()> {
         let op = || format!("update handler {}", h.id);
         let n = execute(

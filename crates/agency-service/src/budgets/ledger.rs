@@ -152,28 +152,46 @@ pub(crate) struct Charge {
 }
 
 /// A handler and every ancestor, nearest first (finite even if a corrupt
-/// boss column made a cycle).
+/// boss column made a cycle), read in one statement.
 pub(crate) fn chain(tx: &mut dyn Tx, handler: HandlerId) -> Result<Vec<HandlerRow>> {
-    let row = tx
-        .handler(handler)?
-        .ok_or_else(|| ServiceError::not_found("handler", handler))?;
-    chain_from(tx, row)
+    let rows = tx.handler_chain(handler)?;
+    if rows.is_empty() {
+        return Err(ServiceError::not_found("handler", handler));
+    }
+    complete(rows, &BTreeSet::new())
 }
 
 /// [`chain`] from a handler's row already read in this transaction.
 pub(crate) fn chain_from(tx: &mut dyn Tx, first: HandlerRow) -> Result<Vec<HandlerRow>> {
-    let mut seen = BTreeSet::from([first.id]);
-    let mut next = first.boss;
+    let Some(boss) = first.boss else {
+        return Ok(vec![first]);
+    };
+    let rows = tx.handler_chain(boss)?;
+    if rows.is_empty() {
+        return Err(ServiceError::not_found("handler", boss));
+    }
+    let seen = BTreeSet::from([first.id]);
     let mut out = vec![first];
-    while let Some(h) = next {
-        if !seen.insert(h) {
-            break;
+    out.extend(complete(rows, &seen)?);
+    Ok(out)
+}
+
+/// A chain as the store gave it, cut where a handler of `seen` comes again
+/// (a cycle); a boss missing from the store is an error, as it was when
+/// the chain was walked a row at a time.
+fn complete(rows: Vec<HandlerRow>, seen: &BTreeSet<HandlerId>) -> Result<Vec<HandlerRow>> {
+    let mut seen = seen.clone();
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        if !seen.insert(row.id) {
+            return Ok(out);
         }
-        let row = tx
-            .handler(h)?
-            .ok_or_else(|| ServiceError::not_found("handler", h))?;
-        next = row.boss;
         out.push(row);
+    }
+    if let Some(missing) = out.last().and_then(|r| r.boss)
+        && !seen.contains(&missing)
+    {
+        return Err(ServiceError::not_found("handler", missing));
     }
     Ok(out)
 }

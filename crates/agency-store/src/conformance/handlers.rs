@@ -100,3 +100,41 @@ pub fn active_subtree_counts_stop_at_the_limit(new: &New) {
     });
     assert_eq!(rd(&store, |tx| tx.active_subtree_size(h1, 10)), 2);
 }
+
+/// A handler's chain of bosses in one read: nearest first, to the root;
+/// a cycle (corrupt data) ends it; an unknown handler has none.
+pub fn the_chain_of_bosses_in_one_read(new: &New) {
+    let (_d, store) = new();
+    // h1 (root) ← h2 ← h3, and h4 beside h3.
+    let [h1, h2, h3, h4] = wr(&store, |tx| {
+        let h1 = add_handler(tx, 1, None)?;
+        let h2 = add_handler(tx, 2, Some(h1))?;
+        let h3 = add_handler(tx, 3, Some(h2))?;
+        Ok([h1, h2, h3, add_handler(tx, 4, Some(h2))?])
+    });
+    let ids = |rows: Vec<HandlerRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    rd(&store, |tx| {
+        assert_eq!(ids(tx.handler_chain(h3)?), [h3, h2, h1]);
+        assert_eq!(ids(tx.handler_chain(h4)?), [h4, h2, h1]);
+        assert_eq!(ids(tx.handler_chain(h1)?), [h1]);
+        assert_eq!(tx.handler_chain(hid(99))?, []);
+        let whole = tx.handler_chain(h3)?;
+        assert_eq!(whole[1], tx.handler(h2)?.expect("h2"), "whole rows");
+        Ok(())
+    });
+    // Corrupt data: the root's boss is h3, a cycle.
+    wr(&store, |tx| {
+        let mut root = tx.handler(h1)?.expect("h1");
+        root.boss = Some(h3);
+        tx.update_handler(&root)
+    });
+    rd(&store, |tx| {
+        assert_eq!(
+            ids(tx.handler_chain(h2)?),
+            [h2, h1, h3],
+            "the cycle ends it"
+        );
+        assert_eq!(ids(tx.handler_chain(h4)?), [h4, h2, h1, h3]);
+        Ok(())
+    });
+}
