@@ -23,7 +23,7 @@
 
 use crate::event_log::Record;
 use agency_api::EventKind;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use agency_core::{AgentId, HandlerId, MailTarget, Timestamp};
 use agency_store::{BudgetLimits, BudgetPause, BudgetRow, BudgetSpend, HandlerRow, Tx};
@@ -158,7 +158,7 @@ pub(crate) fn chain(tx: &mut dyn Tx, handler: HandlerId) -> Result<Vec<HandlerRo
     if rows.is_empty() {
         return Err(ServiceError::not_found("handler", handler));
     }
-    complete(rows, &BTreeSet::new())
+    complete(rows, BTreeSet::new())
 }
 
 /// [`chain`] from a handler's row already read in this transaction.
@@ -172,15 +172,14 @@ pub(crate) fn chain_from(tx: &mut dyn Tx, first: HandlerRow) -> Result<Vec<Handl
     }
     let seen = BTreeSet::from([first.id]);
     let mut out = vec![first];
-    out.extend(complete(rows, &seen)?);
+    out.extend(complete(rows, seen)?);
     Ok(out)
 }
 
 /// A chain as the store gave it, cut where a handler of `seen` comes again
 /// (a cycle); a boss missing from the store is an error, as it was when
 /// the chain was walked a row at a time.
-fn complete(rows: Vec<HandlerRow>, seen: &BTreeSet<HandlerId>) -> Result<Vec<HandlerRow>> {
-    let mut seen = seen.clone();
+fn complete(rows: Vec<HandlerRow>, mut seen: BTreeSet<HandlerId>) -> Result<Vec<HandlerRow>> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         if !seen.insert(row.id) {
@@ -215,7 +214,7 @@ pub(crate) fn held_by(
 ) -> Result<Vec<Held>> {
     let ids: Vec<HandlerId> = chain.into_iter().collect();
     // One read for the whole chain; kept in the chain's order.
-    let mut found: std::collections::HashMap<HandlerId, (BudgetRow, BudgetSpend)> = tx
+    let mut found: HashMap<HandlerId, (BudgetRow, BudgetSpend)> = tx
         .budgets_with_spend(&ids)?
         .into_iter()
         .map(|(b, s)| (b.handler, (b, s)))
