@@ -28,7 +28,7 @@ const BODY: &str = r#"{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true
 /// A request of about `kib` KiB: a system prompt, tool schemas and turns
 /// of a conversation whose texts have quotes and newlines to escape, with
 /// `stream` last.
-fn large_body(kib: usize) -> String {
+pub(crate) fn large_body(kib: usize) -> String {
     let text = "The tool said: \"done\".\nNext, read kb://notes and {summarise} [it]. ".repeat(8);
     let tools: Vec<serde_json::Value> = (0..40)
         .map(|i| {
@@ -52,7 +52,7 @@ fn large_body(kib: usize) -> String {
 }
 
 /// One streamed call: (time to first byte, total).
-async fn call(
+pub(crate) async fn call(
     client: &reqwest::Client,
     url: &str,
     key: Option<&str>,
@@ -219,5 +219,5 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
         gf.n,
         glf.n
     ));
-    Ok(vec![s])
+    Ok(vec![s, crate::gateway_cpu::run(cfg).await?])
 }

@@ -20,13 +20,15 @@
 //! The binary doubles as the tiny agent program of the scheduling
 //! benchmark (`agency-bench __stamp DIR`, see [`sched::stamp`]): that mode is
 //! checked before anything else so the process does as little as possible
-//! between exec and recording its start time.
+//! between exec and recording its start time. It is also the bare model
+//! relay of item 9b (`agency-bench __relay UPSTREAM`, see [`relay`]).
 
 mod agents;
 mod budget;
 mod daemons;
 mod dashboard;
 mod gateway;
+mod gateway_cpu;
 mod growth;
 mod jsonrpc;
 mod latency;
@@ -35,6 +37,7 @@ mod memory;
 mod pg;
 mod pipelines;
 mod populate;
+mod relay;
 mod report;
 mod retriever;
 mod sandbox;
@@ -84,8 +87,10 @@ impl Cfg {
 
 fn main() -> Result<()> {
     let mut argv = std::env::args_os().skip(1);
-    if argv.next().is_some_and(|a| a == "__stamp") {
-        return sched::stamp(argv.next());
+    match argv.next() {
+        Some(a) if a == "__stamp" => return sched::stamp(argv.next()),
+        Some(a) if a == "__relay" => return relay::serve(argv.next()),
+        _ => {}
     }
     let args = Args::parse();
     // Each item chooses its homes' stores itself (SQLite, and PostgreSQL

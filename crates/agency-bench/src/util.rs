@@ -153,18 +153,26 @@ pub fn rss_kib(pid: u32) -> Result<u64> {
 /// CPU time (user + system) this process has used, all threads, children
 /// excluded: fields 14 and 15 of `/proc/self/stat`, in clock ticks.
 pub fn self_cpu() -> Result<Duration> {
-    let text =
-        std::fs::read_to_string("/proc/self/stat").context("failed to read /proc/self/stat")?;
+    stat_cpu("/proc/self/stat")
+}
+
+/// CPU time (user + system) process `pid` has used, as [`self_cpu`].
+pub fn process_cpu(pid: u32) -> Result<Duration> {
+    stat_cpu(&format!("/proc/{pid}/stat"))
+}
+
+fn stat_cpu(path: &str) -> Result<Duration> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("failed to read {path}"))?;
     // The command name (field 2) may contain spaces; count after its ')'.
     let rest = text
         .rsplit_once(')')
         .map(|(_, r)| r)
-        .context("failed to parse /proc/self/stat")?;
+        .with_context(|| format!("failed to parse {path}"))?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| -> Result<u64> {
         f.get(i)
             .and_then(|v| v.parse().ok())
-            .context("failed to parse the CPU times in /proc/self/stat")
+            .with_context(|| format!("failed to parse the CPU times in {path}"))
     };
     // After ')' field 3 (state) is index 0, so utime (14) is 11, stime 12.
     let total = ticks(11)? + ticks(12)?;
