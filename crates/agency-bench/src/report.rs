@@ -1,6 +1,7 @@
 //! The report: sections of rows (measure, value, baseline, ratio) and the
 //! Markdown of `BENCHMARKS.md` with how to rerun and what machine ran it.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -94,8 +95,21 @@ impl Section {
     }
 }
 
+/// An RFC 3339 time to the second (`2026-12-06T08:45:56.28Z` →
+/// `2026-12-06T08:45:56Z`); anything else as it is.
+fn to_second(t: &str) -> String {
+    match (t.get(..19), t.get(19..20)) {
+        (Some(head), Some(".")) if t.ends_with('Z') => format!("{head}Z"),
+        _ => t.to_owned(),
+    }
+}
+
 /// How the header line of a run with `--only` begins.
 const KEPT_LINE: &str = "- this run measured items ";
+/// How a section's last line begins, and what in it says when it was
+/// measured.
+const TOOK_LINE: &str = "- this item took ";
+const MEASURED: &str = "(measured ";
 
 /// What an earlier report holds for the items this run leaves out.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +122,40 @@ pub struct Earlier {
     /// Its sections by item number (`## 5b.` belongs to item 5), each the
     /// text from its heading to the next, in order.
     pub sections: Vec<(u8, String)>,
+    /// When its items were measured, for sections that do not say so
+    /// themselves (written before they did): see [`measured_dates`].
+    measured: BTreeMap<u8, String>,
+    /// When the items `measured` does not name were.
+    measured_else: String,
+}
+
+/// When each item of a report dated `date` was measured, from its `--only`
+/// line: that names the items the run measured and, in the format before
+/// sections carried their date, quoted the same line of the report it kept
+/// the others from, with that report's date, and so on back to a run that
+/// measured everything. Returns the items named along that chain with
+/// their dates, and the date of the last report (the other items').
+fn measured_dates(date: &str, kept_line: Option<&str>) -> (BTreeMap<u8, String>, String) {
+    const ITEMS: &str = "this run measured items ";
+    let day = |d: &str| to_second(d.split([';', ')']).next().unwrap_or("").trim());
+    let mut dates = BTreeMap::new();
+    let mut date = day(date);
+    let mut line = kept_line.unwrap_or("");
+    while let Some(rest) = line.find(ITEMS).map(|i| &line[i + ITEMS.len()..]) {
+        let items = rest.split(" only").next().unwrap_or("");
+        for n in items.split(',').filter_map(|n| n.trim().parse::<u8>().ok()) {
+            dates.entry(n).or_insert_with(|| date.clone());
+        }
+        match rest.find("; date: ") {
+            Some(i) => date = day(&rest[i + "; date: ".len()..]),
+            None => break,
+        }
+        line = match rest.find("which said in turn: \"") {
+            Some(i) => &rest[i..],
+            None => "",
+        };
+    }
+    (dates, date)
 }
 
 impl Earlier {
@@ -134,16 +182,25 @@ impl Earlier {
             }
         }
         e.sections.extend(current);
+        (e.measured, e.measured_else) = measured_dates(&e.date, e.kept_line.as_deref());
         e
     }
 
-    /// The kept text of item `n`'s sections, if the earlier report has any.
+    /// The kept text of item `n`'s sections, if the earlier report has any,
+    /// its "this item took" line saying when it was measured.
     pub fn item(&self, n: u8) -> Option<String> {
+        let when = self.measured.get(&n).unwrap_or(&self.measured_else);
         let text: String = self
             .sections
             .iter()
             .filter(|(m, _)| *m == n)
-            .map(|(_, t)| t.as_str())
+            .flat_map(|(_, t)| t.split_inclusive('\n'))
+            .map(|l| match l.strip_prefix(TOOK_LINE) {
+                Some(rest) if !rest.contains(MEASURED) => {
+                    format!("{TOOK_LINE}{} {MEASURED}{when})\n", rest.trim_end())
+                }
+                _ => l.to_owned(),
+            })
             .collect();
         (!text.is_empty()).then_some(text)
     }
@@ -220,16 +277,11 @@ pub fn render(
     writeln!(md, "- build: release profile of this workspace")?;
     if let Some(e) = earlier.filter(|_| !only.is_empty()) {
         let items: Vec<String> = only.iter().map(u8::to_string).collect();
-        let chain = match &e.kept_line {
-            Some(l) => format!(", which said in turn: \"{l}\""),
-            None => String::new(),
-        };
         writeln!(
             md,
-            "{KEPT_LINE}{} only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: {}; date: {}){chain}",
+            "{KEPT_LINE}{} only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: {}), each saying when it was measured",
             items.join(", "),
             e.mode,
-            e.date
         )?;
     }
     writeln!(md)?;
@@ -271,11 +323,62 @@ pub fn render(
             writeln!(md, "- {n}")?;
         }
         if let Some(t) = s.took {
-            writeln!(md, "- this item took {:.0} s", t.as_secs_f64())?;
+            writeln!(
+                md,
+                "{TOOK_LINE}{:.0} s {MEASURED}{})",
+                t.as_secs_f64(),
+                to_second(&now)
+            )?;
         }
         if !s.notes.is_empty() || s.took.is_some() {
             writeln!(md)?;
         }
     }
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report in the format before sections carried their dates: its
+    /// `--only` line quotes the line of the report before it.
+    const OLD: &str = "# Benchmarks\n\n- mode: **full**\n- date: 2026-12-06T08:45:56.281Z; whole run took 195 s\n- this run measured items 6, 16 only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: **full**; date: 2026-12-06T08:27:27.564Z; whole run took 179 s), which said in turn: \"this run measured items 3, 6 only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: **full**; date: 2026-12-03T09:34:40.654Z; whole run took 974 s)\"\n\n## 3. Writes\n\n- this item took 85 s\n\n## 5. Scale\n\n- this item took 9 s\n\n## 5b. Pages\n\n- this item took 2 s\n\n## 6. Agents\n\n- this item took 69 s\n";
+
+    #[test]
+    fn the_items_of_an_old_report_get_the_date_of_the_run_that_measured_them() {
+        let e = Earlier::parse(OLD);
+        let took = |n| e.item(n).unwrap();
+        assert!(took(6).contains("- this item took 69 s (measured 2026-12-06T08:45:56Z)\n"));
+        assert!(took(3).contains("- this item took 85 s (measured 2026-12-06T08:27:27Z)\n"));
+        // Measured by the run at the end of the chain; both sections of the item.
+        assert_eq!(
+            took(5).matches("(measured 2026-12-03T09:34:40Z)").count(),
+            2,
+            "{}",
+            took(5)
+        );
+        assert!(e.item(7).is_none());
+    }
+
+    #[test]
+    fn a_section_that_says_when_it_was_measured_is_kept_as_it_is() {
+        let text = "- mode: **full**\n- date: 2026-12-07T10:00:00.1Z; whole run took 5 s\n- this run measured items 9 only (`--only`); the other sections are copied unchanged from the report that was at this path before (mode: **full**), each saying when it was measured\n\n## 4. Sched\n\n- this item took 12 s (measured 2026-12-01T00:00:00Z)\n";
+        let e = Earlier::parse(text);
+        assert_eq!(
+            e.item(4).unwrap(),
+            "## 4. Sched\n\n- this item took 12 s (measured 2026-12-01T00:00:00Z)\n"
+        );
+    }
+
+    #[test]
+    fn times_are_cut_to_the_second() {
+        for (t, want) in [
+            ("2026-12-06T08:45:56.281210187Z", "2026-12-06T08:45:56Z"),
+            ("2026-12-06T08:45:56Z", "2026-12-06T08:45:56Z"),
+            ("unknown", "unknown"),
+        ] {
+            assert_eq!(to_second(t), want);
+        }
+    }
 }
