@@ -83,6 +83,27 @@ pub(crate) async fn call(
     Ok((first.unwrap_or_default(), t.elapsed()))
 }
 
+/// Wait until the store holds `want` model calls (settlements commit a
+/// moment after the answer ends); fail after 30 s with how many it has.
+pub(crate) async fn metered(svc: std::sync::Arc<agency_service::System>, want: i64) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = svc.clone();
+        let calls = tokio::task::spawn_blocking(move || s.cost_tree(Principal::User, None))
+            .await
+            .context("failed to join the cost task")??
+            .subtree
+            .calls;
+        if calls == want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the gateway recorded {calls} model calls of {want}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     let n = cfg.pick(2000, 200);
     let script = agency_testkit::Script::from_json(
@@ -149,24 +170,8 @@ pub async fn run(cfg: Cfg) -> Result<Vec<Section>> {
     }
     // Every call through the gateway is metered: check that it was, so the
     // figure is of the whole path and not of a gateway that skipped it.
-    let svc = daemon.service().clone();
     let want = (2 * WARMUP + n / ROUNDS * ROUNDS + large_n / ROUNDS * ROUNDS) as i64;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let svc = svc.clone();
-        let calls = tokio::task::spawn_blocking(move || svc.cost_tree(Principal::User, None))
-            .await
-            .context("failed to join the cost task")??
-            .subtree
-            .calls;
-        if calls == want {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the gateway recorded {calls} model calls of {want}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    metered(daemon.service().clone(), want).await?;
     daemon.stop().await.context("failed to stop the daemon")?;
     model.shutdown().await;
     let (df, dt, gf, gt) = (

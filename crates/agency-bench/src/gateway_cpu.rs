@@ -186,23 +186,7 @@ async fn measure(bin: &Path, n: usize, store: Option<&str>) -> Result<(Duration,
     // Every call through the gateway was metered: the figure is of the
     // whole path, not of a gateway that skipped it.
     let want = (WARMUP * CLIENTS + ROUNDS * per_round) as i64;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let svc = std::sync::Arc::new(svc);
-    loop {
-        let s = svc.clone();
-        let calls = tokio::task::spawn_blocking(move || s.cost_tree(Principal::User, None))
-            .await
-            .context("failed to join the cost task")??
-            .subtree
-            .calls;
-        if calls == want {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the gateway recorded {calls} model calls of {want}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::gateway::metered(std::sync::Arc::new(svc), want).await?;
     drop((daemon, relay, model));
     let calls = u32::try_from(ROUNDS * per_round).context("too many calls")?;
     Ok((gw / calls, rl / calls))
