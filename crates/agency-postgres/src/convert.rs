@@ -495,13 +495,33 @@ macro_rules! agent_cols {
 pub(crate) use agent_cols;
 
 pub(crate) fn agent_row(r: &Row) -> R<AgentRow> {
+    agent_row_at(r, 0)
+}
+
+/// An agent row whose columns start at `at`.
+fn agent_row_at(r: &Row, at: usize) -> R<AgentRow> {
     Ok(AgentRow {
-        id: col_id(r, 0, "agent id")?,
-        handler: col_id(r, 1, "agent handler")?,
-        started_at: col_ts(r, 2, "agent started_at")?,
-        ended_at: col_opt_ts(r, 3, "agent ended_at")?,
-        end_reason: col(r, 4, "agent end_reason")?,
+        id: col_id(r, at, "agent id")?,
+        handler: col_id(r, at + 1, "agent handler")?,
+        started_at: col_ts(r, at + 2, "agent started_at")?,
+        ended_at: col_opt_ts(r, at + 3, "agent ended_at")?,
+        end_reason: col(r, at + 4, "agent end_reason")?,
     })
+}
+
+/// An agent joined with its handler: the handler's columns first (as
+/// [`handler_row`] reads them), then the agent's; `FROM` included.
+macro_rules! agent_and_handler_cols {
+    () => {
+        "h.id, h.boss, h.status, h.state_doc, h.audit_log, h.created_at, h.updated_at, \
+         a.id, a.handler, a.started_at, a.ended_at, a.end_reason \
+         FROM agents a JOIN handlers h ON h.id = a.handler"
+    };
+}
+pub(crate) use agent_and_handler_cols;
+
+pub(crate) fn agent_and_handler_row(r: &Row) -> R<(AgentRow, HandlerRow)> {
+    Ok((agent_row_at(r, 7)?, handler_row(r)?))
 }
 
 pub(crate) fn log_entry_row(r: &Row) -> R<LogEntryRow> {

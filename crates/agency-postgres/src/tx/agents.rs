@@ -5,7 +5,7 @@
 
 use agency_core::{AgentId, HandlerId, Timestamp};
 use agency_store::StoreError;
-use agency_store::model::{AgentProcessRow, AgentRow, TokenRow};
+use agency_store::model::{AgentProcessRow, AgentRow, HandlerRow, TokenRow};
 use agency_store::tx::AgentTx;
 use agency_store::tx::R;
 
@@ -58,6 +58,16 @@ impl AgentTx for PgTx<'_> {
             &[&id.to_string()],
             || format!("read agent {id}"),
             agent_row,
+        )
+    }
+
+    fn agent_with_handler(&mut self, id: AgentId) -> R<Option<(AgentRow, HandlerRow)>> {
+        query_opt(
+            self.conn,
+            concat!("SELECT ", agent_and_handler_cols!(), " WHERE a.id = $1"),
+            &[&id.to_string()],
+            || format!("read agent {id} with its handler"),
+            agent_and_handler_row,
         )
     }
 

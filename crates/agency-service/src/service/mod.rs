@@ -301,12 +301,9 @@ pub(crate) fn authenticate(tx: &mut dyn Tx, who: Principal) -> Result<Caller> {
                     "failed to authenticate agent {agent} of handler {handler}: it is not a live agent of an active handler"
                 ))
             };
-            let row = tx.agent(agent)?.ok_or_else(denied)?;
-            if row.handler != handler || row.ended_at.is_some() {
-                return Err(denied());
-            }
-            let h = tx.handler(handler)?.ok_or_else(denied)?;
-            if h.status != HandlerStatus::Active {
+            let (row, h) = tx.agent_with_handler(agent)?.ok_or_else(denied)?;
+            if row.handler != handler || row.ended_at.is_some() || h.status != HandlerStatus::Active
+            {
                 return Err(denied());
             }
             Ok(Caller::Handler { row: h, agent })

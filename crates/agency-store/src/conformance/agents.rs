@@ -127,3 +127,35 @@ pub fn tokens_and_process_groups(new: &New) {
         Ok(())
     });
 }
+
+/// An agent and the handler it works for, in one read (every agent's call
+/// is authenticated with both): whatever their states; none for an
+/// unknown agent.
+pub fn an_agent_with_its_handler_in_one_read(new: &New) {
+    let (_dir, store) = new();
+    let (h1, h2) = wr(&store, |tx| {
+        let h1 = add_handler(tx, 1, None)?;
+        Ok((h1, add_handler(tx, 2, Some(h1))?))
+    });
+    wr(&store, |tx| {
+        tx.insert_agent(&agent(100, h1, 1))?;
+        tx.insert_agent(&agent(200, h2, 2))?;
+        tx.end_agent(aid(200), Timestamp(3), "done").map(|_| ())
+    });
+    rd(&store, |tx| {
+        let both = tx.agent_with_handler(aid(100))?;
+        assert_eq!(
+            both,
+            Some((agent(100, h1, 1), tx.handler(h1)?.expect("h1")))
+        );
+        let (ended, boss) = tx
+            .agent_with_handler(aid(200))?
+            .expect("an ended agent is read");
+        assert_eq!(ended, tx.agent(aid(200))?.expect("agent 200"));
+        assert_eq!(ended.ended_at, Some(Timestamp(3)));
+        assert_eq!(boss, tx.handler(h2)?.expect("h2"));
+        assert_eq!(boss.boss, Some(h1));
+        assert_eq!(tx.agent_with_handler(aid(999))?, None);
+        Ok(())
+    });
+}

@@ -55,6 +55,16 @@ impl AgentTx for SqliteTx<'_> {
         )
     }
 
+    fn agent_with_handler(&mut self, id: AgentId) -> R<Option<(AgentRow, HandlerRow)>> {
+        query_opt(
+            self.conn,
+            concat!("SELECT ", agent_and_handler_cols!(), " WHERE a.id = ?1"),
+            [id.to_string()],
+            || format!("read agent {id} with its handler"),
+            agent_and_handler_row,
+        )
+    }
+
     fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool> {
         let c = self.conn;
         let n = execute(

@@ -4,7 +4,7 @@
 use agency_core::{AgentId, HandlerId, Timestamp};
 
 use super::R;
-use crate::model::{AgentProcessRow, AgentRow, TokenRow};
+use crate::model::{AgentProcessRow, AgentRow, HandlerRow, TokenRow};
 
 /// Agents (one run of a handler): rows, their bearer tokens and their
 /// process groups.
@@ -12,6 +12,9 @@ pub trait AgentTx {
     /// Fails with `StoreError::Unique` if the handler already has a live agent.
     fn insert_agent(&mut self, a: &AgentRow) -> R<()>;
     fn agent(&mut self, id: AgentId) -> R<Option<AgentRow>>;
+    /// Agent `id` and the handler it works for, in one read: every call an
+    /// agent makes is authenticated with both.
+    fn agent_with_handler(&mut self, id: AgentId) -> R<Option<(AgentRow, HandlerRow)>>;
     /// Mark a live agent ended; returns false if it was not live.
     fn end_agent(&mut self, id: AgentId, at: Timestamp, reason: &str) -> R<bool>;
     /// Live agents of the given handlers, ordered by id.
