@@ -80,6 +80,7 @@ macro_rules! store_conformance {
             handler_settings::the_nearest_model_up_the_chain_of_bosses,
             agents::one_live_agent_per_handler,
             agents::an_agent_with_its_handler_in_one_read,
+            agents::a_token_with_its_agent_and_handler_in_one_read,
             agents::tokens_and_process_groups,
             audit_log::audit_log_whole_and_in_pages,
             runs::runs_logs_progress_and_stalls,

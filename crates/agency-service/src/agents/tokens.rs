@@ -12,7 +12,7 @@ use crate::agents::insert_live_agent;
 use crate::agents::leases::{HeldLease, LeaseSpec, claim, release_in};
 use crate::error::ServiceError;
 use crate::events::Event;
-use crate::service::{Op, Service, System, authenticate};
+use crate::service::{Op, Service, System, authenticate, is_live_caller};
 pub use agency_api::MintedToken;
 
 /// Who a valid token speaks for.
@@ -53,17 +53,18 @@ pub(crate) fn token_hash(token: &str) -> Result<String> {
 
 /// The live agent whose token has hash `h`, in `tx`.
 pub(crate) fn identity_in(tx: &mut dyn agency_store::Tx, h: &str) -> Result<TokenIdentity> {
-    let row = tx
-        .token(h)?
-        .filter(|t| t.revoked_at.is_none())
+    let (row, agent, handler) = tx
+        .token_caller(h)?
+        .filter(|(t, ..)| t.revoked_at.is_none())
         .ok_or_else(invalid_token)?;
-    let identity = TokenIdentity {
+    if !is_live_caller(&agent, &handler, row.handler) {
+        return Err(invalid_token());
+    }
+    Ok(TokenIdentity {
         handler: row.handler,
         agent: row.agent,
         workspace: row.workspace.map(PathBuf::from),
-    };
-    authenticate(tx, identity.principal()).map_err(|_| invalid_token())?;
-    Ok(identity)
+    })
 }
 
 /// A fresh bearer token (made outside the transaction that stores its

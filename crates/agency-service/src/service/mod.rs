@@ -12,7 +12,7 @@ pub use system::System;
 use std::sync::Arc;
 
 use agency_core::{AgentId, HandlerId, Limits, MailTarget, Principal, Timestamp};
-use agency_store::{BlobStore, HandlerRow, HandlerStatus, Store, Tx};
+use agency_store::{AgentRow, BlobStore, HandlerRow, HandlerStatus, Store, Tx};
 use tokio::sync::{broadcast, watch};
 
 use self::outbox::{Notice, Post};
@@ -302,8 +302,7 @@ pub(crate) fn authenticate(tx: &mut dyn Tx, who: Principal) -> Result<Caller> {
                 ))
             };
             let (row, h) = tx.agent_with_handler(agent)?.ok_or_else(denied)?;
-            if row.handler != handler || row.ended_at.is_some() || h.status != HandlerStatus::Active
-            {
+            if !is_live_caller(&row, &h, handler) {
                 return Err(denied());
             }
             Ok(Caller::Handler { row: h, agent })
@@ -311,9 +310,77 @@ pub(crate) fn authenticate(tx: &mut dyn Tx, who: Principal) -> Result<Caller> {
     }
 }
 
+/// Whether `agent`, read with `its_handler`, is a live agent of the active
+/// handler `handler`: what every call of an agent must be.
+pub(crate) fn is_live_caller(
+    agent: &AgentRow,
+    its_handler: &HandlerRow,
+    handler: HandlerId,
+) -> bool {
+    agent.handler == handler
+        && its_handler.id == handler
+        && agent.ended_at.is_none()
+        && its_handler.status == HandlerStatus::Active
+}
+
 #[cfg(test)]
 mod tests {
-    use super::op_name;
+    use super::{is_live_caller, op_name};
+    use agency_core::{AgentId, FileId, HandlerId, Timestamp};
+    use agency_store::{AgentRow, HandlerRow, HandlerStatus};
+
+    /// Each way a presented agent can fail to be a live agent of an active
+    /// handler, the token's or the principal's (`handler`), refuses it.
+    #[test]
+    fn a_caller_is_a_live_agent_of_its_active_handler() {
+        let (mine, other) = (HandlerId::new_random(), HandlerId::new_random());
+        let agent = |handler, ended: Option<i64>| AgentRow {
+            id: AgentId::new_random(),
+            handler,
+            started_at: Timestamp(1),
+            ended_at: ended.map(Timestamp),
+            end_reason: None,
+        };
+        let handler = |id, status| HandlerRow {
+            id,
+            boss: None,
+            status,
+            state_doc: FileId::new_random(),
+            audit_log: FileId::new_random(),
+            created_at: Timestamp(1),
+            updated_at: Timestamp(1),
+        };
+        let active = HandlerStatus::Active;
+        for (a, h, ok, case) in [
+            (
+                agent(mine, None),
+                handler(mine, active),
+                true,
+                "live, active",
+            ),
+            (agent(mine, Some(2)), handler(mine, active), false, "ended"),
+            (
+                agent(mine, None),
+                handler(mine, HandlerStatus::Deactivated),
+                false,
+                "deactivated",
+            ),
+            (
+                agent(other, None),
+                handler(other, active),
+                false,
+                "another's agent",
+            ),
+            (
+                agent(mine, None),
+                handler(other, active),
+                false,
+                "a mismatched row",
+            ),
+        ] {
+            assert_eq!(is_live_caller(&a, &h, mine), ok, "{case}");
+        }
+    }
 
     #[test]
     fn operations_are_named_after_their_method() {

@@ -159,3 +159,45 @@ pub fn an_agent_with_its_handler_in_one_read(new: &New) {
         Ok(())
     });
 }
+
+/// A token with its agent and that agent's handler, in one read (every
+/// request of an agent presents its token): a revoked one too, with its
+/// time and workspace; none for an unknown hash.
+pub fn a_token_with_its_agent_and_handler_in_one_read(new: &New) {
+    let (_dir, store) = new();
+    let (h1, h2) = wr(&store, |tx| {
+        let h1 = add_handler(tx, 1, None)?;
+        Ok((h1, add_handler(tx, 2, Some(h1))?))
+    });
+    let token = |hash: &str, agent_n, handler| TokenRow {
+        hash: hash.to_owned(),
+        agent: aid(agent_n),
+        handler,
+        workspace: Some(format!("/work/{hash}")),
+        created_at: Timestamp(4),
+        revoked_at: None,
+    };
+    wr(&store, |tx| {
+        tx.insert_agent(&agent(100, h1, 1))?;
+        tx.insert_agent(&agent(200, h2, 2))?;
+        tx.insert_token(&token("t1", 100, h1))?;
+        tx.insert_token(&token("t2", 200, h2))?;
+        tx.revoke_tokens_of(aid(200), Timestamp(5)).map(|_| ())
+    });
+    rd(&store, |tx| {
+        assert_eq!(
+            tx.token_caller("t1")?,
+            Some((
+                token("t1", 100, h1),
+                agent(100, h1, 1),
+                tx.handler(h1)?.expect("h1")
+            ))
+        );
+        let (revoked, a, h) = tx.token_caller("t2")?.expect("a revoked token is read");
+        assert_eq!(Some(&revoked), tx.token("t2")?.as_ref());
+        assert_eq!(revoked.revoked_at, Some(Timestamp(5)));
+        assert_eq!((a.id, h.id, h.boss), (aid(200), h2, Some(h1)));
+        assert_eq!(tx.token_caller("nope")?, None);
+        Ok(())
+    });
+}

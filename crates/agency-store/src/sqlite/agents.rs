@@ -58,7 +58,11 @@ impl AgentTx for SqliteTx<'_> {
     fn agent_with_handler(&mut self, id: AgentId) -> R<Option<(AgentRow, HandlerRow)>> {
         query_opt(
             self.conn,
-            concat!("SELECT ", agent_and_handler_cols!(), " WHERE a.id = ?1"),
+            concat!(
+                "SELECT ",
+                agent_and_handler_cols!(),
+                " FROM agents a JOIN handlers h ON h.id = a.handler WHERE a.id = ?1"
+            ),
             [id.to_string()],
             || format!("read agent {id} with its handler"),
             agent_and_handler_row,
@@ -141,21 +145,31 @@ impl AgentTx for SqliteTx<'_> {
     }
 
     fn token(&mut self, hash: &str) -> R<Option<TokenRow>> {
-        let c = self.conn;
         query_opt(
-            c,
+            self.conn,
             "SELECT hash, agent, handler, workspace, created_at, revoked_at FROM tokens WHERE hash = ?1",
             [hash],
             || "read token".to_owned(),
+            |r| token_row_at(r, 0),
+        )
+    }
+
+    fn token_caller(&mut self, hash: &str) -> R<Option<(TokenRow, AgentRow, HandlerRow)>> {
+        query_opt(
+            self.conn,
+            concat!(
+                "SELECT ",
+                agent_and_handler_cols!(),
+                ", ",
+                token_cols!(),
+                " FROM tokens t JOIN agents a ON a.id = t.agent \
+                  JOIN handlers h ON h.id = a.handler WHERE t.hash = ?1"
+            ),
+            [hash],
+            || "read token with its agent and handler".to_owned(),
             |r| {
-                Ok(TokenRow {
-                    hash: col(r, 0, "token hash")?,
-                    agent: col_id(r, 1, "token agent")?,
-                    handler: col_id(r, 2, "token handler")?,
-                    workspace: col(r, 3, "token workspace")?,
-                    created_at: col_ts(r, 4, "token created_at")?,
-                    revoked_at: col_opt_ts(r, 5, "token revoked_at")?,
-                })
+                let (a, h) = agent_and_handler_row(r)?;
+                Ok((token_row_at(r, AGENT_AND_HANDLER_COLS)?, a, h))
             },
         )
     }

@@ -392,16 +392,39 @@ fn agent_row_at(r: &Row<'_>, at: usize) -> R<AgentRow> {
     })
 }
 
-/// An agent joined with its handler: the handler's columns first (as
-/// [`handler_row`] reads them), then the agent's; `FROM` included.
+/// An agent `a` joined with its handler `h`: the handler's columns first
+/// (as [`handler_row`] reads them), then the agent's
+/// ([`agent_and_handler_row`]); [`AGENT_AND_HANDLER_COLS`] in all.
 macro_rules! agent_and_handler_cols {
     () => {
         "h.id, h.boss, h.status, h.state_doc, h.audit_log, h.created_at, h.updated_at, \
-         a.id, a.handler, a.started_at, a.ended_at, a.end_reason \
-         FROM agents a JOIN handlers h ON h.id = a.handler"
+         a.id, a.handler, a.started_at, a.ended_at, a.end_reason"
     };
 }
 pub(crate) use agent_and_handler_cols;
+
+/// How many columns [`agent_and_handler_cols`] names.
+pub(crate) const AGENT_AND_HANDLER_COLS: usize = 12;
+
+/// A token `t`'s columns, as [`token_row_at`] reads them.
+macro_rules! token_cols {
+    () => {
+        "t.hash, t.agent, t.handler, t.workspace, t.created_at, t.revoked_at"
+    };
+}
+pub(crate) use token_cols;
+
+/// A token row whose columns start at `at`.
+pub(crate) fn token_row_at(r: &Row<'_>, at: usize) -> R<TokenRow> {
+    Ok(TokenRow {
+        hash: col(r, at, "token hash")?,
+        agent: col_id(r, at + 1, "token agent")?,
+        handler: col_id(r, at + 2, "token handler")?,
+        workspace: col(r, at + 3, "token workspace")?,
+        created_at: col_ts(r, at + 4, "token created_at")?,
+        revoked_at: col_opt_ts(r, at + 5, "token revoked_at")?,
+    })
+}
 
 pub(crate) fn agent_and_handler_row(r: &Row<'_>) -> R<(AgentRow, HandlerRow)> {
     Ok((agent_row_at(r, 7)?, handler_row(r)?))

@@ -26,6 +26,10 @@ pub trait AgentTx {
     /// Fails with `StoreError::Unique` if the hash exists.
     fn insert_token(&mut self, t: &TokenRow) -> R<()>;
     fn token(&mut self, hash: &str) -> R<Option<TokenRow>>;
+    /// The token with `hash`, revoked or not, with its agent and that
+    /// agent's handler, in one read (every request of an agent presents
+    /// its token); none if any of the three is missing.
+    fn token_caller(&mut self, hash: &str) -> R<Option<(TokenRow, AgentRow, HandlerRow)>>;
     /// Revoke every live token of an agent; returns how many.
     fn revoke_tokens_of(&mut self, agent: AgentId, at: Timestamp) -> R<u64>;
     /// Insert or replace the process group recorded for an agent.
