@@ -423,6 +423,9 @@ macro_rules! handler_cols {
 }
 pub(crate) use handler_cols;
 
+/// How many columns [`handler_row`] reads.
+const HANDLER_COLS: usize = 7;
+
 pub(crate) fn handler_row(r: &Row) -> R<HandlerRow> {
     Ok(HandlerRow {
         id: col_id(r, 0, "handler id")?,
@@ -494,6 +497,9 @@ macro_rules! agent_cols {
 }
 pub(crate) use agent_cols;
 
+/// How many columns [`agent_row`] reads.
+const AGENT_COLS: usize = 5;
+
 pub(crate) fn agent_row(r: &Row) -> R<AgentRow> {
     agent_row_at(r, 0)
 }
@@ -521,7 +527,7 @@ macro_rules! agent_and_handler_cols {
 pub(crate) use agent_and_handler_cols;
 
 /// How many columns [`agent_and_handler_cols`] names.
-pub(crate) const AGENT_AND_HANDLER_COLS: usize = 12;
+pub(crate) const AGENT_AND_HANDLER_COLS: usize = HANDLER_COLS + AGENT_COLS;
 
 /// A token `t`'s columns, as [`token_row_at`] reads them.
 macro_rules! token_cols {
@@ -544,7 +550,7 @@ pub(crate) fn token_row_at(r: &Row, at: usize) -> R<TokenRow> {
 }
 
 pub(crate) fn agent_and_handler_row(r: &Row) -> R<(AgentRow, HandlerRow)> {
-    Ok((agent_row_at(r, 7)?, handler_row(r)?))
+    Ok((agent_row_at(r, HANDLER_COLS)?, handler_row(r)?))
 }
 
 pub(crate) fn log_entry_row(r: &Row) -> R<LogEntryRow> {
